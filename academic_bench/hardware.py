@@ -1,0 +1,112 @@
+"""The GPU catalog (specs, power, prices; data/gpus.csv) and detection of the GPU in hand."""
+from __future__ import annotations
+
+import csv
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class GPU:
+    key: str
+    name: str
+    memory_gb: float
+    architecture: str
+    compute_capability: float
+    peak_tflops: dict[str, float]  # dense spec peak per precision
+    board_power_w: float
+    price_usd: float | None
+    price_source: str
+    spec_source: str
+    match: str = ""  # substring of the driver's device name that identifies this GPU
+    detected: bool = False  # True when built from the driver with no catalog entry
+
+    @property
+    def supports_tf32(self) -> bool:
+        """TF32 tensor cores arrived with Ampere (compute capability 8.0)."""
+        return self.compute_capability >= 8.0
+
+    @property
+    def supports_bf16(self) -> bool:
+        return self.compute_capability >= 8.0
+
+    def peak_flops(self, precision: str, tf32: bool = False) -> float:
+        """Dense peak FLOP/s for a training precision (fp32 runs at the tf32 rate when TF32 is on)."""
+        if precision == "fp32" and tf32 and self.supports_tf32:
+            precision = "tf32"
+        return self.peak_tflops[precision] * 1e12
+
+
+class UnknownGPUError(KeyError):
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, GPU]:
+    text = resources.files("academic_bench").joinpath("data/gpus.csv").read_text()
+    return {row["key"]: _row_to_gpu(row) for row in csv.DictReader(text.splitlines())}
+
+
+def _row_to_gpu(row: dict[str, str]) -> GPU:
+    return GPU(
+        key=row["key"], name=row["name"], memory_gb=float(row["memory_gb"]),
+        architecture=row["architecture"], compute_capability=float(row["compute_capability"]),
+        peak_tflops={p: float(row[f"{p}_tflops"]) for p in PRECISIONS},
+        board_power_w=float(row["board_power_w"]),
+        price_usd=float(row["price_usd"]) if row["price_usd"] else None,
+        price_source=row["price_source"], spec_source=row["spec_source"], match=row["match"],
+    )
+
+
+def gpu_names() -> list[str]:
+    return list(catalog())
+
+
+def get_gpu(key: str) -> GPU:
+    """The catalog entry for ``key``; an unknown key names the valid ones."""
+    try:
+        return catalog()[key.lower()]
+    except KeyError:
+        raise UnknownGPUError(f"unknown GPU {key!r}; choose one of: {', '.join(catalog())}") from None
+
+
+def match_name(device_name: str) -> GPU | None:
+    """The catalog entry whose ``match`` text appears in a driver-reported device name."""
+    low = device_name.lower()
+    for gpu in catalog().values():
+        if gpu.match and gpu.match in low:
+            if gpu.key == "a100-80gb" and "40gb" in low:
+                return None  # a different card: 40 GB of memory
+            return gpu
+    return None
+
+
+def detect(index: int = 0) -> GPU | None:
+    """The GPU in hand: a catalog entry, or what the driver reports plus a warning; None with no GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(index)
+    known = match_name(props.name)
+    if known is not None:
+        return known
+    warnings.warn(
+        f"GPU {props.name!r} is not in the catalog ({', '.join(catalog())}); using what the driver reports. "
+        "Peak TFLOP/s, power and price are unknown, so MFU and cost are not computed.", stacklevel=2)
+    return from_driver(props.name, props.total_memory, props.major + props.minor / 10)
+
+
+def from_driver(name: str, total_memory_bytes: int, compute_capability: float) -> GPU:
+    nan = float("nan")
+    return GPU(
+        key=name.lower().replace(" ", "-"), name=name, memory_gb=total_memory_bytes / 1e9,
+        architecture="unknown", compute_capability=compute_capability,
+        peak_tflops={p: nan for p in PRECISIONS}, board_power_w=nan, price_usd=None,
+        price_source="unknown", spec_source="driver", detected=True,
+    )

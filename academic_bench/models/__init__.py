@@ -1,0 +1,32 @@
+"""The model catalog: one file per family, one small entry per model.
+
+Adding a model: write a ``ModelSpec`` in the family's file (or a new file) and list it in ``MODELS``
+there; this registry picks it up.
+"""
+from __future__ import annotations
+
+from .spec import ModelSpec, Optimizer, Recipe, loss_of
+from . import mamba, pythia, roberta, vision
+
+CATALOG: dict[str, ModelSpec] = {m.key: m for fam in (pythia, roberta, mamba, vision) for m in fam.MODELS}
+
+
+class UnknownModelError(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+def get_model(key: str) -> ModelSpec:
+    """The catalog entry for ``key``; an unknown key names the valid ones."""
+    try:
+        return CATALOG[key.lower()]
+    except KeyError:
+        raise UnknownModelError(f"unknown model {key!r}; choose one of: {', '.join(CATALOG)}") from None
+
+
+def model_names() -> list[str]:
+    return list(CATALOG)
+
+
+__all__ = ["CATALOG", "ModelSpec", "Optimizer", "Recipe", "UnknownModelError", "get_model", "loss_of",
+           "model_names"]
