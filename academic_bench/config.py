@@ -1,0 +1,83 @@
+"""A configuration to measure: (model, GPU type, GPU count, nodes, methods, micro-batch), with a stable id."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from .hardware import get_gpu
+from .methods import Methods, exclusion_reason, hardware_reason
+from .models import get_model
+
+
+@dataclass(frozen=True)
+class Config:
+    model: str
+    gpu: str
+    n_gpus: int = 1
+    nodes: int = 1
+    methods: Methods = field(default_factory=Methods)
+    micro_batch: int | None = None  # None: find the largest that fits
+    tiny: bool = False  # the CPU/workshop variant of the model
+
+    def __post_init__(self) -> None:
+        if self.n_gpus < 1:
+            raise ValueError(f"the GPU count must be at least 1, got {self.n_gpus}")
+        if self.nodes < 1 or self.n_gpus % self.nodes:
+            raise ValueError(f"{self.n_gpus} GPUs cannot be split evenly over {self.nodes} nodes")
+
+    @property
+    def spec(self):
+        return get_model(self.model)
+
+    @property
+    def recipe(self):
+        return self.spec.recipe_for(self.tiny)
+
+    @property
+    def per_gpu_batch(self) -> int:
+        """Samples each GPU processes per optimizer step (the global batch is never changed)."""
+        return self.recipe.global_batch // self.n_gpus
+
+    def gas(self, micro_batch: int | None = None) -> int:
+        """Gradient accumulation steps: global batch / (micro-batch x GPUs)."""
+        mbs = micro_batch or self.micro_batch
+        if not mbs:
+            raise ValueError("the micro-batch is not known yet")
+        return self.per_gpu_batch // mbs
+
+    def check(self) -> None:
+        """Stop before any work when the combination cannot run; the message names the choices."""
+        spec, gpu = get_model(self.model), None
+        if not self.tiny:
+            gpu = get_gpu(self.gpu)
+        r = spec.recipe_for(self.tiny)
+        if r.global_batch % self.n_gpus:
+            raise ValueError(f"{spec.key}'s global batch {r.global_batch} does not divide over {self.n_gpus} GPUs")
+        if self.micro_batch is not None:
+            if self.micro_batch < 1 or self.per_gpu_batch % self.micro_batch:
+                divisors = [d for d in range(1, self.per_gpu_batch + 1) if self.per_gpu_batch % d == 0]
+                raise ValueError(f"micro-batch {self.micro_batch} must divide the per-GPU batch "
+                                 f"{self.per_gpu_batch}; choose one of: {divisors}")
+        reason = exclusion_reason(self.methods, self.n_gpus)
+        if reason is None and gpu is not None:
+            reason = hardware_reason(self.methods, gpu.supports_tf32)
+        if reason:
+            raise ValueError(f"invalid combination ({self.methods.label()} on {self.n_gpus} GPU(s)): {reason}")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["methods"] = self.methods.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        d = dict(d)
+        d["methods"] = Methods.from_dict(d.get("methods", {}))
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    @property
+    def id(self) -> str:
+        """Stable hash of the configuration's fields (same fields, same id, across runs and machines)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
