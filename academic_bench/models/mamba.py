@@ -20,7 +20,7 @@ def _config(layers: int, hidden: int, vocab: int):
                        expand=2, conv_kernel=4, tie_word_embeddings=True, use_cache=False)
 
 
-def build(tiny: bool):
+def build(tiny: bool, attn: str = "sdpa"):  # noqa: ARG001  (Mamba has no attention)
     from transformers import MambaForCausalLM
 
     cfg = _config(TINY["layers"], TINY["hidden"], TINY["vocab"]) if tiny else _config(64, 2560, 50280)

@@ -42,13 +42,14 @@ def _spec(size: str) -> ModelSpec:
     tiny = Recipe(global_batch=8, steps=143_000, precision="fp32", optimizer=opt, seq_len=TINY["seq_len"],
                   vocab_size=TINY["vocab"], sources={"all": "tiny CPU variant, not a replication"})
 
-    def build(tiny_: bool):
+    def build(tiny_: bool, attn: str = "sdpa"):
         from transformers import GPTNeoXForCausalLM
 
         if tiny_:
             cfg = _config(TINY["layers"], TINY["hidden"], TINY["heads"], TINY["vocab"], TINY["seq_len"])
         else:
             cfg = _config(layers, hidden, heads, vocab, 2049)
+        cfg._attn_implementation = attn
         return GPTNeoXForCausalLM(cfg)
 
     def shape(tiny_: bool) -> tuple[int, int]:

@@ -22,13 +22,14 @@ def _config(layers: int, hidden: int, heads: int, vocab: int, seq_len: int):
     )
 
 
-def build(tiny: bool):
+def build(tiny: bool, attn: str = "sdpa"):
     from transformers import RobertaForMaskedLM
 
     if tiny:
         cfg = _config(TINY["layers"], TINY["hidden"], TINY["heads"], TINY["vocab"], TINY["seq_len"])
     else:
         cfg = _config(24, 1024, 16, 50265, 512)
+    cfg._attn_implementation = attn
     return RobertaForMaskedLM(cfg)
 
 

@@ -64,7 +64,8 @@ class ModelSpec:
     paper_params: float  # the size the paper reports, in parameters
     task: Task
     recipe: Recipe
-    build: Callable[[bool], nn.Module]
+    # build(tiny, attn): attn is the attention implementation, "eager", "sdpa" or "flash_attention_2"
+    build: Callable[..., nn.Module]
     tiny_recipe: Recipe
     # Layers, hidden size and sequence length for the transformer FLOPs formula; None: count with
     # torch.utils.flop_counter on one example instead (DESIGN.md convention).

@@ -14,8 +14,12 @@ TINY = dict(image_size=32, num_classes=10)
 
 
 def _timm(name: str, num_classes: int, **tiny_kwargs):
-    def build(tiny: bool):
+    def build(tiny: bool, attn: str = "sdpa"):
         import timm
+        from timm.layers import set_fused_attn
+
+        # timm's attention reads this switch when a block is built: SDPA kernels or the eager matmul path.
+        set_fused_attn(attn != "eager")
 
         if tiny:
             return timm.create_model(name, pretrained=False, num_classes=TINY["num_classes"], **tiny_kwargs)

@@ -1,0 +1,162 @@
+"""One function per training technique, applied in this order by ``build``:
+
+    attention kernels (at build) -> precision/TF32 -> activation checkpointing -> compile (per block)
+    -> parallelism (DDP | FSDP | DeepSpeed ZeRO)
+
+Every technique goes through the library made for it and records what actually ran in ``ran``.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..config import Config
+from ..models import ModelSpec
+
+
+class Unsupported(RuntimeError):
+    """A library or kernel this configuration needs is missing (outcome ``unsupported``)."""
+
+
+@dataclass
+class Ran:
+    """What actually ran, stored in the result row."""
+
+    attention: str = "n/a"
+    compiled: bool = False
+    kernels: list[str] = field(default_factory=list)
+    parallel: str = "single"
+    precision: str = "fp32"
+    notes: list[str] = field(default_factory=list)
+
+
+def has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def attention_impl(spec: ModelSpec, kernels: bool, device: str) -> str:
+    """Eager attention when kernels are off; FlashAttention-2 when importable on a GPU, else PyTorch SDPA."""
+    if spec.kernel != "sdpa":
+        return "n/a"
+    if not kernels:
+        return "eager"
+    if device == "cuda" and spec.family != "vit" and has("flash_attn"):
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def apply_kernels_check(spec: ModelSpec, cfg: Config, device: str, ran: Ran) -> None:
+    """Mamba's custom kernels come from mamba-ssm and causal-conv1d; without them the config cannot run."""
+    if spec.kernel == "mamba-ssm" and cfg.methods.kernels and device == "cuda":
+        missing = [m for m in ("mamba_ssm", "causal_conv1d") if not has(m)]
+        if missing:
+            raise Unsupported(f"Mamba's fast kernels need {' and '.join(missing)}, which could not be imported")
+        ran.kernels += ["mamba_ssm.selective_scan", "causal_conv1d"]
+
+
+def apply_tf32(enabled: bool, ran: Ran) -> None:
+    """TF32 tensor cores for fp32 matmuls and convolutions (Ampere+)."""
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+    if enabled:
+        ran.kernels.append("tf32")
+
+
+def apply_checkpointing(model: nn.Module, ran: Ran) -> None:
+    """Activation checkpointing through the model library's own switch (transformers or timm)."""
+    if hasattr(model, "gradient_checkpointing_enable"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif hasattr(model, "set_grad_checkpointing"):
+        model.set_grad_checkpointing(True)
+    else:
+        raise Unsupported(f"{type(model).__name__} offers no activation checkpointing switch")
+    ran.notes.append("activation checkpointing (non-reentrant)")
+
+
+def blocks(model: nn.Module, spec: ModelSpec) -> list[nn.Module]:
+    """The repeated blocks of a model (compile and FSDP wrap these, as torchtitan does)."""
+    found = [m for m in model.modules() if type(m).__name__ in spec.block_types]
+    if not found:
+        raise RuntimeError(f"no blocks of type {spec.block_types} in {type(model).__name__}")
+    return found
+
+
+def apply_compile(model: nn.Module, spec: ModelSpec, ran: Ran) -> None:
+    """torch.compile each block in place. Errors propagate: a compile failure is an error row."""
+    import torch._dynamo
+
+    torch._dynamo.config.suppress_errors = False  # never fall back to eager silently
+    for block in blocks(model, spec):
+        block.compile()
+    ran.compiled = True
+    ran.notes.append("torch.compile per block")
+
+
+def apply_ddp(model: nn.Module, device: str) -> nn.Module:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ids = [torch.cuda.current_device()] if device == "cuda" else None
+    return DDP(model, device_ids=ids, gradient_as_bucket_view=True)
+
+
+def apply_fsdp(model: nn.Module, spec: ModelSpec, cfg: Config, device: str, ran: Ran) -> nn.Module:
+    """FSDP2 (``fully_shard``): shard-grad-op keeps parameters gathered after forward (ZeRO-2-like),
+    full-shard reshards them (ZeRO-3-like); offload keeps parameters and optimizer on the CPU."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+    reshard = cfg.methods.sharding == "fsdp_full_shard"
+    kwargs: dict = {"reshard_after_forward": reshard}
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.recipe.precision)
+    if dtype is not None:
+        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
+    if cfg.methods.offload:
+        kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=device == "cuda")
+    for block in blocks(model, spec):
+        fully_shard(block, **kwargs)
+    fully_shard(model, **kwargs)
+    ran.parallel = "fsdp"
+    ran.notes.append(f"FSDP2 fully_shard, reshard_after_forward={reshard}, offload={cfg.methods.offload}")
+    return model
+
+
+def deepspeed_config(cfg: Config, micro_batch: int, gas: int) -> dict:
+    """A DeepSpeed config with the recipe's optimizer and hyper-parameters spelled out (no "auto" values)."""
+    opt, m = cfg.recipe.optimizer, cfg.methods
+    stage = int(m.sharding[-1])
+    zero: dict = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    if m.offload:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        if stage == 3:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    return {
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": gas,
+        "optimizer": {"type": "Adam" if opt.name == "adam" else "AdamW", "params": {
+            "lr": opt.lr, "betas": list(opt.betas), "eps": opt.eps, "weight_decay": opt.weight_decay,
+            # DeepSpeed's "Adam" defaults to decoupled (AdamW) decay; say which one the recipe uses.
+            "adam_w_mode": opt.name == "adamw",
+            **({} if m.offload else {"torch_adam": True}),
+        }},
+        "zero_optimization": zero,
+        "fp16": {"enabled": cfg.recipe.precision == "fp16", "initial_scale_power": 16},
+        "bf16": {"enabled": cfg.recipe.precision == "bf16"},
+        "gradient_clipping": 0.0,
+        "steps_per_print": 1_000_000_000,
+        "wall_clock_breakdown": False,
+    }
+
+
+def apply_deepspeed(model: nn.Module, cfg: Config, micro_batch: int, gas: int, ran: Ran):
+    """DeepSpeed ZeRO-1/2/3 with optional CPU offload; returns the engine (model, optimizer and scaler)."""
+    if not has("deepspeed"):
+        raise Unsupported("DeepSpeed ZeRO needs the deepspeed package, which could not be imported")
+    import deepspeed
+
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=[p for p in model.parameters()],
+                                      config=deepspeed_config(cfg, micro_batch, gas))
+    ran.parallel = "deepspeed"
+    ran.notes.append(f"DeepSpeed {deepspeed.__version__} ZeRO-{cfg.methods.sharding[-1]}, offload={cfg.methods.offload}")
+    return engine

@@ -1,0 +1,140 @@
+"""A model wrapped with its methods, stepped one phase at a time.
+
+Phases: an *accumulating* micro-step (forward + backward, no gradient synchronization), a *boundary*
+micro-step (forward + backward with gradient synchronization) and the *optimizer* step. One training step
+is (GAS - 1) accumulating micro-steps, one boundary micro-step and one optimizer step.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ..config import Config
+from ..models import loss_of
+from . import apply
+from .apply import Ran
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+class Stepper:
+    """Builds the model with the configuration's methods (in ``apply``'s order) for one micro-batch size."""
+
+    def __init__(self, cfg: Config, micro_batch: int, gas: int, device: str):
+        self.cfg, self.mbs, self.gas, self.device = cfg, micro_batch, gas, device
+        spec, m = cfg.spec, cfg.methods
+        self.ran = Ran(precision=cfg.recipe.precision)
+        apply.apply_kernels_check(spec, cfg, device, self.ran)
+        self.ran.attention = apply.attention_impl(spec, m.kernels, device)
+        apply.apply_tf32(m.tf32 and device == "cuda", self.ran)
+        with torch.device(device if not m.uses_deepspeed or device == "cuda" else "cpu"):
+            model = spec.build(cfg.tiny, self.ran.attention if self.ran.attention != "n/a" else "sdpa")
+        model.train()
+        if self.ran.attention not in ("n/a",):
+            self.ran.kernels.append(f"attention:{self.ran.attention}")
+        if m.checkpointing:
+            apply.apply_checkpointing(model, self.ran)
+        if m.compile and spec.compiles and m.sharding != "zero3":
+            apply.apply_compile(model, spec, self.ran)
+        elif m.compile:
+            why = "the paper does not compile Mamba" if not spec.compiles else "not compiled under ZeRO-3"
+            self.ran.notes.append(f"compile not applied: {why}")
+        self.engine = None
+        self.scaler = None
+        self.autocast = cfg.recipe.precision in DTYPES
+        if m.uses_deepspeed:
+            self.engine = apply.apply_deepspeed(model, cfg, micro_batch, 2 if gas > 1 else 1, self.ran)
+            self.model, self.opt = self.engine, None
+            self.autocast = False  # DeepSpeed's fp16/bf16 modes cast the model themselves
+            return
+        world = dist.get_world_size() if dist.is_initialized() else 1
+        if m.uses_fsdp:
+            model = apply.apply_fsdp(model, spec, cfg, device, self.ran)
+            self.autocast = False  # FSDP's mixed-precision policy casts parameters
+        elif world > 1:
+            model = apply.apply_ddp(model, device)
+            self.ran.parallel = "ddp"
+        self.model = model
+        fused = True if device == "cuda" and not m.offload else None
+        self.opt = cfg.recipe.optimizer.build(model.parameters(), fused=fused)
+        if cfg.recipe.precision == "fp16" and device == "cuda":
+            self.scaler = torch.amp.GradScaler("cuda")
+
+    # --- phases -------------------------------------------------------------------------------------
+
+    def _no_sync(self, sync: bool):
+        if sync:
+            return contextlib.nullcontext()
+        if hasattr(self.model, "no_sync") and self.ran.parallel == "ddp":
+            return self.model.no_sync()
+        return contextlib.nullcontext()
+
+    def _set_fsdp_sync(self, sync: bool) -> None:
+        if self.ran.parallel == "fsdp":
+            self.model.set_requires_gradient_sync(sync)
+
+    def micro_step(self, batch: dict[str, torch.Tensor], sync: bool) -> torch.Tensor:
+        """Forward and backward of one micro-batch; ``sync`` marks the boundary micro-step."""
+        batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+        if self.engine is not None:
+            loss = loss_of(self.engine, batch)
+            self.engine.backward(loss)
+            if not sync:
+                self.engine.step()  # only advances DeepSpeed's micro-step counter off the boundary
+            return loss.detach()
+        self._set_fsdp_sync(sync)
+        dtype = DTYPES.get(self.cfg.recipe.precision)
+        ctx = torch.autocast(self.device, dtype=dtype) if self.autocast and dtype else contextlib.nullcontext()
+        with self._no_sync(sync):
+            with ctx:
+                loss = loss_of(self.model, batch) / self.gas
+            (self.scaler.scale(loss) if self.scaler else loss).backward()
+        return loss.detach()
+
+    def optimizer_step(self) -> None:
+        if self.engine is not None:
+            self.engine.step()
+            return
+        if self.scaler:
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+
+    def set_gas(self, gas: int) -> None:
+        """Real gradient accumulation for a sustained run (DeepSpeed keeps its own count)."""
+        self.gas = gas
+        if self.engine is not None:
+            world = dist.get_world_size() if dist.is_initialized() else 1
+            self.engine.set_train_batch_size(self.mbs * gas * world)
+
+    def close(self) -> None:
+        """Free GPU memory so that another micro-batch size can be tried in this process."""
+        self.model = self.opt = self.engine = self.scaler = None
+        gc.collect()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
+
+
+def is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def free_after_oom(stepper: "Stepper | None", device: str) -> None:
+    if stepper is not None:
+        stepper.close()
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def as_module(model) -> nn.Module:
+    return getattr(model, "module", model)

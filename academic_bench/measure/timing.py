@@ -1,0 +1,51 @@
+"""Timing phases of a training step.
+
+Synchronized (ours): the GPU is synchronized before and after each timed phase on every rank, and the
+slowest rank counts. Unsynchronized (the paper's released method, for comparison only): wall clock around
+host-side enqueueing, never waiting for the GPU, rank 0 only.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn: Callable[[], None], device: str, synced: bool) -> float:
+    """Seconds that ``fn`` takes; with ``synced`` the GPU has finished its work when the clock stops."""
+    if synced:
+        synchronize(device)
+    t0 = time.perf_counter()
+    fn()
+    if synced:
+        synchronize(device)
+    return time.perf_counter() - t0
+
+
+def slowest_rank(samples: dict[str, list[float]], device: str) -> dict[str, list[float]]:
+    """Element-wise maximum over ranks of each phase's samples (every rank must pass the same shapes)."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return samples
+    names = sorted(samples)
+    flat = torch.tensor([v for n in names for v in samples[n]], dtype=torch.float64,
+                        device="cuda" if device == "cuda" else "cpu")
+    dist.all_reduce(flat, op=dist.ReduceOp.MAX)
+    out, i = {}, 0
+    for n in names:
+        out[n] = flat[i:i + len(samples[n])].tolist()
+        i += len(samples[n])
+    return out
+
+
+def summary(values: list[float]) -> dict:
+    """Median and spread of repeated measurements."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values),
+            "mean": statistics.fmean(values)}

@@ -1,0 +1,319 @@
+"""Entry point run in every rank by torchrun: measure one configuration and write its result (rank 0).
+
+    python -m torch.distributed.run --nproc_per_node N -m academic_bench.measure.worker \
+        --request REQ.json --result RES.json
+
+Reads like nanoGPT's bench.py: set up, find the micro-batch, warm up, time each phase with the GPU
+synchronized, optionally run real optimizer steps to validate the extrapolation, write the numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ..config import Config
+from .apply import Unsupported
+from .stepper import Stepper, free_after_oom, is_oom
+from .timing import slowest_rank, summary, synchronize, timed
+
+
+class SimulatedOOM(torch.OutOfMemoryError):
+    """Raised by the CPU twin to exercise the out-of-memory path without a GPU."""
+
+
+def init(device: str) -> tuple[int, int]:
+    """Join the process group torchrun set up (gloo on CPU, NCCL on GPUs); returns (rank, world size)."""
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    if device == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    if "MASTER_ADDR" in os.environ and not dist.is_initialized():
+        dist.init_process_group("nccl" if device == "cuda" else "gloo",
+                                timeout=datetime.timedelta(minutes=5))
+    return rank, world
+
+
+def host_batches(cfg: Config, mbs: int, n: int, seed: int) -> list[dict[str, torch.Tensor]]:
+    """Pre-made random micro-batches in (pinned) host memory, copied to the GPU inside each step."""
+    g = torch.Generator().manual_seed(seed)
+    out = [cfg.spec.make_batch(mbs, tiny=cfg.tiny, generator=g) for _ in range(n)]
+    if torch.cuda.is_available():
+        out = [{k: v.pin_memory() for k, v in b.items()} for b in out]
+    return out
+
+
+def peak_memory_gb(device: str) -> float | None:
+    return torch.cuda.max_memory_allocated() / 1e9 if device == "cuda" else None
+
+
+def gather_memory(value: float | None, device: str) -> list[float] | None:
+    if value is None:
+        return None
+    if not dist.is_initialized():
+        return [value]
+    t = torch.zeros(dist.get_world_size(), dtype=torch.float64, device="cuda")
+    t[dist.get_rank()] = value
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+# --- one micro-batch size: does it fit? ---------------------------------------------------------------
+
+def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict) -> tuple[bool, float | None]:
+    """Run one full step pattern at ``mbs``; (fits, peak GB). Every rank must agree to stay in step."""
+    stepper, ok = None, True
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        limit = simulate.get("oom_above_micro_batch")
+        if limit is not None and mbs > limit:
+            raise SimulatedOOM(f"simulated out of memory at micro-batch {mbs} (limit {limit})")
+        gas = cfg.per_gpu_batch // mbs
+        stepper = Stepper(cfg, mbs, gas, device)
+        batch = host_batches(cfg, mbs, 1, seed=0)[0]
+        if gas > 1:
+            stepper.micro_step(batch, sync=False)
+        stepper.micro_step(batch, sync=True)
+        stepper.optimizer_step()
+        synchronize(device)
+    except Exception as exc:  # noqa: BLE001  (only out-of-memory is expected here)
+        if not is_oom(exc):
+            raise
+        ok = False
+    peak = peak_memory_gb(device)
+    free_after_oom(stepper, device)
+    if dist.is_initialized():  # a rank that ran out of memory decides for all
+        flag = torch.tensor([1 if ok else 0], device="cuda" if device == "cuda" else "cpu")
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        ok = bool(flag.item())
+    return ok, peak
+
+
+def start_guess(cfg: Config) -> int:
+    """The memory model's largest predicted micro-batch, to save attempts (the search still verifies)."""
+    if cfg.tiny:
+        return 1
+    try:
+        from ..estimate import max_micro_batch
+        from ..hardware import get_gpu
+
+        guess = max_micro_batch(cfg, get_gpu(cfg.gpu).memory_gb)
+    except Exception:  # noqa: BLE001  (the estimate is only a starting point)
+        return 1
+    return max(1, min(guess or 1, cfg.per_gpu_batch))
+
+
+def find_micro_batch(cfg: Config, device: str, simulate: dict) -> tuple[int | None, list[dict]]:
+    """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step."""
+    tried: dict[int, tuple[bool, float | None]] = {}
+    mbs = start_guess(cfg)
+    while True:
+        ok, peak = tried.setdefault(mbs, try_micro_batch(cfg, mbs, device, simulate))
+        if ok and mbs * 2 <= cfg.per_gpu_batch and cfg.per_gpu_batch % (mbs * 2) == 0 and mbs * 2 not in tried:
+            mbs *= 2
+        elif not ok and mbs > 1 and mbs // 2 not in tried:
+            mbs //= 2
+        else:
+            break
+    fits = [m for m, (ok, _) in tried.items() if ok]
+    log = [{"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
+           for m, (ok, p) in sorted(tried.items())]
+    return (max(fits) if fits else None), log
+
+
+# --- timing ---------------------------------------------------------------------------------------------
+
+def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int) -> dict[str, list[float]]:
+    """Synchronized per-phase times over ``reps`` repetitions after ``warmup`` untimed ones."""
+    batches = host_batches(cfg, stepper.mbs, 2, seed=1)
+    samples: dict[str, list[float]] = {"accumulate": [], "boundary": [], "optimizer": []}
+    for i in range(warmup + reps):
+        t_acc = timed(lambda: stepper.micro_step(batches[0], sync=False), device, True) if stepper.gas > 1 else 0.0
+        t_bnd = timed(lambda: stepper.micro_step(batches[1], sync=True), device, True)
+        t_opt = timed(stepper.optimizer_step, device, True)
+        if i >= warmup:
+            samples["accumulate"].append(t_acc)
+            samples["boundary"].append(t_bnd)
+            samples["optimizer"].append(t_opt)
+    return slowest_rank(samples, device)
+
+
+def time_unsynced(stepper: Stepper, cfg: Config, device: str) -> dict[str, list[float]]:
+    """The paper's released method: 1 warm-up, 3 micro-steps that each synchronize gradients and 3
+    optimizer steps, wall clock without waiting for the GPU, batch copied before the timer, rank 0 only."""
+    batch = host_batches(cfg, stepper.mbs, 1, seed=1)[0]
+    samples: dict[str, list[float]] = {"boundary": [], "optimizer": []}
+    for i in range(1 + 3):
+        on_device = {k: v.to(device) for k, v in batch.items()}
+        t_bnd = timed(lambda: stepper.micro_step(on_device, sync=True), device, False)
+        t_opt = timed(stepper.optimizer_step, device, False)
+        if i >= 1:
+            samples["boundary"].append(t_bnd)
+            samples["optimizer"].append(t_opt)
+    synchronize(device)
+    return samples
+
+
+def validate(stepper: Stepper, cfg: Config, device: str, steps: int) -> list[float]:
+    """Sustained time of real optimizer steps: real accumulation, batches from a pre-made random dataset
+    streamed through a DataLoader (host-to-device copies included), one warm-up step."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    gas = cfg.per_gpu_batch // stepper.mbs
+    stepper.set_gas(gas)
+    n = stepper.mbs * min(gas, 8)  # a small dataset, cycled, is enough: the data are random anyway
+    pool = host_batches(cfg, n, 1, seed=2)[0]
+    keys = list(pool)
+    loader = DataLoader(TensorDataset(*[pool[k] for k in keys]), batch_size=stepper.mbs,
+                        pin_memory=device == "cuda", drop_last=True)
+
+    def micro_batches():
+        while True:
+            for tensors in loader:
+                yield dict(zip(keys, tensors))
+
+    it = micro_batches()
+
+    def one_step():
+        for j in range(gas):
+            stepper.micro_step(next(it), sync=j == gas - 1)
+        stepper.optimizer_step()
+
+    times = [timed(one_step, device, True) for _ in range(steps + 1)][1:]
+    return slowest_rank({"step": times}, device)["step"]
+
+
+# --- the result -------------------------------------------------------------------------------------------
+
+def model_flops_per_step(cfg: Config) -> float | None:
+    try:
+        from ..estimate import model_flops_per_step as flops
+    except ImportError:
+        return None
+    return flops(cfg.spec, tiny=cfg.tiny)
+
+
+def peak_flops(cfg: Config) -> float | None:
+    if cfg.tiny:
+        return None
+    from ..hardware import get_gpu
+
+    return get_gpu(cfg.gpu).peak_flops(cfg.recipe.precision, tf32=cfg.methods.tf32)
+
+
+def extrapolate(cfg: Config, mbs: int, phases: dict[str, list[float]], timing: str) -> dict:
+    """Step time from phase medians, and what follows from it: throughput, MFU, days."""
+    gas = cfg.per_gpu_batch // mbs
+    med = {k: statistics.median(v) for k, v in phases.items() if v}
+    if timing == "unsynced":  # the paper: every micro-step timed as a synchronizing one, means not medians
+        mean = {k: statistics.fmean(v) for k, v in phases.items()}
+        step = mean["boundary"] * gas + mean["optimizer"]
+        spread = [min(phases["boundary"]) * gas + min(phases["optimizer"]),
+                  max(phases["boundary"]) * gas + max(phases["optimizer"])]
+    else:
+        acc = med.get("accumulate", 0.0)
+        step = (gas - 1) * acc + med["boundary"] + med["optimizer"]
+        lo = {k: min(v) for k, v in phases.items() if v}
+        hi = {k: max(v) for k, v in phases.items() if v}
+        spread = [(gas - 1) * lo.get("accumulate", 0.0) + lo["boundary"] + lo["optimizer"],
+                  (gas - 1) * hi.get("accumulate", 0.0) + hi["boundary"] + hi["optimizer"]]
+    r = cfg.recipe
+    flops, peak = model_flops_per_step(cfg), peak_flops(cfg)
+    mfu = flops / (step * cfg.n_gpus * peak) if flops and peak else None
+    days = r.steps * step / 86400
+    return {"micro_batch": mbs, "gas": gas, "step_time_s": step, "step_time_spread": spread,
+            "throughput": r.global_batch * r.items_per_sample / step, "throughput_unit": f"{r.unit}/s",
+            "model_flops_per_step": flops, "peak_flops": peak, "mfu": mfu,
+            "days": days, "gpu_days": days * cfg.n_gpus,
+            "times": {k: summary(v) for k, v in phases.items() if v}}
+
+
+def predicted_memory_gb(cfg: Config, mbs: int) -> float | None:
+    try:
+        from ..estimate import predict_memory
+
+        return predict_memory(cfg, mbs).total / 1e9
+    except Exception:  # noqa: BLE001  (the prediction is reported beside the measurement, never required)
+        return None
+
+
+def measure(req: dict, device: str, rank: int) -> dict:
+    cfg = Config.from_dict(req["config"])
+    simulate = req.get("simulate") or {}
+    if simulate.get("crash") and rank == 0:
+        raise RuntimeError("simulated crash (test hook)")
+    if simulate.get("hang") and rank == 0:
+        time.sleep(10**6)
+    t_start = time.perf_counter()
+    mbs_log = None
+    if cfg.micro_batch:
+        mbs = cfg.micro_batch
+    else:
+        mbs, mbs_log = find_micro_batch(cfg, device, simulate)
+        if mbs is None:
+            return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
+    limit = simulate.get("oom_above_micro_batch")
+    if limit is not None and mbs > limit:
+        return {"outcome": "oom", "reason": f"simulated out of memory at micro-batch {mbs}"}
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    stepper = Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
+    t_ready = time.perf_counter()
+    timing = req.get("timing", "synced")
+    if timing == "unsynced":
+        phases = time_unsynced(stepper, cfg, device)
+    else:
+        phases = time_phases(stepper, cfg, device, max(2, req.get("warmup", 2)), max(5, req.get("reps", 5)))
+    row = {"outcome": "ok", "reason": None, "mbs_search": mbs_log, **extrapolate(cfg, mbs, phases, timing)}
+    row["peak_memory_gb"] = gather_memory(peak_memory_gb(device), device)
+    row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
+    k = int(req.get("validate_steps") or 0)
+    if k and timing == "synced":
+        sustained = statistics.median(validate(stepper, cfg, device, k))
+        predicted = row["step_time_s"]
+        row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
+                           "rel_error": (predicted - sustained) / sustained}
+    row["ran"] = vars(stepper.ran)
+    row["ran"]["setup_s"] = t_ready - t_start
+    return row
+
+
+def write_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, default=str))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--request", required=True, type=Path)
+    ap.add_argument("--result", required=True, type=Path)
+    args = ap.parse_args(argv)
+    req = json.loads(args.request.read_text())
+    device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    rank, _ = init(device)
+    try:
+        row = measure(req, device, rank)
+    except Unsupported as exc:
+        row = {"outcome": "unsupported", "reason": str(exc)}
+    except Exception as exc:  # noqa: BLE001
+        if not is_oom(exc):
+            raise  # the parent records an error row with this traceback from the log
+        row = {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: {str(exc)[:300]}"}
+    if rank == 0:
+        write_atomic(args.result, row)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
