@@ -89,6 +89,9 @@ def apply_compile(model: nn.Module, spec: ModelSpec, ran: Ran) -> None:
     import torch._dynamo
 
     torch._dynamo.config.suppress_errors = False  # never fall back to eager silently
+    # Hitting the recompile limit makes dynamo run the frame eagerly without a word: make it an error.
+    torch._dynamo.config.fail_on_recompile_limit_hit = True
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 32)
     for block in blocks(model, spec):
         block.compile()
     ran.compiled = True

@@ -115,7 +115,13 @@ class Stepper:
 
     def close(self) -> None:
         """Free GPU memory so that another micro-batch size can be tried in this process."""
+        if self.engine is not None and hasattr(self.engine, "destroy"):
+            self.engine.destroy()
         self.model = self.opt = self.engine = self.scaler = None
+        if self.ran.compiled:
+            import torch._dynamo
+
+            torch._dynamo.reset()  # compiled code can keep the old model's tensors alive
         gc.collect()
         if self.device == "cuda":
             torch.cuda.empty_cache()

@@ -30,6 +30,27 @@ def timed(fn: Callable[[], None], device: str, synced: bool) -> float:
     return time.perf_counter() - t0
 
 
+def time_sequence(phases: list[tuple[str, Callable[[], None]]], device: str) -> list[tuple[str, float]]:
+    """Run phases back to back and time each as the GPU executes it (CUDA events, one synchronize at the
+    end), so that the host keeps queueing ahead as in real training; on the CPU work is synchronous."""
+    if device != "cuda":
+        out = []
+        for name, fn in phases:
+            t0 = time.perf_counter()
+            fn()
+            out.append((name, time.perf_counter() - t0))
+        return out
+    marks = []
+    for name, fn in phases:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        marks.append((name, start, end))
+    torch.cuda.synchronize()
+    return [(name, s.elapsed_time(e) / 1e3) for name, s, e in marks]
+
+
 def slowest_rank(samples: dict[str, list[float]], device: str) -> dict[str, list[float]]:
     """Element-wise maximum over ranks of each phase's samples (every rank must pass the same shapes)."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from ..config import Config
 from .apply import Unsupported
 from .stepper import Stepper, free_after_oom, is_oom
-from .timing import slowest_rank, summary, synchronize, timed
+from .timing import slowest_rank, summary, synchronize, time_sequence, timed
 
 
 class SimulatedOOM(torch.OutOfMemoryError):
@@ -132,17 +132,21 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict) -> tuple[int | No
 # --- timing ---------------------------------------------------------------------------------------------
 
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int) -> dict[str, list[float]]:
-    """Synchronized per-phase times over ``reps`` repetitions after ``warmup`` untimed ones."""
+    """Per-phase times over ``reps`` repetitions after ``warmup`` untimed ones. Each repetition runs up to
+    two accumulating micro-steps, the boundary micro-step and the optimizer step back to back, timed on
+    the GPU with CUDA events and synchronized at its end; the slowest rank counts."""
     batches = host_batches(cfg, stepper.mbs, 2, seed=1)
+    n_acc = min(stepper.gas - 1, 2)
+    phases = [("accumulate", lambda: stepper.micro_step(batches[0], sync=False))] * n_acc + [
+        ("boundary", lambda: stepper.micro_step(batches[1], sync=True)),
+        ("optimizer", stepper.optimizer_step)]
     samples: dict[str, list[float]] = {"accumulate": [], "boundary": [], "optimizer": []}
     for i in range(warmup + reps):
-        t_acc = timed(lambda: stepper.micro_step(batches[0], sync=False), device, True) if stepper.gas > 1 else 0.0
-        t_bnd = timed(lambda: stepper.micro_step(batches[1], sync=True), device, True)
-        t_opt = timed(stepper.optimizer_step, device, True)
-        if i >= warmup:
-            samples["accumulate"].append(t_acc)
-            samples["boundary"].append(t_bnd)
-            samples["optimizer"].append(t_opt)
+        for name, seconds in time_sequence(phases, device):
+            if i >= warmup:
+                samples[name].append(seconds)
+    if not samples["accumulate"]:
+        del samples["accumulate"]
     return slowest_rank(samples, device)
 
 

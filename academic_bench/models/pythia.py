@@ -28,6 +28,7 @@ def _config(layers: int, hidden: int, heads: int, vocab: int, seq_len: int):
         vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=4 * hidden, max_position_embeddings=max(2048, seq_len), rotary_pct=0.25,
         use_parallel_residual=True, tie_word_embeddings=False, attention_dropout=0.0, hidden_dropout=0.0,
+        use_cache=False,  # training: a KV cache only costs memory (and makes torch.compile recompile per layer)
     )
 
 

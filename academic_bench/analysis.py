@@ -1,0 +1,481 @@
+"""Turning result rows into the book's tables: best settings, speed-ups, honesty checks, the paper beside ours.
+
+Everything starts from ``runs_frame()``: one row per result row of every shipped run
+(``notebooks/runs/<setup>/results.jsonl``), flattened into columns. Every function here works on an empty
+frame too (no runs yet) and then returns an empty frame with its usual columns, so the book builds and says
+plainly that a setup has no data.
+
+Rows timed without synchronising with the GPU (``timing == "unsynced"``) exist only for the honesty
+comparison (``sync_pairs``); every result table uses synced step-mode rows.
+
+Paper MFU: ``model FLOPs of the whole recipe / (days x 86400 x GPUs x dense peak)``. The FLOPs follow the
+project's convention where it covers the model (``planning.catalog_flops_per_step``, which defers to
+``academic_bench.estimate``), and otherwise the paper's own total (Figure 9(a)); the peak is the dense spec
+rate of the recipe's precision (fp32 recipes at the TF32 rate in optimised runs, at the fp32 rate in naive ones).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from .hardware import catalog as gpu_catalog
+from .methods import Methods
+
+SECONDS_PER_DAY = 86_400
+MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
+SETTING = ["model", "gpu", "n_gpus"]
+METHOD_COLUMNS = ["compile", "kernels", "tf32", "checkpointing", "sharding", "offload"]
+METHOD_CLASSES = ("naive", "free-lunch", "memory-saving")
+PHASES = ("accumulate", "boundary", "optimizer")
+COLUMNS = [
+    "setup", "config_id", "model", "gpu", "n_gpus", "nodes", "tiny", "methods_label", "method_class",
+    *METHOD_COLUMNS, "search", "timing", "mode", "outcome", "reason", "micro_batch", "gas",
+    "step_time_s", "step_lo_s", "step_hi_s", "throughput", "throughput_unit", "model_flops_per_step",
+    "peak_flops", "mfu", "peak_memory_gb", "predicted_memory_gb", "days", "gpu_days",
+    *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
+    "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
+    "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "torch", "started_at", "duration_s",
+]
+
+
+# --- loading ---------------------------------------------------------------------------------------------
+
+def _flat(row: dict) -> dict:
+    cfg = row.get("config") or {}
+    methods = cfg.get("methods") or {}
+    m = Methods.from_dict(methods)
+    spread = row.get("step_time_spread") or [None, None]
+    peaks = [p for p in (row.get("peak_memory_gb") or []) if p is not None]
+    val = row.get("validate") or {}
+    ran = row.get("ran") or {}
+    env = row.get("env") or {}
+    out = {
+        "setup": row.get("setup"), "config_id": row.get("config_id"), "model": cfg.get("model"),
+        "gpu": cfg.get("gpu"), "n_gpus": cfg.get("n_gpus"), "nodes": cfg.get("nodes", 1),
+        "tiny": bool(cfg.get("tiny", False)), "methods_label": m.label(), "method_class": method_class(m),
+        **{c: getattr(m, c) for c in METHOD_COLUMNS},
+        **{k: row.get(k) for k in ("search", "timing", "mode", "outcome", "reason", "micro_batch", "gas",
+                                   "step_time_s", "throughput", "throughput_unit", "model_flops_per_step",
+                                   "peak_flops", "mfu", "predicted_memory_gb", "days", "gpu_days",
+                                   "started_at", "duration_s")},
+        "step_lo_s": spread[0], "step_hi_s": spread[1], "peak_memory_gb": max(peaks) if peaks else None,
+        "validate_steps": val.get("steps"), "sustained_step_s": val.get("sustained_step_s"),
+        "predicted_step_s": val.get("predicted_step_s"), "validate_rel_error": val.get("rel_error"),
+        "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
+        "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
+        "gpu_name": env.get("gpu_name"), "torch": env.get("torch"),
+    }
+    for phase in PHASES:
+        t = (row.get("times") or {}).get(phase) or {}
+        for stat in ("median", "min", "max"):
+            out[f"{phase}_{stat}_s"] = t.get(stat)
+        out[f"{phase}_n"] = t.get("n")
+    return out
+
+
+def method_class(m: Methods) -> str:
+    """'naive' (nothing on), 'free-lunch' (only compile/kernels/TF32) or 'memory-saving' (any of the rest)."""
+    if m.checkpointing or m.sharding != "none" or m.offload:
+        return "memory-saving"
+    return "free-lunch" if (m.compile or m.kernels or m.tf32) else "naive"
+
+
+def frame_from_rows(rows: list[dict]) -> pd.DataFrame:
+    """The flat frame for result rows (dicts in the shared row schema)."""
+    df = pd.DataFrame([_flat(r) for r in rows], columns=COLUMNS)
+    for col in ("n_gpus", "micro_batch", "gas", "nodes"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
+    numeric = ["step_time_s", "step_lo_s", "step_hi_s", "throughput", "model_flops_per_step", "peak_flops", "mfu",
+               "peak_memory_gb", "predicted_memory_gb", "days", "gpu_days", "sustained_step_s",
+               "predicted_step_s", "validate_rel_error", "duration_s",
+               *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s")]]
+    for col in numeric:
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df
+
+
+def runs_frame(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per result of every shipped run (validated on load); empty with all columns when none exist."""
+    from .results import load_runs
+
+    return frame_from_rows(load_runs(root))
+
+
+def setups(df: pd.DataFrame) -> pd.DataFrame:
+    """Per hardware setup: the GPU it reported, how many rows, how many ok, and when it ran."""
+    cols = ["setup", "gpu_name", "rows", "ok", "models", "first", "last"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    g = df.groupby("setup", sort=True)
+    out = pd.DataFrame({
+        "gpu_name": g["gpu_name"].agg(lambda s: ", ".join(sorted({str(x) for x in s.dropna()}))),
+        "rows": g.size(), "ok": g["outcome"].agg(lambda s: int((s == "ok").sum())),
+        "models": g["model"].agg(lambda s: ", ".join(sorted(set(s.dropna())))),
+        "first": g["started_at"].min(), "last": g["started_at"].max()}).reset_index()
+    return out[cols]
+
+
+# --- results ---------------------------------------------------------------------------------------------
+
+def results(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows that count as results: synchronised timing, step mode, outcome ok, with days."""
+    if df.empty:
+        return df.copy()
+    keep = (df["timing"] == "synced") & (df["mode"] == "step") & (df["outcome"] == "ok") & df["days"].notna()
+    return df[keep & ~df["tiny"].astype(bool)].copy()
+
+
+def _fastest(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    if df.empty:
+        return df.iloc[0:0].copy()
+    idx = df.sort_values(["days", "config_id"]).groupby(by, sort=True).head(1).index
+    return df.loc[idx].sort_values(by).reset_index(drop=True)
+
+
+def best_per_setting(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, GPU, count): the synced ok step row with the fewest days, across every search."""
+    return _fastest(results(df), SETTING)
+
+
+def naive_per_setting(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, GPU, count): the fastest synced ok row of the naive setting (no efficient method)."""
+    r = results(df)
+    return _fastest(r[r["method_class"] == "naive"] if not r.empty else r, SETTING)
+
+
+def free_lunch_per_setting(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setting: the fastest row with free-lunch methods only (no memory-saving method)."""
+    r = results(df)
+    return _fastest(r[r["method_class"] == "free-lunch"] if not r.empty else r, SETTING)
+
+
+FEASIBILITY_COLUMNS = [*SETTING, "naive", "free_lunch", "optimized", "attempted", "ok"]
+
+
+def feasibility(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setting and method class: 'feasible', 'infeasible' (attempted, nothing ran) or 'not measured'."""
+    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"].astype(bool)] if not df.empty else df
+    if r.empty:
+        return pd.DataFrame(columns=FEASIBILITY_COLUMNS)
+    rows = []
+    for key, g in r.groupby(SETTING, sort=True):
+        def status(sub: pd.DataFrame) -> str:
+            if sub.empty:
+                return "not measured"
+            return "feasible" if (sub["outcome"] == "ok").any() else "infeasible"
+        rows.append({**dict(zip(SETTING, key)), "naive": status(g[g["method_class"] == "naive"]),
+                     "free_lunch": status(g[g["method_class"] == "free-lunch"]), "optimized": status(g),
+                     "attempted": len(g), "ok": int((g["outcome"] == "ok").sum())})
+    return pd.DataFrame(rows, columns=FEASIBILITY_COLUMNS)
+
+
+def outcome_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """How many configurations ended in each outcome, per setup (nothing is silently dropped)."""
+    if df.empty:
+        return pd.DataFrame(columns=["setup", "outcome", "rows"])
+    return df.groupby(["setup", "outcome"]).size().rename("rows").reset_index()
+
+
+# --- speed-ups (the paper's Figures 2, 4, 5 and 11) ---------------------------------------------------------
+
+SPEEDUP_COLUMNS = [*SETTING, "baseline_days", "days", "speedup", "label"]
+
+
+def _ratio(base: pd.DataFrame, better: pd.DataFrame, label: str) -> pd.DataFrame:
+    if base.empty or better.empty:
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    m = base[SETTING + ["days"]].merge(better[SETTING + ["days"]], on=SETTING, suffixes=("_base", ""))
+    m = m.rename(columns={"days_base": "baseline_days"})
+    m["speedup"] = m["baseline_days"] / m["days"]
+    m["label"] = label
+    return m[SPEEDUP_COLUMNS].reset_index(drop=True)
+
+
+def optimized_speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """Naive days / best days, per setting where the naive setting ran (the paper's Figure 2)."""
+    return _ratio(naive_per_setting(df), best_per_setting(df), "optimized over naive")
+
+
+def free_lunch_speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """Naive days / free-lunch-only days, per setting where both ran."""
+    return _ratio(naive_per_setting(df), free_lunch_per_setting(df), "free-lunch over naive")
+
+
+def memory_saving_speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """Free-lunch-only days / best days (>= 1): what the best memory-saving combination adds (Figures 4, 11)."""
+    return _ratio(free_lunch_per_setting(df), best_per_setting(df), "best memory-saving over free-lunch")
+
+
+def combination_spread(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setting, the best, median and worst memory-saving combination as a speed-up over free-lunch only
+    (the paper's Figure 5: picking a combination blindly can cost more than it saves)."""
+    cols = [*SETTING, "free_lunch_days", "combinations", "best", "median", "worst"]
+    r = results(df)
+    fl = free_lunch_per_setting(df)
+    if r.empty or fl.empty:
+        return pd.DataFrame(columns=cols)
+    # One time per combination: the fastest micro-batch of each methods label.
+    per_combo = r.groupby(SETTING + ["methods_label"], sort=True)["days"].min().reset_index()
+    rows = []
+    for f in fl.itertuples():
+        sub = per_combo[(per_combo["model"] == f.model) & (per_combo["gpu"] == f.gpu)
+                        & (per_combo["n_gpus"] == f.n_gpus)]
+        speed = f.days / sub["days"]
+        rows.append({"model": f.model, "gpu": f.gpu, "n_gpus": f.n_gpus, "free_lunch_days": f.days,
+                     "combinations": len(sub), "best": speed.max(), "median": speed.median(), "worst": speed.min()})
+    return pd.DataFrame(rows, columns=cols)
+
+
+# --- measuring honestly ------------------------------------------------------------------------------------
+
+SYNC_COLUMNS = [*SETTING, "setup", "config_id", "methods_label", "micro_batch", "step_synced_s", "step_unsynced_s",
+                "days_synced", "days_unsynced", "mfu_synced", "mfu_unsynced", "undercount"]
+
+
+def sync_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The same configuration timed with and without GPU synchronisation, side by side.
+
+    ``undercount`` = 1 - unsynced/synced step time: the share of the real step time that an unsynchronised
+    host timer misses.
+    """
+    if df.empty:
+        return pd.DataFrame(columns=SYNC_COLUMNS)
+    ok = df[(df["mode"] == "step") & (df["outcome"] == "ok")]
+    keys = ["setup", "config_id"]
+    cols = keys + SETTING + ["methods_label", "micro_batch", "step_time_s", "days", "mfu", "started_at"]
+    synced = ok[ok["timing"] == "synced"][cols].sort_values("started_at").groupby(keys).tail(1)
+    unsynced = ok[ok["timing"] == "unsynced"][keys + ["step_time_s", "days", "mfu", "started_at"]]
+    unsynced = unsynced.sort_values("started_at").groupby(keys).tail(1)
+    m = synced.merge(unsynced, on=keys, suffixes=("_synced", "_unsynced"))
+    if m.empty:
+        return pd.DataFrame(columns=SYNC_COLUMNS)
+    m = m.rename(columns={"step_time_s_synced": "step_synced_s", "step_time_s_unsynced": "step_unsynced_s"})
+    m["undercount"] = 1 - m["step_unsynced_s"] / m["step_synced_s"]
+    return m[SYNC_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+VALIDATION_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "validate_steps", "predicted_step_s",
+                      "sustained_step_s", "validate_rel_error"]
+
+
+def validation_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """Extrapolated step time next to a sustained run of real optimizer steps of the same configuration."""
+    if df.empty:
+        return pd.DataFrame(columns=VALIDATION_COLUMNS)
+    v = df[df["sustained_step_s"].notna() & df["predicted_step_s"].notna() & (df["timing"] == "synced")]
+    return v[VALIDATION_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+VARIANCE_COLUMNS = [*SETTING, "setup", "methods_label", "step_time_s", "relative_spread", "trials", "trial_cv"]
+
+
+def variance(df: pd.DataFrame) -> pd.DataFrame:
+    """Within-run spread of step times ((max - min) / median) and, where a configuration ran more than once,
+    the coefficient of variation of its step time across trials."""
+    r = results(df)
+    if r.empty:
+        return pd.DataFrame(columns=VARIANCE_COLUMNS)
+    r = r.assign(relative_spread=(r["step_hi_s"] - r["step_lo_s"]) / r["step_time_s"])
+    trials = r.groupby(["setup", "config_id"])["step_time_s"].agg(["count", "mean", "std"]).reset_index()
+    trials["trial_cv"] = trials["std"] / trials["mean"]
+    r = r.merge(trials.rename(columns={"count": "trials"})[["setup", "config_id", "trials", "trial_cv"]],
+                on=["setup", "config_id"])
+    return r[VARIANCE_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+MEMORY_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "outcome", "predicted_memory_gb",
+                  "peak_memory_gb", "gpu_memory_gb", "error"]
+
+
+def memory_model_error(df: pd.DataFrame) -> pd.DataFrame:
+    """Predicted peak memory next to the measured one (``error`` = predicted / measured - 1), plus out-of-memory
+    rows with their prediction (a prediction below the GPU's memory that ran out is a miss too)."""
+    if df.empty:
+        return pd.DataFrame(columns=MEMORY_COLUMNS)
+    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & df["predicted_memory_gb"].notna()
+           & df["outcome"].isin(["ok", "oom"])].copy()
+    r["gpu_memory_gb"] = r["gpu"].map(lambda g: gpu_catalog()[g].memory_gb if g in gpu_catalog() else math.nan)
+    r["error"] = r["predicted_memory_gb"] / r["peak_memory_gb"] - 1
+    return r[MEMORY_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+def implausible(df: pd.DataFrame, column: str = "mfu") -> pd.DataFrame:
+    """Rows whose MFU exceeds the plausibility threshold (0.75 of the dense spec peak)."""
+    return df[df[column] > MFU_IMPLAUSIBLE] if not df.empty else df
+
+
+# --- the paper beside ours ---------------------------------------------------------------------------------
+
+PAPER_COLUMNS = [*SETTING, "days", "status", "source", "precision", "peak_basis", "peak_flops", "flops_total",
+                 "flops_basis", "mfu", "mfu_min", "mfu_fig9", "implausible"]
+# Families whose FLOPs are mostly convolutions: PyTorch lets cuDNN use TF32 for them by default, so even a
+# naive fp32 run of these gets the TF32 rate (matrix multiplications stay at fp32 unless TF32 is switched on).
+CONV_FAMILIES = ("convnext",)
+
+
+CACHE_ENV = "ACADEMIC_BENCH_CACHE"  # set by the book build: a folder where slow, derived tables are kept
+_FACTS_INPUTS = ("models/*.py", "estimate.py", "planning.py", "config.py", "data/paper_figure9_flops.csv")
+
+
+def _facts_key() -> str:
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for pattern in _FACTS_INPUTS:
+        for path in sorted(here.glob(pattern)):
+            h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def _model_facts() -> pd.DataFrame:
+    """Per catalog model: steps, precision, our-convention total FLOPs (or NaN) and the paper's Figure 9(a).
+
+    Counting FLOPs builds every model on the meta device (seconds each); during a book build the table is
+    kept in the build's cache folder, keyed by the code and data it depends on, so pages share one count.
+    """
+    folder = os.environ.get(CACHE_ENV)
+    cached = Path(folder) / f"model-facts-{_facts_key()}.csv" if folder else None
+    if cached is not None and cached.exists():
+        return pd.read_csv(cached)
+    df = _count_model_facts()
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        df.to_csv(tmp, index=False)
+        tmp.replace(cached)
+    return df
+
+
+def _count_model_facts() -> pd.DataFrame:
+    from . import paper
+    from .models import CATALOG
+    from .planning import catalog_flops_per_step
+
+    fig9 = paper.load_flops().set_index("model")["training_flops"]
+    rows = []
+    for key, spec in CATALOG.items():
+        per_step = catalog_flops_per_step(key)
+        rows.append({"model": key, "display": spec.display, "family": spec.family, "steps": spec.recipe.steps,
+                     "precision": spec.recipe.precision,
+                     "flops_ours": per_step * spec.recipe.steps if per_step else math.nan,
+                     "flops_fig9": float(fig9.get(key, math.nan))})
+    return pd.DataFrame(rows)
+
+
+def model_facts() -> pd.DataFrame:
+    return _model_facts().copy()
+
+
+def _peak_basis(precision: str, family: str, optimized: bool) -> str:
+    if precision != "fp32":
+        return precision
+    return "tf32" if optimized or family in CONV_FAMILIES else "fp32"
+
+
+def paper_cells(table: str = "table1") -> pd.DataFrame:
+    """The paper's Table 1 (optimal) or Table 4 (naive) in long form, with the MFU each cell implies.
+
+    ``mfu`` uses our FLOPs convention where it covers the model, else the paper's Figure 9(a) total;
+    ``mfu_fig9`` always uses Figure 9(a). The paper prints whole days, so ``mfu_min`` uses days + 0.5: the
+    lowest MFU the printed number allows. A cell is ``implausible`` when even ``mfu_min`` exceeds 0.75.
+    fp32 recipes are rated at the TF32 peak in optimised runs (the free-lunch methods switch TF32 on) and for
+    convolutional models (cuDNN's default), otherwise at the fp32 peak.
+    """
+    from . import paper
+
+    loaders = {"table1": (paper.load_table1, True), "table4": (paper.load_table4, False)}
+    if table not in loaders:
+        raise ValueError(f"unknown paper table {table!r}; choose one of: {', '.join(loaders)}")
+    load, optimized = loaders[table]
+    df = load().merge(model_facts(), on="model", how="left")
+    df["n_gpus"] = df["n_gpus"].astype(int)
+    df["peak_basis"] = [_peak_basis(p, f, optimized) for p, f in zip(df["precision"], df["family"])]
+    df["peak_flops"] = [gpu_catalog()[g].peak_flops(b) for g, b in zip(df["gpu"], df["peak_basis"])]
+    df["flops_total"] = df["flops_ours"].fillna(df["flops_fig9"])
+    df["flops_basis"] = df["flops_ours"].notna().map({True: "our convention", False: "paper Figure 9(a)"})
+    per_day = SECONDS_PER_DAY * df["n_gpus"] * df["peak_flops"]
+    df["mfu"] = df["flops_total"] / (df["days"] * per_day)
+    df["mfu_min"] = df["flops_total"] / ((df["days"] + 0.5) * per_day)
+    df["mfu_fig9"] = df["flops_fig9"] / (df["days"] * per_day)
+    df["implausible"] = df["mfu_min"] > MFU_IMPLAUSIBLE
+    return df[PAPER_COLUMNS].reset_index(drop=True)
+
+
+COMPARISON_COLUMNS = [*SETTING, "setup", "ours_days", "ours_mfu", "ours_methods", "ours_micro_batch",
+                      "paper_days", "paper_mfu", "paper_status", "ratio"]
+
+
+def paper_comparison(df: pd.DataFrame, table: str = "table1") -> pd.DataFrame:
+    """Our best (or naive, for Table 4) days per setting beside the paper's cell for the same hardware.
+
+    ``ratio`` = our days / the paper's days (above 1: the paper's number is faster than what we measured).
+    Settings the paper did not measure (an H200, say) keep NaN in the paper's columns.
+    """
+    ours = best_per_setting(df) if table == "table1" else naive_per_setting(df)
+    if ours.empty:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    p = paper_cells(table)[[*SETTING, "days", "mfu", "status"]].rename(
+        columns={"days": "paper_days", "mfu": "paper_mfu", "status": "paper_status"})
+    o = ours[[*SETTING, "setup", "days", "mfu", "methods_label", "micro_batch"]].rename(
+        columns={"days": "ours_days", "mfu": "ours_mfu", "methods_label": "ours_methods",
+                 "micro_batch": "ours_micro_batch"})
+    o["n_gpus"] = o["n_gpus"].astype(int)
+    m = o.merge(p, on=SETTING, how="left")
+    m["ratio"] = m["ours_days"] / m["paper_days"]
+    return m[COMPARISON_COLUMNS].reset_index(drop=True)
+
+
+TABLE1_COLUMNS = [*SETTING, "paper_days", "paper_status", "paper_mfu", "paper_implausible", "ours_days",
+                  "ours_mfu", "ours_setup", "ours_methods"]
+
+
+def table1_long(df: pd.DataFrame, table: str = "table1") -> pd.DataFrame:
+    """Every cell of the paper's table (Table 1, or Table 4 for naive) and every setting we measured, one row
+    each: the paper's days and implied MFU beside our best (or naive) days and MFU where we have them."""
+    paper = paper_cells(table).rename(columns={"days": "paper_days", "status": "paper_status", "mfu": "paper_mfu",
+                                               "implausible": "paper_implausible"})
+    ours = best_per_setting(df) if table == "table1" else naive_per_setting(df)
+    ours = ours[[*SETTING, "days", "mfu", "setup", "methods_label"]].rename(columns={
+        "days": "ours_days", "mfu": "ours_mfu", "setup": "ours_setup", "methods_label": "ours_methods"})
+    ours["n_gpus"] = ours["n_gpus"].astype(int)
+    m = paper[[*SETTING, "paper_days", "paper_status", "paper_mfu", "paper_implausible"]].merge(
+        ours, on=SETTING, how="outer")
+    return m[TABLE1_COLUMNS].reset_index(drop=True)
+
+
+def settings_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """Our best configuration per setting beside the paper's Appendix J setting for the same hardware."""
+    from . import paper
+
+    cols = [*SETTING, "ours_methods", "ours_micro_batch", "ours_gas", "ours_days",
+            "paper_free_lunch", "paper_checkpointing", "paper_sharding", "paper_offloading", "paper_mbs", "paper_gas"]
+    best = best_per_setting(df)
+    if best.empty:
+        return pd.DataFrame(columns=cols)
+    j = paper.load_appendix_j().rename(columns={
+        "free_lunch": "paper_free_lunch", "checkpointing": "paper_checkpointing", "sharding": "paper_sharding",
+        "offloading": "paper_offloading", "mbs": "paper_mbs", "gas": "paper_gas"})
+    j["n_gpus"] = j["n_gpus"].astype(int)
+    o = best.rename(columns={"methods_label": "ours_methods", "micro_batch": "ours_micro_batch",
+                             "gas": "ours_gas", "days": "ours_days"})
+    o["n_gpus"] = o["n_gpus"].astype(int)
+    m = o.merge(j, on=SETTING, how="left")
+    return m[cols].reset_index(drop=True)
+
+
+# --- labels for tables ---------------------------------------------------------------------------------------
+
+def gpu_label(key: str) -> str:
+    """A short display name for a GPU key ('h100-80gb' -> 'H100 80GB')."""
+    g = gpu_catalog().get(key)
+    return g.name.replace("NVIDIA ", "").replace("GeForce ", "") if g else str(key)
+
+
+def model_label(key: str) -> str:
+    facts = _model_facts().set_index("model")
+    return str(facts["display"].get(key, key))

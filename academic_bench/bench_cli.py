@@ -1,0 +1,198 @@
+"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations) and ``export``.
+
+Names, counts and combinations are checked before any process starts; a bad one exits with status 2 and a
+message naming the valid choices. Ctrl-C stops a sweep after killing the running configuration (exit 130);
+re-running the same command resumes it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from . import cli
+from .config import Config
+from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
+from .methods import parse_methods
+from .results import ResultStore
+from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
+
+EXIT_INTERRUPTED = 130
+
+
+def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
+    """A hardware label like 'h100x1' (the folder name under notebooks/runs)."""
+    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "")
+
+
+def _slurm_params(items: list[str]) -> dict:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--slurm-param takes KEY=VALUE (e.g. partition=gpu), got {item!r}")
+        params[key if key.startswith("slurm_") else f"slurm_{key}"] = int(value) if value.isdigit() else value
+    return params
+
+
+def _rendezvous(args: argparse.Namespace) -> Rendezvous | None:
+    if args.nodes == 1:
+        return None
+    if args.executor != "local":
+        return None  # the SLURM job finds its nodes itself
+    if not args.rdzv_endpoint:
+        raise ValueError("a multi-node run with --executor local needs --rdzv-endpoint HOST:PORT (node 0's address) "
+                         "and --node-rank on each node; or use --executor slurm")
+    if not 0 <= args.node_rank < args.nodes:
+        raise ValueError(f"--node-rank must be in 0..{args.nodes - 1}, got {args.node_rank}")
+    return Rendezvous(args.nodes, args.node_rank, args.rdzv_endpoint)
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    if args.validate < 0:
+        raise ValueError(f"--validate must be >= 0 optimizer steps, got {args.validate}")
+    if args.warmup < 2 or args.reps < 5:
+        raise ValueError(f"--warmup must be >= 2 and --reps >= 5 (got {args.warmup}, {args.reps})")
+    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise ValueError("--executor slurm needs SLURM (sbatch is not on PATH); choose one of: "
+                         f"{', '.join(EXECUTORS)}")
+
+
+def _run_kwargs(args: argparse.Namespace) -> dict:
+    return dict(timing=args.timing, validate=args.validate, timeout_s=args.timeout, device=args.device,
+                warmup=args.warmup, reps=args.reps, rdzv=_rendezvous(args))
+
+
+def _interrupted(out: str) -> None:
+    print(f"\ninterrupted: every finished configuration is saved in {out}; re-run the same command to resume",
+          file=sys.stderr)
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+# --- commands -----------------------------------------------------------------------------------------
+
+def _cmd_bench(args: argparse.Namespace) -> None:
+    config = Config(args.model, args.gpu, args.gpus, args.nodes, parse_methods(args.methods), args.micro_batch,
+                    args.tiny)
+    config.check()
+    _check_run_args(args)
+    setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
+    mode = "validate" if args.validate else "step"
+    out = Path(args.out)
+    try:
+        row = run(config, executor=args.executor, folder=out.parent / "submitit",
+                  slurm_params=_slurm_params(args.slurm_param), setup=setup, search="single",
+                  log_path=log_path(out, config, args.timing, mode), **_run_kwargs(args))
+    except KeyboardInterrupt:
+        _interrupted(args.out)
+    if row is None:
+        print(f"node {args.node_rank} done; node 0 writes the row")
+        return
+    if row.get("log"):
+        row["log"] = os.path.relpath(row["log"], out.parent)
+    ResultStore(out).append(row)
+    keys = ["config_id", "outcome", "reason", "micro_batch", "gas", "step_time_s", "step_time_spread", "days",
+            "mfu", "peak_memory_gb", "log"]
+
+    def text() -> str:
+        lines = [f"{config.model} on {config.n_gpus} x {config.gpu}, {config.methods.label()}: {row['outcome']}"]
+        if row["outcome"] == "ok":
+            lines.append(f"  micro-batch {row['micro_batch']} x {row['gas']} accumulation, "
+                         f"{row['step_time_s']:.4g} s/step, {row['days']:.3g} days")
+        elif row["reason"]:
+            lines.append("  " + row["reason"].replace("\n", "\n  "))
+        lines.append(f"  row {row['config_id']} appended to {out}")
+        return "\n".join(lines)
+
+    cli._emit(args, {k: row.get(k) for k in keys}, text)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> None:
+    configs = plan(args.model, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
+    _check_run_args(args)
+    rdzv = _rendezvous(args)
+    setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
+    kwargs = _run_kwargs(args)
+    kwargs["rdzv"] = rdzv
+    try:
+        summary = run_sweep(configs, args.out, setup, search=args.preset, executor=args.executor,
+                            progress=not args.no_progress, budget_s=args.budget,
+                            slurm_params=_slurm_params(args.slurm_param), **kwargs)
+    except KeyboardInterrupt:
+        _interrupted(args.out)
+    cli._emit(args, summary, lambda: format_summary(summary))
+
+
+def _cmd_export(args: argparse.Namespace) -> None:
+    from .export import export_best
+
+    if not Path(args.results).exists():
+        raise ValueError(f"no results at {args.results}: give a results.jsonl file or a folder of runs")
+    written = export_best(args.results, args.model, args.gpu, args.gpus, args.out, tiny=args.tiny)
+    data = {name: str(path) for name, path in written.items()}
+    cli._emit(args, data, lambda: "wrote:\n" + "\n".join(f"  {p}" for p in data.values()))
+
+
+# --- parsers --------------------------------------------------------------------------------------------
+
+def _run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="results file (JSON lines), e.g. notebooks/runs/h100x1/results.jsonl")
+    p.add_argument("--setup", default=None, help="hardware label of the run (default e.g. h100x1)")
+    p.add_argument("--timing", choices=("synced", "unsynced"), default="synced",
+                   help="synced: GPU-synchronized timing (results); unsynced: the paper's method (comparison only)")
+    p.add_argument("--validate", type=int, default=0, metavar="K",
+                   help="also run K real optimizer steps to check the extrapolated step time")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per configuration")
+    p.add_argument("--tiny", action="store_true", help="the tiny CPU/workshop variant of the model")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
+    p.add_argument("--nodes", type=int, default=1, help="nodes the GPUs are spread over")
+    p.add_argument("--node-rank", type=int, default=0, help="this node's rank (multi-node, local executor)")
+    p.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of node 0 (multi-node, local executor)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local: torchrun here; slurm: a SLURM job per configuration (submitit); "
+                        "submitit-local: the SLURM path on this machine (testing)")
+    p.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a SLURM option for submitit, e.g. partition=gpu (repeatable)")
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed repetitions (>= 2)")
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="timed repetitions (>= 5)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
+    cli._common(p)
+    cli._model_arg(p)
+    cli._gpu_arg(p)
+    cli._gpus_arg(p)
+    p.add_argument("--methods", default="free-lunch",
+                   help="a preset (naive, free-lunch) joined by '+' with switches, e.g. free-lunch+ckpt+zero3+offload")
+    p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
+    _run_args(p)
+    p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("sweep", help="measure a preset of configurations (resumable)")
+    cli._common(p)
+    p.add_argument("--model", required=True, type=str.lower, help="one model or a comma-separated list")
+    cli._gpu_arg(p)
+    cli._gpus_arg(p)
+    p.add_argument("--preset", required=True, choices=SWEEP_PRESETS)
+    p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _run_args(p)
+    p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("export", help="training configs (accelerate, DeepSpeed/FSDP, arguments) of the best result")
+    cli._common(p)
+    p.add_argument("--results", required=True, help="a results.jsonl file or a folder of runs")
+    cli._model_arg(p)
+    cli._gpu_arg(p)
+    cli._gpus_arg(p)
+    p.add_argument("--tiny", action="store_true", help="export a tiny-model result")
+    p.add_argument("--out", required=True, help="folder for the exported files")
+    p.set_defaults(func=_cmd_export)
+
+
+cli._EXTRA_COMMANDS.append(register)

@@ -1,0 +1,305 @@
+"""Altair charts for the book and notebooks, and the offline renderer that shows them without a CDN.
+
+Altair's default HTML output loads vega, vega-lite and vega-embed from public CDNs, so an offline book
+would show "Error loading script" in place of every chart. ``enable_offline()`` registers a renderer that
+emits a plain div plus a script calling ``window.vegaEmbed``; the library itself is one local file
+(``vendor_bundle``) that the book serves from its own static folder (``academic_bench.bookbuild``).
+Charts stay interactive (tooltips, bound sliders and menus) with no kernel and no network.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+BUNDLE_NAME = "vega-bundle.js"
+RENDERER = "academic-bench-offline"
+CHART_CLASS = "ab-chart"  # every chart div carries it; the browser tests look for it
+MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
+
+_counter = itertools.count()
+
+
+# --- the offline renderer ---------------------------------------------------------------------------------
+
+def vendor_bundle(folder: str | Path) -> Path:
+    """Write vega + vega-lite + vega-embed (matched to the installed Altair) into ``folder``.
+
+    The bundle is wrapped in a function scope because its top-level ``const _`` clashes with Sphinx's
+    global ``_``; it publishes ``window.vegaEmbed`` itself. The file is rewritten only when it changes.
+    """
+    import vl_convert
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "(function(){\n" + vl_convert.javascript_bundle() + "\n})();\n"
+    path = folder / BUNDLE_NAME
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def _html(spec: dict, **_: Any) -> dict[str, str]:
+    """A div and a script that draws ``spec`` with the locally served vega-embed."""
+    blob = json.dumps(spec, sort_keys=True)
+    div = f"ab-chart-{next(_counter)}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
+    safe = blob.replace("</", "<\\/")  # a "</script>" inside a label must not end the script
+    html = f"""<div id="{div}" class="{CHART_CLASS}"></div>
+<script type="text/javascript">
+(function () {{
+  var spec = {safe};
+  function draw() {{
+    var el = document.getElementById("{div}");
+    if (!window.vegaEmbed) {{
+      el.textContent = "The chart library is missing: build the book with `make book`.";
+      console.error("vegaEmbed is not loaded");
+      return;
+    }}
+    window.vegaEmbed(el, spec, {{actions: false, renderer: "svg"}}).catch(function (err) {{
+      el.textContent = "Chart error: " + err;
+      console.error(err);
+    }});
+  }}
+  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}
+  else {{ draw(); }}
+}})();
+</script>"""
+    return {"text/html": html}
+
+
+def enable_offline() -> None:
+    """Make every Altair chart displayed from now on render with the local vega bundle (no CDN)."""
+    if RENDERER not in alt.renderers.names():
+        alt.renderers.register(RENDERER, _html)
+    alt.renderers.enable(RENDERER)
+
+
+# --- shared pieces -----------------------------------------------------------------------------------------
+
+SOURCE_COLORS = alt.Scale(domain=["paper", "ours"], range=["#9e9e9e", "#1f77b4"])
+
+
+def _empty(message: str) -> alt.Chart:
+    """A small chart that says why there is nothing to draw (so a page never shows a blank box)."""
+    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=14, color="#555").encode(
+        text="text:N").properties(width=520, height=60)
+
+
+# --- the survey --------------------------------------------------------------------------------------------
+
+def availability_heatmap(df: pd.DataFrame, title: str) -> alt.Chart:
+    """Share of respondents (colour) by GPU count (rows) and longest allowed use (columns).
+
+    ``df`` columns: n_gpus (str label), duration, share (0-1), and optionally count.
+    """
+    if df.empty:
+        return _empty("No survey answers to show.")
+    order = ["Hours", "Days", "Weeks", "Months", "Indefinitely"]
+    base = alt.Chart(df).encode(
+        x=alt.X("duration:N", sort=order, title="longest use per experiment"),
+        y=alt.Y("n_gpus:N", sort=None, title="GPUs"),
+    )
+    tooltip = [c for c in ("n_gpus", "duration", "share", "count") if c in df.columns]
+    rect = base.mark_rect().encode(
+        color=alt.Color("share:Q", title="share of respondents", scale=alt.Scale(scheme="blues")),
+        tooltip=tooltip)
+    text = base.mark_text(fontSize=11).encode(
+        text=alt.Text("share:Q", format=".0%"),
+        color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black")))
+    return (rect + text).properties(width=420, height=230, title=title)
+
+
+def share_bars(df: pd.DataFrame, category: str, title: str, value: str = "share") -> alt.Chart:
+    """Horizontal bars of a share (0-1) per category, labelled with the percentage."""
+    if df.empty:
+        return _empty("No answers to show.")
+    base = alt.Chart(df).encode(y=alt.Y(f"{category}:N", sort="-x", title=None),
+                                x=alt.X(f"{value}:Q", axis=alt.Axis(format="%"), title="share of respondents"))
+    return (base.mark_bar(color="#4c78a8") + base.mark_text(align="left", dx=3).encode(
+        text=alt.Text(f"{value}:Q", format=".0%"))).properties(width=420, title=title)
+
+
+# --- training time ------------------------------------------------------------------------------------------
+
+def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") -> alt.Chart:
+    """Days (log scale) vs GPU count, one line per model, paper and ours side by side.
+
+    ``df`` columns: model, gpu, n_gpus, days, source ("paper"/"ours").
+    """
+    if df.empty:
+        return _empty("No training times to show yet.")
+    return alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X("n_gpus:O", title="GPUs"),
+        y=alt.Y("days:Q", scale=alt.Scale(type="log"), title="days (log scale)"),
+        color=alt.Color("model:N"),
+        strokeDash=alt.StrokeDash("source:N", title="source"),
+        tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("days:Q", format=",.1f"),
+                 *([alt.Tooltip("mfu:Q", format=".2f")] if "mfu" in df.columns else [])],
+    ).properties(width=230, height=180).facet(column=alt.Column("gpu:N", title=None)).properties(title=title)
+
+
+def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt.Chart:
+    """MFU per cell (x) per model (y), coloured by source, with the implausibility threshold drawn.
+
+    ``df`` columns: model, gpu, n_gpus, mfu, source.
+    """
+    if df.empty:
+        return _empty("No MFU values to show yet.")
+    points = alt.Chart(df).mark_point(filled=True, size=60, opacity=0.8).encode(
+        x=alt.X("mfu:Q", title="model FLOPs utilisation (fraction of dense spec peak)"),
+        y=alt.Y("model:N", title=None),
+        color=alt.Color("source:N", scale=SOURCE_COLORS, title="source"),
+        shape=alt.Shape("gpu:N", title="GPU"),
+        tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("mfu:Q", format=".2f"),
+                 *([alt.Tooltip("days:Q", format=",.1f")] if "days" in df.columns else [])],
+    )
+    rule = alt.Chart(pd.DataFrame({"x": [MFU_IMPLAUSIBLE]})).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(
+        x="x:Q")
+    return (points + rule).properties(width=560, height=260, title=title)
+
+
+def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
+    """Which model x (GPU, count) settings are feasible; ``df``: model, setting, status."""
+    if df.empty:
+        return _empty("No settings to show yet.")
+    return alt.Chart(df).mark_rect(stroke="white").encode(
+        x=alt.X("setting:N", sort=None, title=None), y=alt.Y("model:N", sort=None, title=None),
+        color=alt.Color("status:N", scale=alt.Scale(
+            domain=["feasible", "infeasible", "not measured"], range=["#59a14f", "#e15759", "#dddddd"])),
+        tooltip=["model", "setting", "status"],
+    ).properties(title=title)
+
+
+# --- efficient methods ---------------------------------------------------------------------------------------
+
+def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None) -> alt.Chart:
+    """Speed-up factors (1 = no change) per category ``x``; ``df`` columns: x, speedup, source."""
+    if df.empty:
+        return _empty("No speed-ups to show yet: they need runs of both settings.")
+    chart = alt.Chart(df).mark_bar().encode(
+        x=alt.X(f"{x}:N", title=None, sort=None),
+        y=alt.Y("speedup:Q", title="speed-up (x)"),
+        color=alt.Color("source:N", scale=SOURCE_COLORS) if "source" in df.columns else alt.value("#4c78a8"),
+        xOffset="source:N" if "source" in df.columns else alt.value(0),
+        tooltip=[c for c in df.columns if c in (x, "speedup", "source", "model", "gpu", "n_gpus", "label")],
+    )
+    one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="black").encode(y="y:Q")
+    layered = (chart + one).properties(width=200 if column else 480, height=220)
+    if column:
+        return layered.facet(column=alt.Column(f"{column}:N", title=None), data=df).properties(title=title)
+    return layered.properties(title=title)
+
+
+# --- measuring honestly -------------------------------------------------------------------------------------
+
+def scatter_vs(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, title: str,
+               color: str = "model", log: bool = False) -> alt.Chart:
+    """``y`` against ``x`` with the y = x line (predicted vs measured, synced vs unsynced...)."""
+    if df.empty:
+        return _empty("No paired measurements yet.")
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    lo, hi = float(df[[x, y]].min().min()), float(df[[x, y]].max().max())
+    diag = alt.Chart(pd.DataFrame({x: [lo, hi], y: [lo, hi]})).mark_line(color="#888", strokeDash=[4, 3]).encode(
+        x=alt.X(f"{x}:Q", scale=scale), y=alt.Y(f"{y}:Q", scale=scale))
+    tips = [c for c in ("model", "gpu", "n_gpus", "methods_label", x, y) if c in df.columns]
+    points = alt.Chart(df).mark_circle(size=70).encode(
+        x=alt.X(f"{x}:Q", title=x_title, scale=scale), y=alt.Y(f"{y}:Q", title=y_title, scale=scale),
+        color=alt.Color(f"{color}:N"), tooltip=tips)
+    return (diag + points).properties(width=420, height=320, title=title)
+
+
+# --- cost -----------------------------------------------------------------------------------------------------
+
+def cost_vs_days(df: pd.DataFrame, cost: str, title: str, cost_title: str) -> alt.Chart:
+    """Hardware (or per-experiment) cost vs training days, one point per hardware option (Figure 7 style).
+
+    ``df`` columns: label, days, ``cost``, gpu, source.
+    """
+    if df.empty:
+        return _empty("No costs to show.")
+    return alt.Chart(df).mark_point(filled=True, size=80).encode(
+        x=alt.X("days:Q", title="training days", scale=alt.Scale(zero=False)),
+        y=alt.Y(f"{cost}:Q", title=cost_title, axis=alt.Axis(format="$,.0f")),
+        color=alt.Color("gpu:N", title="GPU"),
+        shape=alt.Shape("source:N", title="times from") if "source" in df.columns else alt.value("circle"),
+        tooltip=["label", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip(f"{cost}:Q", format="$,.0f")]
+        + (["source"] if "source" in df.columns else []),
+    ).properties(width=480, height=300, title=title)
+
+
+# --- tables ---------------------------------------------------------------------------------------------------
+
+def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict[str, str] | None = None,
+          empty: str = "Nothing to show yet.", escape: bool = True):
+    """A compact HTML table for a page: chosen columns renamed, numbers formatted, no index.
+
+    ``columns`` maps column -> heading (order kept); ``formats`` maps column -> format spec (e.g. ",.1f").
+    """
+    from IPython.display import HTML
+
+    if df.empty:
+        return HTML(f'<p class="ab-empty"><em>{empty}</em></p>')
+    columns = columns or {c: c for c in df.columns}
+    out = df[list(columns)].copy()
+    for col, spec in (formats or {}).items():
+        if col in out.columns:
+            out[col] = out[col].map(lambda v, s=spec: "" if v is None or (isinstance(v, float) and v != v)
+                                    else format(v, s))
+    out = out.rename(columns=columns).fillna("")
+    return HTML(out.to_html(index=False, escape=escape, border=0, classes="ab-table"))
+
+
+def grid_html(long: pd.DataFrame, value: str, models: list[str], gpus: list[str], model_names: dict[str, str],
+              gpu_names: dict[str, str], counts: tuple[int, ...] = (1, 2, 4, 8)):
+    """The paper's Table 1 layout (models x GPU type x count), each cell ours and/or the paper's.
+
+    ``long`` is ``analysis.table1_long``; ``value`` is "days" or "mfu". Our numbers are bold blue, the paper's
+    grey italic; MFU above the plausibility threshold is red; a dash is infeasible, "?" unreadable in the paper.
+    """
+    from IPython.display import HTML
+
+    fmt = (lambda v: f"{v:,.0f}" if v >= 10 else f"{v:.1f}") if value == "days" else (lambda v: f"{v:.2f}")
+    index = {(r.model, r.gpu, int(r.n_gpus)): r for r in long.itertuples()}
+
+    def num(v: float, cls: str) -> str:
+        flag = value == "mfu" and v > MFU_IMPLAUSIBLE
+        return f'<span class="{cls}{" ab-flag" if flag else ""}">{fmt(v)}{" ⚠" if flag else ""}</span>'
+
+    def cell(key: tuple) -> str:
+        r = index.get(key)
+        if r is None:
+            return ""
+        ours, paper = getattr(r, f"ours_{value}"), getattr(r, f"paper_{value}")
+        parts = []
+        if ours == ours and ours is not None:
+            parts.append(num(ours, "ab-ours"))
+        if paper == paper and paper is not None:
+            parts.append(num(paper, "ab-paper"))
+        elif r.paper_status == "infeasible":
+            parts.append('<span class="ab-paper">—</span>')
+        elif r.paper_status == "unreadable":
+            parts.append('<span class="ab-paper">?</span>')
+        return "<br>".join(parts)
+
+    cols = pd.MultiIndex.from_tuples([(gpu_names.get(g, g), n) for g in gpus for n in counts], names=["GPU", "count"])
+    rows = [[cell((m, g, n)) for g in gpus for n in counts] for m in models]
+    out = pd.DataFrame(rows, index=[model_names.get(m, m) for m in models], columns=cols)
+    return HTML('<div class="ab-scroll">' + out.to_html(escape=False, border=0, classes="ab-table ab-grid")
+                + "</div>")
+
+
+def glue(name: str, value) -> None:
+    """Glue a value into a page's prose (``{glue:text}`name:.1f```) as a plain Python number or text.
+
+    numpy scalars would be glued by their repr (``np.float64(...)``), which the format spec cannot read.
+    """
+    from myst_nb import glue as _glue
+
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    _glue(name, value, display=False)

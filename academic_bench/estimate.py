@@ -1,0 +1,533 @@
+"""Analytic estimates: model FLOPs per step, a memory model per configuration, the largest micro-batch
+predicted to fit, and analytic training days. Everything is computed on the meta device: no GPU, no weights.
+
+**FLOPs** (the DESIGN.md convention): forward + backward matrix multiplications and convolutions, no
+recomputation, no optimizer.
+- Transformers: per token ``6 x (parameters - input embedding) + 12 x layers x hidden x sequence``. The input
+  embedding is the token/position/type tables; an output projection tied to them (RoBERTa's MLM decoder) is
+  a real matmul per token, so it is added back.
+- Other families (Mamba, ConvNeXt, ViT): ``torch.utils.flop_counter.FlopCounterMode`` over the forward and
+  backward of one sample (Mamba: a short sequence, scaled per token, since every counted op is per token).
+  PyTorch's formula counts a grouped convolution's weight gradient ``groups`` times over (depthwise
+  convolutions: by the channel count); ``_conv_backward_flop`` corrects it. Mamba is counted on its reference
+  PyTorch path, whose matmuls are the model's; the CUDA kernels cannot run on meta tensors.
+
+**Memory** per GPU at the peak of a micro-step (end of forward, start of backward), for the way
+``measure/`` runs each configuration:
+- No sharding (one GPU, or DDP with ``gradient_as_bucket_view``): fp32 weights (4 B/param), fp32 gradients (4),
+  Adam's two fp32 moments (8). 16-bit recipes run under ``torch.autocast``, which keeps those fp32 tensors and
+  saves a 16-bit copy of every weight for backward (2 more B/param).
+- DeepSpeed ZeRO-1/2/3 (its own fp16/bf16 mode): weights and gradients in the recipe's dtype (2 or 4 B/param),
+  optimizer states 12 B/param (fp32 master copy + two moments; DeepSpeed keeps the fp32 copy even for fp32
+  models). Stage 1 shards the optimizer states over the GPUs, stage 2 also the gradients, stage 3 also the
+  weights. Stages 1/2 add two gradient buckets of ``reduce_bucket_size`` elements (``overlap_comm``), stage 3
+  one, plus the parameters it keeps gathered (up to ``stage3_max_live_parameters``; reuse within
+  ``stage3_max_reuse_distance`` keeps them, so small models stay gathered). Offload moves the optimizer states
+  to the CPU (stages 1/2) and the weights too (stage 3).
+- FSDP2 (``fully_shard`` per block, 16-bit ``MixedPrecisionPolicy``): fp32 weights, fp32 gradients and Adam
+  states sharded (4 + 4 + 8 B/param over the GPUs). Shard-grad-op keeps every block's 16-bit unsharded
+  weights from forward to backward (ZeRO-2-like); full-shard keeps the root's (embeddings, head) plus
+  ``gathered_units`` blocks (ZeRO-3-like). Offload (``CPUOffloadPolicy``) keeps sharded weights, gradients and
+  optimizer states on the CPU.
+- Activations: transformers by Korthikanti et al. 2022 (*Reducing Activation Recomputation in Large
+  Transformer Models*, Sec. 4.1): ``s*b*h*(34 + 5*a*s/h)`` bytes per layer for 16-bit activations; the
+  ``a*s^2`` term drops with SDPA/flash attention. Checkpointing keeps each layer's input plus one layer's
+  activations. The LM logits (``s*b*V``) add their 16-bit values, the fp32 upcast for the loss and the fp32
+  log-softmax kept for backward. Vision models and Mamba's reference path: the bytes autograd saves for
+  backward, recorded with ``saved_tensors_hooks`` on a meta-device forward of one sample and attributed to the
+  checkpointed blocks. Mamba with mamba-ssm kernels: what its fused function saves (``mamba_fused_layer``).
+- Overhead: CUDA context, cuBLAS workspace, NCCL (more than one GPU) and an allocator-fragmentation allowance.
+
+Every constant of the memory model is a field of ``Coefficients``: calibrate them against measured peaks
+(``results.jsonl`` rows carry ``peak_memory_gb`` beside ``predicted_memory_gb``). Memory is in bytes;
+GiB = 2**30 bytes.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from unittest import mock
+
+import torch
+from torch import nn
+
+from .config import Config
+from .hardware import get_gpu
+from .models import ModelSpec, get_model, loss_of
+
+GIB = 2**30
+SECONDS_PER_DAY = 86_400
+DEFAULT_MFU = 0.4  # an assumption for planning, not a measurement: well-tuned training stacks reach 0.4-0.6
+BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+MAMBA_COUNT_TOKENS = 8  # Mamba's counted ops are per token: count a short sequence and scale
+# Activation checkpointing units where the model library checkpoints finer than ``spec.block_types``
+# (timm checkpoints each ConvNeXtBlock inside a stage through checkpoint_seq).
+CHECKPOINT_UNITS = {"convnext": ("ConvNeXtBlock",)}
+
+
+def _spec(model: ModelSpec | str) -> ModelSpec:
+    return model if isinstance(model, ModelSpec) else get_model(model)
+
+
+# --- the model on the meta device ------------------------------------------------------------------------
+
+_MAMBA_KERNEL_FUNCS = ("mamba_inner_fn", "causal_conv1d_fn", "causal_conv1d_update", "mamba_selective_scan",
+                       "mamba_selective_state_update")
+
+
+@contextlib.contextmanager
+def _reference_path(spec: ModelSpec):
+    """Mamba's reference PyTorch functions in place of mamba-ssm's (CUDA kernels cannot take meta tensors),
+    and transformers' warning about the fallback silenced."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    module, patched = None, []
+    if spec.kernel == "mamba-ssm":
+        module = importlib.import_module("transformers.models.mamba.modeling_mamba")
+        for name in _MAMBA_KERNEL_FUNCS:
+            fn = getattr(module, name, None)
+            if fn is not None and inspect.unwrap(fn) is not fn:
+                patched.append((name, fn))
+                setattr(module, name, inspect.unwrap(fn))
+    try:
+        yield
+    finally:
+        for name, fn in patched:
+            setattr(module, name, fn)
+        hf_logging.set_verbosity(level)
+
+
+def _meta_model(spec: ModelSpec, tiny: bool, attn: str = "sdpa") -> nn.Module:
+    with torch.device("meta"):
+        model = spec.build(tiny, attn)
+    return model.train()
+
+
+def _meta_batch(spec: ModelSpec, tiny: bool, seq_len: int | None = None) -> dict[str, torch.Tensor]:
+    """One sample of zeros on the meta device (shapes are all that matter)."""
+    r = spec.recipe_for(tiny)
+    if spec.task == "image-classification":
+        return {"pixel_values": torch.zeros(1, 3, r.image_size, r.image_size, device="meta"),
+                "labels": torch.zeros(1, dtype=torch.long, device="meta")}
+    ids = torch.zeros(1, seq_len or r.seq_len, dtype=torch.long, device="meta")
+    return {"input_ids": ids, "labels": ids}
+
+
+@dataclass(frozen=True)
+class ModelStats:
+    """Parameter counts of a model, from a meta-device build."""
+
+    params: int  # unique parameters (tied weights once)
+    input_embedding: int  # token, position and type embedding tables
+    tied_output: int  # output projection weights shared with an input embedding table
+    block_params: tuple[int, ...]  # per repeated block (spec.block_types): the FSDP/ZeRO-3 unit
+    heads: int | None  # attention heads (transformers)
+    hidden: int | None  # hidden size (language models)
+
+    @property
+    def root_params(self) -> int:
+        """Parameters outside the repeated blocks (embeddings, final norm, head)."""
+        return self.params - sum(self.block_params)
+
+
+def model_stats(model: ModelSpec | str, tiny: bool = False) -> ModelStats:
+    return _model_stats(_spec(model).key, tiny)
+
+
+@lru_cache(maxsize=None)
+def _model_stats(key: str, tiny: bool) -> ModelStats:
+    spec = get_model(key)
+    with _reference_path(spec):
+        net = _meta_model(spec, tiny)
+    embeddings = [m for m in net.modules() if isinstance(m, nn.Embedding)]
+    emb_weights = {id(m.weight) for m in embeddings}
+    out = net.get_output_embeddings() if hasattr(net, "get_output_embeddings") else None
+    tied = out.weight.numel() if out is not None and id(out.weight) in emb_weights else 0
+    blocks = tuple(sum(p.numel() for p in m.parameters()) for m in net.modules()
+                   if type(m).__name__ in spec.block_types)
+    config = getattr(net, "config", None)
+    return ModelStats(params=sum(p.numel() for p in net.parameters()),
+                      input_embedding=sum(m.weight.numel() for m in embeddings), tied_output=tied,
+                      block_params=blocks, heads=getattr(config, "num_attention_heads", None),
+                      hidden=getattr(config, "hidden_size", None))
+
+
+# --- FLOPs -----------------------------------------------------------------------------------------------
+
+def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
+                        _output_padding, groups, output_mask, out_shape, **kwargs) -> int:
+    """PyTorch's convolution-backward count with the weight gradient divided by ``groups``.
+
+    torch.utils.flop_counter counts the weight gradient as a dense convolution over all input channels, so a
+    depthwise convolution's is counted ``channels`` times over (ConvNeXt's backward came out at 8x its forward).
+    """
+    from torch.utils.flop_counter import conv_flop_count
+
+    def t(shape):
+        return [shape[1], shape[0], *shape[2:]]
+
+    flops = 0
+    if output_mask[0]:
+        flops += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:
+        a, b = (grad_out_shape, x_shape) if transposed else (x_shape, grad_out_shape)
+        flops += conv_flop_count(t(a), t(b), t(out_shape[1])) // groups
+    return flops
+
+
+def counted_flops(model: ModelSpec | str, tiny: bool = False, seq_len: int | None = None) -> int:
+    """FlopCounterMode's count of one forward and backward of one sample (meta device)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = _spec(model)
+    counter = FlopCounterMode(display=False,
+                              custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flop})
+    with _reference_path(spec):
+        net = _meta_model(spec, tiny)
+        with counter:
+            loss_of(net, _meta_batch(spec, tiny, seq_len)).backward()
+    return counter.get_total_flops()
+
+
+def flops_method(model: ModelSpec | str) -> str:
+    """How the model's FLOPs are counted, for labels."""
+    if _spec(model).transformer_shape is not None:
+        return "6 x (params - input embedding) + 12 x layers x hidden x seq per token"
+    return "torch FlopCounterMode, forward + backward of one sample"
+
+
+@lru_cache(maxsize=None)
+def _flops_per_sample(key: str, tiny: bool) -> float:
+    spec = get_model(key)
+    r = spec.recipe_for(tiny)
+    if spec.transformer_shape is not None:
+        layers, hidden = spec.transformer_shape(tiny)
+        st = model_stats(key, tiny)
+        matmul_params = st.params - st.input_embedding + st.tied_output
+        return (6 * matmul_params + 12 * layers * hidden * r.seq_len) * r.seq_len
+    if r.seq_len:  # per-token ops only (Mamba): count a short sequence and scale
+        short = min(MAMBA_COUNT_TOKENS, r.seq_len)
+        return counted_flops(key, tiny, short) / short * r.seq_len
+    return float(counted_flops(key, tiny))
+
+
+def flops_per_sample(model: ModelSpec | str, tiny: bool = False) -> float:
+    """Model FLOPs (forward + backward) of one sequence or image of the recipe."""
+    return _flops_per_sample(_spec(model).key, tiny)
+
+
+def model_flops_per_step(model: ModelSpec | str, tiny: bool = False) -> float:
+    """Model FLOPs of one optimizer step: one global batch of the recipe."""
+    spec = _spec(model)
+    return flops_per_sample(spec, tiny) * spec.recipe_for(tiny).global_batch
+
+
+def total_flops(model: ModelSpec | str, tiny: bool = False) -> float:
+    """Model FLOPs of the whole replication: FLOPs per step x the recipe's steps."""
+    spec = _spec(model)
+    return model_flops_per_step(spec, tiny) * spec.recipe_for(tiny).steps
+
+
+def analytic_days(model: ModelSpec | str, gpu: str, n_gpus: int, mfu: float = DEFAULT_MFU, *,
+                  tf32: bool = True) -> float:
+    """Days to train the recipe: total FLOPs / (GPUs x dense peak of the recipe's precision x MFU).
+
+    fp32 recipes use the TF32 peak when ``tf32`` is on and the GPU has it. ``mfu=1`` is the lower bound.
+    """
+    if not 0 < mfu <= 1:
+        raise ValueError(f"MFU must be in (0, 1], got {mfu}")
+    if n_gpus < 1:
+        raise ValueError(f"the GPU count must be at least 1, got {n_gpus}")
+    spec = _spec(model)
+    peak = get_gpu(gpu).peak_flops(spec.recipe.precision, tf32)
+    return total_flops(spec) / (n_gpus * peak * mfu) / SECONDS_PER_DAY
+
+
+# --- memory: the coefficients ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Every constant of the memory model, in one place to calibrate against measured peaks.
+
+    Defaults come from the cited sources and library defaults; the overhead terms are assumptions.
+    """
+
+    # Activations. Korthikanti et al. 2022 Sec. 4.1: bytes per s*b*h per transformer layer, 16-bit values.
+    transformer_layer: float = 34.0
+    attention_scores: float = 5.0  # x a*s/h per layer, only when attention scores are materialised (eager)
+    # mamba-ssm's fused function (checkpoint_lvl 1) saves xz (4h), x_dbl and out (2h) in 16-bit; the block
+    # adds its fp32 residual (h) and the normalised input (h): about 18 bytes per token per hidden unit.
+    mamba_fused_layer: float = 18.0
+    loss_fp32_copies: float = 2.0  # fp32 logits tensors alive at the loss: the upcast and the log-softmax
+    activation_scale: float = 1.0  # one multiplier on all activations (calibration)
+    # Sharded and distributed states (DeepSpeed and FSDP defaults as measure/apply.py configures them).
+    zero_bucket_elements: float = 5e8  # DeepSpeed reduce_bucket_size default
+    zero3_live_params: float = 1e9  # DeepSpeed stage3_max_live_parameters / max_reuse_distance defaults
+    gathered_units: float = 2.0  # FSDP full-shard: the block running plus the one prefetched
+    # Overhead outside the model's tensors (assumptions).
+    cuda_context_gib: float = 0.5
+    workspace_gib: float = 0.25  # cuBLAS/cuDNN workspaces
+    nccl_gib: float = 0.5  # communicator buffers when more than one GPU
+    fragmentation: float = 0.10  # caching-allocator reserve beyond allocated bytes, as a fraction
+    usable_fraction: float = 0.99  # of the catalog's nominal memory (as GiB) that the driver reports
+
+
+COEFFICIENTS = Coefficients()
+
+
+# --- memory: activations ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ActivationProfile:
+    """Activation bytes of one sample, split by checkpointed blocks."""
+
+    blocks: tuple[float, ...]  # kept for backward inside each block
+    block_inputs: tuple[float, ...]  # each block's input: what checkpointing keeps
+    other: float  # embeddings, head, loss
+
+    def per_sample(self, checkpointing: bool) -> float:
+        if not self.blocks:
+            return self.other
+        if checkpointing:  # inputs of every block, plus one block recomputed at a time in backward
+            return self.other + sum(self.block_inputs) + max(self.blocks)
+        return self.other + sum(self.blocks)
+
+    def scaled(self, factor: float) -> "ActivationProfile":
+        return ActivationProfile(tuple(b * factor for b in self.blocks),
+                                 tuple(b * factor for b in self.block_inputs), self.other * factor)
+
+
+class _FusedAttention(torch.autograd.Function):
+    """Stands in for SDPA during a profile: on the meta device SDPA always decomposes into the math path,
+    which keeps the attention matrix; fused GPU kernels keep only q, k, v, the output and the log-sum-exp."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        out = q.new_empty((*q.shape[:-1], v.shape[-1]))
+        ctx.save_for_backward(q, k, v, out, q.new_empty(q.shape[:-1], dtype=torch.float32))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):  # never run: profiles only record what forward saves
+        raise NotImplementedError
+
+
+def _fused_sdpa(query, key, value, *args, **kwargs):
+    return _FusedAttention.apply(query, key, value)
+
+
+@lru_cache(maxsize=None)
+def saved_tensor_profile(key: str, tiny: bool, attn: str, dtype: str, seq_len: int | None = None
+                         ) -> ActivationProfile:
+    """Bytes autograd saves for backward in one forward of one sample (meta device), by checkpointed block.
+
+    Parameters and buffers are excluded (they are counted as weights); a storage saved twice counts once.
+    """
+    spec = get_model(key)
+    units = CHECKPOINT_UNITS.get(spec.family, spec.block_types)
+    with _reference_path(spec):
+        net = _meta_model(spec, tiny, attn).to({"fp32": torch.float32, "fp16": torch.float16,
+                                                 "bf16": torch.bfloat16}[dtype])
+        owned = {t.untyped_storage()._cdata for t in [*net.parameters(), *net.buffers()]}
+        seen, blocks, inputs, current, other = set(), [], [], [None], [0.0]
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            storage = t.untyped_storage()
+            if storage._cdata not in owned and storage._cdata not in seen:
+                seen.add(storage._cdata)
+                if current[0] is None:
+                    other[0] += storage.nbytes()
+                else:
+                    blocks[current[0]] += storage.nbytes()
+            return t
+
+        def enter(_mod, args, kwargs) -> None:
+            x = args[0] if args else next(iter(kwargs.values()))
+            current[0] = len(blocks)
+            blocks.append(0.0)
+            inputs.append(float(x.numel() * x.element_size()))
+
+        def leave(*_) -> None:
+            current[0] = None
+
+        for m in net.modules():
+            if type(m).__name__ in units:
+                m.register_forward_pre_hook(enter, with_kwargs=True)
+                m.register_forward_hook(leave)
+        batch = _meta_batch(spec, tiny, seq_len)
+        if "pixel_values" in batch:
+            batch["pixel_values"] = batch["pixel_values"].to(next(net.parameters()).dtype)
+        fused = (mock.patch.object(nn.functional, "scaled_dot_product_attention", _fused_sdpa)
+                 if attn != "eager" else contextlib.nullcontext())
+        with fused, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss_of(net, batch)
+    return ActivationProfile(tuple(blocks), tuple(inputs), other[0])
+
+
+def _logits_bytes(seq: int, vocab: int, c: int, k: Coefficients) -> float:
+    """Logits in the compute dtype, plus fp32 copies for the loss (in fp32 the upcast is the same tensor)."""
+    fp32_copies = k.loss_fp32_copies if c < 4 else k.loss_fp32_copies - 1
+    return seq * vocab * (c + 4 * fp32_copies)
+
+
+def _attention_impl(spec: ModelSpec, kernels: bool) -> str:
+    """The attention measure/ runs: eager without kernels, a fused kernel (SDPA or flash) with them."""
+    return "sdpa" if kernels and spec.kernel == "sdpa" else "eager"
+
+
+def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool,
+                       k: Coefficients = COEFFICIENTS) -> ActivationProfile:
+    """Activation bytes of one sample for the model family (see the module docstring)."""
+    spec = _spec(model)
+    r = spec.recipe_for(tiny)
+    c = BYTES[r.precision]
+    if spec.transformer_shape is not None:
+        layers, h = spec.transformer_shape(tiny)
+        s, a = r.seq_len, model_stats(spec.key, tiny).heads
+        attn = 0.0 if _attention_impl(spec, kernels) != "eager" else k.attention_scores * a * s / h
+        layer = s * h * (k.transformer_layer + attn) * c / 2  # the paper's constants are for 2-byte values
+        head = s * h * c + _logits_bytes(s, r.vocab_size, c, k)
+        return ActivationProfile((layer,) * layers, (s * h * c,) * layers, head)
+    if spec.kernel == "mamba-ssm":
+        s, st = r.seq_len, model_stats(spec.key, tiny)
+        net_h = st.hidden
+        head = s * net_h * c + _logits_bytes(s, r.vocab_size, c, k)
+        if kernels:  # mamba-ssm's fused function; the residual stream is fp32
+            n = len(st.block_params)
+            return ActivationProfile((k.mamba_fused_layer * s * net_h * c / 2,) * n, (4.0 * s * net_h,) * n, head)
+        short = min(MAMBA_COUNT_TOKENS, s)
+        ref = saved_tensor_profile(spec.key, tiny, "eager", r.precision, short).scaled(s / short)
+        return ActivationProfile(ref.blocks, ref.block_inputs, head)
+    return saved_tensor_profile(spec.key, tiny, _attention_impl(spec, kernels), r.precision)
+
+
+# --- memory: states and the estimate ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Predicted memory of one GPU at the peak of a micro-step, in bytes (``cpu``: offloaded to host memory).
+
+    ``allocated`` compares with ``torch.cuda.max_memory_allocated``; ``total`` (plus context, workspace and
+    fragmentation) is what must fit in the GPU.
+    """
+
+    weights: float
+    gradients: float
+    optimizer_states: float
+    activations: float
+    buffers: float  # communication buckets of DeepSpeed
+    overhead: float  # CUDA context, workspace, NCCL, fragmentation allowance
+    cpu: float = 0.0
+
+    @property
+    def allocated(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states + self.activations + self.buffers
+
+    @property
+    def total(self) -> float:
+        return self.allocated + self.overhead
+
+    def gib(self) -> dict[str, float]:
+        """Every field and the totals in GiB, for printing and JSON."""
+        return {k: v / GIB for k, v in {**asdict(self), "allocated": self.allocated, "total": self.total}.items()}
+
+
+@dataclass(frozen=True)
+class _States:
+    weights: float
+    gradients: float
+    optimizer_states: float
+    buffers: float = 0.0
+    cpu: float = 0.0
+
+
+def _ddp_states(n: int, c: int, st: ModelStats) -> _States:
+    """Plain model or DDP (gradient_as_bucket_view: no bucket copy). Autocast saves 16-bit weight copies."""
+    autocast_copy = c * st.params if c < 4 else 0.0
+    return _States(4.0 * st.params + autocast_copy, 4.0 * st.params, 8.0 * st.params)
+
+
+def _zero_states(stage: int, offload: bool, n: int, c: int, st: ModelStats, k: Coefficients) -> _States:
+    p = st.params
+    weights, grads, opt = c * p, c * p, 12.0 * p / n
+    if stage >= 2:
+        grads /= n
+    buffers = (2 if stage < 3 else 1) * k.zero_bucket_elements * c
+    cpu = 0.0
+    if stage == 3:
+        gathered = c * min(p, k.zero3_live_params)
+        weights = weights / n + gathered
+    if offload:
+        cpu, opt = opt, 0.0
+        if stage == 3:
+            cpu += weights - gathered
+            weights = gathered
+    return _States(weights, grads, opt, buffers, cpu)
+
+
+def _fsdp_states(full_shard: bool, offload: bool, n: int, c: int, st: ModelStats, k: Coefficients) -> _States:
+    p = st.params
+    if full_shard:
+        biggest = max(st.block_params, default=0)
+        unsharded = c * min(p, st.root_params + k.gathered_units * biggest)
+    else:
+        unsharded = c * p  # every block's unsharded weights stay from forward to backward
+    sharded = _States(4.0 * p / n, 4.0 * p / n, 8.0 * p / n)
+    if offload:
+        cpu = sharded.weights + sharded.gradients + sharded.optimizer_states
+        return _States(unsharded, 0.0, 0.0, 0.0, cpu)
+    return _States(sharded.weights + unsharded, sharded.gradients, sharded.optimizer_states)
+
+
+def _states(config: Config, k: Coefficients) -> _States:
+    m, n = config.methods, config.n_gpus
+    c = BYTES[config.recipe.precision]
+    st = model_stats(config.spec.key, config.tiny)
+    if m.uses_deepspeed:
+        return _zero_states(int(m.sharding[-1]), m.offload, n, c, st, k)
+    if m.uses_fsdp:
+        return _fsdp_states(m.sharding == "fsdp_full_shard", m.offload, n, c, st, k)
+    return _ddp_states(n, c, st)
+
+
+def predict_memory(config: Config, micro_batch: int, coeffs: Coefficients = COEFFICIENTS) -> MemoryEstimate:
+    """Predicted per-GPU memory of ``config`` at ``micro_batch`` samples per micro-step."""
+    if micro_batch < 1:
+        raise ValueError(f"the micro-batch must be at least 1, got {micro_batch}")
+    k, m = coeffs, config.methods
+    s = _states(config, k)
+    profile = activation_profile(config.spec, config.tiny, m.kernels, k)
+    activations = profile.per_sample(m.checkpointing) * micro_batch * k.activation_scale
+    allocated = s.weights + s.gradients + s.optimizer_states + activations + s.buffers
+    fixed = k.cuda_context_gib + k.workspace_gib + (k.nccl_gib if config.n_gpus > 1 else 0.0)
+    overhead = fixed * GIB + k.fragmentation * allocated
+    return MemoryEstimate(s.weights, s.gradients, s.optimizer_states, activations, s.buffers, overhead, s.cpu)
+
+
+def usable_bytes(gpu_memory_gb: float, coeffs: Coefficients = COEFFICIENTS) -> float:
+    """Bytes a GPU of the catalog's nominal size offers (the nominal size is read as GiB)."""
+    return gpu_memory_gb * GIB * coeffs.usable_fraction
+
+
+def micro_batch_choices(config: Config) -> list[int]:
+    """Powers of two that divide the per-GPU batch, smallest first (the measured search's candidates)."""
+    out, mbs = [], 1
+    while mbs <= config.per_gpu_batch and config.per_gpu_batch % mbs == 0:
+        out.append(mbs)
+        mbs *= 2
+    return out
+
+
+def max_micro_batch(config: Config, gpu_memory_gb: float, coeffs: Coefficients = COEFFICIENTS) -> int | None:
+    """Largest power-of-two micro-batch (up to the per-GPU batch) predicted to fit; None if 1 does not."""
+    capacity, best = usable_bytes(gpu_memory_gb, coeffs), None
+    for mbs in micro_batch_choices(config):
+        if predict_memory(config, mbs, coeffs).total > capacity:
+            break
+        best = mbs
+    return best

@@ -1,0 +1,363 @@
+"""Run one configuration in fresh processes (torchrun) under a time limit, and classify what happened.
+
+    run_config(config, setup="h100x1") -> result row   (outcome ok | oom | invalid | error | timeout | unsupported)
+
+Each configuration gets new processes, so a crash, an NCCL error, a CUDA fault or a hang in one cannot leak into
+the next: the parent only waits, reads the result file the worker writes (``measure/worker.py``), keeps the
+log, and kills everything on timeout. The default executor runs torchrun here; ``slurm`` submits the same
+call as a SLURM job through submitit (``submitit-local`` runs that path with submitit's local executor, for
+tests and for machines without SLURM).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .config import Config
+from .env import REPO_ROOT
+from .results import make_row
+
+WORKER_MODULE = "academic_bench.measure.worker"
+DEFAULT_TIMEOUT_S = 1800.0
+DEFAULT_WARMUP, DEFAULT_REPS = 3, 10
+EXECUTORS = ("local", "slurm", "submitit-local")
+TAIL_LINES = 30
+# The lent GPU machines hang or fail in NCCL/NVSHMEM multicast set-up unless NVLink SHARP/multicast is off.
+REQUIRED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+# Fields of the row that the parent owns; a worker's result never overrides them.
+PARENT_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search", "env", "started_at",
+               "duration_s", "log")
+# Linux only: torchrun gets SIGTERM when this process dies (even by SIGKILL), and then stops its workers.
+_PDEATHSIG_EXEC = ("import ctypes,os,sys;"
+                   "ctypes.CDLL(None).prctl(1,15);"  # 1 = PR_SET_PDEATHSIG
+                   "os.getppid()!=int(sys.argv[1]) and sys.exit(143);"  # the parent died before prctl
+                   "os.execv(sys.executable,[sys.executable]+sys.argv[2:])")
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """torchrun's multi-node options for this node (the same endpoint on every node; node 0 writes the row)."""
+
+    nnodes: int
+    node_rank: int
+    endpoint: str  # host:port reachable from every node
+
+    def args(self, run_id: str) -> list[str]:
+        return ["--nnodes", str(self.nnodes), "--node_rank", str(self.node_rank),
+                "--rdzv_endpoint", self.endpoint, "--rdzv_id", run_id]
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def build_request(config: Config, *, timing: str = "synced", validate: int = 0, device: str = "cuda",
+                  warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, simulate: dict | None = None) -> dict:
+    """The worker's REQ.json."""
+    if warmup < 2 or reps < 5:
+        raise ValueError(f"warm-up must be >= 2 and repetitions >= 5 (got {warmup}, {reps})")
+    sim = {"oom_above_micro_batch": None, "crash": False, "hang": False, **(simulate or {})}
+    return {"config": config.to_dict(), "timing": timing, "validate_steps": int(validate), "warmup": warmup,
+            "reps": reps, "device": device, "simulate": sim}
+
+
+def torchrun_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
+                     worker: str = WORKER_MODULE) -> list[str]:
+    nproc = config.n_gpus // config.nodes
+    where = rdzv.args(config.id) if rdzv else ["--standalone"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), *where,
+           "--max_restarts", "0", "-m", worker, "--request", str(request), "--result", str(result)]
+    return cmd
+
+
+def _with_parent_death_signal(cmd: list[str]) -> list[str]:
+    """Start ``cmd`` (a python command) so that it gets SIGTERM if this process dies (Linux)."""
+    if sys.platform != "linux" or cmd[0] != sys.executable:
+        return cmd
+    return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd[1:]]
+
+
+def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of torchrun and its workers."""
+    env = dict(os.environ)
+    # torchrun sets OMP_NUM_THREADS=1 when it is unset, which leaves CPU offloading's optimizer on one core
+    # (the paper's handicap); give each rank its share of the cores instead.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    env["OMP_NUM_THREADS"] = str(max(1, cores // (config.n_gpus // config.nodes)))
+    env.update(REQUIRED_ENV)
+    env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
+    if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    env.update(extra or {})
+    return env
+
+
+def _read_tail(path: Path, max_bytes: int = 256 * 1024) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - max_bytes))
+            return f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+# torchrun's own post-mortem (its traceback and a "Root Cause" box) follows the workers' output; the workers'
+# last lines are what explains the failure.
+_AGENT_REPORT = re.compile(r"torch/distributed/elastic/.*failed \(exitcode")
+_CAUSE = re.compile(r"^(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES, max_chars: int = 6000) -> str:
+    """The last lines of the workers' output (torchrun's post-mortem cut off), or '(empty log)'."""
+    text = _read_tail(path)
+    cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
+    tail = "\n".join(text[:cut][-lines:] or text[-lines:])
+    return tail[-max_chars:] or "(empty log)"
+
+
+def failure_cause(path: Path) -> str | None:
+    """The last exception line the workers printed, e.g. 'RuntimeError: NCCL error ...'."""
+    text = _read_tail(path)
+    cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
+    causes = [m.group(1) for line in text[:cut] if (m := _CAUSE.match(line.strip()))]
+    return causes[-1][:500] if causes else None
+
+
+def _tree(root: psutil.Process) -> set[psutil.Process]:
+    try:
+        return {root, *root.children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """Kill torchrun, its process group and every descendant.
+
+    torchrun starts each worker in a session of its own, so killing torchrun's process group alone would
+    leave the workers running (and holding the GPUs). The tree is frozen first so nothing forks meanwhile.
+    """
+    try:
+        root = psutil.Process(proc.pid)
+    except psutil.NoSuchProcess:
+        root = None
+    members: set[psutil.Process] = set()
+    for _ in range(5):
+        found = _tree(root) if root else set()
+        for p in list(members):
+            try:
+                found |= {p, *p.children(recursive=True)}
+            except psutil.NoSuchProcess:
+                pass
+        new = found - members
+        for p in new:
+            try:
+                p.suspend()
+            except psutil.NoSuchProcess:
+                pass
+        members |= found
+        if not new:
+            break
+    groups = {proc.pid}
+    for p in members:
+        try:
+            groups.add(os.getpgid(p.pid))
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    groups.discard(os.getpgrp())  # never our own group
+    for g in groups:
+        try:
+            os.killpg(g, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for p in members:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(list(members), timeout=10)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _merge(row: dict, result: dict) -> None:
+    for key, value in result.items():
+        if key not in PARENT_KEYS:
+            row[key] = value
+
+
+def _fill_derived(row: dict, config: Config) -> None:
+    """Fields that follow from the measurement, when the worker left them out."""
+    r = config.recipe
+    row["throughput_unit"] = row.get("throughput_unit") or f"{r.unit}/s"
+    step = row.get("step_time_s")
+    if row["outcome"] == "ok" and isinstance(step, (int, float)) and step > 0:
+        if row.get("days") is None:
+            row["days"] = r.steps * step / 86400
+        if row.get("gpu_days") is None:
+            row["gpu_days"] = row["days"] * config.n_gpus
+    if row["outcome"] == "oom" and not row.get("reason"):
+        row["reason"] = "even the smallest micro-batch does not fit in memory"
+
+
+def _classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log: Path,
+              timeout_s: float) -> None:
+    if timed_out:
+        row.update(outcome="timeout", reason=f"no result within the time limit of {timeout_s:g} s; every process "
+                   f"of the run was killed. Last lines of the log:\n{log_tail(log)}")
+        return
+    data = None
+    if result.exists():
+        try:
+            data = json.loads(result.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            row.update(outcome="error", reason=f"unreadable result file ({exc}). Last lines of the log:\n"
+                       f"{log_tail(log)}")
+            return
+    if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
+        what = f"exit status {proc_rc}" + ("" if data else ", no result file")
+        cause = failure_cause(log)
+        row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")
+                   + f". Last lines of the log:\n{log_tail(log)}")
+        return
+    _merge(row, data)
+
+
+def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
+               validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
+               log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
+               warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, simulate: dict | None = None,
+               extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE) -> dict | None:
+    """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
+
+    Never raises for what happens inside the run (crash, NCCL error, out of memory, hang): those become the
+    row's outcome. Ctrl-C or SIGTERM kill the run's processes and propagate.
+    """
+    mode = "validate" if validate else "step"
+    t0 = time.monotonic()
+    row = make_row(config, setup=setup, outcome="error", timing=timing, mode=mode, search=search)
+    try:
+        config.check()
+    except ValueError as exc:
+        row.update(outcome="invalid", reason=str(exc))
+        return row
+    device = device or default_device()
+    tmp = Path(tempfile.mkdtemp(prefix=f"academic-bench-{config.id}-"))
+    request, result = tmp / "request.json", tmp / "result.json"
+    log = Path(log_path) if log_path else tmp / "run.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    request.write_text(json.dumps(build_request(config, timing=timing, validate=validate, device=device,
+                                                warmup=warmup, reps=reps, simulate=simulate), indent=1))
+    cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+    env = child_env(config, extra_env)
+    proc, rc, timed_out = None, None, False
+    try:
+        with open(log, "wb") as logf:
+            logf.write(f"# {config.id} {config.methods.label()}\n# {' '.join(cmd)}\n".encode())
+            logf.flush()
+            proc = subprocess.Popen(_with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_tree(proc)
+        if rdzv is not None and rdzv.node_rank != 0:
+            return None
+        _classify(row, rc, timed_out, result, log, timeout_s)
+        _fill_derived(row, config)
+    finally:
+        if proc is not None and proc.poll() is None:  # interrupted: leave nothing running
+            kill_tree(proc)
+        if log_path:
+            row["log"] = str(log)
+        shutil.rmtree(tmp, ignore_errors=True)
+        row["duration_s"] = round(time.monotonic() - t0, 3)
+    return row
+
+
+# --- SLURM (and submitit's local executor) ----------------------------------------------------------------
+
+def _job(config_dict: dict, kwargs: dict) -> dict | None:
+    """What a submitit job runs: the same run_config, on the job's node(s)."""
+    import submitit
+
+    config = Config.from_dict(config_dict)
+    if config.nodes > 1:
+        env = submitit.JobEnvironment()
+        kwargs["rdzv"] = Rendezvous(config.nodes, env.node, f"{env.hostnames[0]}:{kwargs.pop('port', 29500)}")
+    return run_config(config, **kwargs)
+
+
+def make_executor(kind: str, folder: str | os.PathLike, config: Config, timeout_s: float,
+                  slurm_params: dict[str, Any] | None = None):
+    """A submitit executor for one configuration: ``slurm`` or ``submitit-local``."""
+    import submitit
+
+    if kind not in ("slurm", "submitit-local"):
+        raise ValueError(f"unknown submitit executor {kind!r}; choose one of: slurm, submitit-local")
+    ex = submitit.AutoExecutor(folder=folder, cluster="slurm" if kind == "slurm" else "local")
+    per_node = config.n_gpus // config.nodes
+    params: dict[str, Any] = {"timeout_min": int(math.ceil(timeout_s / 60)) + 5, "tasks_per_node": 1,
+                              "name": f"academic-bench-{config.model}"}
+    if kind == "slurm":
+        params.update(nodes=config.nodes, gpus_per_node=per_node)
+        params.update(slurm_params or {})
+    ex.update_parameters(**params)
+    return ex
+
+
+def run_config_submitit(config: Config, *, executor: str, folder: str | os.PathLike, setup: str,
+                        timeout_s: float = DEFAULT_TIMEOUT_S, slurm_params: dict[str, Any] | None = None,
+                        **kwargs: Any) -> dict:
+    """run_config as a submitit job; a job that dies or is cancelled still yields an error/timeout row."""
+    t0 = time.monotonic()
+    kwargs.update(setup=setup, timeout_s=timeout_s)
+    job = make_executor(executor, folder, config, timeout_s, slurm_params).submit(_job, config.to_dict(), kwargs)
+    try:
+        rows = [r for r in job.results() if r is not None]
+        if rows:
+            return rows[0]
+        outcome, reason = "error", "the job returned no row"
+    except KeyboardInterrupt:
+        job.cancel(check=False)
+        raise
+    except Exception as exc:  # noqa: BLE001  (any job failure is this configuration's outcome)
+        state = str(getattr(job, "state", "")).upper()
+        outcome = "timeout" if "TIMEOUT" in state else "error"
+        reason = f"job {job.job_id} ended in state {state or 'unknown'}: {str(exc)[-3000:]}"
+    row = make_row(config, setup=setup, outcome=outcome, reason=reason, timing=kwargs.get("timing", "synced"),
+                   mode="validate" if kwargs.get("validate") else "step", search=kwargs.get("search", "single"))
+    row["duration_s"] = round(time.monotonic() - t0, 3)
+    return row
+
+
+def run(config: Config, *, executor: str = "local", folder: str | os.PathLike | None = None,
+        slurm_params: dict[str, Any] | None = None, **kwargs: Any) -> dict | None:
+    """run_config through the chosen executor (``local``, ``slurm``, ``submitit-local``)."""
+    if executor == "local":
+        return run_config(config, **kwargs)
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    folder = folder or Path(tempfile.gettempdir()) / "academic-bench-submitit"
+    return run_config_submitit(config, executor=executor, folder=folder, slurm_params=slurm_params, **kwargs)
+
+
+__all__ = ["EXECUTORS", "Rendezvous", "build_request", "child_env", "kill_tree", "run",
+           "run_config", "run_config_submitit", "torchrun_command"]

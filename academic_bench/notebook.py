@@ -1,0 +1,708 @@
+"""The benchmark notebook: its sweeps under one time budget, the papermill runner, and the runs README.
+
+    run_benchmark(setup=..., models=[...], ...)  what notebooks/benchmark.ipynb calls (the notebook stays thin)
+    run_notebook("h100x1", {"models": [...]})    ``academic-bench notebook``: papermill into notebooks/runs/<setup>/
+    write_runs_readme()                          ``academic-bench runs-readme``: notebooks/runs/README.md
+
+Time budget: the notebook passes what is left of ``time_budget_s`` to each sweep, which starts no new
+configuration once it is spent (a configuration already running may finish, up to ``timeout_s``). Every
+configuration the notebook planned but never started then gets a row of its own, outcome ``timeout`` with a
+reason starting ``not run:``, so every model the notebook was asked about leaves a row: a measurement, or a
+classified failure with its reason.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+import sys
+import time
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from .config import Config
+from .env import REPO_ROOT, capture_env
+from .hardware import catalog as gpu_catalog, detect, get_gpu
+from .models import get_model
+from .results import DEFAULT_RUNS, ResultStore, make_row
+
+TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
+NOTEBOOK_FILE = "benchmark.ipynb"
+RESULTS_FILE = "results.jsonl"
+README_FILE = "README.md"
+KERNEL = "python3"
+MAX_STREAM_LINES = 60  # longer stream outputs are cut to their head and tail in the executed notebook
+# The template's parameters, in the order of its parameters cell (a test keeps the two in step).
+PARAMETERS = ("setup", "models", "gpu", "n_gpus", "preset", "exhaustive_models", "unsynced_models",
+              "validate_models", "validate_steps", "time_budget_s", "timeout_s", "tiny", "device", "output_dir")
+MODEL_LISTS = ("models", "exhaustive_models", "unsynced_models", "validate_models")
+DEVICES = ("cuda", "cpu")
+SETUP_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+SETUP_COUNT_RE = re.compile(r"x(\d+)(?=$|[-_.])")  # "h200x2", "h100x1-tiny": the GPU count in the label
+NOT_RUN_PREFIX = "not run:"
+ENV_SOFTWARE = ("torch", "transformers", "deepspeed", "flash_attn", "mamba_ssm", "timm", "python")
+
+
+# --- parameters ---------------------------------------------------------------------------------------------
+
+def template_parameters(template: str | Path = TEMPLATE) -> dict[str, Any]:
+    """The defaults of the template's cell tagged ``parameters`` (literal assignments only)."""
+    import nbformat
+
+    nb = nbformat.read(str(template), as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"{template}: expected exactly one cell tagged 'parameters', found {len(cells)}")
+    values: dict[str, Any] = {}
+    for node in ast.parse(cells[0].source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+    return values
+
+
+def setup_gpu_count(setup: str) -> int | None:
+    """The GPU count a label like 'h200x2' names (None when it names none)."""
+    m = SETUP_COUNT_RE.search(setup)
+    return int(m.group(1)) if m else None
+
+
+def _model_keys(value: Any, name: str) -> list[str]:
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{name} must be a list of model names, got {value!r}")
+    return list(dict.fromkeys(get_model(v.strip()).key for v in value))  # unknown names raise, naming the catalog
+
+
+def _number(p: dict, name: str, *, minimum: float, integer: bool = False, allow_none: bool = False) -> None:
+    v = p[name]
+    if v is None and allow_none:
+        return
+    ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok_type or v < minimum:
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} >= {minimum:g}{' or None' if allow_none else ''}, got {v!r}")
+
+
+def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters, checked and normalised; a bad one raises before any work, naming the valid choices."""
+    from .sweep import SWEEP_PRESETS
+
+    unknown = sorted(set(params) - set(PARAMETERS))
+    missing = [k for k in PARAMETERS if k not in params]
+    if unknown or missing:
+        raise ValueError(f"unknown parameters {unknown} / missing {missing}; the parameters are: "
+                         f"{', '.join(PARAMETERS)}")
+    p = dict(params)
+    setup = p["setup"]
+    if not isinstance(setup, str) or not SETUP_RE.match(setup):
+        raise ValueError(f"setup {setup!r} is not a usable label: it names the folder notebooks/runs/<setup>, so "
+                         "use lowercase letters, digits, '.', '_' or '-' (e.g. h100x1, a6000x2, laptop-cpu)")
+    for name in MODEL_LISTS:
+        p[name] = _model_keys(p[name], name)
+    if not p["models"]:
+        raise ValueError("models is empty; name at least one model from the catalog (academic-bench models)")
+    presets = [p["preset"]] if isinstance(p["preset"], str) else p["preset"]
+    if not isinstance(presets, (list, tuple)) or not presets or any(x not in SWEEP_PRESETS for x in presets):
+        raise ValueError(f"preset {p['preset']!r} is not a preset or a list of presets; choose from: "
+                         f"{', '.join(SWEEP_PRESETS)}")
+    p["preset"] = list(dict.fromkeys(presets))
+    planned = set(p["models"]) | set(p["exhaustive_models"]) | set(p["unsynced_models"])
+    stray = [m for m in p["validate_models"] if m not in planned]
+    if stray:
+        raise ValueError(f"validate_models {stray} are not measured by this notebook, so they have no best "
+                         f"configuration to validate; choose from: {', '.join(sorted(planned))}")
+    _number(p, "n_gpus", minimum=1, integer=True)
+    count = setup_gpu_count(setup)
+    if count is not None and count != p["n_gpus"]:
+        raise ValueError(f"setup {setup!r} names {count} GPU(s) but n_gpus is {p['n_gpus']}; make them agree "
+                         "(the label is how readers find this run)")
+    if p["gpu"] != "auto" and p["gpu"] not in gpu_catalog():
+        raise ValueError(f"unknown GPU {p['gpu']!r}; choose 'auto' (detect) or one of: {', '.join(gpu_catalog())}")
+    if p["device"] not in DEVICES:
+        raise ValueError(f"device {p['device']!r} is not one of: {', '.join(DEVICES)}")
+    if p["device"] == "cpu" and p["gpu"] == "auto":
+        raise ValueError("gpu='auto' detects a GPU, but device is 'cpu': name the catalog GPU the configurations "
+                         f"are for (its memory and peak set the search and the MFU), one of: {', '.join(gpu_catalog())}")
+    _number(p, "time_budget_s", minimum=0, allow_none=True)
+    _number(p, "timeout_s", minimum=1)
+    _number(p, "validate_steps", minimum=1, integer=True)
+    if not isinstance(p["tiny"], bool):
+        raise ValueError(f"tiny must be True or False, got {p['tiny']!r}")
+    if not isinstance(p["output_dir"], str) or not p["output_dir"]:
+        raise ValueError(f"output_dir must be a folder path, got {p['output_dir']!r}")
+    return p
+
+
+def resolve_gpu(gpu: str, device: str) -> str:
+    """The catalog key of the GPU the configurations name ('auto': the GPU in hand)."""
+    if gpu != "auto":
+        return get_gpu(gpu).key
+    found = detect() if device == "cuda" else None
+    if found is None:
+        raise ValueError("gpu='auto' but no CUDA GPU was found: run on a GPU machine, or use device='cpu' with "
+                         f"gpu set to one of: {', '.join(gpu_catalog())}")
+    if found.detected:
+        raise ValueError(f"the GPU in hand ({found.name}) is not in the catalog: add a row for it to "
+                         "academic_bench/data/gpus.csv (with its spec sources), or pass gpu=<key> of: "
+                         f"{', '.join(gpu_catalog())}")
+    return found.key
+
+
+# --- running the sweeps ---------------------------------------------------------------------------------------
+
+@dataclass
+class Phase:
+    """One sweep of the notebook: configurations run with one search label, timing and mode."""
+
+    title: str
+    configs: list[Config]
+    search: str
+    timing: str = "synced"
+    validate: int = 0
+
+    @property
+    def mode(self) -> str:
+        return "validate" if self.validate else "step"
+
+
+@dataclass
+class BenchmarkRun:
+    """What ``run_benchmark`` did: where the results are, and each phase's sweep summary."""
+
+    setup: str
+    results: Path
+    models: list[str]
+    summaries: list[dict] = field(default_factory=list)
+    not_run: int = 0
+
+    def rows(self) -> list[dict]:
+        return latest_rows(ResultStore(self.results).rows())
+
+
+def plan_phases(p: dict[str, Any], gpu: str) -> list[Phase]:
+    """The sweeps, in order: each preset for every model (breadth first, so a short budget still reaches every
+    model), the exhaustive search for ``exhaustive_models``, then the synced/unsynced pairs (eager: naive,
+    compiled: free-lunch) for ``unsynced_models``. Validation is planned after these, from their results."""
+    from .sweep import plan
+
+    n, tiny = p["n_gpus"], p["tiny"]
+    phases = [Phase(f"{preset} for {', '.join(p['models'])}", plan(p["models"], gpu, n, preset, tiny), preset)
+              for preset in p["preset"]]
+    extra = [m for m in p["exhaustive_models"] if not ("exhaustive" in p["preset"] and m in p["models"])]
+    if extra:
+        phases.append(Phase(f"exhaustive for {', '.join(extra)}", plan(extra, gpu, n, "exhaustive", tiny),
+                            "exhaustive"))
+    for preset in ("naive", "free-lunch"):
+        models = p["unsynced_models"]
+        if not models:
+            break
+        missing = [m for m in models if not (preset in p["preset"] and m in p["models"])]
+        if missing:  # the synced half of each pair
+            phases.append(Phase(f"{preset} (synced half of the pair) for {', '.join(missing)}",
+                                plan(missing, gpu, n, preset, tiny), preset))
+        phases.append(Phase(f"{preset}, timed without synchronising, for {', '.join(models)}",
+                            plan(models, gpu, n, preset, tiny), preset, timing="unsynced"))
+    return phases
+
+
+def _not_run_reason(budget_s: float) -> str:
+    return (f"{NOT_RUN_PREFIX} the notebook's time budget (time_budget_s={budget_s:g}) was spent before this "
+            "configuration started; it was never launched")
+
+
+def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], budget_s: float) -> int:
+    """A row for each planned configuration the budget left unstarted (none for those already with a row)."""
+    store = ResultStore(out)
+    done = store.done_ids(phase.timing, phase.mode)
+    by_id = {c.id: c for c in phase.configs}
+    n = 0
+    for cid in dict.fromkeys(ids):
+        if cid in done:
+            continue
+        config = by_id[cid]
+        try:  # an excluded combination is classified by its rule, which costs no time
+            config.check()
+            outcome, reason = "timeout", _not_run_reason(budget_s)
+        except ValueError as exc:
+            outcome, reason = "invalid", str(exc)
+        store.append(make_row(config, setup=setup, outcome=outcome, reason=reason, timing=phase.timing,
+                              mode=phase.mode, search=phase.search))
+        n += 1 if outcome == "timeout" else 0
+    return n
+
+
+def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
+               timeout_s: float, device: str) -> tuple[dict | None, int]:
+    from .sweep import format_summary, run_sweep
+
+    print(f"\n== {phase.title} ({phase.search}, {phase.timing}, {phase.mode}): {len(phase.configs)} configurations",
+          flush=True)
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is not None and left <= 0:
+        ids = [c.id for c in phase.configs]
+        summary = None
+    else:
+        summary = run_sweep(phase.configs, out, setup, search=phase.search, timing=phase.timing,
+                            validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left)
+        print(format_summary(summary), flush=True)
+        ids = summary["not_run"]
+    n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0
+    if n:
+        print(f"{n} configuration(s) not run: the time budget was spent; each has a 'timeout' row saying so",
+              flush=True)
+    return summary, n
+
+
+def best_row(rows: Sequence[dict], model: str) -> dict | None:
+    """The synced, step-mode, ok row of ``model`` with the fewest days (any search)."""
+    ok = [r for r in rows if r["config"]["model"] == model and r["outcome"] == "ok" and r["timing"] == "synced"
+          and r["mode"] == "step" and r["days"] is not None]
+    return min(ok, key=lambda r: (r["days"], r["config_id"]), default=None)
+
+
+def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:
+    """For each of ``validate_models``: its best configuration, at its measured micro-batch, run for
+    ``validate_steps`` real optimizer steps (the extrapolation's check)."""
+    rows = latest_rows(ResultStore(out).rows())
+    phases = []
+    for model in p["validate_models"]:
+        best = best_row(rows, model)
+        if best is None:
+            print(f"\n== validation of {model}: no configuration of it ran ok, so there is nothing to validate",
+                  flush=True)
+            continue
+        config = replace(Config.from_dict(best["config"]), micro_batch=best["micro_batch"])
+        phases.append(Phase(f"validation of {model}'s best ({config.methods.label()}, micro-batch "
+                            f"{best['micro_batch']})", [config], best["search"], validate=p["validate_steps"]))
+    return phases
+
+
+@contextmanager
+def _text_progress_bars() -> Iterator[None]:
+    """The sweeps' bars as text (stderr) rather than widgets: papermill echoes text to the runner's console as
+    it comes, and the saved notebook keeps the bar's last state (a widget's saved output is its first frame)."""
+    import importlib
+
+    auto, std = importlib.import_module("tqdm.auto"), importlib.import_module("tqdm.std")
+    saved, auto.tqdm = auto.tqdm, std.tqdm
+    try:
+        yield
+    finally:
+        auto.tqdm = saved
+
+
+def run_benchmark(**params: Any) -> BenchmarkRun:
+    """Run the notebook's sweeps (keyword arguments: ``PARAMETERS``) into ``<output_dir>/results.jsonl``."""
+    p = check_parameters(params)
+    gpu = resolve_gpu(p["gpu"], p["device"])
+    out = Path(p["output_dir"]) / RESULTS_FILE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    budget = p["time_budget_s"]
+    deadline = None if budget is None else time.monotonic() + budget
+    phases = plan_phases(p, gpu)  # every name and combination is checked before the first launch
+    all_models = list(dict.fromkeys(m for k in MODEL_LISTS for m in p[k]))
+    run = BenchmarkRun(p["setup"], out, all_models)
+    print(f"setup {p['setup']}: {p['n_gpus']} x {gpu} on {p['device']}{' (tiny models)' if p['tiny'] else ''}; "
+          f"budget {'none' if budget is None else f'{budget:g} s'}, {p['timeout_s']:g} s per configuration; "
+          f"results in {out}", flush=True)
+    env = capture_env()
+    print("environment: " + ", ".join(f"{k} {env[k]}" for k in ("gpu_name", "driver", "cuda", *ENV_SOFTWARE,
+                                                                "package_version", "git_commit")), flush=True)
+    with _text_progress_bars():
+        for phase in phases:
+            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"])
+            run.summaries.append(summary or {})
+            run.not_run += n
+        for phase in validation_phases(p, out):  # planned from the results above
+            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"])
+            run.summaries.append(summary or {})
+            run.not_run += n
+    missing = [m for m in all_models if not any(r["config"]["model"] == m for r in run.rows())]
+    if missing:  # every model must leave a row: a measurement or a failure with its reason
+        raise RuntimeError(f"no result row for {', '.join(missing)} in {out}")
+    return run
+
+
+# --- what the notebook shows ------------------------------------------------------------------------------------
+
+def latest_rows(rows: Sequence[dict]) -> list[dict]:
+    """The last row per (configuration, timing, mode): a later measurement supersedes an earlier 'not run'."""
+    last = {(r["config_id"], r["timing"], r["mode"]): r for r in rows}
+    return list(last.values())
+
+
+def short_reason(reason: str | None, width: int = 160) -> str:
+    """One line for a table: the first line, plus the last line of a log tail (usually the exception)."""
+    if not reason:
+        return ""
+    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
+    text = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _frame(run: BenchmarkRun | str | Path):
+    from .analysis import frame_from_rows
+
+    rows = run.rows() if isinstance(run, BenchmarkRun) else latest_rows(ResultStore(run).rows())
+    return frame_from_rows(rows)
+
+
+def _counts(outcomes: Iterable[str]) -> str:
+    c = Counter(outcomes)
+    return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (kv[0] != "ok", kv[0])))
+
+
+def summary_table(run: BenchmarkRun | str | Path):
+    """Per model, search, timing and mode: outcome counts and the fastest configuration that ran."""
+    import pandas as pd
+
+    df = _frame(run)
+    cols = ["model", "search", "timing", "mode", "configurations", "outcomes", "best methods", "micro-batch x GAS",
+            "step s", "days", "MFU", "peak GB"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    out = []
+    for key, g in df.groupby(["model", "search", "timing", "mode"], sort=True):
+        ok = g[(g["outcome"] == "ok") & g["days"].notna()].sort_values("days")
+        b = ok.iloc[0] if len(ok) else None
+        out.append(dict(zip(["model", "search", "timing", "mode"], key), **{
+            "configurations": len(g), "outcomes": _counts(g["outcome"]),
+            "best methods": b["methods_label"] if b is not None else "",
+            "micro-batch x GAS": f"{b['micro_batch']} x {b['gas']}" if b is not None else "",
+            "step s": b["step_time_s"] if b is not None else None, "days": b["days"] if b is not None else None,
+            "MFU": b["mfu"] if b is not None else None, "peak GB": b["peak_memory_gb"] if b is not None else None}))
+    return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": 3, "peak GB": 2})
+
+
+def kind(row: dict) -> str:
+    """The search, plus the timing and mode when they are not the usual ones: 'naive (unsynced)'."""
+    extra = [x for x in (row["timing"] if row["timing"] != "synced" else "",
+                         row["mode"] if row["mode"] != "step" else "") if x]
+    return row["search"] + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _reason_key(row: dict, width: int) -> str:
+    """What a group of failures shares: the rule for an excluded combination, else the reason's gist."""
+    if row["outcome"] == "invalid":
+        from .methods import Methods, exclusion_reason
+
+        rule = exclusion_reason(Methods.from_dict(row["config"]["methods"]), row["config"]["n_gpus"])
+        if rule:
+            return f"excluded by rule: {rule}"
+    return short_reason(row["reason"], width)
+
+
+def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
+    """Configurations that did not run ok, grouped by model, search, outcome and reason (rule for invalid)."""
+    from .methods import Methods
+
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for r in rows:
+        if r["outcome"] != "ok":
+            key = (r["config"]["model"], kind(r), r["outcome"], _reason_key(r, width))
+            groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
+    return [dict(zip(("model", "search", "outcome", "reason"), key), configurations=len(labels),
+                 methods=_label_list(labels)) for key, labels in sorted(groups.items())]
+
+
+def failures_table(run: BenchmarkRun | str | Path):
+    """Every configuration that did not run ok, grouped by model, search, outcome and reason."""
+    import pandas as pd
+
+    rows = run.rows() if isinstance(run, BenchmarkRun) else latest_rows(ResultStore(run).rows())
+    return pd.DataFrame(failure_groups(rows),
+                        columns=["model", "search", "outcome", "reason", "configurations", "methods"])
+
+
+def _label_list(labels: Iterable[str], most: int = 4) -> str:
+    labels = sorted(set(labels))
+    more = f"; and {len(labels) - most} more" if len(labels) > most else ""
+    return "; ".join(labels[:most]) + more
+
+
+def show(table, empty: str) -> None:
+    """Display a table, or say plainly why there is none (an empty frame reads as a glitch)."""
+    from IPython.display import display
+
+    if len(table):
+        display(table)
+    else:
+        print(empty)
+
+
+def honesty_tables(run: BenchmarkRun | str | Path) -> dict:
+    """The synced/unsynced pairs and the sustained-run validations this run measured (analysis' tables)."""
+    from .analysis import sync_pairs, validation_pairs
+
+    df = _frame(run)
+    return {"synced vs unsynced": sync_pairs(df), "extrapolated vs sustained": validation_pairs(df)}
+
+
+def days_chart(run: BenchmarkRun | str | Path):
+    """Projected training days of the fastest configuration per model and search, as a static SVG (it shows
+    offline wherever the notebook is read: the book, GitHub, JupyterLab)."""
+    import altair as alt
+    import vl_convert
+    from IPython.display import SVG
+
+    df = _frame(run)
+    ok = df[(df["outcome"] == "ok") & (df["timing"] == "synced") & (df["mode"] == "step") & df["days"].notna()]
+    if ok.empty:
+        chart = alt.Chart(alt.Data(values=[{"t": "No configuration ran ok, so there are no days to draw."}])
+                          ).mark_text(size=13).encode(text="t:N").properties(width=420, height=40)
+    else:
+        best = ok.sort_values("days").groupby(["model", "search"], sort=True).head(1)
+        data = best[["model", "search", "days", "methods_label"]].to_dict("records")
+        chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
+            y=alt.Y("model:N", title=None), yOffset="search:N",
+            x=alt.X("days:Q", scale=alt.Scale(type="log"), title="projected training days (log scale)"),
+            color=alt.Color("search:N", title="search"), tooltip=["model:N", "search:N", "methods_label:N",
+                                                                  alt.Tooltip("days:Q", format=",.3g")],
+        ).properties(width=460, title=f"Fastest configuration per model and search ({_setup_of(df)})")
+    return SVG(vl_convert.vegalite_to_svg(chart.to_dict()))
+
+
+def _setup_of(df) -> str:
+    return ", ".join(sorted(set(df["setup"].dropna()))) or "?"
+
+
+# --- the runner (papermill) -------------------------------------------------------------------------------------
+
+class NotebookFailed(RuntimeError):
+    """A cell of the executed notebook raised; the notebook with the error is kept as evidence."""
+
+
+def resolve_parameters(setup: str, overrides: dict[str, Any], template: str | Path = TEMPLATE) -> dict[str, Any]:
+    """The template's defaults with ``overrides``; the GPU count defaults to the one the label names."""
+    defaults = template_parameters(template)
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown notebook parameter(s) {', '.join(unknown)}; the template's parameters are: "
+                         f"{', '.join(k for k in defaults if k not in ('setup', 'output_dir'))}")
+    if "setup" in overrides or "output_dir" in overrides:
+        raise ValueError("setup and output_dir are set by the runner: use --setup and --output-root")
+    params = {**defaults, **overrides, "setup": setup, "output_dir": "."}
+    if "n_gpus" not in overrides and isinstance(setup, str) and setup_gpu_count(setup) is not None:
+        params["n_gpus"] = setup_gpu_count(setup)
+    check_parameters(params)
+    return params
+
+
+def command_for(params: dict[str, Any], output_root: str | None = None) -> str:
+    """The ``academic-bench notebook`` command that runs these parameters again (all of them, explicitly)."""
+    def lst(v: Any) -> list[str]:
+        return [v] if isinstance(v, str) else list(v)
+
+    parts = ["academic-bench", "notebook", "--setup", params["setup"], "--models", *lst(params["models"]),
+             "--gpu", str(params["gpu"]), "--gpus", str(params["n_gpus"]), "--preset", *lst(params["preset"]),
+             "--device", params["device"]]
+    if params.get("tiny"):
+        parts.append("--tiny")
+    for key in PARAMETERS:
+        if key in ("setup", "models", "gpu", "n_gpus", "preset", "device", "tiny", "output_dir") or key not in params:
+            continue
+        parts += ["-p", key, json.dumps(params[key])]
+    if output_root:
+        parts += ["--output-root", output_root]
+    return " ".join(shlex.quote(x) for x in parts)
+
+
+def _collapse_carriage_returns(text: str) -> str:
+    """Keep what a terminal would show: the text after the last carriage return of each line (progress bars)."""
+    out = []
+    for line in text.split("\n"):
+        segments = [s for s in line.split("\r") if s]
+        out.append(segments[-1] if segments else "")
+    return "\n".join(out)
+
+
+def trim_outputs(path: str | Path, max_lines: int = MAX_STREAM_LINES) -> int:
+    """Shrink the executed notebook's stream outputs: merge consecutive ones, collapse progress-bar redraws,
+    and cut any longer than ``max_lines`` to its head and tail. Returns how many lines were dropped."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    dropped = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        merged: list = []
+        for o in cell.get("outputs", []):
+            if o.output_type == "stream" and merged and merged[-1].output_type == "stream" \
+                    and merged[-1].name == o.name:
+                merged[-1].text += o.text
+            else:
+                merged.append(o)
+        for o in merged:
+            if o.output_type != "stream":
+                continue
+            lines = _collapse_carriage_returns(o.text).split("\n")
+            if len(lines) > max_lines:
+                head, tail = max_lines // 2, max_lines - max_lines // 2 - 1
+                cut = len(lines) - head - tail
+                dropped += cut
+                lines = lines[:head] + [f"[... {cut} lines cut by academic-bench notebook; each configuration's "
+                                        "full log is in logs/ beside results.jsonl ...]"] + lines[-tail:]
+            o.text = "\n".join(lines)
+        cell.outputs = merged
+    nbformat.write(nb, str(path))
+    return dropped
+
+
+def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_root: str | Path = DEFAULT_RUNS,
+                 template: str | Path = TEMPLATE, max_stream_lines: int = MAX_STREAM_LINES,
+                 echo: bool = True) -> Path:
+    """Execute the template with papermill into ``<output_root>/<setup>/benchmark.ipynb`` (results.jsonl beside
+    it). A failing cell still leaves the executed notebook, with the error, and raises ``NotebookFailed``."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    template = Path(template)
+    if not template.exists():
+        raise ValueError(f"no notebook template at {template}")
+    params = resolve_parameters(setup, dict(overrides or {}), template)
+    out_dir = Path(output_root) / setup
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nb_path = out_dir / NOTEBOOK_FILE
+    if echo:
+        print(f"executing {template} into {nb_path}\n  {command_for(params)}", file=sys.stderr, flush=True)
+    failure: PapermillExecutionError | None = None
+    try:
+        # The kernel runs in the run's folder: output_dir "." puts results.jsonl beside the notebook, and no
+        # absolute path of this machine ends up in the saved notebook.
+        papermill.execute_notebook(str(template), str(nb_path), parameters=params, kernel_name=KERNEL,
+                                   cwd=str(out_dir), progress_bar=False,
+                                   stdout_file=sys.stdout if echo else None, stderr_file=sys.stderr if echo else None)
+    except PapermillExecutionError as exc:
+        failure = exc
+    finally:
+        if nb_path.exists():
+            trim_outputs(nb_path, max_stream_lines)
+    if failure is not None:
+        raise NotebookFailed(f"cell {failure.exec_count} raised {failure.ename}: {failure.evalue}\n"
+                             f"the executed notebook, with the error, is kept at {nb_path}")
+    return nb_path
+
+
+# --- the runs README ----------------------------------------------------------------------------------------------
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
+    return lines
+
+
+def _values(rows: Sequence[dict], key: str) -> str:
+    vals = sorted({str(r["env"].get(key)) for r in rows if r["env"].get(key) is not None})
+    return ", ".join(vals) if vals else "not installed"
+
+
+def _notebook_parameters(folder: Path) -> dict | None:
+    path = folder / NOTEBOOK_FILE
+    if not path.exists():
+        return None
+    import nbformat
+
+    meta = nbformat.read(str(path), as_version=4).metadata.get("papermill", {})
+    return dict(meta.get("parameters") or {}) or None
+
+
+def setup_section(folder: Path) -> tuple[list[str], dict]:
+    """The README's section for one run folder, and a line of the overview table."""
+    rows = latest_rows(ResultStore(folder / RESULTS_FILE).rows())
+    setup = folder.name
+    gpus = "/".join(sorted({str(r["config"]["n_gpus"]) for r in rows})) or "?"
+    keys = ", ".join(sorted({r["config"]["gpu"] for r in rows}))
+    env = lambda k: _values(rows, k)  # noqa: E731
+    if env("gpu_name") == "not installed":
+        machine = "no GPU"
+        where = f"no GPU: ran on the CPU (configurations named for {gpus} x {keys})"
+    else:
+        machine = env("gpu_name")
+        where = (f"{gpus} x {machine} (driver {env('driver')}, CUDA {env('cuda')}); configurations for the "
+                 f"catalog GPU {keys}")
+    tiny = any(r["config"].get("tiny") for r in rows)
+    dates = sorted(r["started_at"] for r in rows if r.get("started_at"))
+    when = f"{dates[0][:10]} to {dates[-1][:10]}" if dates and dates[0][:10] != dates[-1][:10] else \
+        (dates[0][:10] if dates else "unknown")
+    lines = [f"## {setup}", "",
+             f"- **Machine:** {where}" + (" — tiny models (a test or workshop run, not results)" if tiny else ""),
+             "- **Software:** " + ", ".join(f"{k.replace('_', '-')} {env(k)}" for k in ENV_SOFTWARE)
+             + f"; academic-bench {env('package_version')} at commit {env('git_commit')}",
+             f"- **Date (UTC):** {when}",
+             f"- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
+                                 if (folder / NOTEBOOK_FILE).exists() else "")
+             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})", ""]
+
+    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for r in rows:
+        counts[(r["config"]["model"], kind(r))][r["outcome"]] += 1
+    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported")
+                if any(c[o] for c in counts.values())]
+    lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each):", ""]
+    lines += _md_table(["model", "search", *outcomes, "total"],
+                       [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
+                        for (m, k), c in sorted(counts.items())])
+
+    failed = failure_groups(rows, width=220)
+    lines += ["", "### What did not run ok", ""]
+    if failed:
+        lines += _md_table(["model", "search", "outcome", "reason", "configurations"],
+                           [(f["model"], f["search"], f["outcome"], f["reason"],
+                             f"{f['configurations']}: {f['methods']}") for f in failed])
+    else:
+        lines.append("Nothing: every configuration ran ok.")
+    params = _notebook_parameters(folder)
+    lines += ["", "### Re-run it", ""]
+    if params and {"setup", "models"} <= set(params):
+        lines += ["From the repository root, on the same hardware (re-running resumes: configurations that already "
+                  "have a row are skipped):", "", "```bash", command_for(params), "```"]
+    else:
+        lines.append(f"No executed notebook with papermill parameters in {setup}/, so the command is unknown.")
+    overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": machine, "GPUs": gpus,
+                "rows": len(rows), "ok": sum(r["outcome"] == "ok" for r in rows), "date": when}
+    return lines + [""], overview
+
+
+def runs_readme(root: str | Path = DEFAULT_RUNS) -> str:
+    """The text of ``<root>/README.md``: one section per run folder holding a results file."""
+    root = Path(root)
+    folders = sorted(p.parent for p in root.glob(f"*/{RESULTS_FILE}"))
+    lines = ["# Benchmark runs", "",
+             "<!-- Generated by `academic-bench runs-readme` from the files below: do not edit by hand. -->",
+             "This file is generated from each run's results and executed notebook by `academic-bench runs-readme`; "
+             "edit the generator (`academic_bench/notebook.py`), not this file.", "",
+             "Each folder is one hardware setup: `benchmark.ipynb` is the executed notebook "
+             "(`notebooks/benchmark.ipynb` run by `academic-bench notebook`), `results.jsonl` holds one row per "
+             "configuration (a measurement, or a failure with its reason), and `logs/` the full log of each.", ""]
+    if not folders:
+        return "\n".join(lines + ["No runs yet.", ""])
+    sections, overview = [], []
+    for folder in folders:
+        section, line = setup_section(folder)
+        sections += section
+        overview.append(line)
+    cols = list(overview[0])
+    lines += _md_table(cols, [[o[c] for c in cols] for o in overview]) + [""]
+    return "\n".join(lines + sections)
+
+
+def write_runs_readme(root: str | Path = DEFAULT_RUNS) -> Path:
+    path = Path(root) / README_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(runs_readme(root))
+    return path
+
+
+__all__ = ["PARAMETERS", "BenchmarkRun", "NotebookFailed", "check_parameters", "command_for", "days_chart",
+           "failures_table", "honesty_tables", "run_benchmark", "run_notebook", "runs_readme", "show",
+           "summary_table", "template_parameters", "trim_outputs", "write_runs_readme"]

@@ -1,0 +1,256 @@
+"""Beyond the nine models: how many days an arbitrary decoder would take on a setup, with a range.
+
+The forecast is ``days = model FLOPs / (GPUs x dense peak x MFU) / 86400``. The FLOPs follow the project's
+convention (DESIGN.md, ``estimate``): per token ``6 x (parameters - input embedding) + 12 x layers x hidden x
+sequence``; for the catalog's models ``estimate`` counts them from the built model.
+The MFU is the one *we measured* on that setup for the Pythia decoders, interpolated linearly in
+log(parameters) between the two nearest measured sizes (held flat beyond the smallest and largest); its range
+is the lowest and highest MFU of those nearest points. With no measurement on the setup it falls back to the
+MFU *implied by the paper's days* (Table 1), which is flagged: the paper's timings did not synchronise with the
+GPU, and many imply more than 75% of the dense peak, which is a measurement error, not a result.
+
+Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
+Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .cost import GPU_COUNTS, check_gpus, gpu_key, model_key
+from .hardware import catalog as gpu_catalog
+
+SECONDS_PER_DAY = 86_400
+ASPECT = 128  # hidden / layers for a decoder whose shape is not given
+DEFAULT_VOCAB = 50_304  # Pythia's (padded) vocabulary
+MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
+DECODER_FAMILIES = ("pythia",)
+MFU_SOURCES = ("ours", "paper")
+
+
+# --- FLOPs ---------------------------------------------------------------------------------------------------
+
+def decoder_shape(params: float) -> tuple[int, int]:
+    """(layers, hidden) of a decoder of ``params`` parameters at hidden = 128 x layers (params ~ 12 L H^2)."""
+    _positive("parameter count", params)
+    layers = max(1, round((params / (12 * ASPECT**2)) ** (1 / 3)))
+    return layers, ASPECT * layers
+
+
+def decoder_flops_terms(params: float, layers: int | None = None, hidden: int | None = None,
+                        vocab: int = DEFAULT_VOCAB) -> tuple[float, float]:
+    """(FLOPs per token that do not depend on the sequence, FLOPs per token per sequence position).
+
+    Per token: ``base + per_position x seq_len`` with base = 6 x (params - vocab x hidden) and
+    per_position = 12 x layers x hidden (attention scores and values, forward and backward).
+    """
+    _positive("parameter count", params)
+    if layers is None or hidden is None:
+        layers, hidden = decoder_shape(params)
+    base = 6 * max(params - vocab * hidden, 0.0)
+    return base, 12.0 * layers * hidden
+
+
+def decoder_flops_per_token(params: float, seq_len: int, layers: int | None = None, hidden: int | None = None,
+                            vocab: int = DEFAULT_VOCAB) -> float:
+    _positive("sequence length", seq_len)
+    base, per_position = decoder_flops_terms(params, layers, hidden, vocab)
+    return base + per_position * seq_len
+
+
+def catalog_flops_per_step(model: str) -> float | None:
+    """Model FLOPs of one optimizer step of a catalog model's recipe (``estimate.model_flops_per_step``)."""
+    from .estimate import model_flops_per_step
+
+    return float(model_flops_per_step(model_key(model)))
+
+
+def _peak(gpu: str, precision: str) -> float:
+    # fp32 recipes run at the TF32 rate: the free-lunch methods switch TF32 on (paper Sec 3.2.1).
+    return gpu_catalog()[gpu_key(gpu)].peak_flops(precision, tf32=True)
+
+
+def _positive(label: str, value: float) -> None:
+    if value is None or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{label} must be a positive number, got {value!r}")
+
+
+# --- MFU points: ours and the paper's ---------------------------------------------------------------------------
+
+MFU_COLUMNS = ["model", "params", "gpu", "n_gpus", "mfu", "source"]
+
+
+def measured_mfu(root: str | None = None) -> pd.DataFrame:
+    """MFU of our fastest measured setting per (decoder, GPU, count); empty with the columns when none."""
+    from .analysis import best_per_setting, runs_frame
+
+    best = best_per_setting(runs_frame(root))
+    if best.empty:
+        return pd.DataFrame(columns=MFU_COLUMNS)
+    df = best[best["mfu"].notna() & best["model"].map(_is_decoder)].copy()
+    df["params"] = df["model"].map(_params)
+    df["source"] = "ours (" + df["setup"].astype(str) + ")"
+    df["n_gpus"] = df["n_gpus"].astype(int)
+    return df[MFU_COLUMNS].reset_index(drop=True)
+
+
+def paper_implied_mfu() -> pd.DataFrame:
+    """The MFU the paper's Table 1 days imply for each decoder setting (our FLOPs convention)."""
+    from .cost import paper_days
+    from .estimate import analytic_days
+
+    days = paper_days()
+    days = days[days["model"].map(_is_decoder)]
+    rows = []
+    for r in days.itertuples():
+        at_peak = analytic_days(r.model, r.gpu, int(r.n_gpus), mfu=1.0)
+        rows.append({"model": r.model, "params": _params(r.model), "gpu": r.gpu, "n_gpus": int(r.n_gpus),
+                     "mfu": at_peak / r.days, "source": "paper-implied (Table 1)"})
+    return pd.DataFrame(rows, columns=MFU_COLUMNS)
+
+
+def _is_decoder(model: str) -> bool:
+    from .models import CATALOG
+
+    spec = CATALOG.get(model)
+    return spec is not None and spec.family in DECODER_FAMILIES
+
+
+def _params(model: str) -> float:
+    from .models import get_model
+
+    return float(get_model(model).paper_params)
+
+
+# --- interpolation -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MFUEstimate:
+    mfu: float
+    low: float
+    high: float
+    source: str  # "ours (...)" or "paper-implied (Table 1)"
+    basis: str  # which measured sizes it rests on, in words
+    implausible: bool  # any point above MFU_IMPLAUSIBLE
+    points: list[dict] = field(default_factory=list)
+
+
+def interpolate_mfu(points: pd.DataFrame, params: float) -> MFUEstimate:
+    """MFU at ``params`` from (params, mfu) points: linear in log(params), flat beyond the ends.
+
+    The range is the lowest and highest MFU among the two sizes it lies between, or, at a measured size or
+    beyond the ends, among that size and its neighbours.
+    """
+    _positive("parameter count", params)
+    if points.empty:
+        raise ValueError("no MFU points to interpolate from")
+    pts = points.groupby("params", as_index=False)["mfu"].max().sort_values("params")  # best per size
+    xs, ys = np.log(pts["params"].to_numpy(float)), pts["mfu"].to_numpy(float)
+    x = math.log(params)
+    exact = np.flatnonzero(np.isclose(xs, x, rtol=0, atol=1e-9))
+    if len(exact):
+        i = int(exact[0])
+        used, mfu = [i], float(ys[i])
+        basis = f"the measured size {_fmt_params(pts['params'].iloc[i])}"
+    elif x < xs[0] or x > xs[-1]:
+        i = 0 if x < xs[0] else len(xs) - 1
+        used, mfu = [i], float(ys[i])
+        where = "below" if x < xs[0] else "above"
+        basis = f"{where} the measured sizes, held flat at {_fmt_params(pts['params'].iloc[i])}"
+    else:
+        j = int(np.searchsorted(xs, x))
+        i = j - 1
+        t = (x - xs[i]) / (xs[j] - xs[i])
+        used, mfu = [i, j], float(ys[i] + t * (ys[j] - ys[i]))
+        basis = (f"between the measured sizes {_fmt_params(pts['params'].iloc[i])} and "
+                 f"{_fmt_params(pts['params'].iloc[j])} (linear in log parameters)")
+    # The range: the points the estimate rests on, widened to the neighbouring sizes where it rests on one
+    # point (at a measured size, or held flat beyond the ends), so a single point never claims certainty.
+    span = used if len(used) == 2 else sorted({max(used[0] - 1, 0), used[0], min(used[0] + 1, len(xs) - 1)})
+    near = ys[span]
+    source = ", ".join(sorted(set(points["source"])))
+    return MFUEstimate(mfu=mfu, low=float(near.min()), high=float(near.max()), source=source, basis=basis,
+                       implausible=bool((near > MFU_IMPLAUSIBLE).any()),
+                       points=pts.iloc[span].to_dict("records"))
+
+
+def mfu_points(gpu: str, n_gpus: int, prefer: tuple[str, ...] = MFU_SOURCES,
+               root: str | None = None) -> pd.DataFrame:
+    """The decoder MFU points for one setup from the first source in ``prefer`` that has any."""
+    key, n = gpu_key(gpu), check_gpus(n_gpus)
+    for source in prefer:
+        if source not in MFU_SOURCES:
+            raise ValueError(f"unknown MFU source {source!r}; choose from: {', '.join(MFU_SOURCES)}")
+        table = measured_mfu(root) if source == "ours" else paper_implied_mfu()
+        pts = table[(table["gpu"] == key) & (table["n_gpus"] == n)]
+        if not pts.empty:
+            return pts.reset_index(drop=True)
+    return pd.DataFrame(columns=MFU_COLUMNS)
+
+
+def _fmt_params(p: float) -> str:
+    return f"{p / 1e9:.3g}B" if p >= 1e9 else f"{p / 1e6:.3g}M"
+
+
+# --- the plan -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    params: float
+    tokens: float
+    seq_len: int
+    gpu: str
+    n_gpus: int
+    precision: str
+    flops: float
+    days: float | None
+    days_low: float | None  # at the highest MFU of the nearest points
+    days_high: float | None  # at the lowest
+    days_at_peak: float  # 100% MFU: the analytic lower bound
+    mfu: MFUEstimate | None
+    note: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: int = 2048,
+                 layers: int | None = None, hidden: int | None = None, precision: str = "bf16",
+                 prefer: tuple[str, ...] = MFU_SOURCES, root: str | None = None) -> Plan:
+    """Days to train a decoder of ``params`` parameters on ``tokens`` tokens on ``n_gpus`` x ``gpu``."""
+    _positive("training tokens", tokens)
+    key, n = gpu_key(gpu), check_gpus(n_gpus)
+    flops = decoder_flops_per_token(params, seq_len, layers, hidden) * tokens
+    at_peak = flops / (n * _peak(key, precision)) / SECONDS_PER_DAY
+    pts = mfu_points(key, n, prefer, root)
+    if pts.empty:
+        return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,
+                    f"no measured or paper MFU for {n} x {key}: only the analytic lower bound "
+                    f"({at_peak:.1f} days at 100% of peak)")
+    est = interpolate_mfu(pts, params)
+    note = f"MFU {est.mfu:.0%} from {est.source}, {est.basis}"
+    if est.source.startswith("paper"):
+        note += "; the paper's timings did not synchronise with the GPU, so these days are likely too few"
+    if est.implausible:
+        note += f"; MFU above {MFU_IMPLAUSIBLE:.0%} of peak is a measurement error, not a result"
+    return Plan(params, tokens, seq_len, key, n, precision, flops, at_peak / est.mfu, at_peak / est.high,
+                at_peak / est.low, at_peak, est, note)
+
+
+def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable[str] | None = None,
+               counts: Iterable[int] = GPU_COUNTS, root: str | None = None, **kwargs) -> pd.DataFrame:
+    """``plan_decoder`` for every setup, one row each (setups with no MFU keep only the lower bound)."""
+    rows = []
+    for g in gpus or gpu_catalog():
+        for n in counts:
+            p = plan_decoder(params, tokens, g, n, seq_len, root=root, **kwargs)
+            rows.append({"gpu": p.gpu, "n_gpus": p.n_gpus, "days": p.days, "days_low": p.days_low,
+                         "days_high": p.days_high, "days_at_peak": p.days_at_peak,
+                         "mfu": p.mfu.mfu if p.mfu else None, "mfu_low": p.mfu.low if p.mfu else None,
+                         "mfu_high": p.mfu.high if p.mfu else None, "mfu_source": p.mfu.source if p.mfu else None,
+                         "implausible": p.mfu.implausible if p.mfu else None, "note": p.note})
+    return pd.DataFrame(rows)

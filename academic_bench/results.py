@@ -1,0 +1,230 @@
+"""The result row schema and the append-only store (one JSON object per line).
+
+Each append writes the whole line with a single ``os.write`` on an ``O_APPEND`` descriptor and fsyncs it, under
+an exclusive lock, so a reader never sees half a row from a live writer and a crash or kill mid-sweep loses at
+most the row being written. A line torn anyway (a killed writer on a file system without atomic appends, a
+full disk) can only be the last line: loading ignores it with a warning, and the next append removes it
+first, so it never glues itself to a good row. Any other malformed line stops the load with an error naming
+the file and line: the store holds evidence, and a silently skipped row is a lost measurement.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from .env import REPO_ROOT, capture_env
+
+SCHEMA = 1
+OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported")
+TIMINGS = ("synced", "unsynced")
+MODES = ("step", "validate")
+SEARCHES = ("naive", "free-lunch", "exhaustive", "smart", "single")
+# Every row carries every key (None when not measured), so readers never guess which keys exist.
+ROW_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search", "outcome", "reason",
+            "micro_batch", "gas", "times", "step_time_s", "step_time_spread", "throughput", "throughput_unit",
+            "model_flops_per_step", "peak_flops", "mfu", "peak_memory_gb", "predicted_memory_gb", "days",
+            "gpu_days", "validate", "mbs_search", "ran", "env", "started_at", "duration_s")
+# Optional keys a row may also carry: "log" (path of the configuration's full log, relative to the store).
+OPTIONAL_KEYS = ("log",)
+NEEDS_REASON = ("invalid", "error", "timeout", "unsupported")
+NUMBER_KEYS = ("step_time_s", "throughput", "model_flops_per_step", "peak_flops", "mfu", "predicted_memory_gb",
+               "days", "gpu_days", "duration_s")
+DEFAULT_RUNS = REPO_ROOT / "notebooks" / "runs"
+
+
+class RowError(ValueError):
+    """A row that does not follow the schema (the message names the file and line when loading)."""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def make_row(config, *, setup: str, outcome: str, reason: str | None = None, timing: str = "synced",
+             mode: str = "step", search: str = "single", **fields: Any) -> dict:
+    """A complete row for ``config`` (a ``Config``): every schema key present, unmeasured ones None."""
+    row: dict[str, Any] = {k: None for k in ROW_KEYS}
+    row.update(schema=SCHEMA, config_id=config.id, config=config.to_dict(), setup=setup, timing=timing,
+               mode=mode, search=search, outcome=outcome, reason=reason, env=capture_env(),
+               started_at=now_iso(), duration_s=0.0)
+    row.update(fields)
+    return row
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def row_problems(row: Any) -> list[str]:
+    """What is wrong with a row (empty when it follows the schema)."""
+    if not isinstance(row, dict):
+        return [f"a row must be a JSON object, got {type(row).__name__}"]
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        return [f"missing keys: {', '.join(missing)}"]
+    problems = []
+    if row["schema"] != SCHEMA:
+        problems.append(f"schema {row['schema']!r} is not {SCHEMA}")
+    for key, allowed in (("outcome", OUTCOMES), ("timing", TIMINGS), ("mode", MODES), ("search", SEARCHES)):
+        if row[key] not in allowed:
+            problems.append(f"{key} {row[key]!r} is not one of: {', '.join(allowed)}")
+    if not isinstance(row["config_id"], str) or not row["config_id"]:
+        problems.append("config_id must be a non-empty string")
+    cfg = row["config"]
+    if not isinstance(cfg, dict) or not {"model", "gpu", "n_gpus", "methods"} <= set(cfg):
+        problems.append("config must be an object with model, gpu, n_gpus and methods")
+    if not isinstance(row["setup"], str) or not row["setup"]:
+        problems.append("setup must be a non-empty string")
+    if row["outcome"] in NEEDS_REASON and not (isinstance(row["reason"], str) and row["reason"]):
+        problems.append(f"an {row['outcome']!r} row needs a reason")
+    for key in NUMBER_KEYS:
+        if row[key] is not None and not _is_number(row[key]):
+            problems.append(f"{key} must be a number or null, got {row[key]!r}")
+    if row["outcome"] == "ok":
+        if not (_is_number(row["step_time_s"]) and row["step_time_s"] > 0):
+            problems.append("an 'ok' row needs a positive step_time_s")
+        if not (_is_count(row["micro_batch"]) and _is_count(row["gas"])):
+            problems.append("an 'ok' row needs micro_batch and gas (integers >= 1)")
+    if not isinstance(row["env"], dict):
+        problems.append("env must be an object")
+    return problems
+
+
+def check_row(row: Any, where: str = "row") -> None:
+    problems = row_problems(row)
+    if problems:
+        raise RowError(f"{where}: " + "; ".join(problems))
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinities become null: the store is strict JSON that any reader can parse."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _parse_object(data: bytes) -> dict | None:
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _seal_torn_tail(fd: int, path: Path) -> None:
+    """Make the file end at a line boundary before appending (a torn fragment would corrupt the next row)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    start = max(0, size - (1 << 20))
+    chunk = os.pread(fd, size - start, start)
+    cut = start + chunk.rfind(b"\n") + 1 if b"\n" in chunk else 0
+    fragment = os.pread(fd, size - cut, cut)
+    if _parse_object(fragment) is not None:
+        os.write(fd, b"\n")  # a whole row that lost only its newline
+        return
+    warnings.warn(f"{path}: removing a torn last line ({len(fragment)} bytes) left by an interrupted write",
+                  stacklevel=3)
+    os.ftruncate(fd, cut)
+
+
+def append_line(path: str | os.PathLike, data: bytes) -> None:
+    """Append one complete line atomically (single write on O_APPEND, fsync, exclusive lock)."""
+    path = Path(path)
+    if not data.endswith(b"\n") or b"\n" in data[:-1]:
+        raise ValueError("append_line writes exactly one line ending in a newline")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: to find a torn tail
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _seal_torn_tail(fd, path)
+        written = os.write(fd, data)
+        if written != len(data):  # only on a full disk or similar; the next append seals the fragment
+            raise OSError(f"{path}: short write ({written} of {len(data)} bytes)")
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # closing releases the lock
+    if created:  # make the new file's directory entry durable too
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def read_lines(path: str | os.PathLike) -> Iterable[tuple[int, dict]]:
+    """(line number, object) for each line; a torn last line is skipped with a warning, other bad lines raise."""
+    path = Path(path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    torn = lines.pop()  # b"" when the file ends with a newline
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        obj = _parse_object(line)
+        if obj is None:
+            raise RowError(f"{path}:{lineno}: not a JSON object: {line[:120].decode('utf-8', 'replace')!r}")
+        yield lineno, obj
+    if torn.strip():
+        obj = _parse_object(torn)
+        if obj is None:
+            warnings.warn(f"{path}:{len(lines) + 1}: ignoring a torn last line ({len(torn)} bytes) left by an "
+                          "interrupted write", stacklevel=2)
+        else:
+            yield len(lines) + 1, obj
+
+
+class ResultStore:
+    """Append-only JSON-lines file of result rows, validated on write and on load."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def append(self, row: dict) -> None:
+        check_row(row, where=f"refusing to append to {self.path}")
+        line = json.dumps(_clean(row), allow_nan=False, separators=(",", ":"), default=str) + "\n"
+        append_line(self.path, line.encode("utf-8"))
+
+    def rows(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        rows = []
+        for lineno, row in read_lines(self.path):
+            check_row(row, where=f"{self.path}:{lineno}")
+            rows.append(row)
+        return rows
+
+    def done_ids(self, timing: str | None = None, mode: str | None = None) -> set[str]:
+        """Ids of configurations with a row (of this timing and mode when given): what a resumed sweep skips."""
+        return {r["config_id"] for r in self.rows()
+                if (timing is None or r["timing"] == timing) and (mode is None or r["mode"] == mode)}
+
+    def __len__(self) -> int:
+        return len(self.rows())
+
+    def __repr__(self) -> str:
+        return f"ResultStore({str(self.path)!r})"
+
+
+def load_runs(root: str | os.PathLike | None = None) -> list[dict]:
+    """Validated rows of every shipped run: ``<root>/<setup>/results.jsonl`` (root: notebooks/runs)."""
+    root = Path(root) if root is not None else DEFAULT_RUNS
+    rows: list[dict] = []
+    for path in sorted(root.glob("*/results.jsonl")):
+        rows.extend(ResultStore(path).rows())
+    return rows

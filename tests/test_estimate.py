@@ -1,0 +1,239 @@
+"""The analytic estimates: FLOPs against the paper's Figure 9(a), the memory model's properties, days.
+
+Everything runs on the meta device (no GPU, no weights). Paper values come from
+``academic_bench/data/paper_figure9_flops.csv`` (Appendix E, Figure 9(a), one row per model).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from academic_bench import estimate as est
+from academic_bench import paper
+from academic_bench.config import Config
+from academic_bench.hardware import get_gpu
+from academic_bench.methods import SHARDINGS, parse_methods
+from academic_bench.models import CATALOG, get_model, loss_of
+
+PYTHIA = [k for k in CATALOG if k.startswith("pythia")]
+SHARDED = [s for s in SHARDINGS if s != "none"]
+
+
+def cfg(model: str, spec: str = "free-lunch", n: int = 1, gpu: str = "h100-80gb", tiny: bool = False) -> Config:
+    return Config(model, gpu, n, methods=parse_methods(spec), tiny=tiny)
+
+
+def total_gib(c: Config, mbs: int = 1) -> float:
+    return est.predict_memory(c, mbs).total / est.GIB
+
+
+# --- FLOPs -----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def figure9() -> dict[str, float]:
+    df = paper.load_flops()
+    return dict(zip(df["model"], df["training_flops"]))
+
+
+@pytest.mark.parametrize("model", PYTHIA)
+def test_pythia_total_flops_match_figure_9a(model: str, figure9: dict[str, float]) -> None:
+    ours = est.total_flops(model)
+    assert ours == pytest.approx(figure9[model], rel=0.15), (model, ours, figure9[model])
+
+
+@pytest.mark.parametrize("model", ["roberta-large", "vit-large"])
+def test_roberta_and_vit_flops_match_figure_9a(model: str, figure9: dict[str, float]) -> None:
+    # RoBERTa: the transformer formula with the tied MLM decoder added back; ViT: FlopCounterMode.
+    assert est.total_flops(model) == pytest.approx(figure9[model], rel=0.15)
+
+
+def test_transformer_formula_counts_tied_decoder_but_not_input_tables() -> None:
+    st = est.model_stats("roberta-large")
+    assert st.tied_output > 0  # the MLM decoder shares the word-embedding table
+    assert est.model_stats("pythia-160m").tied_output == 0  # Pythia's output projection is its own matrix
+    layers, hidden = get_model("pythia-160m").transformer_shape(False)
+    r = get_model("pythia-160m").recipe
+    st = est.model_stats("pythia-160m")
+    per_token = 6 * (st.params - st.input_embedding) + 12 * layers * hidden * r.seq_len
+    assert est.flops_per_sample("pythia-160m") == per_token * r.seq_len
+    assert est.model_flops_per_step(get_model("pythia-160m")) == per_token * r.seq_len * r.global_batch
+
+
+def _forward_flops(model: str, tiny: bool) -> int:
+    spec = get_model(model)
+    with torch.device("meta"):
+        net = spec.build(tiny).train()
+    counter = FlopCounterMode(display=False)
+    with counter:
+        loss_of(net, est._meta_batch(spec, tiny))
+    return counter.get_total_flops()
+
+
+def test_depthwise_convolution_backward_is_not_overcounted() -> None:
+    # Forward + backward of matmuls and convolutions is 3x forward (less the first layer's input gradient);
+    # torch's own formula gave ConvNeXt 8.9x, counting depthwise weight gradients channels-times over.
+    ratio = est.counted_flops("convnext-xlarge", tiny=True) / _forward_flops("convnext-xlarge", tiny=True)
+    assert 2.5 < ratio <= 3.0
+
+
+def test_mamba_counts_per_token_and_scales_to_the_sequence() -> None:
+    spec = get_model("mamba-2.8b")
+    r = spec.tiny_recipe
+    per_token = est.flops_per_sample(spec, tiny=True) / r.seq_len
+    # every matmul weight is used once per token (the LM head is the tied embedding): about 6 x params
+    assert per_token == pytest.approx(6 * est.model_stats(spec, tiny=True).params, rel=0.10)
+    assert est.counted_flops(spec, True, 16) / 16 == pytest.approx(per_token, rel=0.02)
+
+
+# --- memory ----------------------------------------------------------------------------------------------
+
+def _per_stage(model: str, n: int) -> dict[str, est.MemoryEstimate]:
+    return {s: est.predict_memory(cfg(model, "free-lunch" + (f"+{s}" if s != "none" else ""), n), 1)
+            for s in SHARDINGS}
+
+
+@pytest.mark.parametrize("model", ["pythia-1b", "pythia-2.8b", "pythia-6.9b", "mamba-2.8b"])
+@pytest.mark.parametrize("n", [2, 8])
+def test_zero_stages_order_per_gpu(model: str, n: int) -> None:
+    m = {s: e.total for s, e in _per_stage(model, n).items()}
+    assert m["zero3"] < m["zero2"] < m["zero1"] < m["none"], m
+    assert m["fsdp_full_shard"] < m["fsdp_shard_grad_op"] < m["none"], m
+
+
+@pytest.mark.parametrize("model", list(CATALOG))
+def test_each_stage_shards_its_state(model: str) -> None:
+    # Stage 1 shards optimizer states, stage 2 also gradients, stage 3 also weights. (For models smaller
+    # than DeepSpeed's stage3_max_live_parameters the gathered weights stay resident, and the default
+    # gradient buckets can outweigh the savings, so totals are compared above for the larger models only.)
+    m = _per_stage(model, 8)
+    assert m["zero1"].optimizer_states < m["none"].optimizer_states
+    assert m["zero2"].gradients < m["zero1"].gradients
+    assert m["zero3"].gradients == m["zero2"].gradients
+    big = _per_stage("pythia-6.9b", 8)
+    assert big["zero3"].weights < big["zero2"].weights == big["zero1"].weights
+
+
+@pytest.mark.parametrize("model", list(CATALOG))
+def test_checkpointing_reduces_activations(model: str) -> None:
+    tiny = model == "mamba-2.8b"  # Mamba's reference path (no kernels) is profiled; the tiny one is quick
+    for spec in ("free-lunch", "naive") if not tiny else ("naive",):
+        plain = est.predict_memory(cfg(model, spec, tiny=tiny), 2)
+        ckpt = est.predict_memory(cfg(model, spec + "+ckpt", tiny=tiny), 2)
+        assert ckpt.activations < plain.activations
+        assert ckpt.weights == plain.weights and ckpt.optimizer_states == plain.optimizer_states
+
+
+def test_fused_attention_reduces_transformer_activations() -> None:
+    eager = est.predict_memory(cfg("pythia-410m", "naive"), 1).activations
+    fused = est.predict_memory(cfg("pythia-410m", "kernels"), 1).activations
+    assert fused < eager
+
+
+@pytest.mark.parametrize("sharding", SHARDED)
+@pytest.mark.parametrize("n", [1, 2])
+def test_offload_reduces_gpu_memory_and_moves_it_to_the_cpu(sharding: str, n: int) -> None:
+    on = est.predict_memory(cfg("pythia-1b", f"free-lunch+{sharding}+offload", n), 1)
+    assert on.cpu > 0
+    if n > 1:
+        off = est.predict_memory(cfg("pythia-1b", f"free-lunch+{sharding}", n), 1)
+        assert on.total < off.total
+    assert on.total < est.predict_memory(cfg("pythia-1b", "free-lunch"), 1).total
+
+
+@pytest.mark.parametrize("sharding", SHARDED)
+def test_more_gpus_reduce_sharded_memory(sharding: str) -> None:
+    totals = [total_gib(cfg("pythia-2.8b", f"free-lunch+{sharding}", n)) for n in (2, 4, 8)]
+    assert totals[0] > totals[1] > totals[2]
+
+
+def test_unsharded_memory_does_not_change_with_gpu_count_except_nccl() -> None:
+    one, two = (est.predict_memory(cfg("pythia-410m", "free-lunch", n), 4) for n in (1, 2))
+    assert (one.weights, one.gradients, one.optimizer_states) == (two.weights, two.gradients, two.optimizer_states)
+
+
+def test_mixed_precision_keeps_fp32_weights_grads_and_adam_states() -> None:
+    st = est.model_stats("pythia-410m")
+    m = est.predict_memory(cfg("pythia-410m", "free-lunch"), 1)  # fp16 under autocast: 4 + 2-byte copy
+    assert (m.weights, m.gradients, m.optimizer_states) == (6 * st.params, 4 * st.params, 8 * st.params)
+    vit = est.predict_memory(cfg("vit-large", "free-lunch"), 1)  # fp32: no 16-bit copy
+    assert vit.weights == 4 * est.model_stats("vit-large").params
+
+
+def test_activations_scale_linearly_with_micro_batch() -> None:
+    c = cfg("roberta-large")
+    assert est.predict_memory(c, 8).activations == pytest.approx(8 * est.predict_memory(c, 1).activations)
+
+
+def test_korthikanti_formula_agrees_with_what_autograd_saves() -> None:
+    # Pythia-160M's layers without fused attention: the published per-layer formula against the bytes this
+    # transformers version saves for backward on the meta device (16-bit), within 30%.
+    formula = est.activation_profile("pythia-160m", False, kernels=False)
+    saved = est.saved_tensor_profile("pythia-160m", False, "eager", "fp16")
+    assert sum(saved.blocks) == pytest.approx(sum(formula.blocks), rel=0.30)
+
+
+def test_coefficients_calibrate_the_prediction() -> None:
+    c = cfg("pythia-1b")
+    base = est.predict_memory(c, 4)
+    doubled = est.predict_memory(c, 4, replace(est.COEFFICIENTS, activation_scale=2.0))
+    assert doubled.activations == pytest.approx(2 * base.activations)
+    assert doubled.weights == base.weights
+
+
+def test_predict_memory_rejects_a_micro_batch_below_one() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        est.predict_memory(cfg("pythia-160m"), 0)
+
+
+# --- max micro-batch -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model,spec,n", [("pythia-1b", "free-lunch", 1), ("pythia-6.9b", "free-lunch+zero3", 8),
+                                          ("vit-large", "naive", 2), ("roberta-large", "free-lunch+ckpt", 1)])
+def test_max_micro_batch_is_monotone_in_gpu_memory(model: str, spec: str, n: int) -> None:
+    c = cfg(model, spec, n)
+    found = [est.max_micro_batch(c, gb) for gb in (1, 8, 16, 24, 48, 80, 141, 400, 10_000)]
+    as_int = [0 if f is None else f for f in found]
+    assert as_int == sorted(as_int)
+    assert found[0] is None  # nothing fits in 1 GB
+    assert found[-1] == c.per_gpu_batch  # everything fits in 10 TB
+
+
+def test_max_micro_batch_fits_and_the_next_power_of_two_does_not() -> None:
+    c = cfg("pythia-1b")
+    gpu = get_gpu("h100-80gb")
+    mbs = est.max_micro_batch(c, gpu.memory_gb)
+    assert mbs is not None and mbs & (mbs - 1) == 0 and c.per_gpu_batch % mbs == 0
+    capacity = est.usable_bytes(gpu.memory_gb)
+    assert est.predict_memory(c, mbs).total <= capacity < est.predict_memory(c, 2 * mbs).total
+
+
+def test_max_micro_batch_is_none_when_even_one_does_not_fit() -> None:
+    assert est.max_micro_batch(cfg("pythia-6.9b"), get_gpu("rtx3090").memory_gb) is None
+
+
+# --- days ------------------------------------------------------------------------------------------------
+
+def test_analytic_days_follow_from_flops_peak_and_mfu() -> None:
+    gpu = get_gpu("a100-80gb")
+    days = est.analytic_days("pythia-1b", "a100-80gb", 4, mfu=0.5)
+    expected = est.total_flops("pythia-1b") / (4 * gpu.peak_flops("bf16") * 0.5) / 86_400
+    assert days == pytest.approx(expected)
+    assert est.analytic_days("pythia-1b", "a100-80gb", 8, mfu=0.5) == pytest.approx(days / 2)
+    assert est.analytic_days("pythia-1b", "a100-80gb", 4, mfu=1.0) == pytest.approx(days / 2)
+
+
+def test_fp32_recipes_use_the_tf32_peak_only_when_tf32_is_on() -> None:
+    on = est.analytic_days("vit-large", "h100-80gb", 1, 1.0, tf32=True)
+    off = est.analytic_days("vit-large", "h100-80gb", 1, 1.0, tf32=False)
+    gpu = get_gpu("h100-80gb")
+    assert off / on == pytest.approx(gpu.peak_tflops["tf32"] / gpu.peak_tflops["fp32"])
+
+
+@pytest.mark.parametrize("mfu", [0, -0.1, 1.5, math.nan])
+def test_analytic_days_reject_impossible_mfu(mfu: float) -> None:
+    with pytest.raises(ValueError, match="MFU"):
+        est.analytic_days("pythia-160m", "h100-80gb", 1, mfu)

@@ -1,0 +1,109 @@
+"""The book's explorers in a real browser: move a control, and the answer line shows what Python computes.
+
+Each explorer chart states its answer as text (an SVG text mark). The tests set a slider or menu the way a
+reader would (value + input/change events), wait for that text to change, and compare it with the same answer
+computed by ``academic_bench.cost`` / ``planning`` (numbers to the precision shown; words exactly).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from academic_bench import explorers
+
+PAGE = "book/explorers.html"
+NUMBER = re.compile(r"\d[\d,]*\.?\d*")
+
+
+# Words that only one explorer's answer line contains.
+BUDGET = ("Fastest within", "Nothing fits")
+COST = (" per run (hardware ", "No days for ")
+PLAN = ("), MFU ", "No MFU for ")
+
+
+def _answer(page, marks: tuple[str, ...]) -> str:
+    texts = page.eval_on_selector_all(".ab-chart svg text", "els => els.map(e => e.textContent)")
+    found = [t for t in texts if any(m in t for m in marks)]
+    assert len(found) == 1, (marks, texts)
+    return found[0]
+
+
+def _set(page, name: str, value) -> None:
+    """Set a bound control like a reader: the input's value, then the events Vega listens to."""
+    page.eval_on_selector(f'.vega-bind [name="{name}"]', """(el, v) => {
+        el.value = v;
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+        el.dispatchEvent(new Event('change', {bubbles: true}));
+    }""", str(value))
+
+
+def _wait_changed(page, marks: tuple[str, ...], old: str) -> str:
+    page.wait_for_function(
+        """([marks, old]) => Array.from(document.querySelectorAll('.ab-chart svg text'))
+               .some(e => marks.some(m => e.textContent.includes(m)) && e.textContent !== old)""",
+        arg=[list(marks), old], timeout=10_000)
+    return _answer(page, marks)
+
+
+def _same(shown: str, expected: str) -> None:
+    """Equal words, and numbers equal to the precision shown."""
+    assert NUMBER.sub("#", shown) == NUMBER.sub("#", expected), (shown, expected)
+    for a, b in zip(NUMBER.findall(shown), NUMBER.findall(expected)):
+        x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+        step = 10 ** -len(a.split(".")[1]) if "." in a else 1
+        assert abs(x - y) <= step * 0.51, (shown, expected)
+
+
+@pytest.fixture(scope="module")
+def setups():
+    return explorers.explorer_setups()
+
+
+def test_explorers_page_loads_offline_with_three_charts(open_page):
+    visit = open_page(PAGE)
+    assert not visit.problems, visit.problems
+    assert visit.page.eval_on_selector_all(".ab-chart svg", "els => els.length") >= 3
+    names = visit.page.eval_on_selector_all(".vega-bind [name]", "els => els.map(e => e.getAttribute('name'))")
+    for name in ("budget_usd", "budget_model", "cost_lifespan", "cost_kwh", "cost_gpu_pct", "cost_cloud_pct",
+                 "cost_setup", "plan_params_b", "plan_tokens_b", "plan_setup"):
+        assert name in names
+
+
+def test_budget_slider_names_the_fastest_setup_that_fits(open_page, setups):
+    visit = open_page(PAGE)
+    first = _answer(visit.page, BUDGET)
+    _same(first, explorers.budget_answer(setups, "pythia-1b", "paper", 40_000))  # paper Sec 4.1's example
+    _set(visit.page, "budget_usd", 150_000)
+    now = _wait_changed(visit.page, BUDGET, first)
+    _same(now, explorers.budget_answer(setups, "pythia-1b", "paper", 150_000))
+    _set(visit.page, "budget_usd", 1_000)
+    _same(_wait_changed(visit.page, BUDGET, now), explorers.budget_answer(setups, "pythia-1b", "paper", 1_000))
+    assert not visit.problems, visit.problems
+
+
+def test_cost_sliders_update_the_cost_per_run(open_page, setups):
+    visit = open_page(PAGE)
+    first = _answer(visit.page, COST)
+    _same(first, explorers.cost_answer(setups, "pythia-1b", "paper", "4 x h100-80gb"))
+    _set(visit.page, "cost_setup", "8 x a100-80gb")
+    shown = _wait_changed(visit.page, COST, first)
+    _same(shown, explorers.cost_answer(setups, "pythia-1b", "paper", "8 x a100-80gb"))
+    for name, value in (("cost_lifespan", 3), ("cost_kwh", 0.25), ("cost_gpu_pct", 80), ("cost_cloud_pct", 150),
+                        ("cost_pue", 1.2)):
+        _set(visit.page, name, value)
+        shown = _wait_changed(visit.page, COST, shown)
+    _same(shown, explorers.cost_answer(setups, "pythia-1b", "paper", "8 x a100-80gb", gpu_pct=80, lifespan=3,
+                                       kwh=0.25, pue=1.2, cloud_pct=150))
+    assert not visit.problems, visit.problems
+
+
+def test_planner_sliders_update_the_days(open_page):
+    visit = open_page(PAGE)
+    shown = _answer(visit.page, PLAN)
+    _same(shown, explorers.plan_answer(1.0, 3000, 2048, "8 x h100-80gb"))  # OLMo-1B's budget: 1B on 3T tokens
+    for name, value in (("plan_params_b", 2.5), ("plan_tokens_b", 1000), ("plan_setup", "4 x a100-80gb")):
+        _set(visit.page, name, value)
+        shown = _wait_changed(visit.page, PLAN, shown)
+    _same(shown, explorers.plan_answer(2.5, 1000, 2048, "4 x a100-80gb"))
+    assert not visit.problems, visit.problems

@@ -1,0 +1,135 @@
+"""Launching one configuration in fresh processes: every outcome classified, nothing left running.
+
+These run the real worker (``academic_bench.measure.worker``) under torchrun on tiny models on the CPU
+(gloo); failures are the worker's simulated ones (``simulate`` in the request). Each launch costs a few
+seconds of Python start-up, so the count is kept small.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import psutil
+import pytest
+
+from academic_bench import cli
+from academic_bench.config import Config
+from academic_bench.launch import REQUIRED_ENV, Rendezvous, build_request, child_env, run, run_config, torchrun_command
+from academic_bench.methods import NAIVE, parse_methods
+from academic_bench.results import ResultStore, check_row
+
+FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
+
+
+def tiny(n_gpus: int = 1, methods: str = "naive", micro_batch: int | None = None, model: str = "pythia-160m"):
+    return Config(model, "h100-80gb", n_gpus, methods=parse_methods(methods), micro_batch=micro_batch, tiny=True)
+
+
+def leftovers(config: Config) -> list[str]:
+    """Processes still running from this configuration's launch (its temp folder is in their command line)."""
+    mark = f"academic-bench-{config.id}-"
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        if any(mark in part for part in (p.info["cmdline"] or [])):
+            found.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'])[:200]}")
+    return found
+
+
+# --- no launch --------------------------------------------------------------------------------------------
+
+def test_child_environment_and_command():
+    c = tiny(n_gpus=2, methods="free-lunch+zero2+offload")
+    env = child_env(c)
+    for key, value in REQUIRED_ENV.items():
+        assert env[key] == value
+    cores = len(os.sched_getaffinity(0))
+    assert env["OMP_NUM_THREADS"] == str(max(1, cores // 2))  # never torchrun's default of 1 per rank
+    cmd = torchrun_command(c, "REQ", "RES")
+    assert cmd[1:6] == ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"]
+    multi = Config("pythia-160m", "h100-80gb", 16, nodes=2, tiny=True)
+    cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
+    assert "--standalone" not in cmd and cmd[cmd.index("--nproc_per_node") + 1] == "8"
+    assert cmd[cmd.index("--node_rank") + 1] == "1" and cmd[cmd.index("--rdzv_endpoint") + 1] == "node0:29500"
+
+
+def test_request_passes_timing_and_validation_through():
+    req = build_request(tiny(), timing="unsynced", validate=7, device="cpu")
+    assert (req["timing"], req["validate_steps"], req["device"]) == ("unsynced", 7, "cpu")
+    assert req["simulate"] == {"oom_above_micro_batch": None, "crash": False, "hang": False}
+    with pytest.raises(ValueError, match="warm-up must be >= 2"):
+        build_request(tiny(), warmup=1)
+
+
+def test_invalid_combination_is_a_row_without_a_launch():
+    row = run_config(tiny(methods="free-lunch+zero3"), timing="unsynced", validate=3, **FAST)
+    assert row["outcome"] == "invalid" and "only tried with offloading" in row["reason"]
+    assert (row["timing"], row["mode"]) == ("unsynced", "validate")
+    check_row(row)
+
+
+# --- launches -------------------------------------------------------------------------------------------
+
+def test_cli_bench_ok_unsynced(tmp_path, capsys):
+    out = tmp_path / "runs" / "results.jsonl"
+    rc = cli.main(["bench", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--methods", "naive",
+                   "--micro-batch", "8", "--tiny", "--device", "cpu", "--timing", "unsynced", "--out", str(out),
+                   "--warmup", "2", "--reps", "5", "--json"])
+    assert rc == 0, capsys.readouterr().err
+    [row] = ResultStore(out).rows()
+    assert row["outcome"] == "ok", row["reason"]
+    assert (row["timing"], row["mode"], row["search"], row["setup"]) == ("unsynced", "step", "single", "h100x1-tiny")
+    assert row["micro_batch"] == 8 and row["gas"] == 1 and row["step_time_s"] > 0
+    assert row["ran"]["parallel"] == "single" and row["env"]["torch"]
+    assert (out.parent / row["log"]).exists()
+    assert json.loads(capsys.readouterr().out)["outcome"] == "ok"
+
+
+def test_out_of_memory_when_even_the_smallest_micro_batch_fails():
+    row = run_config(tiny(), simulate={"oom_above_micro_batch": 0}, **FAST)
+    assert row["outcome"] == "oom", row["reason"]
+    assert row["mbs_search"][0] == {"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}
+    check_row(row)
+
+
+def test_crash_is_an_error_with_the_cause_and_log_tail():
+    c = tiny(micro_batch=8)
+    row = run_config(c, simulate={"crash": True}, **FAST)
+    assert row["outcome"] == "error"
+    assert row["reason"].startswith("exit status 1, no result file: RuntimeError: simulated crash")
+    assert "Last lines of the log" in row["reason"] and "[rank0]" in row["reason"]
+    assert leftovers(c) == []
+
+
+def test_hang_times_out_and_every_process_is_killed():
+    c = tiny(n_gpus=2, micro_batch=4)  # rank 0 sleeps, rank 1 waits for it: two workers in their own sessions
+    row = run_config(c, simulate={"hang": True}, timeout_s=15, **FAST)
+    assert row["outcome"] == "timeout" and "time limit of 15 s" in row["reason"]
+    assert row["duration_s"] < 45
+    assert leftovers(c) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
+def test_missing_library_is_unsupported_and_named():
+    row = run_config(tiny(n_gpus=2, methods="naive+zero2", micro_batch=4), **FAST)
+    assert row["outcome"] == "unsupported" and "deepspeed" in row["reason"]
+    assert row["env"]["deepspeed"] is None
+
+
+def test_eight_processes_with_validation():
+    """Nothing assumes at most 4 GPUs: 8 gloo processes, the per-GPU batch of 1, real optimizer steps."""
+    c = tiny(n_gpus=8)
+    row = run_config(c, validate=2, **FAST)
+    assert row["outcome"] == "ok", row["reason"]
+    assert (row["micro_batch"], row["gas"], row["mode"]) == (1, 1, "validate")
+    assert row["ran"]["parallel"] == "ddp" and row["validate"]["steps"] == 2
+    assert leftovers(c) == []
+
+
+def test_submitit_local_executor(tmp_path):
+    c = tiny()
+    row = run(c, executor="submitit-local", folder=tmp_path / "submitit", simulate={"oom_above_micro_batch": 0},
+              timeout_s=120, **FAST)
+    assert row["outcome"] == "oom" and row["setup"] == "cpu-test"
+    check_row(row)
+    assert any((tmp_path / "submitit").iterdir())  # the job's pickles and logs

@@ -1,0 +1,215 @@
+"""The benchmark notebook: its parameters, the papermill runner (on the CPU, tiny models), the time budget's
+rows, output trimming, and the generated runs README.
+
+Two tests start a Jupyter kernel (one of them also one torchrun launch, ~30-60 s on two cores); the rest
+need no subprocess.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from academic_bench import notebook as nb
+from academic_bench.cli import build_parser, main
+from academic_bench.config import Config
+from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
+from academic_bench.results import ResultStore, make_row
+from conftest import skip_or_fail
+
+CPU_FLAGS = ["--models", "pythia-160m", "--gpu", "h100-80gb", "--preset", "naive", "--tiny", "--device", "cpu"]
+
+
+def _needs_kernel() -> None:
+    if importlib.util.find_spec("papermill") is None or importlib.util.find_spec("ipykernel") is None:
+        skip_or_fail("papermill and ipykernel are not installed (pip install -e '.[book]')")
+
+
+def _outputs(path, output_type: str) -> list:
+    book = nbformat.read(str(path), as_version=4)
+    return [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.output_type == output_type]
+
+
+# --- the template and its parameters -------------------------------------------------------------------------
+
+def test_template_parameters_are_the_documented_ones():
+    defaults = nb.template_parameters()
+    assert tuple(defaults) == nb.PARAMETERS
+    book = nbformat.read(str(nb.TEMPLATE), as_version=4)
+    assert book.metadata.kernelspec.name == nb.KERNEL
+    assert not any(c.get("outputs") for c in book.cells if c.cell_type == "code"), "the template is saved clean"
+    params = nb.resolve_parameters("h200x2", {"models": ["pythia-1b"]})
+    assert params["n_gpus"] == 2 and params["output_dir"] == "."
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--setup", "Bad Label"], "lowercase letters"),
+    (["--setup", "h200x2", "--gpus", "1"], "names 2 GPU(s) but n_gpus is 1"),
+    (["--setup", "h100x1", "--models", "gpt-5"], "choose one of: pythia-160m"),
+    (["--setup", "h100x1", "-p", "budget", "10"], "the template's parameters are: models"),
+    (["--setup", "h100x1", "-p", "preset", "fast"], "choose from: naive, free-lunch, exhaustive, smart"),
+    (["--setup", "h100x1", "--device", "cpu"], "one of: rtx3090"),
+    (["--setup", "h100x1", "--gpu", "b200"], "one of: rtx3090"),
+    (["--setup", "h100x1", "--models", "pythia-1b", "-p", "validate_models", "[vit-large]"],
+     "are not measured by this notebook"),
+    (["--setup", "h100x1", "--models", "vit-large", "-p", "models", "[vit-large]"], "given twice"),
+])
+def test_runner_rejects_bad_input_before_any_work(tmp_path, capsys, argv, expected):
+    assert main(["notebook", *argv, "--output-root", str(tmp_path)]) == 2
+    assert expected in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rerun_command_gives_back_the_same_parameters():
+    from academic_bench.notebook_cli import overrides_from
+
+    params = nb.resolve_parameters("h200x2", {
+        "models": ["pythia-1b", "vit-large"], "preset": ["naive", "smart"], "exhaustive_models": ["pythia-1b"],
+        "unsynced_models": ["vit-large"], "time_budget_s": None, "tiny": True, "gpu": "h200"})
+    argv = shlex.split(nb.command_for(params))
+    assert argv[:2] == ["academic-bench", "notebook"]
+    args = build_parser().parse_args(argv[1:])
+    assert nb.resolve_parameters(args.setup, overrides_from(args)) == params
+
+
+# --- the time budget ------------------------------------------------------------------------------------------
+
+def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
+    run = nb.run_benchmark(setup="cpu-tiny", models=["pythia-160m", "vit-large"], gpu="h100-80gb", n_gpus=1,
+                           preset=["naive", "smart"], exhaustive_models=["roberta-large"],
+                           unsynced_models=["pythia-160m"], validate_models=["pythia-160m"], validate_steps=3,
+                           time_budget_s=0, timeout_s=60, tiny=True, device="cpu", output_dir=str(tmp_path))
+    rows = ResultStore(tmp_path / nb.RESULTS_FILE).rows()  # validated against the schema
+    assert {r["config"]["model"] for r in rows} == {"pythia-160m", "vit-large", "roberta-large"}
+    assert {r["outcome"] for r in rows} == {"timeout", "invalid"}
+    for r in rows:
+        if r["outcome"] == "timeout":
+            assert r["reason"].startswith(nb.NOT_RUN_PREFIX) and "time_budget_s=0" in r["reason"]
+        else:  # excluded combinations are classified by their rule, budget or not
+            assert "sharding" in r["reason"] or "offloading" in r["reason"]
+    assert {(r["timing"], r["search"]) for r in rows if r["config"]["model"] == "pythia-160m"} >= {
+        ("synced", "naive"), ("unsynced", "naive"), ("unsynced", "free-lunch"), ("synced", "smart")}
+    assert run.not_run == sum(r["outcome"] == "timeout" for r in rows)
+    assert not (tmp_path / "logs").exists(), "nothing was launched"
+    assert "nothing to validate" in capsys.readouterr().out
+    failures = nb.failures_table(run)
+    assert set(failures["outcome"]) == {"timeout", "invalid"}
+    assert failures["reason"].str.startswith("excluded by rule").any()
+
+
+# --- trimming the executed notebook ------------------------------------------------------------------------
+
+def test_trim_outputs_collapses_progress_bars_and_cuts_long_streams(tmp_path):
+    cell = new_code_cell("x", outputs=[
+        new_output("stream", name="stderr", text=" 0%|  | 0/3\r 33%|# | 1/3\r100%|##| 3/3\n"),
+        new_output("stream", name="stdout", text="".join(f"line {i}\n" for i in range(500))),
+        new_output("stream", name="stdout", text="the end\n"),
+    ])
+    path = tmp_path / "run.ipynb"
+    nbformat.write(new_notebook(cells=[cell]), str(path))
+    assert nb.trim_outputs(path, max_lines=20) > 400
+    streams = _outputs(path, "stream")
+    assert [o.name for o in streams] == ["stderr", "stdout"]  # consecutive stdout outputs merged
+    assert streams[0].text == "100%|##| 3/3\n"
+    lines = streams[1].text.split("\n")
+    assert len(lines) == 20 and lines[0] == "line 0" and "lines cut" in lines[10] and lines[-2] == "the end"
+
+
+# --- the runs README ----------------------------------------------------------------------------------------
+
+GPU_ENV = {"gpu_name": "NVIDIA H100 80GB HBM3", "driver": "570.86.15", "cuda": "12.8", "torch": "2.11.0",
+           "transformers": "5.17.0", "deepspeed": "0.19.8", "flash_attn": None, "mamba_ssm": None,
+           "timm": "1.0.29", "python": "3.12.3", "package_version": "0.1.0", "git_commit": "abc1234",
+           "hostname": "gpu-node"}
+
+
+def _synthetic_run(folder) -> None:
+    """A results file in the row schema (no measured value: the numbers are placeholders for the generator)."""
+    store = ResultStore(folder / nb.RESULTS_FILE)
+    c = lambda m, methods: Config(m, "h100-80gb", 1, methods=methods)  # noqa: E731
+    base = dict(setup="h100x1", env=GPU_ENV, started_at="2026-11-23T10:00:00+00:00")
+    store.append(make_row(c("pythia-160m", NAIVE), outcome="ok", search="naive", micro_batch=4, gas=256,
+                          step_time_s=1.0, days=1.0, **base))
+    store.append(make_row(c("pythia-6.9b", NAIVE), outcome="oom", search="naive",
+                          reason="even the smallest micro-batch does not fit in memory", **base))
+    store.append(make_row(c("vit-large", FREE_LUNCH), outcome="error", search="free-lunch",
+                          reason="exit status 1. Last lines of the log:\nTraceback ...\nRuntimeError: boom", **base))
+    store.append(make_row(c("vit-large", Methods(offload=True)), outcome="invalid", search="smart",
+                          reason="invalid combination (...): offloading is only allowed when sharding is enabled",
+                          **{**base, "started_at": "2026-11-24T09:00:00+00:00"}))
+    params = nb.resolve_parameters("h100x1", {"models": ["pythia-160m", "pythia-6.9b", "vit-large"],
+                                              "gpu": "h100-80gb"})
+    book = new_notebook(metadata={"papermill": {"parameters": params}})
+    nbformat.write(book, str(folder / nb.NOTEBOOK_FILE))
+
+
+def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
+    (tmp_path / "h100x1").mkdir()
+    _synthetic_run(tmp_path / "h100x1")
+    assert main(["runs-readme", "--root", str(tmp_path)]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "do not edit by hand" in text.splitlines()[2]
+    assert "NVIDIA H100 80GB HBM3 (driver 570.86.15, CUDA 12.8)" in text
+    assert "torch 2.11.0" in text and "flash-attn not installed" in text and "commit abc1234" in text
+    assert "2026-11-23 to 2026-11-24" in text
+    assert "| pythia-160m | naive | 1 |" in text  # outcome counts per model and search
+    assert "even the smallest micro-batch does not fit in memory" in text
+    assert "exit status 1. Last lines of the log: ... RuntimeError: boom" in text  # the log tail's last line
+    assert "excluded by rule: offloading is only allowed when sharding is enabled" in text
+    assert "academic-bench notebook --setup h100x1 --models pythia-160m pythia-6.9b vit-large --gpu h100-80gb" \
+        in text
+    assert main(["runs-readme", "--root", str(tmp_path), "--check"]) == 0
+    (tmp_path / "README.md").write_text(text + "hand edit\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["runs-readme", "--root", str(tmp_path), "--check"])
+    assert exc.value.code == 1 and "out of date" in capsys.readouterr().err
+
+
+def test_runs_readme_with_no_runs(tmp_path):
+    assert "No runs yet." in nb.runs_readme(tmp_path)
+
+
+# --- executing the template (kernel; one torchrun launch) ----------------------------------------------------
+
+def test_a_failing_cell_keeps_the_notebook_and_exits_1(tmp_path, capsys):
+    _needs_kernel()
+    template = tmp_path / "template.ipynb"
+    params = new_code_cell("\n".join(f"{k} = {v!r}" for k, v in nb.template_parameters().items()),
+                           metadata={"tags": ["parameters"]})
+    nbformat.write(new_notebook(cells=[params, new_code_cell("raise RuntimeError('evidence')")],
+                                metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                         "language": "python"}}), str(template))
+    with pytest.raises(SystemExit) as exc:
+        main(["notebook", "--setup", "broken", *CPU_FLAGS, "--template", str(template), "--quiet",
+              "--output-root", str(tmp_path / "runs")])
+    assert exc.value.code == 1
+    assert "RuntimeError: evidence" in capsys.readouterr().err
+    errors = _outputs(tmp_path / "runs" / "broken" / nb.NOTEBOOK_FILE, "error")
+    assert [e.evalue for e in errors] == ["evidence"]
+
+
+def test_the_template_runs_on_cpu_with_a_tiny_model(tmp_path):
+    _needs_kernel()
+    root = tmp_path / "runs"
+    assert main(["notebook", "--setup", "cpu-tiny", *CPU_FLAGS, "-p", "time_budget_s", "900",
+                 "-p", "timeout_s", "600", "--output-root", str(root)]) == 0
+    folder = root / "cpu-tiny"
+    rows = ResultStore(folder / nb.RESULTS_FILE).rows()
+    assert [(r["config"]["model"], r["search"], r["outcome"], r["setup"]) for r in rows] == [
+        ("pythia-160m", "naive", "ok", "cpu-tiny")]
+    assert rows[0]["config"]["tiny"] and rows[0]["step_time_s"] > 0
+    executed = folder / nb.NOTEBOOK_FILE
+    book = nbformat.read(str(executed), as_version=4)
+    assert book.metadata.papermill.parameters["models"] == ["pythia-160m"]
+    assert "widgets" not in book.metadata, "progress bars are saved as text, not as widget state"
+    assert not _outputs(executed, "error")
+    assert any("image/svg+xml" in o.data for o in _outputs(executed, "execute_result"))
+    assert all(len(o.text.split("\n")) <= nb.MAX_STREAM_LINES for o in _outputs(executed, "stream"))
+    assert executed.stat().st_size < 200_000
+    assert json.dumps(book.metadata.papermill.parameters).find(str(tmp_path)) == -1, "no local paths saved"
+    assert main(["runs-readme", "--root", str(root)]) == 0
+    assert "| pythia-160m | naive | 1 | 1 |" in (root / "README.md").read_text()

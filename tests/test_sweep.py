@@ -1,0 +1,263 @@
+"""Sweep plans, smart pruning, resuming after Ctrl-C / kill, and the CLI's refusals before any work."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from academic_bench import cli
+from academic_bench.config import Config
+from academic_bench.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
+from academic_bench.results import ResultStore, make_row
+from academic_bench.sweep import SmartPruner, plan, run_sweep, skipped_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def valid(configs: list[Config]) -> list[Config]:
+    return [c for c in configs if exclusion_reason(c.methods, c.n_gpus) is None]
+
+
+# --- plans ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_gpus, n_valid", [(1, 12), (2, 22), (8, 22)])
+def test_exhaustive_plan_counts(n_gpus, n_valid):
+    configs = plan("pythia-160m", "h100-80gb", n_gpus, "exhaustive")
+    assert len(configs) == 24 and len(valid(configs)) == n_valid
+    assert len({c.id for c in configs}) == 24
+    assert all(c.methods.free_lunch for c in configs)
+
+
+def test_naive_free_lunch_and_several_models():
+    assert [c.methods for c in plan("pythia-160m", "h100-80gb", 1, "naive")] == [NAIVE]
+    assert [c.methods for c in plan("pythia-160m", "h100-80gb", 1, "free-lunch")] == [FREE_LUNCH]
+    two = plan("pythia-160m,vit-large", "h200", 2, "free-lunch")
+    assert [c.model for c in two] == ["pythia-160m", "vit-large"]
+    with pytest.raises(ValueError, match="choose one of: naive, free-lunch, exhaustive, smart"):
+        plan("pythia-160m", "h100-80gb", 1, "greedy")
+
+
+def test_smart_plan_tries_the_fastest_looking_first_and_invalid_last():
+    configs = plan("pythia-160m", "h100-80gb", 1, "smart")
+    assert configs[0].methods == FREE_LUNCH and configs[1].methods == parse_methods("free-lunch+ckpt")
+    assert len(valid(configs[:12])) == 12 and valid(configs[12:]) == []
+    assert all(c.methods.offload for c in configs[2:12])
+
+
+# --- smart pruning (rules, on synthetic rows: placeholders, not measurements) -----------------------------
+
+def cfg(methods: str, n_gpus: int = 2, model: str = "pythia-1b", gpu: str = "h100-80gb") -> Config:
+    return Config(model, gpu, n_gpus, methods=parse_methods(methods))
+
+
+def fake(config: Config, outcome: str, micro_batch: int | None = None) -> dict:
+    gas = config.per_gpu_batch // micro_batch if micro_batch else None
+    fields = dict(micro_batch=micro_batch, gas=gas, step_time_s=1.0) if outcome == "ok" else {}
+    return make_row(config, setup="t", outcome=outcome, **fields)
+
+
+def test_smart_skips_what_cannot_win_once_the_whole_batch_fits():
+    p = SmartPruner(use_memory_model=False)
+    base = cfg("free-lunch+zero2")
+    p.observe(base, fake(base, "ok", micro_batch=base.per_gpu_batch))
+    category, reason = p.skip(cfg("free-lunch+ckpt+zero2"))
+    assert category == "cannot win (batch already fits)" and "free-lunch + ZeRO-2 already fits" in reason
+    assert p.skip(cfg("free-lunch+zero3+offload"))[0] == "cannot win (batch already fits)"
+    assert p.skip(cfg("free-lunch+fsdp_shard_grad_op")) is None  # same depth, other library: still tried
+    assert p.skip(cfg("free-lunch+zero1")) is None  # saves less
+    assert p.skip(cfg("free-lunch+ckpt+zero2", model="pythia-410m")) is None  # another setting
+
+
+def test_smart_skips_what_cannot_fit_after_a_measured_oom():
+    p = SmartPruner(use_memory_model=False)
+    big = cfg("free-lunch+ckpt+zero3+offload")
+    p.observe(big, fake(big, "oom"))
+    category, reason = p.skip(cfg("free-lunch+zero1"))
+    assert category == "cannot fit (measured)" and "ran out of memory at the smallest micro-batch" in reason
+    assert p.skip(cfg("free-lunch+ckpt+fsdp_full_shard+offload"))[0] == "cannot fit (measured)"
+
+
+def test_smart_uses_the_memory_model_to_skip_what_cannot_fit():
+    p = SmartPruner()
+    assert p.estimate is not None
+    category, reason = p.skip(cfg("free-lunch", model="pythia-6.9b", gpu="rtx3090", n_gpus=1))
+    assert category == "cannot fit (memory model)" and "at micro-batch 1" in reason
+    assert p.skip(cfg("free-lunch", model="pythia-160m", n_gpus=1)) is None
+
+
+def test_smart_skips_more_memory_saving_that_buys_no_larger_micro_batch():
+    class Stub:  # a memory model that predicts the same largest micro-batch for everything
+        @staticmethod
+        def predict_memory(config, micro_batch):
+            return 1e9
+
+        @staticmethod
+        def usable_bytes(gpu_gb):
+            return gpu_gb * 1e9
+
+        @staticmethod
+        def max_micro_batch(config, gpu_gb):
+            return 8 if not config.methods.checkpointing else 6
+
+    p = SmartPruner()
+    p.estimate = Stub()
+    base = cfg("free-lunch")
+    p.observe(base, fake(base, "ok", micro_batch=8))
+    category, reason = p.skip(cfg("free-lunch+ckpt"))
+    assert category == "cannot win (no larger micro-batch)" and "no larger micro-batch" in reason
+    Stub.max_micro_batch = staticmethod(lambda config, gpu_gb: 16 if config.methods.checkpointing else 8)
+    assert p.skip(cfg("free-lunch+ckpt")) is None
+
+
+# --- running sweeps (real launches of tiny models on the CPU) --------------------------------------------
+
+def tiny(methods: str, n_gpus: int = 1, micro_batch: int = 8) -> Config:
+    return Config("pythia-160m", "h100-80gb", n_gpus, methods=parse_methods(methods), micro_batch=micro_batch,
+                  tiny=True)
+
+
+def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
+    out = tmp_path / "results.jsonl"
+    configs = [tiny("naive"), tiny("naive+ckpt"), tiny("naive+zero3")]  # ok, skipped, invalid
+    kw = dict(search="smart", device="cpu", progress=False, warmup=2, reps=5, timeout_s=300)
+    s = run_sweep(configs, out, "cpu-test", **kw)
+    assert s["ran"] == 2 and s["outcomes"] == {"ok": 1, "invalid": 1}, s
+    assert s["skip_reasons"] == {"cannot win (batch already fits)": 1}
+    assert "already runs the same fixed micro-batch" in s["skipped"][0]["reason"]
+    assert s["best"]["pythia-160m"]["label"] == "naive"
+    skipped = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
+    assert [k["config_id"] for k in skipped] == [configs[1].id]
+    rows = ResultStore(out).rows()
+    assert {r["config_id"]: r["outcome"] for r in rows} == {configs[0].id: "ok", configs[2].id: "invalid"}
+    assert all(r["search"] == "smart" for r in rows)
+
+    again = run_sweep(configs, out, "cpu-test", **kw)  # resumed: nothing runs, the skip is not written twice
+    assert (again["resumed"], again["ran"], len(again["skipped"])) == (2, 0, 1)
+    assert len(skipped_path(out).read_text().splitlines()) == 1 and len(ResultStore(out).rows()) == 2
+
+
+SWEEP_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from academic_bench.config import Config
+    from academic_bench.methods import NAIVE
+    from academic_bench.sweep import run_sweep
+    out, mode = sys.argv[1], sys.argv[2]
+    a = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, micro_batch=8, tiny=True)
+    b = Config("pythia-160m", "h100-80gb", 2, methods=NAIVE, micro_batch=4, tiny=True)
+    fast = {"oom_above_micro_batch": 0}  # a quick, real outcome
+    sim = {a.id: fast, b.id: {"hang": True} if mode == "hang" else fast}
+    try:
+        s = run_sweep([a, b], out, "cpu-test", search="naive", device="cpu", progress=False, timeout_s=300,
+                      warmup=2, reps=5, simulate=sim)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    print(json.dumps({"ids": [a.id, b.id], "resumed": s["resumed"], "ran": s["ran"]}))
+""")
+
+
+def _workers_of(config_id: str) -> list[psutil.Process]:
+    mark = f"academic-bench-{config_id}-"
+    return [p for p in psutil.process_iter(["cmdline"])
+            if any(mark in part for part in (p.info["cmdline"] or []))]
+
+
+def _start_and_wait_for_b(script: Path, out: Path, b_id: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(script), str(out), "hang"], cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until B's workers run (they start in sessions of their own)
+        if any("academic_bench.measure.worker" in " ".join(p.info["cmdline"]) for p in _workers_of(b_id)
+               if "torch.distributed.run" not in " ".join(p.info["cmdline"])):
+            return proc
+        assert proc.poll() is None, "the sweep ended before the second configuration started"
+        time.sleep(0.5)
+    proc.kill()
+    pytest.fail("the second configuration never started")
+
+
+def test_sweep_killed_midway_resumes_without_duplicates(tmp_path):
+    script, out = tmp_path / "sweep.py", tmp_path / "results.jsonl"
+    script.write_text(SWEEP_SCRIPT)
+    a = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, micro_batch=8, tiny=True)
+    b = Config("pythia-160m", "h100-80gb", 2, methods=NAIVE, micro_batch=4, tiny=True)
+
+    # SIGTERM (like Ctrl-C): the running configuration is killed on the way out, no row for it
+    proc = _start_and_wait_for_b(script, out, b.id)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 130
+    assert _workers_of(b.id) == []
+    assert [r["config_id"] for r in ResultStore(out).rows()] == [a.id]
+
+    # SIGKILL: no clean-up code runs in the sweep; torchrun gets the parent-death signal and stops its workers
+    proc = _start_and_wait_for_b(script, out, b.id)
+    proc.kill()
+    proc.wait(10)
+    deadline = time.monotonic() + 60
+    while _workers_of(b.id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _workers_of(b.id) == []
+    assert [r["config_id"] for r in ResultStore(out).rows()] == [a.id]
+
+    done = subprocess.run([sys.executable, str(script), str(out), "ok"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (summary["resumed"], summary["ran"]) == (1, 1)
+    ids = [r["config_id"] for r in ResultStore(out).rows()]
+    assert ids == [a.id, b.id]  # loads, complete, no duplicates
+
+
+# --- the CLI refuses bad input before any work -------------------------------------------------------------
+
+BENCH = ["bench", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--tiny", "--device", "cpu"]
+SWEEP = ["sweep", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--preset", "exhaustive"]
+
+
+def _swap(argv: list[str], flag: str, value: str) -> list[str]:
+    argv = list(argv)
+    argv[argv.index(flag) + 1] = value
+    return argv
+
+
+@pytest.mark.parametrize("argv, message", [
+    (_swap(BENCH, "--model", "gpt-5"), "unknown model 'gpt-5'; choose one of: pythia-160m"),
+    (_swap(SWEEP, "--model", "pythia-160m,nope"), "unknown model 'nope'; choose one of"),
+    (_swap(SWEEP, "--gpu", "h100"), "unknown GPU 'h100'; choose one of: rtx3090"),
+    (_swap(BENCH, "--gpus", "0"), "--gpus must be at least 1"),
+    (_swap(SWEEP, "--gpus", "0"), "--gpus must be at least 1"),
+    (BENCH + ["--methods", "free-lunch+zero3"], "invalid combination (free-lunch + ZeRO-3 on 1 GPU(s))"),
+    (BENCH + ["--methods", "naive+turbo"], "unknown method 'turbo'"),
+    (BENCH + ["--micro-batch", "3"], "micro-batch 3 must divide the per-GPU batch 8; choose one of: [1, 2, 4, 8]"),
+    (SWEEP + ["--nodes", "2", "--gpus", "3"], "cannot be split evenly over 2 nodes"),
+    (BENCH + ["--timeout", "0"], "--timeout must be positive"),
+])
+def test_cli_errors_exit_2_before_any_work(tmp_path, capsys, argv, message):
+    out = tmp_path / "results.jsonl"
+    assert cli.main(argv + ["--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "logs").exists()
+
+
+@pytest.mark.skipif(shutil.which("sbatch") is not None, reason="SLURM is installed here")
+def test_cli_slurm_without_slurm_exits_2(tmp_path, capsys):
+    assert cli.main(SWEEP + ["--executor", "slurm", "--out", str(tmp_path / "r.jsonl")]) == 2
+    assert "sbatch is not on PATH" in capsys.readouterr().err
+
+
+def test_cli_unknown_preset_is_an_argparse_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(_swap(SWEEP, "--preset", "greedy") + ["--out", str(tmp_path / "r.jsonl")])
+    assert exc.value.code == 2 and "invalid choice: 'greedy'" in capsys.readouterr().err
+
+
+def test_methods_helpers_used_by_plans():
+    assert Methods.from_dict(FREE_LUNCH.to_dict()) == FREE_LUNCH
+    assert os.path.basename(str(skipped_path("x/results.jsonl"))) == "results.skipped.jsonl"
