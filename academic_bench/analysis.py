@@ -99,11 +99,21 @@ def frame_from_rows(rows: list[dict]) -> pd.DataFrame:
     return df
 
 
+RUNS_ENV = "ACADEMIC_BENCH_RUNS"  # another folder of runs to read instead (previewing the book with other data)
+
+
+def runs_root(root: str | Path | None = None) -> Path:
+    """The folder of runs: ``root``, else $ACADEMIC_BENCH_RUNS, else the shipped ``notebooks/runs``."""
+    from .results import DEFAULT_RUNS
+
+    return Path(root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS)
+
+
 def runs_frame(root: str | Path | None = None) -> pd.DataFrame:
     """One row per result of every shipped run (validated on load); empty with all columns when none exist."""
     from .results import load_runs
 
-    return frame_from_rows(load_runs(root))
+    return frame_from_rows(load_runs(runs_root(root)))
 
 
 def setups(df: pd.DataFrame) -> pd.DataFrame:
@@ -219,7 +229,8 @@ def combination_spread(df: pd.DataFrame) -> pd.DataFrame:
     fl = free_lunch_per_setting(df)
     if r.empty or fl.empty:
         return pd.DataFrame(columns=cols)
-    # One time per combination: the fastest micro-batch of each methods label.
+    # One time per combination (the fastest micro-batch of each methods label), free-lunch methods always on.
+    r = r[r["method_class"] != "naive"]
     per_combo = r.groupby(SETTING + ["methods_label"], sort=True)["days"].min().reset_index()
     rows = []
     for f in fl.itertuples():
@@ -479,3 +490,65 @@ def gpu_label(key: str) -> str:
 def model_label(key: str) -> str:
     facts = _model_facts().set_index("model")
     return str(facts["display"].get(key, key))
+
+
+# --- provenance ---------------------------------------------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PROVENANCE_COLUMNS = ["file", "what", "rows", "produced_by"]
+# How each kind of repository file the book reads came to be (no command: written or transcribed by hand).
+_DATA_ORIGINS = (
+    ("academic_bench/data/paper_", "transcribed by hand from the paper, cell by cell; each row names its table, "
+     "row and column (`source`); loaded and checked by `academic_bench.paper` and tests/test_paper_data.py"),
+    ("academic_bench/data/survey_", "transcribed by hand from the paper's Section 2, Figure 8 and Appendix A "
+     "(`source` column / field); loaded by `academic_bench.survey`"),
+    ("academic_bench/data/gpus.csv", "written by hand from vendor datasheets (`spec_source`) and the paper's "
+     "Appendix H prices (`price_source`)"),
+    ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
+     "(`source_url`, `as_of`, `transcribed_in`)"),
+    ("tests/fixtures/survey_example.csv", "written by hand: invented respondents for the survey pipeline's "
+     "example and tests (not survey data)"),
+    ("book/references.bib", "written by hand"),
+)
+
+
+def _rows_in(path: Path) -> int | None:
+    """Data rows of a CSV (quoted newlines allowed, leading '#' comment lines skipped) or JSON-lines file."""
+    import csv
+
+    if path.suffix not in (".csv", ".jsonl"):
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    if path.suffix == ".jsonl":
+        return sum(1 for ln in lines if ln.strip())
+    return max(sum(1 for r in csv.reader(lines) if r) - 1, 0)
+
+
+def provenance(root: str | Path | None = None) -> pd.DataFrame:
+    """Every repository file the book reads: what it is, how many rows, and what produced it."""
+    from .notebook import NOTEBOOK_FILE, _notebook_parameters, command_for
+
+    rows = []
+    files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
+        REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib"]
+    for path in files:
+        if not path.is_file():
+            continue
+        rel = str(path.relative_to(REPO_ROOT))
+        origin = next((o for prefix, o in _DATA_ORIGINS if rel.startswith(prefix)), "not described yet")
+        rows.append({"file": rel, "what": "data" if "data" in path.parts else "book input", "rows": _rows_in(path),
+                     "produced_by": origin})
+    for folder in sorted(p for p in runs_root(root).glob("*") if p.is_dir()):
+        params = _notebook_parameters(folder) if (folder / NOTEBOOK_FILE).exists() else None
+        cmd = (f"`{command_for(params)}` (papermill parameters saved in the notebook)"
+               if params and {"setup", "models"} <= set(params) else "no executed notebook with parameters beside it")
+        for path in sorted(folder.glob("*")):
+            if path.suffix in (".jsonl", ".ipynb"):
+                what = "benchmark results" if path.suffix == ".jsonl" else "executed benchmark notebook"
+                rows.append({"file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
+                             "what": what, "rows": _rows_in(path), "produced_by": cmd})
+    df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
+    df["rows"] = df["rows"].astype("Int64")
+    return df

@@ -16,7 +16,7 @@ from . import cli
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
 from .methods import parse_methods
-from .results import ResultStore
+from .results import OUTCOMES, ResultStore
 from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
 
 EXIT_INTERRUPTED = 130
@@ -37,6 +37,14 @@ def _slurm_params(items: list[str]) -> dict:
     return params
 
 
+def _retry(text: str) -> tuple[str, ...]:
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [n for n in names if n not in OUTCOMES]
+    if bad:
+        raise ValueError(f"--retry: unknown outcome {bad[0]!r}; choose from: {', '.join(OUTCOMES)}")
+    return names
+
+
 def _rendezvous(args: argparse.Namespace) -> Rendezvous | None:
     if args.nodes == 1:
         return None
@@ -55,6 +63,8 @@ def _check_run_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
     if args.validate < 0:
         raise ValueError(f"--validate must be >= 0 optimizer steps, got {args.validate}")
+    if args.validate and args.timing == "unsynced":
+        raise ValueError("--validate runs real optimizer steps with synchronized timing; drop --timing unsynced")
     if args.warmup < 2 or args.reps < 5:
         raise ValueError(f"--warmup must be >= 2 and --reps >= 5 (got {args.warmup}, {args.reps})")
     if args.executor == "slurm" and shutil.which("sbatch") is None:
@@ -114,6 +124,7 @@ def _cmd_bench(args: argparse.Namespace) -> None:
 def _cmd_sweep(args: argparse.Namespace) -> None:
     configs = plan(args.model, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
     _check_run_args(args)
+    _retry(args.retry)
     rdzv = _rendezvous(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)
@@ -121,7 +132,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     try:
         summary = run_sweep(configs, args.out, setup, search=args.preset, executor=args.executor,
                             progress=not args.no_progress, budget_s=args.budget,
-                            slurm_params=_slurm_params(args.slurm_param), **kwargs)
+                            slurm_params=_slurm_params(args.slurm_param), retry=_retry(args.retry), **kwargs)
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli._emit(args, summary, lambda: format_summary(summary))
@@ -181,6 +192,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", required=True, choices=SWEEP_PRESETS)
     p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--retry", default="", metavar="OUTCOMES",
+                   help="re-run configurations whose row has one of these outcomes, e.g. error,timeout")
     _run_args(p)
     p.set_defaults(func=_cmd_sweep)
 

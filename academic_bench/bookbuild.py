@@ -5,9 +5,12 @@ Two roles in one small module:
 * ``main()`` runs ``jupyter-book build . -W -n --keep-going`` at the repository root (warnings are errors,
   a failing notebook cell fails the build), checks that no page loads anything from another host, and prints
   the page to open and how long the build took.
-* ``setup(app)`` is a Sphinx extension (listed in ``_config.yml``): it writes the vega bundle into a
-  ``_vendor`` folder beside the HTML output and serves it on every page. It is not a root ``_static/``
-  folder, because Jupyter Book adds every script found there to every page in no useful order.
+* ``setup(app)`` is a Sphinx extension (listed in ``_config.yml``) that
+  - writes the vega bundle into a ``_vendor`` folder beside the HTML output and serves it on every page (not
+    a root ``_static/`` folder: Jupyter Book adds every script found there to every page in no useful order);
+  - re-executes every page when the code, data or shipped runs they read have changed (Jupyter's cache keys
+    a page on its own code only), and shares slow derived tables between pages (``analysis.CACHE_ENV``);
+  - drops sphinx-thebe's scripts, which the book does not use.
 """
 from __future__ import annotations
 

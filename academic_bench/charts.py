@@ -102,7 +102,7 @@ def availability_heatmap(df: pd.DataFrame, title: str) -> alt.Chart:
     order = ["Hours", "Days", "Weeks", "Months", "Indefinitely"]
     base = alt.Chart(df).encode(
         x=alt.X("duration:N", sort=order, title="longest use per experiment"),
-        y=alt.Y("n_gpus:N", sort=None, title="GPUs"),
+        y=alt.Y("n_gpus:N", sort=list(dict.fromkeys(df["n_gpus"])), title="GPUs"),
     )
     tooltip = [c for c in ("n_gpus", "duration", "share", "count") if c in df.columns]
     rect = base.mark_rect().encode(
@@ -250,7 +250,9 @@ def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict
         if col in out.columns:
             out[col] = out[col].map(lambda v, s=spec: "" if v is None or (isinstance(v, float) and v != v)
                                     else format(v, s))
-    out = out.rename(columns=columns).fillna("")
+    out = out.astype(object).where(out.notna(), "")
+    out = out.map(lambda v: {True: "yes", False: "no"}.get(v, v) if isinstance(v, bool) else v)
+    out = out.rename(columns=columns)
     return HTML(out.to_html(index=False, escape=escape, border=0, classes="ab-table"))
 
 
@@ -263,12 +265,18 @@ def grid_html(long: pd.DataFrame, value: str, models: list[str], gpus: list[str]
     """
     from IPython.display import HTML
 
-    fmt = (lambda v: f"{v:,.0f}" if v >= 10 else f"{v:.1f}") if value == "days" else (lambda v: f"{v:.2f}")
     index = {(r.model, r.gpu, int(r.n_gpus)): r for r in long.itertuples()}
+
+    def fmt(v: float, ours: bool) -> str:
+        if value == "mfu":
+            return f"{v:.2f}"
+        # The paper prints whole days; ours keep a decimal where it matters.
+        return f"{v:,.1f}" if ours and v < 10 else f"{v:,.0f}"
 
     def num(v: float, cls: str) -> str:
         flag = value == "mfu" and v > MFU_IMPLAUSIBLE
-        return f'<span class="{cls}{" ab-flag" if flag else ""}">{fmt(v)}{" ⚠" if flag else ""}</span>'
+        text = fmt(v, cls == "ab-ours")
+        return f'<span class="{cls}{" ab-flag" if flag else ""}">{text}{" ⚠" if flag else ""}</span>'
 
     def cell(key: tuple) -> str:
         r = index.get(key)

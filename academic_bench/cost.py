@@ -25,7 +25,7 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from .hardware import GPU, catalog as gpu_catalog
+from .hardware import catalog as gpu_catalog
 
 DAYS_PER_YEAR = 365.0
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H)
@@ -81,9 +81,14 @@ class Assumptions:
         table = {**default_cloud_prices(), **(self.cloud_usd_per_gpu_hour or {})}
         return _lookup(table, gpu_key(gpu), "cloud price per GPU-hour")
 
+    def machine_costs(self) -> dict[int, float]:
+        return {**default_machine_costs(), **(self.machine_cost_usd or {})}
+
+    def machine_size(self, n_gpus: int) -> int:
+        return machine_size(n_gpus, sizes=tuple(sorted(self.machine_costs())))
+
     def machine_cost(self, n_gpus: int) -> float:
-        table = {**default_machine_costs(), **(self.machine_cost_usd or {})}
-        return table[machine_size(n_gpus, sizes=tuple(sorted(table)))]
+        return self.machine_costs()[self.machine_size(n_gpus)]
 
     def with_overrides(self, **kwargs) -> "Assumptions":
         """A copy with the given fields replaced (None values are ignored)."""
@@ -151,7 +156,7 @@ def default_machine_costs() -> dict[int, float]:
     from .paper import load_machine_costs
 
     df = load_machine_costs()
-    return {int(n): float(c) for n, c in zip(df[_col(df, "n_gpus", "gpus")], df[_col(df, "cost_usd", "total_usd")])}
+    return {int(n): float(c) for n, c in zip(df["n_gpus"], df["total_usd"])}
 
 
 @lru_cache(maxsize=1)
@@ -168,13 +173,6 @@ def cloud_price_table() -> pd.DataFrame:
 def default_cloud_prices() -> dict[str, float]:
     df = cloud_price_table()
     return dict(zip(df.loc[df["default"], "gpu"], df.loc[df["default"], "usd_per_gpu_hour"]))
-
-
-def _col(df: pd.DataFrame, *names: str) -> str:
-    for n in names:
-        if n in df.columns:
-            return n
-    raise KeyError(f"none of the columns {names} in {list(df.columns)}")
 
 
 # --- the arithmetic ----------------------------------------------------------------------------------------
@@ -260,7 +258,7 @@ def cost_of(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None 
 def _assumption_summary(a: Assumptions, gpu: str, n_gpus: int) -> dict:
     return {"lifespan_years": a.lifespan_years, "kwh_price_usd": a.kwh_price_usd, "pue": a.pue,
             "utilisation": a.utilisation, "gpu_price_usd": a.gpu_price(gpu), "machine_cost_usd": a.machine_cost(n_gpus),
-            "machine_size": machine_size(n_gpus, tuple(sorted({**default_machine_costs(), **(a.machine_cost_usd or {})}))),
+            "machine_size": a.machine_size(n_gpus),
             "cloud_usd_per_gpu_hour": a.cloud_price(gpu),
             "board_power_w": gpu_catalog()[gpu].board_power_w}
 
@@ -395,7 +393,7 @@ def paper_assumptions() -> Assumptions:
     from .paper import load_prices
 
     df = load_prices()
-    prices = dict(zip(df[_col(df, "gpu")], df[_col(df, "price_usd", "cost_usd")].astype(float)))
+    prices = dict(zip(df["gpu"], df["price_usd"].astype(float)))
     return Assumptions(gpu_price_usd=prices, lifespan_years=5.0)
 
 

@@ -55,7 +55,8 @@ def _cmd_cost(args: argparse.Namespace) -> None:
             f"  per experiment      {_usd(c.per_experiment_usd):>12}  (purchase x {c.days:.1f} days / "
             f"{s['lifespan_years']:g} years)",
             f"  energy              {_usd(c.energy_usd):>12}  ({c.energy_kwh:,.0f} kWh: {s['board_power_w']:g} W x "
-            f"{c.n_gpus} x {c.days * 24:,.0f} h x {s['utilisation']:g} x PUE {s['pue']:g}; ${s['kwh_price_usd']:g}/kWh)",
+            f"{c.n_gpus} x {c.days * 24:,.0f} h x {s['utilisation']:g} x PUE {s['pue']:g}; "
+            f"${s['kwh_price_usd']:g}/kWh)",
             f"  owned, per run      {_usd(c.owned_per_experiment_usd):>12}  (per experiment + energy)",
             f"  cloud rental        {_usd(c.cloud_usd):>12}  (${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)",
             "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",

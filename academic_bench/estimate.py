@@ -31,15 +31,17 @@ recomputation, no optimizer.
   optimizer states on the CPU.
 - Activations: transformers by Korthikanti et al. 2022 (*Reducing Activation Recomputation in Large
   Transformer Models*, Sec. 4.1): ``s*b*h*(34 + 5*a*s/h)`` bytes per layer for 16-bit activations; the
-  ``a*s^2`` term drops with SDPA/flash attention. Checkpointing keeps each layer's input plus one layer's
-  activations. The LM logits (``s*b*V``) add their 16-bit values, the fp32 upcast for the loss and the fp32
-  log-softmax kept for backward. Vision models and Mamba's reference path: the bytes autograd saves for
-  backward, recorded with ``saved_tensors_hooks`` on a meta-device forward of one sample and attributed to the
+  ``a*s^2`` term drops with SDPA/flash attention. Checkpointing keeps each layer's input plus the larger of
+  one layer's activations (recomputed in backward) and the head's. The LM logits (``s*b*V``) add their own
+  bytes plus the fp32 log-softmax kept for backward and the two fp32 gradients that exist together at the
+  start of backward. Vision models and Mamba's reference path: the bytes autograd saves for backward,
+  recorded with ``saved_tensors_hooks`` on a meta-device forward of one sample and attributed to the
   checkpointed blocks. Mamba with mamba-ssm kernels: what its fused function saves (``mamba_fused_layer``).
 - Overhead: CUDA context, cuBLAS workspace, NCCL (more than one GPU) and an allocator-fragmentation allowance.
 
 Every constant of the memory model is a field of ``Coefficients``: calibrate them against measured peaks
-(``results.jsonl`` rows carry ``peak_memory_gb`` beside ``predicted_memory_gb``). Memory is in bytes;
+(``results.jsonl`` rows carry ``peak_memory_gb``, ``torch.cuda.max_memory_allocated``, which compares with
+``MemoryEstimate.allocated``; ``total`` adds what the allocator does not see). Memory is in bytes;
 GiB = 2**30 bytes.
 """
 from __future__ import annotations
@@ -164,7 +166,8 @@ def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _paddi
     """PyTorch's convolution-backward count with the weight gradient divided by ``groups``.
 
     torch.utils.flop_counter counts the weight gradient as a dense convolution over all input channels, so a
-    depthwise convolution's is counted ``channels`` times over (ConvNeXt's backward came out at 8x its forward).
+    depthwise convolution's is counted ``channels`` times over (ConvNeXt's backward came out at 8x its forward;
+    pytorch/pytorch#183405 divides by ``groups`` the same way).
     """
     from torch.utils.flop_counter import conv_flop_count
 
@@ -196,8 +199,11 @@ def counted_flops(model: ModelSpec | str, tiny: bool = False, seq_len: int | Non
 
 def flops_method(model: ModelSpec | str) -> str:
     """How the model's FLOPs are counted, for labels."""
-    if _spec(model).transformer_shape is not None:
+    spec = _spec(model)
+    if spec.transformer_shape is not None:
         return "6 x (params - input embedding) + 12 x layers x hidden x seq per token"
+    if spec.recipe.seq_len:
+        return f"torch FlopCounterMode, forward + backward of {MAMBA_COUNT_TOKENS} tokens, scaled per token"
     return "torch FlopCounterMode, forward + backward of one sample"
 
 
@@ -263,7 +269,9 @@ class Coefficients:
     # mamba-ssm's fused function (checkpoint_lvl 1) saves xz (4h), x_dbl and out (2h) in 16-bit; the block
     # adds its fp32 residual (h) and the normalised input (h): about 18 bytes per token per hidden unit.
     mamba_fused_layer: float = 18.0
-    loss_fp32_copies: float = 2.0  # fp32 logits tensors alive at the loss: the upcast and the log-softmax
+    # LM logits at the start of backward: the compute-dtype logits, the fp32 log-softmax kept for backward,
+    # and the two fp32 gradients (of the loss's log-softmax output and of its input) before either is freed.
+    loss_fp32_copies: float = 3.0
     activation_scale: float = 1.0  # one multiplier on all activations (calibration)
     # Sharded and distributed states (DeepSpeed and FSDP defaults as measure/apply.py configures them).
     zero_bucket_elements: float = 5e8  # DeepSpeed reduce_bucket_size default
@@ -293,8 +301,10 @@ class ActivationProfile:
     def per_sample(self, checkpointing: bool) -> float:
         if not self.blocks:
             return self.other
-        if checkpointing:  # inputs of every block, plus one block recomputed at a time in backward
-            return self.other + sum(self.block_inputs) + max(self.blocks)
+        # With checkpointing: every block's input, and one block recomputed at a time; ``other`` is mostly the
+        # LM head's loss tensors, freed before the first block is recomputed, so the larger of the two counts.
+        if checkpointing:
+            return sum(self.block_inputs) + max(self.other, max(self.blocks))
         return self.other + sum(self.blocks)
 
     def scaled(self, factor: float) -> "ActivationProfile":
@@ -319,6 +329,18 @@ class _FusedAttention(torch.autograd.Function):
 
 def _fused_sdpa(query, key, value, *args, **kwargs):
     return _FusedAttention.apply(query, key, value)
+
+
+def _unpacked_sequences():
+    """transformers looks for packed sequences in the position ids with a data-dependent ``.item()``, which
+    meta tensors cannot answer; a profile's batch holds one sequence per row, so the answer is 'none'."""
+    try:
+        from transformers import masking_utils
+    except ImportError:
+        return contextlib.nullcontext()
+    if not hasattr(masking_utils, "find_packed_sequence_indices"):
+        return contextlib.nullcontext()
+    return mock.patch.object(masking_utils, "find_packed_sequence_indices", lambda *args, **kwargs: None)
 
 
 @lru_cache(maxsize=None)
@@ -364,15 +386,14 @@ def saved_tensor_profile(key: str, tiny: bool, attn: str, dtype: str, seq_len: i
             batch["pixel_values"] = batch["pixel_values"].to(next(net.parameters()).dtype)
         fused = (mock.patch.object(nn.functional, "scaled_dot_product_attention", _fused_sdpa)
                  if attn != "eager" else contextlib.nullcontext())
-        with fused, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with fused, _unpacked_sequences(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             loss_of(net, batch)
     return ActivationProfile(tuple(blocks), tuple(inputs), other[0])
 
 
 def _logits_bytes(seq: int, vocab: int, c: int, k: Coefficients) -> float:
-    """Logits in the compute dtype, plus fp32 copies for the loss (in fp32 the upcast is the same tensor)."""
-    fp32_copies = k.loss_fp32_copies if c < 4 else k.loss_fp32_copies - 1
-    return seq * vocab * (c + 4 * fp32_copies)
+    """The logits in the compute dtype plus the fp32 tensors of the loss alive at the start of backward."""
+    return seq * vocab * (c + 4 * k.loss_fp32_copies)
 
 
 def _attention_impl(spec: ModelSpec, kernels: bool) -> str:

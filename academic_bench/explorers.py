@@ -20,7 +20,8 @@ from .cost import (DAYS_PER_YEAR, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, clou
                    days_for, default_machine_costs, fastest_within_budget, measured_days, paper_days, setup_label,
                    setups_frame)
 from .hardware import catalog as gpu_catalog
-from .planning import (SECONDS_PER_DAY, _peak, decoder_flops_terms, interpolate_mfu, mfu_points, plan_decoder)
+from .planning import (SECONDS_PER_DAY, decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops,
+                       plan_decoder)
 
 SOURCE_KINDS = {"paper": "paper Table 1", "ours": "ours (measured)"}
 DEFAULT_MODEL = "pythia-1b"
@@ -252,7 +253,7 @@ def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> 
                 rows.append({"gpu": g, "n_gpus": n, "key": f"{n} x {g}", "setup": setup_label(g, n),
                              "params_b": float(pb), "mfu": est.mfu, "mfu_low": est.low, "mfu_high": est.high,
                              "mfu_source": est.source, "flops_base": base, "flops_per_position": per_pos,
-                             "peak_flops": _peak(g, "bf16")})
+                             "peak_flops": peak_flops(g, "bf16")})
     df = pd.DataFrame(rows)
     # Six significant digits keep the page small and move the days by less than a millionth.
     for col in ("mfu", "mfu_low", "mfu_high"):

@@ -262,22 +262,38 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     request, result = tmp / "request.json", tmp / "result.json"
     log = Path(log_path) if log_path else tmp / "run.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    request.write_text(json.dumps(build_request(config, timing=timing, validate=validate, device=device,
-                                                warmup=warmup, reps=reps, simulate=simulate), indent=1))
-    cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+    req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps,
+                        simulate=simulate)
     env = child_env(config, extra_env)
     proc, rc, timed_out = None, None, False
     try:
         with open(log, "wb") as logf:
-            logf.write(f"# {config.id} {config.methods.label()}\n# {' '.join(cmd)}\n".encode())
-            logf.flush()
-            proc = subprocess.Popen(_with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-            try:
-                rc = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_tree(proc)
+            # Without a given micro-batch, the search runs in its own processes first, so that the timed run
+            # starts from a clean GPU (memory left fragmented by out-of-memory trials would skew or break it).
+            phases = ["search", "measure"] if config.micro_batch is None else ["measure"]
+            for phase in phases:
+                if phase == "search":
+                    request.write_text(json.dumps({**req, "search_only": True}, indent=1))
+                else:
+                    request.write_text(json.dumps(req, indent=1))
+                cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+                logf.write(f"# {config.id} {config.methods.label()} ({phase})\n# {' '.join(cmd)}\n".encode())
+                logf.flush()
+                left = timeout_s - (time.monotonic() - t0)
+                proc = subprocess.Popen(_with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                try:
+                    rc = proc.wait(timeout=max(1.0, left))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    kill_tree(proc)
+                if phase == "search" and not timed_out and rc == 0 and result.exists():
+                    found = json.loads(result.read_text())
+                    if found.get("outcome") == "ok" and found.get("micro_batch"):
+                        req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))
+                        result.unlink()
+                        continue
+                break  # the search failed (its result is the row) or the measurement is done
         if rdzv is not None and rdzv.node_rank != 0:
             return None
         _classify(row, rc, timed_out, result, log, timeout_s)
@@ -306,7 +322,7 @@ def _job(config_dict: dict, kwargs: dict) -> dict | None:
 
 
 def make_executor(kind: str, folder: str | os.PathLike, config: Config, timeout_s: float,
-                  slurm_params: dict[str, Any] | None = None):
+                  slurm_params: dict[str, Any] | None = None, device: str | None = None):
     """A submitit executor for one configuration: ``slurm`` or ``submitit-local``."""
     import submitit
 
@@ -314,11 +330,15 @@ def make_executor(kind: str, folder: str | os.PathLike, config: Config, timeout_
         raise ValueError(f"unknown submitit executor {kind!r}; choose one of: slurm, submitit-local")
     ex = submitit.AutoExecutor(folder=folder, cluster="slurm" if kind == "slurm" else "local")
     per_node = config.n_gpus // config.nodes
+    # GPUs only for GPU runs: submitit's local executor hides every GPU from a job that asks for none.
+    gpus = 0 if device == "cpu" else per_node
     params: dict[str, Any] = {"timeout_min": int(math.ceil(timeout_s / 60)) + 5, "tasks_per_node": 1,
-                              "name": f"academic-bench-{config.model}"}
+                              "gpus_per_node": gpus, "name": f"academic-bench-{config.model}"}
     if kind == "slurm":
-        params.update(nodes=config.nodes, gpus_per_node=per_node)
-        params.update(slurm_params or {})
+        slurm_params = dict(slurm_params or {})
+        # Enough cores for CPU offloading's optimizer (8 per rank unless the user says otherwise).
+        params.update(nodes=config.nodes, cpus_per_task=int(slurm_params.pop("slurm_cpus_per_task", 8 * per_node)))
+        params.update(slurm_params)
     ex.update_parameters(**params)
     return ex
 
@@ -329,7 +349,8 @@ def run_config_submitit(config: Config, *, executor: str, folder: str | os.PathL
     """run_config as a submitit job; a job that dies or is cancelled still yields an error/timeout row."""
     t0 = time.monotonic()
     kwargs.update(setup=setup, timeout_s=timeout_s)
-    job = make_executor(executor, folder, config, timeout_s, slurm_params).submit(_job, config.to_dict(), kwargs)
+    ex = make_executor(executor, folder, config, timeout_s, slurm_params, device=kwargs.get("device"))
+    job = ex.submit(_job, config.to_dict(), kwargs)
     try:
         rows = [r for r in job.results() if r is not None]
         if rows:

@@ -8,7 +8,9 @@ Time budget: the notebook passes what is left of ``time_budget_s`` to each sweep
 configuration once it is spent (a configuration already running may finish, up to ``timeout_s``). Every
 configuration the notebook planned but never started then gets a row of its own, outcome ``timeout`` with a
 reason starting ``not run:``, so every model the notebook was asked about leaves a row: a measurement, or a
-classified failure with its reason.
+classified failure with its reason. Running the notebook again into the same folder resumes: configurations
+with a row are skipped, except those never started (always measured now) and those whose outcome is listed in
+the ``retry`` parameter; a new attempt adds a row, and readers take the latest row of each configuration.
 """
 from __future__ import annotations
 
@@ -25,20 +27,23 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from .config import Config
-from .env import REPO_ROOT, capture_env
-from .hardware import catalog as gpu_catalog, detect, get_gpu
+from .env import REPO_ROOT, capture_env, gpu_info
+from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import DEFAULT_RUNS, ResultStore, make_row
+from .results import DEFAULT_RUNS, OUTCOMES, ResultStore, make_row
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
 RESULTS_FILE = "results.jsonl"
 README_FILE = "README.md"
 KERNEL = "python3"
-MAX_STREAM_LINES = 60  # longer stream outputs are cut to their head and tail in the executed notebook
+# Longer printed outputs are cut to their head and tail in the executed notebook. Configurations' own output goes
+# to their log files, so what is printed is the notebook's plan and the sweeps' summaries.
+MAX_STREAM_LINES = 200
 # The template's parameters, in the order of its parameters cell (a test keeps the two in step).
 PARAMETERS = ("setup", "models", "gpu", "n_gpus", "preset", "exhaustive_models", "unsynced_models",
-              "validate_models", "validate_steps", "time_budget_s", "timeout_s", "tiny", "device", "output_dir")
+              "validate_models", "validate_steps", "time_budget_s", "timeout_s", "retry", "tiny", "device",
+              "output_dir")
 MODEL_LISTS = ("models", "exhaustive_models", "unsynced_models", "validate_models")
 DEVICES = ("cuda", "cpu")
 SETUP_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -127,7 +132,12 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"device {p['device']!r} is not one of: {', '.join(DEVICES)}")
     if p["device"] == "cpu" and p["gpu"] == "auto":
         raise ValueError("gpu='auto' detects a GPU, but device is 'cpu': name the catalog GPU the configurations "
-                         f"are for (its memory and peak set the search and the MFU), one of: {', '.join(gpu_catalog())}")
+                         "are for (its memory and peak set the search and the MFU), one of: "
+                         f"{', '.join(gpu_catalog())}")
+    retry = [p["retry"]] if isinstance(p["retry"], str) else p["retry"]
+    if not isinstance(retry, (list, tuple)) or any(o not in OUTCOMES for o in retry):
+        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes, from: {', '.join(OUTCOMES)}")
+    p["retry"] = list(dict.fromkeys(retry))
     _number(p, "time_budget_s", minimum=0, allow_none=True)
     _number(p, "timeout_s", minimum=1)
     _number(p, "validate_steps", minimum=1, integer=True)
@@ -139,15 +149,23 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_gpu(gpu: str, device: str) -> str:
-    """The catalog key of the GPU the configurations name ('auto': the GPU in hand)."""
+    """The catalog key of the GPU the configurations name ('auto': the GPU in hand).
+
+    The GPU in hand is read from nvidia-smi, not from torch: a CUDA context in the notebook's process would hold
+    memory on GPU 0 for the whole run, memory that rank 0 of every configuration then lacks."""
+    name = gpu_info()[0] if device == "cuda" else None
+    found = match_name(name) if name else None
     if gpu != "auto":
-        return get_gpu(gpu).key
-    found = detect() if device == "cuda" else None
+        key = get_gpu(gpu).key
+        if found is not None and found.key != key:
+            print(f"warning: the GPU in hand is {name} ({found.key}) but the configurations name {key}: peak FLOP/s "
+                  "(MFU) and memory limits follow the named one", file=sys.stderr, flush=True)
+        return key
+    if name is None:
+        raise ValueError("gpu='auto' but no CUDA GPU was found (nvidia-smi): run on a GPU machine, or use "
+                         f"device='cpu' with gpu set to one of: {', '.join(gpu_catalog())}")
     if found is None:
-        raise ValueError("gpu='auto' but no CUDA GPU was found: run on a GPU machine, or use device='cpu' with "
-                         f"gpu set to one of: {', '.join(gpu_catalog())}")
-    if found.detected:
-        raise ValueError(f"the GPU in hand ({found.name}) is not in the catalog: add a row for it to "
+        raise ValueError(f"the GPU in hand ({name}) is not in the catalog: add a row for it to "
                          "academic_bench/data/gpus.csv (with its spec sources), or pass gpu=<key> of: "
                          f"{', '.join(gpu_catalog())}")
     return found.key
@@ -236,8 +254,23 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
     return n
 
 
+def is_not_run(row: dict) -> bool:
+    """A row the notebook wrote for a configuration its time budget never started."""
+    return row["outcome"] == "timeout" and str(row["reason"]).startswith(NOT_RUN_PREFIX)
+
+
+def _to_launch(phase: Phase, out: Path, retry: Sequence[str]) -> list[Config]:
+    """The phase's configurations minus those whose latest row is a real timeout that is not to be retried:
+    the sweep is then told to retry timeouts, which re-launches exactly the ones the budget never started."""
+    if "timeout" in retry:
+        return phase.configs
+    final = {r["config_id"] for r in latest_rows(ResultStore(out).rows()) if r["timing"] == phase.timing
+             and r["mode"] == phase.mode and r["outcome"] == "timeout" and not is_not_run(r)}
+    return [c for c in phase.configs if c.id not in final]
+
+
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
-               timeout_s: float, device: str) -> tuple[dict | None, int]:
+               timeout_s: float, device: str, retry: Sequence[str]) -> tuple[dict | None, int]:
     from .sweep import format_summary, run_sweep
 
     print(f"\n== {phase.title} ({phase.search}, {phase.timing}, {phase.mode}): {len(phase.configs)} configurations",
@@ -247,14 +280,15 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
         ids = [c.id for c in phase.configs]
         summary = None
     else:
-        summary = run_sweep(phase.configs, out, setup, search=phase.search, timing=phase.timing,
-                            validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left)
+        summary = run_sweep(_to_launch(phase, out, retry), out, setup, search=phase.search, timing=phase.timing,
+                            validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
+                            retry=tuple(dict.fromkeys([*retry, "timeout"])))
         print(format_summary(summary), flush=True)
         ids = summary["not_run"]
     n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0
     if n:
-        print(f"{n} configuration(s) not run: the time budget was spent; each has a 'timeout' row saying so",
-              flush=True)
+        print(f"{n} configuration(s) not run: the time budget was spent; each has a 'timeout' row saying so "
+              "(running the notebook again measures them)", flush=True)
     return summary, n
 
 
@@ -315,11 +349,13 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
                                                                 "package_version", "git_commit")), flush=True)
     with _text_progress_bars():
         for phase in phases:
-            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"])
+            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
+                                    p["retry"])
             run.summaries.append(summary or {})
             run.not_run += n
         for phase in validation_phases(p, out):  # planned from the results above
-            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"])
+            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
+                                    p["retry"])
             run.summaries.append(summary or {})
             run.not_run += n
     missing = [m for m in all_models if not any(r["config"]["model"] == m for r in run.rows())]
@@ -345,11 +381,25 @@ def short_reason(reason: str | None, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _rows(run: BenchmarkRun | str | Path) -> list[dict]:
+    return run.rows() if isinstance(run, BenchmarkRun) else latest_rows(ResultStore(run).rows())
+
+
 def _frame(run: BenchmarkRun | str | Path):
     from .analysis import frame_from_rows
 
-    rows = run.rows() if isinstance(run, BenchmarkRun) else latest_rows(ResultStore(run).rows())
-    return frame_from_rows(rows)
+    df = frame_from_rows(_rows(run))
+    return df.assign(kind=[_kind(*x) for x in zip(df["search"], df["timing"], df["mode"])])
+
+
+def _kind(search: str, timing: str, mode: str) -> str:
+    extra = [x for x in (timing if timing != "synced" else "", mode if mode != "step" else "") if x]
+    return search + (f" ({', '.join(extra)})" if extra else "")
+
+
+def kind(row: dict) -> str:
+    """The search, plus the timing and mode when they are not the usual ones: 'naive (unsynced)'."""
+    return _kind(row["search"], row["timing"], row["mode"])
 
 
 def _counts(outcomes: Iterable[str]) -> str:
@@ -358,32 +408,26 @@ def _counts(outcomes: Iterable[str]) -> str:
 
 
 def summary_table(run: BenchmarkRun | str | Path):
-    """Per model, search, timing and mode: outcome counts and the fastest configuration that ran."""
+    """Per model and search (with timing and mode when unusual): outcome counts and the fastest that ran."""
     import pandas as pd
 
     df = _frame(run)
-    cols = ["model", "search", "timing", "mode", "configurations", "outcomes", "best methods", "micro-batch x GAS",
-            "step s", "days", "MFU", "peak GB"]
+    cols = ["model", "search", "configurations", "outcomes", "best methods", "micro-batch x GAS", "step s", "days",
+            "MFU", "peak GB"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     out = []
-    for key, g in df.groupby(["model", "search", "timing", "mode"], sort=True):
+    for (model, search), g in df.groupby(["model", "kind"], sort=True):
         ok = g[(g["outcome"] == "ok") & g["days"].notna()].sort_values("days")
-        b = ok.iloc[0] if len(ok) else None
-        out.append(dict(zip(["model", "search", "timing", "mode"], key), **{
-            "configurations": len(g), "outcomes": _counts(g["outcome"]),
-            "best methods": b["methods_label"] if b is not None else "",
-            "micro-batch x GAS": f"{b['micro_batch']} x {b['gas']}" if b is not None else "",
-            "step s": b["step_time_s"] if b is not None else None, "days": b["days"] if b is not None else None,
-            "MFU": b["mfu"] if b is not None else None, "peak GB": b["peak_memory_gb"] if b is not None else None}))
+        row = {"model": model, "search": search, "configurations": len(g), "outcomes": _counts(g["outcome"]),
+               "best methods": "", "micro-batch x GAS": ""}
+        if len(ok):
+            b = ok.iloc[0]
+            row.update({"best methods": b["methods_label"], "micro-batch x GAS": f"{b['micro_batch']} x {b['gas']}",
+                        "step s": b["step_time_s"], "days": b["days"], "MFU": b["mfu"],
+                        "peak GB": b["peak_memory_gb"]})
+        out.append(row)
     return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": 3, "peak GB": 2})
-
-
-def kind(row: dict) -> str:
-    """The search, plus the timing and mode when they are not the usual ones: 'naive (unsynced)'."""
-    extra = [x for x in (row["timing"] if row["timing"] != "synced" else "",
-                         row["mode"] if row["mode"] != "step" else "") if x]
-    return row["search"] + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _reason_key(row: dict, width: int) -> str:
@@ -414,8 +458,7 @@ def failures_table(run: BenchmarkRun | str | Path):
     """Every configuration that did not run ok, grouped by model, search, outcome and reason."""
     import pandas as pd
 
-    rows = run.rows() if isinstance(run, BenchmarkRun) else latest_rows(ResultStore(run).rows())
-    return pd.DataFrame(failure_groups(rows),
+    return pd.DataFrame(failure_groups(_rows(run)),
                         columns=["model", "search", "outcome", "reason", "configurations", "methods"])
 
 
@@ -444,11 +487,10 @@ def honesty_tables(run: BenchmarkRun | str | Path) -> dict:
 
 
 def days_chart(run: BenchmarkRun | str | Path):
-    """Projected training days of the fastest configuration per model and search, as a static SVG (it shows
-    offline wherever the notebook is read: the book, GitHub, JupyterLab)."""
+    """Projected training days of the fastest configuration per model and search, as a static SVG: it shows
+    offline wherever the notebook is read (the book, GitHub, JupyterLab). Without vl-convert (a GPU machine may
+    lack it) the chart is Altair's, drawn by the book's vendored vega (``charts.enable_offline``)."""
     import altair as alt
-    import vl_convert
-    from IPython.display import SVG
 
     df = _frame(run)
     ok = df[(df["outcome"] == "ok") & (df["timing"] == "synced") & (df["mode"] == "step") & df["days"].notna()]
@@ -458,12 +500,25 @@ def days_chart(run: BenchmarkRun | str | Path):
     else:
         best = ok.sort_values("days").groupby(["model", "search"], sort=True).head(1)
         data = best[["model", "search", "days", "methods_label"]].to_dict("records")
-        chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
+        base = alt.Chart(alt.Data(values=data)).encode(
             y=alt.Y("model:N", title=None), yOffset="search:N",
-            x=alt.X("days:Q", scale=alt.Scale(type="log"), title="projected training days (log scale)"),
-            color=alt.Color("search:N", title="search"), tooltip=["model:N", "search:N", "methods_label:N",
-                                                                  alt.Tooltip("days:Q", format=",.3g")],
-        ).properties(width=460, title=f"Fastest configuration per model and search ({_setup_of(df)})")
+            x=alt.X("days:Q", scale=alt.Scale(type="log", nice=True), title="projected training days (log scale)"))
+        points = base.mark_circle(size=110, opacity=0.9).encode(
+            color=alt.Color("search:N", title="search"),
+            tooltip=["model:N", "search:N", "methods_label:N", alt.Tooltip("days:Q", format=",.3g")])
+        labels = base.mark_text(align="left", dx=9, fontSize=10).encode(text=alt.Text("days:Q", format=",.3g"))
+        chart = (points + labels).properties(
+            width=460, title=f"Fastest configuration per model and search ({_setup_of(df)}"
+                             + (", tiny models: not results)" if df["tiny"].any() else ")"))
+    try:
+        import vl_convert
+    except ImportError:
+        from .charts import enable_offline
+
+        enable_offline()
+        return chart
+    from IPython.display import SVG
+
     return SVG(vl_convert.vegalite_to_svg(chart.to_dict()))
 
 
@@ -521,12 +576,29 @@ def _collapse_carriage_returns(text: str) -> str:
     return "\n".join(out)
 
 
-def trim_outputs(path: str | Path, max_lines: int = MAX_STREAM_LINES) -> int:
-    """Shrink the executed notebook's stream outputs: merge consecutive ones, collapse progress-bar redraws,
-    and cut any longer than ``max_lines`` to its head and tail. Returns how many lines were dropped."""
+def _portable(path: str) -> str:
+    """A path papermill recorded, relative to the repository when inside it (no machine's folders saved)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return Path(path).name
+
+
+def tidy_notebook(path: str | Path, max_lines: int = MAX_STREAM_LINES, setup: str | None = None) -> int:
+    """Shrink the executed notebook: merge consecutive stream outputs, collapse progress-bar redraws, cut any
+    longer than ``max_lines`` to its head and tail, and make papermill's recorded paths relative. With ``setup``,
+    the title names it (the book lists one page per setup). Returns how many lines were cut."""
     import nbformat
 
     nb = nbformat.read(str(path), as_version=4)
+    heading = next((c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("# ")), None)
+    if setup and heading is not None:
+        first, _, rest = heading.source.partition("\n")
+        heading.source = f"{first.split(':')[0]}: {setup}\n{rest}"
+    meta = nb.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if meta.get(key):
+            meta[key] = _portable(meta[key])
     dropped = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -549,9 +621,29 @@ def trim_outputs(path: str | Path, max_lines: int = MAX_STREAM_LINES) -> int:
                 lines = lines[:head] + [f"[... {cut} lines cut by academic-bench notebook; each configuration's "
                                         "full log is in logs/ beside results.jsonl ...]"] + lines[-tail:]
             o.text = "\n".join(lines)
-        cell.outputs = merged
+        # a closed progress bar leaves a bare newline behind
+        cell.outputs = [o for o in merged if o.output_type != "stream" or o.text.strip()]
     nbformat.write(nb, str(path))
     return dropped
+
+
+@contextmanager
+def _package_importable() -> Iterator[None]:
+    """Let the kernel import this package from a source checkout that is not pip-installed (a GPU machine's copy
+    of the tree): the kernel starts in the run's folder, so it gets the checkout on PYTHONPATH (as torchrun's
+    workers do, ``launch.child_env``)."""
+    import os
+
+    saved = os.environ.get("PYTHONPATH")
+    if (REPO_ROOT / "pyproject.toml").exists():
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), saved) if p)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_root: str | Path = DEFAULT_RUNS,
@@ -575,14 +667,15 @@ def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_
     try:
         # The kernel runs in the run's folder: output_dir "." puts results.jsonl beside the notebook, and no
         # absolute path of this machine ends up in the saved notebook.
-        papermill.execute_notebook(str(template), str(nb_path), parameters=params, kernel_name=KERNEL,
-                                   cwd=str(out_dir), progress_bar=False,
-                                   stdout_file=sys.stdout if echo else None, stderr_file=sys.stderr if echo else None)
+        with _package_importable():
+            papermill.execute_notebook(str(template), str(nb_path), parameters=params, kernel_name=KERNEL,
+                                       cwd=str(out_dir), progress_bar=False, stdout_file=sys.stdout if echo else None,
+                                       stderr_file=sys.stderr if echo else None)
     except PapermillExecutionError as exc:
         failure = exc
     finally:
         if nb_path.exists():
-            trim_outputs(nb_path, max_stream_lines)
+            tidy_notebook(nb_path, max_stream_lines, setup)
     if failure is not None:
         raise NotebookFailed(f"cell {failure.exec_count} raised {failure.ename}: {failure.evalue}\n"
                              f"the executed notebook, with the error, is kept at {nb_path}")
@@ -639,7 +732,7 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
              "- **Software:** " + ", ".join(f"{k.replace('_', '-')} {env(k)}" for k in ENV_SOFTWARE)
              + f"; academic-bench {env('package_version')} at commit {env('git_commit')}",
              f"- **Date (UTC):** {when}",
-             f"- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
+             "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
                                  if (folder / NOTEBOOK_FILE).exists() else "")
              + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})", ""]
 
@@ -664,8 +757,9 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
     params = _notebook_parameters(folder)
     lines += ["", "### Re-run it", ""]
     if params and {"setup", "models"} <= set(params):
-        lines += ["From the repository root, on the same hardware (re-running resumes: configurations that already "
-                  "have a row are skipped):", "", "```bash", command_for(params), "```"]
+        lines += ["From the repository root, on the same hardware. Into the same folder this resumes: it measures "
+                  "what the time budget left unstarted and skips configurations that have a row (unless listed in "
+                  "`retry`).", "", "```bash", command_for(params), "```"]
     else:
         lines.append(f"No executed notebook with papermill parameters in {setup}/, so the command is unknown.")
     overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": machine, "GPUs": gpus,
@@ -705,4 +799,4 @@ def write_runs_readme(root: str | Path = DEFAULT_RUNS) -> Path:
 
 __all__ = ["PARAMETERS", "BenchmarkRun", "NotebookFailed", "check_parameters", "command_for", "days_chart",
            "failures_table", "honesty_tables", "run_benchmark", "run_notebook", "runs_readme", "show",
-           "summary_table", "template_parameters", "trim_outputs", "write_runs_readme"]
+           "summary_table", "template_parameters", "tidy_notebook", "write_runs_readme"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cli
+from .notebook import MAX_STREAM_LINES
 from .results import DEFAULT_RUNS
 
 EXIT_FAILED = 1
@@ -95,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "-p exhaustive_models '[pythia-1b]')")
     p.add_argument("--output-root", default=str(DEFAULT_RUNS), help="folder of runs (default: notebooks/runs)")
     p.add_argument("--template", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--max-stream-lines", type=int, default=60,
+    p.add_argument("--max-stream-lines", type=int, default=MAX_STREAM_LINES,
                    help="cut printed outputs longer than this in the saved notebook (logs stay in logs/)")
     p.add_argument("--quiet", action="store_true", help="do not echo the notebook's output while it runs")
     p.set_defaults(func=_cmd_notebook)

@@ -3,11 +3,13 @@
 The forecast is ``days = model FLOPs / (GPUs x dense peak x MFU) / 86400``. The FLOPs follow the project's
 convention (DESIGN.md, ``estimate``): per token ``6 x (parameters - input embedding) + 12 x layers x hidden x
 sequence``; for the catalog's models ``estimate`` counts them from the built model.
+
 The MFU is the one *we measured* on that setup for the Pythia decoders, interpolated linearly in
-log(parameters) between the two nearest measured sizes (held flat beyond the smallest and largest); its range
-is the lowest and highest MFU of those nearest points. With no measurement on the setup it falls back to the
-MFU *implied by the paper's days* (Table 1), which is flagged: the paper's timings did not synchronise with the
-GPU, and many imply more than 75% of the dense peak, which is a measurement error, not a result.
+log(parameters) between the two nearest measured sizes (held flat beyond the smallest and largest). Its range is
+the lowest and highest MFU of those two sizes (at a measured size, or beyond the ends, of that size and its
+neighbours), so the days come with the spread of the measurements they rest on. With no measurement on the
+setup it falls back to the MFU *implied by the paper's days* (Table 1), and says so: the paper's timings did not
+synchronise with the GPU, and many imply more than 75% of the dense peak, a measurement error, not a result.
 
 Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
 Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
@@ -69,7 +71,8 @@ def catalog_flops_per_step(model: str) -> float | None:
     return float(model_flops_per_step(model_key(model)))
 
 
-def _peak(gpu: str, precision: str) -> float:
+def peak_flops(gpu: str, precision: str) -> float:
+    """Dense peak FLOP/s of ``gpu`` for a training precision."""
     # fp32 recipes run at the TF32 rate: the free-lunch methods switch TF32 on (paper Sec 3.2.1).
     return gpu_catalog()[gpu_key(gpu)].peak_flops(precision, tf32=True)
 
@@ -81,7 +84,9 @@ def _positive(label: str, value: float) -> None:
 
 # --- MFU points: ours and the paper's ---------------------------------------------------------------------------
 
-MFU_COLUMNS = ["model", "params", "gpu", "n_gpus", "mfu", "source"]
+# mfu_low/mfu_high: the MFU at the slowest/fastest timed repetition of a measured step (equal to mfu where the
+# number has no spread, as the paper's do not).
+MFU_COLUMNS = ["model", "params", "gpu", "n_gpus", "mfu", "mfu_low", "mfu_high", "source"]
 
 
 def measured_mfu(root: str | None = None) -> pd.DataFrame:
@@ -93,6 +98,9 @@ def measured_mfu(root: str | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=MFU_COLUMNS)
     df = best[best["mfu"].notna() & best["model"].map(_is_decoder)].copy()
     df["params"] = df["model"].map(_params)
+    # MFU scales with 1 / step time: the spread of the timed repetitions gives the MFU's spread.
+    df["mfu_low"] = (df["mfu"] * df["step_time_s"] / df["step_hi_s"]).fillna(df["mfu"])
+    df["mfu_high"] = (df["mfu"] * df["step_time_s"] / df["step_lo_s"]).fillna(df["mfu"])
     df["source"] = "ours (" + df["setup"].astype(str) + ")"
     df["n_gpus"] = df["n_gpus"].astype(int)
     return df[MFU_COLUMNS].reset_index(drop=True)
@@ -108,8 +116,9 @@ def paper_implied_mfu() -> pd.DataFrame:
     rows = []
     for r in days.itertuples():
         at_peak = analytic_days(r.model, r.gpu, int(r.n_gpus), mfu=1.0)
+        mfu = at_peak / r.days
         rows.append({"model": r.model, "params": _params(r.model), "gpu": r.gpu, "n_gpus": int(r.n_gpus),
-                     "mfu": at_peak / r.days, "source": "paper-implied (Table 1)"})
+                     "mfu": mfu, "mfu_low": mfu, "mfu_high": mfu, "source": "paper-implied (Table 1)"})
     return pd.DataFrame(rows, columns=MFU_COLUMNS)
 
 
@@ -143,12 +152,16 @@ def interpolate_mfu(points: pd.DataFrame, params: float) -> MFUEstimate:
     """MFU at ``params`` from (params, mfu) points: linear in log(params), flat beyond the ends.
 
     The range is the lowest and highest MFU among the two sizes it lies between, or, at a measured size or
-    beyond the ends, among that size and its neighbours.
+    beyond the ends, among that size and its neighbours, widened by each point's own spread (``mfu_low``,
+    ``mfu_high`` where given).
     """
     _positive("parameter count", params)
     if points.empty:
         raise ValueError("no MFU points to interpolate from")
-    pts = points.groupby("params", as_index=False)["mfu"].max().sort_values("params")  # best per size
+    points = points.assign(mfu_low=points.get("mfu_low", points["mfu"]),
+                           mfu_high=points.get("mfu_high", points["mfu"]))
+    best = points.sort_values("mfu").groupby("params").tail(1)  # the best point per size, with its spread
+    pts = best.sort_values("params").reset_index(drop=True)
     xs, ys = np.log(pts["params"].to_numpy(float)), pts["mfu"].to_numpy(float)
     x = math.log(params)
     exact = np.flatnonzero(np.isclose(xs, x, rtol=0, atol=1e-9))
@@ -171,11 +184,13 @@ def interpolate_mfu(points: pd.DataFrame, params: float) -> MFUEstimate:
     # The range: the points the estimate rests on, widened to the neighbouring sizes where it rests on one
     # point (at a measured size, or held flat beyond the ends), so a single point never claims certainty.
     span = used if len(used) == 2 else sorted({max(used[0] - 1, 0), used[0], min(used[0] + 1, len(xs) - 1)})
-    near = ys[span]
+    near = pts.iloc[span]
+    low = float(np.nanmin([near["mfu"].min(), near["mfu_low"].min()]))
+    high = float(np.nanmax([near["mfu"].max(), near["mfu_high"].max()]))
     source = ", ".join(sorted(set(points["source"])))
-    return MFUEstimate(mfu=mfu, low=float(near.min()), high=float(near.max()), source=source, basis=basis,
-                       implausible=bool((near > MFU_IMPLAUSIBLE).any()),
-                       points=pts.iloc[span].to_dict("records"))
+    return MFUEstimate(mfu=mfu, low=low, high=high, source=source, basis=basis,
+                       implausible=bool((near["mfu"] > MFU_IMPLAUSIBLE).any()),
+                       points=near[["params", "mfu", "mfu_low", "mfu_high"]].to_dict("records"))
 
 
 def mfu_points(gpu: str, n_gpus: int, prefer: tuple[str, ...] = MFU_SOURCES,
@@ -225,7 +240,7 @@ def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: i
     _positive("training tokens", tokens)
     key, n = gpu_key(gpu), check_gpus(n_gpus)
     flops = decoder_flops_per_token(params, seq_len, layers, hidden) * tokens
-    at_peak = flops / (n * _peak(key, precision)) / SECONDS_PER_DAY
+    at_peak = flops / (n * peak_flops(key, precision)) / SECONDS_PER_DAY
     pts = mfu_points(key, n, prefer, root)
     if pts.empty:
         return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,

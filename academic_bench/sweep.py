@@ -26,7 +26,7 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import ResultStore, _clean, append_line, now_iso, read_lines
+from .results import OUTCOMES, ResultStore, _clean, append_line, now_iso, read_lines
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -179,8 +179,9 @@ def skipped_path(out: str | os.PathLike) -> Path:
 
 
 def log_path(out: str | os.PathLike, config: Config, timing: str, mode: str) -> Path:
-    """Where a configuration's full log goes: ``logs/`` beside the store."""
-    return Path(out).parent / "logs" / f"{config.id}-{timing}-{mode}.log"
+    """Where a configuration's full log goes: ``logs/`` beside the store, one file per attempt."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return Path(out).parent / "logs" / f"{config.id}-{timing}-{mode}-{stamp}.log"
 
 
 class Interrupted(KeyboardInterrupt):
@@ -230,7 +231,7 @@ class _Progress:
         left = ""
         if self.budget_s is not None:
             left = f", budget left {_fmt_duration(self.budget_s - (time.monotonic() - self.t0))}"
-        self.bar.set_postfix_str(f"{c.methods.label()}: {outcome}{left}")
+        self.bar.set_postfix_str(f"last: {c.model} {c.methods.label()}: {outcome}{left}")
 
     def close(self) -> None:
         self.bar.close()
@@ -260,19 +261,24 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
               executor: str = "local", device: str | None = None, progress: bool = True,
               budget_s: float | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
               rdzv: Rendezvous | None = None, slurm_params: dict[str, Any] | None = None,
-              simulate: dict[str, dict] | None = None) -> dict:
+              retry: Sequence[str] = (), simulate: dict[str, dict] | None = None) -> dict:
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
-    Resumable: configurations with a row of this timing and mode are skipped. Ctrl-C or SIGTERM stop the
-    running configuration (killing its processes, writing no row for it) and re-raise; every finished
-    configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
+    Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
+    in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one). Ctrl-C or
+    SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
+    finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
     ``simulate`` (tests) maps a configuration id to the worker's simulated failure.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     store, out = ResultStore(out), Path(out)
     mode = "validate" if validate else "step"
-    existing = {r["config_id"]: r for r in store.rows() if r["timing"] == timing and r["mode"] == mode}
+    bad = set(retry) - set(OUTCOMES)
+    if bad:
+        raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(OUTCOMES)}")
+    existing = {r["config_id"]: r for r in store.rows()
+                if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry}
     pruner = SmartPruner() if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()

@@ -40,3 +40,42 @@ def test_index_redirects_to_the_introduction(open_page):
     visit = open_page("index.html", wait_for_charts=False)
     visit.page.wait_for_url("**/book/intro.html", timeout=10_000)
     assert not visit.problems, visit.problems
+
+
+def _move_control(page, control) -> None:
+    """Change a vega-bound input the way a reader would: a new value, then input and change events."""
+    kind = control.evaluate("el => el.tagName.toLowerCase() + ':' + (el.type || '')")
+    if kind.startswith("select"):
+        control.evaluate("""el => { el.selectedIndex = (el.selectedIndex + 1) % el.options.length;
+                                    el.dispatchEvent(new Event('change', {bubbles: true})); }""")
+    elif kind.endswith("range") or kind.endswith("number"):
+        control.evaluate("""el => { const lo = +el.min || 0, hi = +el.max || 100;
+                                    el.value = (+el.value === hi) ? lo : hi;
+                                    el.dispatchEvent(new Event('input', {bubbles: true}));
+                                    el.dispatchEvent(new Event('change', {bubbles: true})); }""")
+    else:  # radio buttons and checkboxes
+        control.evaluate("el => el.click()")
+
+
+def test_bound_controls_change_their_chart(built_site, open_page):
+    """Every chart with a slider or menu (Altair parameters bound to inputs) redraws when the control moves."""
+    checked = 0
+    for path in book_pages(built_site):
+        if CHART_SELECTOR.lstrip(".") not in (built_site / path).read_text():
+            continue
+        visit = open_page(path)
+        page = visit.page
+        for div in page.eval_on_selector_all(CHART_SELECTOR, "els => els.map(e => e.id)"):
+            controls = page.query_selector_all(f"#{div} .vega-bind input, #{div} .vega-bind select")
+            if not controls:
+                continue
+            before = page.inner_html(f"#{div} svg")
+            _move_control(page, controls[0])
+            page.wait_for_function(
+                "([sel, old]) => document.querySelector(sel).innerHTML !== old", arg=[f"#{div} svg", before],
+                timeout=5_000)
+            checked += 1
+        assert not visit.problems, (path, visit.problems)
+        page.close()
+    if checked == 0:
+        pytest.skip("no chart with bound controls in this build")

@@ -12,8 +12,12 @@ from academic_bench.paper import load_machine_costs, load_prices
 
 # --- synthetic runs (made-up numbers that only exercise the code path; not measurements) --------------------
 
-def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], setup: str = "synthetic") -> str:
-    """``rows``: (model, gpu, n_gpus, days, mfu) written as ok, synced, step-mode results under ``root``."""
+def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], setup: str = "synthetic",
+                         spread: tuple[float, float] | None = None) -> str:
+    """``rows``: (model, gpu, n_gpus, days, mfu) written as ok, synced, step-mode results under ``root``.
+
+    ``spread``: the fastest and slowest timed repetition as fractions of the step time (none by default).
+    """
     from academic_bench.config import Config
     from academic_bench.methods import preset
     from academic_bench.results import ResultStore, make_row
@@ -21,8 +25,10 @@ def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], s
     store = ResultStore(root / setup / "results.jsonl")
     for model, gpu, n, days, mfu in rows:
         cfg = Config(model, gpu, n, methods=preset("free-lunch"))
-        store.append(make_row(cfg, setup=setup, outcome="ok", step_time_s=days * 86_400 / 143_000, micro_batch=8,
-                              gas=1024 // (8 * n), days=days, gpu_days=days * n, mfu=mfu))
+        step = days * 86_400 / 143_000
+        extra = {"step_time_spread": [step * spread[0], step * spread[1]]} if spread else {}
+        store.append(make_row(cfg, setup=setup, outcome="ok", step_time_s=step, micro_batch=8,
+                              gas=1024 // (8 * n), days=days, gpu_days=days * n, mfu=mfu, **extra))
     return str(root)
 
 

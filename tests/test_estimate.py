@@ -168,12 +168,14 @@ def test_activations_scale_linearly_with_micro_batch() -> None:
     assert est.predict_memory(c, 8).activations == pytest.approx(8 * est.predict_memory(c, 1).activations)
 
 
-def test_korthikanti_formula_agrees_with_what_autograd_saves() -> None:
-    # Pythia-160M's layers without fused attention: the published per-layer formula against the bytes this
-    # transformers version saves for backward on the meta device (16-bit), within 30%.
-    formula = est.activation_profile("pythia-160m", False, kernels=False)
-    saved = est.saved_tensor_profile("pythia-160m", False, "eager", "fp16")
-    assert sum(saved.blocks) == pytest.approx(sum(formula.blocks), rel=0.30)
+@pytest.mark.parametrize("kernels,attn", [(True, "sdpa"), (False, "eager")])
+def test_korthikanti_formula_agrees_with_what_autograd_saves(kernels: bool, attn: str) -> None:
+    # Pythia-160M's layers: the published per-layer formula against the bytes this transformers version
+    # saves for backward on the meta device (a 16-bit model), within 25%.
+    formula = est.activation_profile("pythia-160m", False, kernels=kernels)
+    saved = est.saved_tensor_profile("pythia-160m", False, attn, "fp16")
+    assert sum(saved.blocks) == pytest.approx(sum(formula.blocks), rel=0.25)
+    assert saved.block_inputs == pytest.approx(formula.block_inputs)
 
 
 def test_coefficients_calibrate_the_prediction() -> None:

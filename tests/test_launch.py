@@ -9,14 +9,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import tempfile
 
 import psutil
 import pytest
 
 from academic_bench import cli
 from academic_bench.config import Config
-from academic_bench.launch import REQUIRED_ENV, Rendezvous, build_request, child_env, run, run_config, torchrun_command
-from academic_bench.methods import NAIVE, parse_methods
+from academic_bench.launch import (REQUIRED_ENV, Rendezvous, build_request, child_env, make_executor, run, run_config,
+                                   torchrun_command)
+from academic_bench.methods import parse_methods
 from academic_bench.results import ResultStore, check_row
 
 FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
@@ -26,9 +28,18 @@ def tiny(n_gpus: int = 1, methods: str = "naive", micro_batch: int | None = None
     return Config(model, "h100-80gb", n_gpus, methods=parse_methods(methods), micro_batch=micro_batch, tiny=True)
 
 
-def leftovers(config: Config) -> list[str]:
-    """Processes still running from this configuration's launch (its temp folder is in their command line)."""
-    mark = f"academic-bench-{config.id}-"
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch) -> str:
+    """Launches put their request files here, so this test's processes are told apart from any other run's
+    (several people may run the suite at once) by this folder in their command line."""
+    folder = tmp_path / "launches"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return str(folder)
+
+
+def leftovers(mark: str) -> list[str]:
+    """Processes still running whose command line mentions ``mark``."""
     found = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         if any(mark in part for part in (p.info["cmdline"] or [])):
@@ -85,28 +96,21 @@ def test_cli_bench_ok_unsynced(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["outcome"] == "ok"
 
 
-def test_out_of_memory_when_even_the_smallest_micro_batch_fails():
-    row = run_config(tiny(), simulate={"oom_above_micro_batch": 0}, **FAST)
-    assert row["outcome"] == "oom", row["reason"]
-    assert row["mbs_search"][0] == {"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}
-    check_row(row)
-
-
-def test_crash_is_an_error_with_the_cause_and_log_tail():
+def test_crash_is_an_error_with_the_cause_and_log_tail(private_tmp):
     c = tiny(micro_batch=8)
     row = run_config(c, simulate={"crash": True}, **FAST)
     assert row["outcome"] == "error"
     assert row["reason"].startswith("exit status 1, no result file: RuntimeError: simulated crash")
     assert "Last lines of the log" in row["reason"] and "[rank0]" in row["reason"]
-    assert leftovers(c) == []
+    assert leftovers(private_tmp) == []
 
 
-def test_hang_times_out_and_every_process_is_killed():
+def test_hang_times_out_and_every_process_is_killed(private_tmp):
     c = tiny(n_gpus=2, micro_batch=4)  # rank 0 sleeps, rank 1 waits for it: two workers in their own sessions
     row = run_config(c, simulate={"hang": True}, timeout_s=15, **FAST)
     assert row["outcome"] == "timeout" and "time limit of 15 s" in row["reason"]
     assert row["duration_s"] < 45
-    assert leftovers(c) == []
+    assert leftovers(private_tmp) == []
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
@@ -116,20 +120,35 @@ def test_missing_library_is_unsupported_and_named():
     assert row["env"]["deepspeed"] is None
 
 
-def test_eight_processes_with_validation():
+def test_eight_processes_with_validation(private_tmp):
     """Nothing assumes at most 4 GPUs: 8 gloo processes, the per-GPU batch of 1, real optimizer steps."""
     c = tiny(n_gpus=8)
     row = run_config(c, validate=2, **FAST)
     assert row["outcome"] == "ok", row["reason"]
     assert (row["micro_batch"], row["gas"], row["mode"]) == (1, 1, "validate")
     assert row["ran"]["parallel"] == "ddp" and row["validate"]["steps"] == 2
-    assert leftovers(c) == []
+    assert leftovers(private_tmp) == []
 
 
-def test_submitit_local_executor(tmp_path):
-    c = tiny()
-    row = run(c, executor="submitit-local", folder=tmp_path / "submitit", simulate={"oom_above_micro_batch": 0},
-              timeout_s=120, **FAST)
-    assert row["outcome"] == "oom" and row["setup"] == "cpu-test"
+def test_submitit_local_executor_and_out_of_memory(tmp_path):
+    """The SLURM path (submitit) run by submitit's local executor; the worker finds no micro-batch that fits."""
+    row = run(tiny(), executor="submitit-local", folder=tmp_path / "submitit",
+              simulate={"oom_above_micro_batch": 0}, timeout_s=120, **FAST)
+    assert row["outcome"] == "oom" and row["setup"] == "cpu-test", row["reason"]
+    assert row["mbs_search"][0] == {"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}
     check_row(row)
     assert any((tmp_path / "submitit").iterdir())  # the job's pickles and logs
+
+
+def test_slurm_job_script(tmp_path, monkeypatch):
+    """The SLURM path without SLURM: submitit writes the sbatch script it would submit (a stub srun on PATH)."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    c = Config("pythia-1b", "h200", 16, nodes=2, methods=parse_methods("free-lunch"))
+    ex = make_executor("slurm", tmp_path / "jobs", c, timeout_s=1800, slurm_params={"slurm_partition": "gpu"})
+    script = ex._executor._make_submission_file_text("CMD", "UID")
+    for line in ("--nodes=2", "--gpus-per-node=8", "--ntasks-per-node=1", "--cpus-per-task=64", "--time=35",
+                 "--partition=gpu"):
+        assert f"#SBATCH {line}" in script

@@ -82,7 +82,8 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     run = nb.run_benchmark(setup="cpu-tiny", models=["pythia-160m", "vit-large"], gpu="h100-80gb", n_gpus=1,
                            preset=["naive", "smart"], exhaustive_models=["roberta-large"],
                            unsynced_models=["pythia-160m"], validate_models=["pythia-160m"], validate_steps=3,
-                           time_budget_s=0, timeout_s=60, tiny=True, device="cpu", output_dir=str(tmp_path))
+                           time_budget_s=0, timeout_s=60, retry=[], tiny=True, device="cpu",
+                           output_dir=str(tmp_path))
     rows = ResultStore(tmp_path / nb.RESULTS_FILE).rows()  # validated against the schema
     assert {r["config"]["model"] for r in rows} == {"pythia-160m", "vit-large", "roberta-large"}
     assert {r["outcome"] for r in rows} == {"timeout", "invalid"}
@@ -101,22 +102,36 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     assert failures["reason"].str.startswith("excluded by rule").any()
 
 
+def test_a_resumed_phase_relaunches_what_the_budget_left_but_not_real_timeouts(tmp_path):
+    configs = [Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH)]
+    phase = nb.Phase("test", configs, "naive")
+    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+    store.append(make_row(configs[0], setup="t", outcome="timeout", search="naive",
+                          reason="no result within the time limit of 60 s"))
+    assert nb._record_not_run(store.path, "t", phase, [c.id for c in configs], budget_s=5) == 1
+    assert nb._to_launch(phase, store.path, retry=[]) == [configs[1]]
+    assert nb._to_launch(phase, store.path, retry=["timeout"]) == configs
+
+
 # --- trimming the executed notebook ------------------------------------------------------------------------
 
-def test_trim_outputs_collapses_progress_bars_and_cuts_long_streams(tmp_path):
+def test_tidy_notebook_collapses_progress_bars_and_cuts_long_streams(tmp_path):
     cell = new_code_cell("x", outputs=[
         new_output("stream", name="stderr", text=" 0%|  | 0/3\r 33%|# | 1/3\r100%|##| 3/3\n"),
         new_output("stream", name="stdout", text="".join(f"line {i}\n" for i in range(500))),
         new_output("stream", name="stdout", text="the end\n"),
     ])
     path = tmp_path / "run.ipynb"
-    nbformat.write(new_notebook(cells=[cell]), str(path))
-    assert nb.trim_outputs(path, max_lines=20) > 400
+    meta = {"papermill": {"input_path": str(nb.TEMPLATE), "output_path": str(path)}}
+    nbformat.write(new_notebook(cells=[cell], metadata=meta), str(path))
+    assert nb.tidy_notebook(path, max_lines=20) > 400
     streams = _outputs(path, "stream")
     assert [o.name for o in streams] == ["stderr", "stdout"]  # consecutive stdout outputs merged
     assert streams[0].text == "100%|##| 3/3\n"
     lines = streams[1].text.split("\n")
     assert len(lines) == 20 and lines[0] == "line 0" and "lines cut" in lines[10] and lines[-2] == "the end"
+    meta = nbformat.read(str(path), as_version=4).metadata.papermill
+    assert (meta.input_path, meta.output_path) == ("notebooks/benchmark.ipynb", "run.ipynb")
 
 
 # --- the runs README ----------------------------------------------------------------------------------------
@@ -169,6 +184,22 @@ def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
     assert exc.value.code == 1 and "out of date" in capsys.readouterr().err
 
 
+def test_days_chart_is_a_static_svg_or_else_an_offline_altair_chart(tmp_path, monkeypatch):
+    import altair as alt
+
+    (tmp_path / "h100x1").mkdir()
+    _synthetic_run(tmp_path / "h100x1")
+    results = tmp_path / "h100x1" / nb.RESULTS_FILE
+    svg = nb.days_chart(results)
+    assert svg.data.startswith("<svg") and "pythia-160m" in svg.data
+    monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)  # a machine without vl-convert
+    renderer = alt.renderers.active
+    try:
+        assert isinstance(nb.days_chart(results), alt.TopLevelMixin)
+    finally:
+        alt.renderers.enable(renderer)
+
+
 def test_runs_readme_with_no_runs(tmp_path):
     assert "No runs yet." in nb.runs_readme(tmp_path)
 
@@ -192,24 +223,30 @@ def test_a_failing_cell_keeps_the_notebook_and_exits_1(tmp_path, capsys):
     assert [e.evalue for e in errors] == ["evidence"]
 
 
-def test_the_template_runs_on_cpu_with_a_tiny_model(tmp_path):
+def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_left(tmp_path):
     _needs_kernel()
     root = tmp_path / "runs"
+    folder = root / "cpu-tiny"
+    # An earlier run whose budget was spent before anything started: a 'not run' row, and no launch.
+    params = nb.resolve_parameters("cpu-tiny", {"models": ["pythia-160m"], "gpu": "h100-80gb", "preset": ["naive"],
+                                                "tiny": True, "device": "cpu", "time_budget_s": 0})
+    nb.run_benchmark(**{**params, "output_dir": str(folder)})
     assert main(["notebook", "--setup", "cpu-tiny", *CPU_FLAGS, "-p", "time_budget_s", "900",
                  "-p", "timeout_s", "600", "--output-root", str(root)]) == 0
-    folder = root / "cpu-tiny"
     rows = ResultStore(folder / nb.RESULTS_FILE).rows()
     assert [(r["config"]["model"], r["search"], r["outcome"], r["setup"]) for r in rows] == [
-        ("pythia-160m", "naive", "ok", "cpu-tiny")]
-    assert rows[0]["config"]["tiny"] and rows[0]["step_time_s"] > 0
+        ("pythia-160m", "naive", "timeout", "cpu-tiny"), ("pythia-160m", "naive", "ok", "cpu-tiny")]
+    assert nb.is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]
+    assert rows[1]["config"]["tiny"] and rows[1]["step_time_s"] > 0
     executed = folder / nb.NOTEBOOK_FILE
     book = nbformat.read(str(executed), as_version=4)
     assert book.metadata.papermill.parameters["models"] == ["pythia-160m"]
     assert "widgets" not in book.metadata, "progress bars are saved as text, not as widget state"
     assert not _outputs(executed, "error")
+    assert book.cells[0].source.startswith("# Benchmark run: cpu-tiny\n")
     assert any("image/svg+xml" in o.data for o in _outputs(executed, "execute_result"))
     assert all(len(o.text.split("\n")) <= nb.MAX_STREAM_LINES for o in _outputs(executed, "stream"))
     assert executed.stat().st_size < 200_000
-    assert json.dumps(book.metadata.papermill.parameters).find(str(tmp_path)) == -1, "no local paths saved"
+    assert str(tmp_path) not in json.dumps(book.metadata.papermill), "no local paths saved"
     assert main(["runs-readme", "--root", str(root)]) == 0
-    assert "| pythia-160m | naive | 1 | 1 |" in (root / "README.md").read_text()
+    assert "| pythia-160m | naive | 1 | 1 |" in (root / "README.md").read_text()  # the latest row counts

@@ -71,6 +71,14 @@ def test_plan_uses_our_mfu_when_we_measured_the_setup(tmp_path):
     assert p.mfu.source == "ours (synthetic)" and "paper" not in p.note
 
 
+def test_one_measured_size_takes_its_range_from_the_timing_spread(tmp_path):
+    root = write_synthetic_runs(tmp_path, [("pythia-1b", "h200", 2, 20.0, 0.40)], spread=(0.8, 1.25))
+    p = planning.plan_decoder(2e9, 1e12, "h200", 2, root=root)
+    assert p.mfu.mfu == pytest.approx(0.40)
+    assert (p.mfu.low, p.mfu.high) == (pytest.approx(0.40 / 1.25), pytest.approx(0.40 / 0.8))
+    assert p.days_low < p.days < p.days_high
+
+
 def test_plan_falls_back_to_the_paper_implied_mfu_and_says_so(tmp_path):
     """OLMo-1B's budget: a 1B decoder on 3 trillion tokens, on a setup we did not measure."""
     p = planning.plan_decoder(1e9, 3e12, "a100-80gb", 8, root=str(tmp_path))

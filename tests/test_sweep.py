@@ -160,22 +160,31 @@ SWEEP_SCRIPT = textwrap.dedent("""
                       warmup=2, reps=5, simulate=sim)
     except KeyboardInterrupt:
         sys.exit(130)
-    print(json.dumps({"ids": [a.id, b.id], "resumed": s["resumed"], "ran": s["ran"]}))
+    print("SUMMARY", json.dumps({"ids": [a.id, b.id], "resumed": s["resumed"], "ran": s["ran"]}))
 """)
 
 
-def _workers_of(config_id: str) -> list[psutil.Process]:
-    mark = f"academic-bench-{config_id}-"
-    return [p for p in psutil.process_iter(["cmdline"])
-            if any(mark in part for part in (p.info["cmdline"] or []))]
+def _processes_under(folder: Path) -> list[psutil.Process]:
+    """Processes whose command line mentions ``folder`` (the sweep's private TMPDIR, where each launch writes its
+    request): this test's launches only, even while someone else runs the same test."""
+    mark = str(folder)
+    return [p for p in psutil.process_iter(["cmdline"]) if any(mark in part for part in (p.info["cmdline"] or []))]
 
 
-def _start_and_wait_for_b(script: Path, out: Path, b_id: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(script), str(out), "hang"], cwd=ROOT)
+def _sweep(script: Path, out: Path, mode: str, tmp: Path, **kw) -> subprocess.Popen:
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    with open(out.with_name("sweep.log"), "ab") as log:
+        return subprocess.Popen([sys.executable, str(script), str(out), mode], cwd=ROOT, env=env, stdout=log,
+                                stderr=log, **kw)
+
+
+def _start_and_wait_for_b(script: Path, out: Path, tmp: Path) -> subprocess.Popen:
+    proc = _sweep(script, out, "hang", tmp)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # until B's workers run (they start in sessions of their own)
-        if any("academic_bench.measure.worker" in " ".join(p.info["cmdline"]) for p in _workers_of(b_id)
-               if "torch.distributed.run" not in " ".join(p.info["cmdline"])):
+        cmds = [" ".join(p.info["cmdline"]) for p in _processes_under(tmp)]
+        if any("--nproc_per_node 2" in c for c in cmds) and \
+                any("academic_bench.measure.worker" in c and "torch.distributed.run" not in c for c in cmds):
             return proc
         assert proc.poll() is None, "the sweep ended before the second configuration started"
         time.sleep(0.5)
@@ -184,32 +193,34 @@ def _start_and_wait_for_b(script: Path, out: Path, b_id: str) -> subprocess.Pope
 
 
 def test_sweep_killed_midway_resumes_without_duplicates(tmp_path):
-    script, out = tmp_path / "sweep.py", tmp_path / "results.jsonl"
+    script, out, tmp = tmp_path / "sweep.py", tmp_path / "results.jsonl", tmp_path / "tmp"
     script.write_text(SWEEP_SCRIPT)
+    tmp.mkdir()
     a = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, micro_batch=8, tiny=True)
     b = Config("pythia-160m", "h100-80gb", 2, methods=NAIVE, micro_batch=4, tiny=True)
+    log = out.with_name("sweep.log")
 
     # SIGTERM (like Ctrl-C): the running configuration is killed on the way out, no row for it
-    proc = _start_and_wait_for_b(script, out, b.id)
+    proc = _start_and_wait_for_b(script, out, tmp)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == 130
-    assert _workers_of(b.id) == []
+    assert proc.wait(60) == 130, log.read_text()[-3000:]
+    assert _processes_under(tmp) == []
     assert [r["config_id"] for r in ResultStore(out).rows()] == [a.id]
 
     # SIGKILL: no clean-up code runs in the sweep; torchrun gets the parent-death signal and stops its workers
-    proc = _start_and_wait_for_b(script, out, b.id)
+    proc = _start_and_wait_for_b(script, out, tmp)
     proc.kill()
     proc.wait(10)
     deadline = time.monotonic() + 60
-    while _workers_of(b.id) and time.monotonic() < deadline:
+    while _processes_under(tmp) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _workers_of(b.id) == []
+    assert _processes_under(tmp) == []
     assert [r["config_id"] for r in ResultStore(out).rows()] == [a.id]
 
-    done = subprocess.run([sys.executable, str(script), str(out), "ok"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    done = _sweep(script, out, "ok", tmp)
+    assert done.wait(300) == 0, log.read_text()[-3000:]
+    [line] = [ln for ln in log.read_text().splitlines() if ln.startswith("SUMMARY ")]
+    summary = json.loads(line.removeprefix("SUMMARY "))
     assert (summary["resumed"], summary["ran"]) == (1, 1)
     ids = [r["config_id"] for r in ResultStore(out).rows()]
     assert ids == [a.id, b.id]  # loads, complete, no duplicates
@@ -238,6 +249,8 @@ def _swap(argv: list[str], flag: str, value: str) -> list[str]:
     (BENCH + ["--micro-batch", "3"], "micro-batch 3 must divide the per-GPU batch 8; choose one of: [1, 2, 4, 8]"),
     (SWEEP + ["--nodes", "2", "--gpus", "3"], "cannot be split evenly over 2 nodes"),
     (BENCH + ["--timeout", "0"], "--timeout must be positive"),
+    (BENCH + ["--timing", "unsynced", "--validate", "3"], "drop --timing unsynced"),
+    (SWEEP + ["--retry", "error,crashed"], "--retry: unknown outcome 'crashed'"),
 ])
 def test_cli_errors_exit_2_before_any_work(tmp_path, capsys, argv, message):
     out = tmp_path / "results.jsonl"
@@ -261,3 +274,14 @@ def test_cli_unknown_preset_is_an_argparse_error(tmp_path, capsys):
 def test_methods_helpers_used_by_plans():
     assert Methods.from_dict(FREE_LUNCH.to_dict()) == FREE_LUNCH
     assert os.path.basename(str(skipped_path("x/results.jsonl"))) == "results.skipped.jsonl"
+
+
+def test_retry_reruns_listed_outcomes_only(tmp_path):
+    out = tmp_path / "results.jsonl"
+    bad = [tiny("naive+zero3")]  # invalid: recorded without a launch
+    assert run_sweep(bad, out, "t", search="exhaustive", progress=False)["ran"] == 1
+    assert run_sweep(bad, out, "t", search="exhaustive", progress=False)["ran"] == 0
+    assert run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("invalid",))["ran"] == 1
+    assert len(ResultStore(out).rows()) == 2
+    with pytest.raises(ValueError, match="cannot retry crashed"):
+        run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("crashed",))

@@ -119,9 +119,9 @@ class Stepper:
             self.engine.destroy()
         self.model = self.opt = self.engine = self.scaler = None
         if self.ran.compiled:
-            import torch._dynamo
+            from torch import _dynamo
 
-            torch._dynamo.reset()  # compiled code can keep the old model's tensors alive
+            _dynamo.reset()  # compiled code can keep the old model's tensors alive
         gc.collect()
         if self.device == "cuda":
             torch.cuda.empty_cache()

@@ -89,6 +89,7 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict) -> tuple
             raise
         ok = False
     peak = peak_memory_gb(device)
+    print(f"micro-batch {mbs}: {'fits' if ok else 'out of memory'}, peak {peak} GB", flush=True)
     free_after_oom(stepper, device)
     if dist.is_initialized():  # a rank that ran out of memory decides for all
         flag = torch.tensor([1 if ok else 0], device="cuda" if device == "cuda" else "cpu")
@@ -241,10 +242,11 @@ def extrapolate(cfg: Config, mbs: int, phases: dict[str, list[float]], timing: s
 
 
 def predicted_memory_gb(cfg: Config, mbs: int) -> float | None:
+    """The memory model's prediction of peak allocated memory (comparable with max_memory_allocated)."""
     try:
         from ..estimate import predict_memory
 
-        return predict_memory(cfg, mbs).total / 1e9
+        return predict_memory(cfg, mbs).allocated / 1e9
     except Exception:  # noqa: BLE001  (the prediction is reported beside the measurement, never required)
         return None
 
@@ -257,13 +259,14 @@ def measure(req: dict, device: str, rank: int) -> dict:
     if simulate.get("hang") and rank == 0:
         time.sleep(10**6)
     t_start = time.perf_counter()
-    mbs_log = None
-    if cfg.micro_batch:
-        mbs = cfg.micro_batch
-    else:
+    mbs_log = req.get("mbs_search")
+    mbs = cfg.micro_batch or req.get("micro_batch")
+    if not mbs:
         mbs, mbs_log = find_micro_batch(cfg, device, simulate)
         if mbs is None:
             return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
+        if req.get("search_only"):
+            return {"outcome": "ok", "micro_batch": mbs, "mbs_search": mbs_log}
     limit = simulate.get("oom_above_micro_batch")
     if limit is not None and mbs > limit:
         return {"outcome": "oom", "reason": f"simulated out of memory at micro-batch {mbs}"}
@@ -311,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001
         if not is_oom(exc):
             raise  # the parent records an error row with this traceback from the log
-        row = {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: {str(exc)[:300]}"}
+        row = {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: {str(exc)[:300]}",
+               "micro_batch": req.get("micro_batch"), "mbs_search": req.get("mbs_search")}
     if rank == 0:
         write_atomic(args.result, row)
     if dist.is_initialized():

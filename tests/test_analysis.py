@@ -1,0 +1,169 @@
+"""analysis.py on synthetic result rows (made up for the test, not measurements) and on no rows at all."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from academic_bench import analysis
+from academic_bench.results import ROW_KEYS, SCHEMA, ResultStore
+
+NAIVE = dict(compile=False, kernels=False, tf32=False, checkpointing=False, sharding="none", offload=False)
+FREE = dict(NAIVE, compile=True, kernels=True, tf32=True)
+
+
+def _row(config_id: str, methods: dict, *, days: float | None, outcome: str = "ok", timing: str = "synced",
+         mode: str = "step", search: str = "exhaustive", model: str = "pythia-160m", gpu: str = "h100-80gb",
+         n_gpus: int = 1, tiny: bool = False, **extra) -> dict:
+    row = {k: None for k in ROW_KEYS}
+    step = None if days is None else days * 86400 / 143_000
+    row.update(schema=SCHEMA, config_id=config_id, setup="h100x1", timing=timing, mode=mode, search=search,
+               outcome=outcome, reason=None if outcome == "ok" else "synthetic", env={}, started_at="2026-01-01T00:00:00",
+               duration_s=1.0, days=days, step_time_s=step, micro_batch=8 if outcome == "ok" else None,
+               gas=16 if outcome == "ok" else None,
+               config={"model": model, "gpu": gpu, "n_gpus": n_gpus, "nodes": 1, "methods": methods,
+                       "micro_batch": None, "tiny": tiny})
+    if step is not None:
+        row["step_time_spread"] = [step * 0.95, step * 1.1]
+    row.update(extra)
+    return row
+
+
+@pytest.fixture
+def runs(tmp_path) -> pd.DataFrame:
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    rows = [
+        _row("naive", NAIVE, days=10.0, search="naive"),
+        _row("free", FREE, days=5.0, search="free-lunch", mfu=0.4, predicted_memory_gb=30.0,
+             peak_memory_gb=[20.0, 25.0]),
+        _row("free", FREE, days=2.0, timing="unsynced", search="free-lunch"),  # honesty comparison only
+        _row("ckpt", dict(FREE, checkpointing=True), days=4.0, mfu=0.5),
+        _row("zero1-off", dict(FREE, sharding="zero1", offload=True), days=8.0),
+        _row("ckpt-off", dict(FREE, checkpointing=True, sharding="zero3", offload=True), days=None, outcome="oom",
+             predicted_memory_gb=70.0),
+        _row("tiny", FREE, days=0.1, tiny=True),  # a workshop run: never a result
+        _row("free", FREE, days=5.0, mode="validate", search="free-lunch",
+             validate={"steps": 20, "sustained_step_s": 3.1, "predicted_step_s": 3.0, "rel_error": -0.032}),
+    ]
+    for r in rows:
+        store.append(r)
+    return analysis.runs_frame(tmp_path)
+
+
+def test_no_runs_gives_empty_frames_with_columns(tmp_path):
+    df = analysis.runs_frame(tmp_path)
+    assert df.empty and list(df.columns) == analysis.COLUMNS
+    for fn, cols in [(analysis.best_per_setting, analysis.COLUMNS), (analysis.naive_per_setting, analysis.COLUMNS),
+                     (analysis.feasibility, analysis.FEASIBILITY_COLUMNS),
+                     (analysis.optimized_speedup, analysis.SPEEDUP_COLUMNS),
+                     (analysis.memory_saving_speedup, analysis.SPEEDUP_COLUMNS),
+                     (analysis.sync_pairs, analysis.SYNC_COLUMNS),
+                     (analysis.validation_pairs, analysis.VALIDATION_COLUMNS),
+                     (analysis.variance, analysis.VARIANCE_COLUMNS),
+                     (analysis.memory_model_error, analysis.MEMORY_COLUMNS)]:
+        out = fn(df)
+        assert out.empty, fn.__name__
+        assert list(out.columns) == cols, fn.__name__
+    assert analysis.combination_spread(df).empty
+    assert analysis.setups(df).empty
+
+
+def test_flat_columns(runs):
+    assert list(runs.columns) == analysis.COLUMNS
+    free = runs[(runs["config_id"] == "free") & (runs["timing"] == "synced") & (runs["mode"] == "step")].iloc[0]
+    assert free["methods_label"] == "free-lunch" and free["method_class"] == "free-lunch"
+    assert free["peak_memory_gb"] == 25.0  # the largest rank
+    assert runs.loc[runs["config_id"] == "ckpt", "method_class"].iloc[0] == "memory-saving"
+
+
+def test_best_and_naive_per_setting(runs):
+    best = analysis.best_per_setting(runs)
+    assert len(best) == 1 and best["config_id"].iloc[0] == "ckpt"  # not the faster unsynced or tiny rows
+    naive = analysis.naive_per_setting(runs)
+    assert naive["config_id"].tolist() == ["naive"]
+    assert set(analysis.results(runs)["timing"]) == {"synced"}
+
+
+def test_speedups(runs):
+    assert analysis.optimized_speedup(runs)["speedup"].iloc[0] == pytest.approx(10 / 4)
+    assert analysis.free_lunch_speedup(runs)["speedup"].iloc[0] == pytest.approx(10 / 5)
+    assert analysis.memory_saving_speedup(runs)["speedup"].iloc[0] == pytest.approx(5 / 4)
+    spread = analysis.combination_spread(runs).iloc[0]
+    assert spread["combinations"] == 3  # free-lunch only, ckpt, ZeRO-1 + offload (the OOM one has no days)
+    assert spread["best"] == pytest.approx(5 / 4) and spread["worst"] == pytest.approx(5 / 8)
+
+
+def test_feasibility(runs):
+    f = analysis.feasibility(runs).iloc[0]
+    assert (f["naive"], f["free_lunch"], f["optimized"]) == ("feasible", "feasible", "feasible")
+
+
+def test_sync_pairs_compare_the_same_configuration(runs):
+    pairs = analysis.sync_pairs(runs)
+    assert pairs["config_id"].tolist() == ["free"]
+    assert pairs["undercount"].iloc[0] == pytest.approx(1 - 2 / 5)
+    assert pairs["days_synced"].iloc[0] == 5.0 and pairs["days_unsynced"].iloc[0] == 2.0
+
+
+def test_validation_variance_and_memory(runs):
+    v = analysis.validation_pairs(runs)
+    assert v["validate_rel_error"].tolist() == [-0.032]
+    var = analysis.variance(runs)
+    assert var["relative_spread"].dropna().round(6).eq(0.15).all()
+    mem = analysis.memory_model_error(runs)
+    ok = mem[mem["outcome"] == "ok"]
+    assert ok["error"].iloc[0] == pytest.approx(30 / 25 - 1)
+    assert (mem["outcome"] == "oom").sum() == 1  # predicted 70 GB < 80 GB and still out of memory: a miss
+
+
+def _fake_facts() -> pd.DataFrame:
+    """Made-up FLOPs (the real ones take seconds per model to count): bf16 transformers with our count, and
+    ViT as an fp32 model known only by a Figure 9(a)-style total."""
+    from academic_bench.paper import MODEL_KEYS
+
+    rows = [{"model": m, "display": m, "family": m.split("-")[0], "steps": 1, "precision": "bf16",
+             "flops_ours": 2.0e21, "flops_fig9": 1.9e21} for m in MODEL_KEYS if m != "vit-large"]
+    rows.append({"model": "vit-large", "display": "ViT", "family": "vit", "steps": 1, "precision": "fp32",
+                 "flops_ours": math.nan, "flops_fig9": 4.7e20})
+    return pd.DataFrame(rows)
+
+
+def test_paper_cells_mfu_arithmetic(monkeypatch):
+    monkeypatch.setattr(analysis, "model_facts", _fake_facts)
+    cells = analysis.paper_cells("table1")
+    assert len(cells) == 144
+    one = cells[(cells["model"] == "pythia-1b") & (cells["gpu"] == "a100-80gb") & (cells["n_gpus"] == 4)].iloc[0]
+    peak = 312e12  # the catalog's dense bf16 A100 rate, checked here as data, not as a measurement
+    assert one["peak_flops"] == pytest.approx(peak)
+    assert one["mfu"] == pytest.approx(2.0e21 / (one["days"] * 86400 * 4 * peak))
+    assert one["mfu_min"] == pytest.approx(2.0e21 / ((one["days"] + 0.5) * 86400 * 4 * peak))
+    assert one["implausible"] == (one["mfu_min"] > analysis.MFU_IMPLAUSIBLE)
+    vit = cells[cells["model"] == "vit-large"]
+    assert set(vit["flops_basis"]) == {"paper Figure 9(a)"} and set(vit["peak_basis"]) == {"tf32"}
+    naive_vit = analysis.paper_cells("table4").query("model == 'vit-large'")
+    assert set(naive_vit["peak_basis"]) == {"fp32"}  # matmuls stay fp32 unless TF32 is switched on
+    measured = cells[cells["status"] == "measured"].dropna(subset=["mfu"])
+    assert (measured["mfu_min"] < measured["mfu"]).all()
+    assert cells.loc[cells["status"] != "measured", "mfu"].isna().all()
+    with pytest.raises(ValueError, match="table1, table4"):
+        analysis.paper_cells("table9")
+
+
+def test_comparison_with_the_paper(runs, monkeypatch):
+    monkeypatch.setattr(analysis, "model_facts", _fake_facts)
+    long = analysis.table1_long(runs)
+    ours = long.dropna(subset=["ours_days"])
+    assert ours[["model", "gpu", "n_gpus"]].values.tolist() == [["pythia-160m", "h100-80gb", 1]]
+    cmp = analysis.paper_comparison(runs)
+    assert cmp["ratio"].iloc[0] == pytest.approx(4.0 / cmp["paper_days"].iloc[0])
+    settings = analysis.settings_comparison(runs)
+    assert settings["ours_methods"].iloc[0] == "free-lunch + ckpt"
+
+
+def test_provenance_lists_data_files(tmp_path):
+    df = analysis.provenance(tmp_path)
+    files = set(df["file"])
+    assert "academic_bench/data/paper_table1_optimal_days.csv" in files
+    assert "tests/fixtures/survey_example.csv" in files
+    assert not df["produced_by"].eq("not described yet").any(), df[df["produced_by"] == "not described yet"]

@@ -1,0 +1,120 @@
+"""The book builds from the shipped files (warnings are errors), works offline, and shows every page of its toc."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from academic_bench import bookbuild
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toc_files(node) -> list[str]:
+    """Every `file:` of _toc.yml, depth first."""
+    out = []
+    if isinstance(node, dict):
+        if "file" in node:
+            out.append(node["file"])
+        if "root" in node:
+            out.append(node["root"])
+        for v in node.values():
+            out += _toc_files(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _toc_files(v)
+    return out
+
+
+def test_config_builds_offline_and_fails_loudly():
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    execute = cfg["execute"]
+    assert execute["execute_notebooks"] == "cache"
+    assert execute["raise_on_error"] is True and execute["allow_errors"] is False
+    # notebooks executed on GPUs are rendered with their saved outputs, never re-run at build
+    assert "notebooks/runs/*/*.ipynb" in execute["exclude_patterns"]
+    for pattern in (".*", "**/.*", ".venv", "_build", "tests"):
+        assert pattern in cfg["exclude_patterns"]
+    assert not (ROOT / "_static").exists(), "a root _static/ makes Jupyter Book add its scripts to every page"
+    assert "academic_bench.bookbuild" in cfg["sphinx"]["extra_extensions"]
+
+
+def test_every_toc_page_is_built(built_site):
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = _toc_files(toc)
+    assert {"book/intro", "book/training-time", "book/measuring-honestly", "book/workshop",
+            "book/provenance", "book/references"} <= set(files)
+    for f in files:
+        assert (built_site / f"{f}.html").exists(), f
+    index = (built_site / "index.html").read_text()
+    assert "book/intro.html" in index
+
+
+def test_benchmark_notebooks_are_rendered_not_rerun(built_site):
+    for nb_path in sorted((ROOT / "notebooks" / "runs").glob("*/benchmark.ipynb")):
+        html = built_site / nb_path.relative_to(ROOT).with_suffix(".html")
+        assert html.exists(), f"{nb_path} is not in the book"
+
+
+def test_no_page_loads_anything_from_another_host(built_site):
+    assert bookbuild.external_assets(built_site) == {}
+    bundle = built_site / "_static" / "vega-bundle.js"
+    assert bundle.exists() and bundle.read_text()[:12] == "(function(){"
+    for page in built_site.glob("book/*.html"):
+        text = page.read_text()
+        assert "cdn.jsdelivr" not in text and "unpkg.com" not in text, page
+        assert "mathjax-is-not-vendored" not in text, f"{page} uses math, which needs MathJax vendored first"
+
+
+def test_glued_numbers_are_formatted_and_no_page_prints_warnings(built_site):
+    for page in built_site.glob("book/*.html"):
+        text = page.read_text()
+        assert 'class="output stderr"' not in text, f"{page} shows a warning or error printed at build"
+        assert "np.float64" not in text and "np.int64" not in text, page
+        assert "Failed to format" not in text, page
+
+
+def test_pages_say_plainly_when_there_is_no_data(built_site):
+    runs = sorted((ROOT / "notebooks" / "runs").glob("*/results.jsonl"))
+    intro = (built_site / "book" / "intro.html").read_text()
+    run_it = (built_site / "book" / "run-it.html").read_text()
+    if not runs:
+        assert "No GPU measurements are shipped with this build yet" in intro
+        assert "No executed benchmark notebook is shipped yet" in run_it
+    else:
+        for r in runs:
+            assert r.parent.name in run_it
+
+
+def test_key_finding_matches_the_data(built_site):
+    """The intro's count of implausible paper cells is the one analysis computes (nothing typed by hand)."""
+    from academic_bench import analysis
+
+    os.environ.setdefault(analysis.CACHE_ENV, str(built_site.parent / ".derived"))
+    cells = analysis.paper_cells("table1")
+    measured = cells[cells["status"] == "measured"]
+    text = re.sub(r"<[^>]+>", "", (built_site / "book" / "intro.html").read_text())
+    assert f"Of the {len(measured)} measured cells" in " ".join(text.split())
+    assert f"{int(measured['implausible'].sum())} (" in text
+
+
+def test_external_assets_finds_cdn_scripts(tmp_path):
+    (tmp_path / "a.html").write_text('<script src="https://cdn.example.org/x.js"></script>'
+                                     '<a href="https://example.org">a link is fine</a>'
+                                     '<link rel="stylesheet" href="_static/local.css">')
+    assert bookbuild.external_assets(tmp_path) == {"a.html": ["https://cdn.example.org/x.js"]}
+
+
+def test_inputs_fingerprint_follows_the_files(tmp_path):
+    data = tmp_path / "academic_bench" / "data"
+    data.mkdir(parents=True)
+    (data / "x.csv").write_text("a\n1\n")
+    before = bookbuild.inputs_fingerprint(tmp_path)
+    assert bookbuild.inputs_fingerprint(tmp_path) == before
+    run = tmp_path / "notebooks" / "runs" / "h100x1"
+    run.mkdir(parents=True)
+    (run / "results.jsonl").write_text("{}\n")
+    assert bookbuild.inputs_fingerprint(tmp_path) != before
