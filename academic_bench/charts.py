@@ -160,7 +160,7 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
     )
     rule = alt.Chart(pd.DataFrame({"x": [MFU_IMPLAUSIBLE]})).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(
         x="x:Q")
-    return (points + rule).properties(width=560, height=260, title=title)
+    return (points + rule).properties(width=460, height=260, title=title)
 
 
 def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
@@ -178,20 +178,22 @@ def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
 # --- efficient methods ---------------------------------------------------------------------------------------
 
 def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None) -> alt.Chart:
-    """Speed-up factors (1 = no change) per category ``x``; ``df`` columns: x, speedup, source."""
+    """Speed-up factors (1 = no change) per category ``x``; ``df`` columns: x, speedup, and optionally source."""
     if df.empty:
         return _empty("No speed-ups to show yet: they need runs of both settings.")
-    chart = alt.Chart(df).mark_bar().encode(
+    has_source = "source" in df.columns
+    base = alt.Chart()  # data comes from the layer, so a facet splits bars and the reference line alike
+    bars = base.mark_bar().encode(
         x=alt.X(f"{x}:N", title=None, sort=None),
         y=alt.Y("speedup:Q", title="speed-up (x)"),
-        color=alt.Color("source:N", scale=SOURCE_COLORS) if "source" in df.columns else alt.value("#4c78a8"),
-        xOffset="source:N" if "source" in df.columns else alt.value(0),
+        color=alt.Color("source:N", scale=SOURCE_COLORS) if has_source else alt.value("#4c78a8"),
+        xOffset=alt.XOffset("source:N") if has_source else alt.XOffset(),
         tooltip=[c for c in df.columns if c in (x, "speedup", "source", "model", "gpu", "n_gpus", "label")],
     )
-    one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="black").encode(y="y:Q")
-    layered = (chart + one).properties(width=200 if column else 480, height=220)
+    one = base.mark_rule(color="black").encode(y=alt.datum(1.0))
+    layered = alt.layer(bars, one, data=df).properties(width=200 if column else 480, height=220)
     if column:
-        return layered.facet(column=alt.Column(f"{column}:N", title=None), data=df).properties(title=title)
+        return layered.facet(column=alt.Column(f"{column}:N", title=None)).properties(title=title)
     return layered.properties(title=title)
 
 

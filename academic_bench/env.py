@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -36,6 +37,20 @@ def library_version(module: str, distribution: str) -> str | None:
     except importlib.metadata.PackageNotFoundError:
         mod = __import__(module)  # found but not installed as a distribution (e.g. a source checkout)
         return getattr(mod, "__version__", "unknown")
+
+
+def package_version() -> str | None:
+    """This package's version: installed metadata, else the pyproject.toml of a source checkout."""
+    try:
+        return importlib.metadata.version("academic-bench")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        text = (REPO_ROOT / "pyproject.toml").read_text()
+    except OSError:
+        return None
+    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    return match.group(1) if match else None
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
@@ -82,7 +97,7 @@ def capture_env() -> dict[str, str | None]:
     env: dict[str, str | None] = {"gpu_name": gpu_name, "driver": driver, "cuda": _cuda_version()}
     env.update({key: library_version(mod, dist) for key, (mod, dist) in LIBRARIES.items()})
     env["python"] = platform.python_version()
-    env["package_version"] = library_version("academic_bench", "academic-bench")
+    env["package_version"] = package_version()
     env["git_commit"] = git_commit()
     env["hostname"] = socket.gethostname()
     return {k: env[k] for k in ENV_KEYS}

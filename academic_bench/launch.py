@@ -288,8 +288,11 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                     timed_out = True
                     kill_tree(proc)
                 if phase == "search" and not timed_out and rc == 0 and result.exists():
-                    found = json.loads(result.read_text())
-                    if found.get("outcome") == "ok" and found.get("micro_batch"):
+                    try:
+                        found = json.loads(result.read_text())
+                    except (OSError, json.JSONDecodeError):
+                        break  # _classify reports the unreadable result as an error
+                    if isinstance(found, dict) and found.get("outcome") == "ok" and found.get("micro_batch"):
                         req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))
                         result.unlink()
                         continue

@@ -290,8 +290,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         "setup": setup, "search": search, "timing": timing, "mode": mode, "results": str(out),
         "skipped_file": str(skip_file) if pruner else None, "planned": len(configs),
         "resumed": len(planned_ids & set(existing)), "ran": 0, "outcomes": Counter(), "skipped": [],
-        "skip_reasons": Counter(), "not_run": [], "interrupted": False,
-        "memory_model": bool(pruner and pruner.estimate is not None) if pruner else None}
+        "skip_reasons": Counter(), "not_run": [],
+        "memory_model": (pruner.estimate is not None) if pruner else None}
     bar = _Progress(len(configs) - summary["resumed"], progress, budget_s)
     t0 = time.monotonic()
     kwargs = dict(setup=setup, search=search, timing=timing, validate=validate, timeout_s=timeout_s,
@@ -329,10 +329,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                 if pruner:
                     pruner.observe(c, row)
                 bar.done(c, row["outcome"])
-    except KeyboardInterrupt:
-        summary["interrupted"] = True
-        raise
-    finally:
+    finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
     rows = [r for r in store.rows() if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]

@@ -122,7 +122,7 @@ def test_missing_library_is_unsupported_and_named():
 
 def test_eight_processes_with_validation(private_tmp):
     """Nothing assumes at most 4 GPUs: 8 gloo processes, the per-GPU batch of 1, real optimizer steps."""
-    c = tiny(n_gpus=8)
+    c = tiny(n_gpus=8, micro_batch=1)  # the whole per-GPU batch (8 / 8): no search, one launch
     row = run_config(c, validate=2, **FAST)
     assert row["outcome"] == "ok", row["reason"]
     assert (row["micro_batch"], row["gas"], row["mode"]) == (1, 1, "validate")

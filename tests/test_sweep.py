@@ -18,7 +18,7 @@ from academic_bench import cli
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
 from academic_bench.results import ResultStore, make_row
-from academic_bench.sweep import SmartPruner, plan, run_sweep, skipped_path
+from academic_bench.sweep import SmartPruner, format_summary, plan, run_sweep, skipped_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,6 +134,8 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     assert s["skip_reasons"] == {"cannot win (batch already fits)": 1}
     assert "already runs the same fixed micro-batch" in s["skipped"][0]["reason"]
     assert s["best"]["pythia-160m"]["label"] == "naive"
+    text = format_summary(s)
+    assert "smart: skipped 1 (cannot win (batch already fits): 1)" in text and "best for pythia-160m: naive" in text
     skipped = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
     assert [k["config_id"] for k in skipped] == [configs[1].id]
     rows = ResultStore(out).rows()
