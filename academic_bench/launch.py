@@ -99,6 +99,8 @@ def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     env["OMP_NUM_THREADS"] = str(max(1, cores // (config.n_gpus // config.nodes)))
     env.update(REQUIRED_ENV)
+    # Fewer fragmentation failures near the memory limit (torchtitan's default too); a user's choice stands.
+    env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
     if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)

@@ -79,10 +79,11 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict) -> tuple
         gas = cfg.per_gpu_batch // mbs
         stepper = Stepper(cfg, mbs, gas, device)
         batch = host_batches(cfg, mbs, 1, seed=0)[0]
-        if gas > 1:
-            stepper.micro_step(batch, sync=False)
-        stepper.micro_step(batch, sync=True)
-        stepper.optimizer_step()
+        for _ in range(2):  # the second step shows the steady state, with optimizer states allocated
+            if gas > 1:
+                stepper.micro_step(batch, sync=False)
+            stepper.micro_step(batch, sync=True)
+            stepper.optimizer_step()
         synchronize(device)
     except Exception as exc:  # noqa: BLE001  (only out-of-memory is expected here)
         if not is_oom(exc):
