@@ -90,7 +90,9 @@ def _gpus_arg(p: argparse.ArgumentParser, default: int | None = None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="academic-bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="academic-bench", description=(
+        "How long does pre-training model M take on N GPUs of type G, with which settings, and what does it "
+        "cost? Catalogs, estimates, honest (GPU-synchronized) measurement, cost and planning."))
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list the model catalog")

@@ -1,0 +1,70 @@
+"""The GPU catalog, detection of an unknown GPU, and the paper's search-space rules."""
+from __future__ import annotations
+
+import pytest
+
+from academic_bench.hardware import UnknownGPUError, catalog, from_driver, get_gpu, match_name
+from academic_bench.methods import (FREE_LUNCH, NAIVE, Methods, exclusion_reason, hardware_reason,
+                                    parse_methods, search_space)
+
+
+def test_catalog_has_the_five_gpus_with_sources():
+    assert set(catalog()) == {"rtx3090", "a6000", "a100-80gb", "h100-80gb", "h200"}
+    for g in catalog().values():
+        assert g.memory_gb > 0 and g.board_power_w > 0 and g.price_usd and g.price_source and g.spec_source
+        assert g.peak_tflops["bf16"] >= g.peak_tflops["tf32"] >= g.peak_tflops["fp32"] > 0
+
+
+def test_geforce_fp16_runs_at_the_fp32_accumulate_rate():
+    # GeForce cards run fp16 tensor math with fp32 accumulation at half the fp16-accumulate rate.
+    g = get_gpu("rtx3090")
+    assert g.peak_tflops["fp16"] == g.peak_tflops["bf16"]
+
+
+def test_fp32_uses_the_tf32_peak_only_when_tf32_is_on():
+    g = get_gpu("a100-80gb")
+    assert g.peak_flops("fp32", tf32=True) == g.peak_tflops["tf32"] * 1e12
+    assert g.peak_flops("fp32", tf32=False) == g.peak_tflops["fp32"] * 1e12
+
+
+def test_driver_names_match_catalog_entries():
+    assert match_name("NVIDIA H100 80GB HBM3").key == "h100-80gb"
+    assert match_name("NVIDIA H200").key == "h200"
+    assert match_name("NVIDIA A100-SXM4-40GB") is None  # a different card
+    assert match_name("Tesla V100-SXM2-32GB") is None
+
+
+def test_unknown_gpu_works_with_what_the_driver_reports():
+    g = from_driver("Tesla V100-SXM2-32GB", 32 * 10**9, 7.0)
+    assert g.detected and g.memory_gb == 32 and not g.supports_tf32
+    assert hardware_reason(FREE_LUNCH, g.supports_tf32)
+
+
+def test_unknown_gpu_key_names_the_valid_ones():
+    with pytest.raises(UnknownGPUError, match="h100-80gb"):
+        get_gpu("v100")
+
+
+@pytest.mark.parametrize("n_gpus, n_valid", [(1, 12), (2, 22), (4, 22), (8, 22)])
+def test_search_space_has_the_papers_size(n_gpus, n_valid):
+    valid, excluded = search_space(n_gpus)
+    assert len(valid) == n_valid and len(valid) + len(excluded) == 24
+    assert all(reason for _, reason in excluded)
+
+
+def test_exclusion_rules():
+    assert "sharding" in exclusion_reason(Methods(offload=True), 2)
+    assert "no-op" in exclusion_reason(Methods(sharding="zero1"), 1)
+    assert exclusion_reason(Methods(sharding="zero1", offload=True), 1) is None
+    assert exclusion_reason(Methods(sharding="zero3"), 2) is None
+    with pytest.raises(ValueError, match="GPU count"):
+        search_space(0)
+
+
+def test_parse_methods_specs():
+    assert parse_methods("naive") == NAIVE
+    m = parse_methods("free-lunch+ckpt+zero3+offload")
+    assert m.free_lunch and m.checkpointing and m.sharding == "zero3" and m.offload
+    assert m.label() == "free-lunch + ckpt + ZeRO-3 + offload"
+    with pytest.raises(ValueError, match="switches"):
+        parse_methods("free-lunch+turbo")

@@ -1,0 +1,122 @@
+"""The in-rank half of the benchmark on the CPU: phases, timing arithmetic, the micro-batch search, what ran.
+
+Multi-process paths (DDP, FSDP, 8 gloo ranks, torchrun isolation) are exercised through the launcher in
+tests/test_launch.py; these call the worker's functions directly in this process.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from academic_bench.config import Config
+from academic_bench.measure import worker
+from academic_bench.measure.apply import Unsupported, apply_compile, apply_kernels_check, deepspeed_config, Ran
+from academic_bench.measure.stepper import Stepper
+from academic_bench.methods import FREE_LUNCH, Methods, parse_methods
+from academic_bench.models import get_model
+
+
+def tiny(model="pythia-160m", methods=Methods(kernels=True), **kw) -> Config:
+    return Config(model, "h100-80gb", 1, methods=methods, tiny=True, **kw)
+
+
+def test_phases_are_timed_at_least_five_times_after_warmup():
+    cfg = tiny()
+    stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
+    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
+    assert set(phases) == {"accumulate", "boundary", "optimizer"}
+    assert len(phases["boundary"]) == 5 and len(phases["optimizer"]) == 5
+    assert len(phases["accumulate"]) >= 5 and all(t > 0 for t in phases["accumulate"])
+
+
+def test_step_time_is_gas_minus_one_accumulations_plus_boundary_plus_optimizer():
+    cfg = tiny()  # per-GPU batch 8
+    phases = {"accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}
+    out = worker.extrapolate(cfg, 2, phases, "synced")
+    assert out["gas"] == 4 and out["step_time_s"] == pytest.approx(3 * 1.0 + 2.0 + 0.5)
+    r = cfg.recipe
+    assert out["days"] == pytest.approx(r.steps * out["step_time_s"] / 86400)
+    assert out["throughput"] == pytest.approx(r.global_batch * r.seq_len / out["step_time_s"])
+
+
+def test_unsynced_extrapolation_is_the_papers_formula():
+    cfg = tiny()
+    phases = {"boundary": [2.0, 2.0, 2.0], "optimizer": [0.5, 0.5, 0.5]}
+    out = worker.extrapolate(cfg, 2, phases, "unsynced")
+    assert out["step_time_s"] == pytest.approx(2.0 * 4 + 0.5)  # every micro-step timed as a syncing one
+
+
+def test_mfu_uses_model_flops_and_the_precisions_peak():
+    cfg = Config("pythia-1b", "h100-80gb", 2, methods=FREE_LUNCH)
+    phases = {"accumulate": [1.0] * 5, "boundary": [1.0] * 5, "optimizer": [1.0] * 5}
+    out = worker.extrapolate(cfg, 8, phases, "synced")
+    from academic_bench.estimate import model_flops_per_step
+    from academic_bench.hardware import get_gpu
+
+    expected = model_flops_per_step(cfg.spec) / (out["step_time_s"] * 2 * get_gpu("h100-80gb").peak_flops("bf16"))
+    assert out["mfu"] == pytest.approx(expected)
+
+
+def test_micro_batch_search_finds_the_largest_power_of_two_that_fits():
+    cfg = tiny()
+    mbs, log = worker.find_micro_batch(cfg, "cpu", {"oom_above_micro_batch": 2})
+    assert mbs == 2
+    assert [(e["micro_batch"], e["outcome"]) for e in log] == [(1, "ok"), (2, "ok"), (4, "oom")]
+
+
+def test_micro_batch_search_reports_when_nothing_fits():
+    mbs, log = worker.find_micro_batch(tiny(), "cpu", {"oom_above_micro_batch": 0})
+    assert mbs is None and log == [{"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}]
+
+
+def test_measure_writes_a_complete_ok_result_with_validation():
+    req = {"config": tiny().to_dict(), "timing": "synced", "validate_steps": 2, "warmup": 2, "reps": 5}
+    row = worker.measure(req, "cpu", rank=0)
+    assert row["outcome"] == "ok" and row["micro_batch"] == 8 and row["gas"] == 1
+    assert row["validate"]["steps"] == 2 and row["validate"]["sustained_step_s"] > 0
+    assert row["ran"]["attention"] == "sdpa" and row["ran"]["parallel"] == "single"
+
+
+def test_unsynced_timing_runs_the_papers_protocol():
+    req = {"config": tiny(micro_batch=2).to_dict(), "timing": "unsynced"}
+    row = worker.measure(req, "cpu", rank=0)
+    assert row["times"]["boundary"]["n"] == 3 and "accumulate" not in row["times"]
+
+
+def test_naive_means_eager_attention():
+    stepper = Stepper(tiny(methods=Methods()), 2, 4, "cpu")
+    assert stepper.ran.attention == "eager"
+
+
+def test_mamba_without_its_kernels_is_unsupported_on_gpus():
+    cfg = Config("mamba-2.8b", "h100-80gb", 1, methods=FREE_LUNCH)
+    with pytest.raises(Unsupported, match="mamba_ssm"):
+        apply_kernels_check(cfg.spec, cfg, "cuda", Ran())
+
+
+def test_mamba_is_not_compiled_and_says_so():
+    stepper = Stepper(tiny("mamba-2.8b", FREE_LUNCH), 2, 4, "cpu")
+    assert not stepper.ran.compiled and any("Mamba" in n for n in stepper.ran.notes)
+
+
+def test_compile_never_falls_back_to_eager_silently():
+    import torch._dynamo
+
+    model = get_model("pythia-160m").build(True)
+    apply_compile(model, get_model("pythia-160m"), Ran())
+    assert torch._dynamo.config.suppress_errors is False
+    assert torch._dynamo.config.fail_on_recompile_limit_hit is True
+    torch._dynamo.reset()
+
+
+def test_deepspeed_config_spells_out_the_recipes_optimizer():
+    cfg = Config("pythia-1b", "h100-80gb", 2, methods=parse_methods("free-lunch+zero3+offload"))
+    ds = deepspeed_config(cfg, micro_batch=4, gas=2)
+    opt = cfg.recipe.optimizer
+    assert ds["optimizer"]["type"] == "Adam" and ds["optimizer"]["params"]["adam_w_mode"] is False
+    assert ds["optimizer"]["params"]["lr"] == opt.lr and ds["optimizer"]["params"]["betas"] == list(opt.betas)
+    assert ds["optimizer"]["params"]["weight_decay"] == opt.weight_decay
+    assert ds["zero_optimization"]["stage"] == 3
+    assert ds["zero_optimization"]["offload_param"]["device"] == "cpu"
+    assert ds["bf16"]["enabled"] and not ds["fp16"]["enabled"]
+    assert "auto" not in str(ds)

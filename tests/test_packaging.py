@@ -1,0 +1,58 @@
+"""The set-up files agree with each other: pyproject.toml, environment.yml, the Makefile and .ci/run."""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _env_pip() -> list[str]:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = [d for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert pip, "environment.yml has no pip section"
+    return pip[0]["pip"]
+
+
+def test_environment_installs_the_same_extras_as_make():
+    extras = re.search(r"-e \.\[([a-z,]+)\]", " ".join(_env_pip())).group(1).split(",")
+    make = re.search(r"-e '\.\[([a-z,]+)\]'", (ROOT / "Makefile").read_text()).group(1).split(",")
+    assert sorted(extras) == sorted(make)
+    assert set(extras) <= set(_pyproject()["project"]["optional-dependencies"])
+
+
+def test_environment_pins_the_same_torch_as_make():
+    pins = {p for p in _env_pip() if p.startswith(("torch==", "torchvision=="))}
+    make_pins = set(re.search(r"TORCH_PINS := (.+)", (ROOT / "Makefile").read_text()).group(1).split())
+    assert pins == make_pins
+
+
+def test_environment_python_satisfies_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
+    major, minor = map(int, python.split("=")[1].split(".")[:2])
+    required = re.search(r">=(\d+)\.(\d+)", _pyproject()["project"]["requires-python"]).groups()
+    assert (major, minor) >= tuple(map(int, required))
+
+
+def test_extras_name_the_tools_the_readme_promises():
+    extras = _pyproject()["project"]["optional-dependencies"]
+    names = {k: {re.split(r"[<>=\[ ]", d)[0].lower() for d in v} for k, v in extras.items()}
+    assert {"jupyter-book", "altair", "vl-convert-python", "ipywidgets", "papermill", "ipykernel", "pandas"} <= names["book"]
+    assert {"deepspeed", "flash-attn", "mamba-ssm", "causal-conv1d"} <= names["gpu"]
+    assert {"pytest", "playwright"} <= names["test"]
+
+
+def test_ci_runs_the_readme_test_command_and_nothing_else():
+    ci = [l for l in (ROOT / ".ci/run").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    commands = [l for l in ci if not l.startswith(("set ", "cd "))]
+    assert commands == ["make test"]
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make book" in readme
