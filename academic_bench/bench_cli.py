@@ -174,12 +174,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
-    cli._common(p)
-    cli._model_arg(p)
-    cli._gpu_arg(p)
-    cli._gpus_arg(p)
-    p.add_argument("--methods", default="free-lunch",
-                   help="a preset (naive, free-lunch) joined by '+' with switches, e.g. free-lunch+ckpt+zero3+offload")
+    cli._setting_args(p)
+    cli._methods_arg(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
     _run_args(p)
     p.set_defaults(func=_cmd_bench)

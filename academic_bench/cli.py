@@ -89,6 +89,20 @@ def _gpus_arg(p: argparse.ArgumentParser, default: int | None = None) -> None:
     p.add_argument("--gpus", type=int, default=default, required=default is None, help="GPU count (>= 1)")
 
 
+def _setting_args(p: argparse.ArgumentParser) -> None:
+    """--json, --model, --gpu and --gpus: the arguments that name one setting."""
+    _common(p)
+    _model_arg(p)
+    _gpu_arg(p)
+    _gpus_arg(p)
+
+
+def _methods_arg(p: argparse.ArgumentParser, default: str = "free-lunch", note: str = "") -> None:
+    p.add_argument("--methods", default=default,
+                   help="a preset (naive, free-lunch) joined by '+' with switches, e.g. "
+                        f"free-lunch+ckpt+zero3+offload (default: {default}){note}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="academic-bench", description=(
         "How long does pre-training model M take on N GPUs of type G, with which settings, and what does it "

@@ -126,10 +126,7 @@ def _assumption_args(p: argparse.ArgumentParser, days_from: tuple[str, ...] = DA
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cost", help="purchase, per-experiment, energy and cloud cost of one training run")
-    cli._common(p)
-    cli._model_arg(p)
-    cli._gpu_arg(p)
-    cli._gpus_arg(p)
+    cli._setting_args(p)
     p.add_argument("--days", type=float, default=None,
                    help="training days (default: ours if measured, else paper Table 1, else analytic)")
     p.add_argument("--gpu-price", type=float, default=None, help="USD per GPU (default: data/gpus.csv)")

@@ -11,7 +11,7 @@ from . import cli
 from . import estimate as est
 from .config import Config
 from .hardware import get_gpu
-from .methods import PRESETS, InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
+from .methods import InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
                ("activations", "activations"), ("buffers", "comm. buckets"), ("overhead", "overhead"),
@@ -129,13 +129,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("estimate", help="analytic days, predicted memory, max micro-batch and feasibility")
-    cli._common(p)
-    cli._model_arg(p)
-    cli._gpu_arg(p)
-    cli._gpus_arg(p)
-    p.add_argument("--methods", default="free-lunch",
-                   help=f"a preset ({', '.join(PRESETS)}) joined by '+' with switches, "
-                        "e.g. free-lunch+ckpt+zero3+offload (default: free-lunch)")
+    cli._setting_args(p)
+    cli._methods_arg(p)
     p.add_argument("--micro-batch", type=int, default=None,
                    help="micro-batch per GPU (default: the largest predicted to fit)")
     p.add_argument("--mfu", type=float, default=est.DEFAULT_MFU,

@@ -27,16 +27,6 @@ def build(tiny: bool, attn: str = "sdpa"):  # noqa: ARG001  (Mamba has no attent
     return MambaForCausalLM(cfg)
 
 
-def fast_kernels_available() -> bool:
-    """True when transformers can take Mamba's CUDA fast path (mamba-ssm + causal-conv1d)."""
-    try:
-        import causal_conv1d  # noqa: F401
-        import mamba_ssm  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 OPT = Optimizer("adamw", 8e-4, (0.9, 0.95), 1e-8, 0.1, source=SRC)
 MODELS = [
     ModelSpec(
