@@ -730,7 +730,9 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
     lines = [f"## {setup}", "",
              f"- **Machine:** {where}" + (" — tiny models (a test or workshop run, not results)" if tiny else ""),
              "- **Software:** " + ", ".join(f"{k.replace('_', '-')} {env(k)}" for k in ENV_SOFTWARE)
-             + f"; academic-bench {env('package_version')} at commit {env('git_commit')}",
+             + f"; academic-bench {env('package_version')}"
+             + (f" at commit {env('git_commit')}" if env("git_commit") not in ("not installed", "unknown")
+                else " (git commit not recorded: the run's machine had no git checkout)"),
              f"- **Date (UTC):** {when}",
              "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
                                  if (folder / NOTEBOOK_FILE).exists() else "")

@@ -167,3 +167,15 @@ def test_provenance_lists_data_files(tmp_path):
     assert "academic_bench/data/paper_table1_optimal_days.csv" in files
     assert "tests/fixtures/survey_example.csv" in files
     assert not df["produced_by"].eq("not described yet").any(), df[df["produced_by"] == "not described yet"]
+
+
+def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_optimum(tmp_path):
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store.append(_row("naive-rob", NAIVE, days=300.0, search="naive", model="roberta-large"))
+    store.append(_row("naive-160", NAIVE, days=50.0, search="naive"))
+    store.append(_row("free-160", FREE, days=9.0, search="smart"))
+    df = analysis.runs_frame(tmp_path)
+    t1 = analysis.paper_comparison(df, "table1")
+    assert list(t1["model"]) == ["pythia-160m"] and float(t1["ours_days"].iloc[0]) == 9.0
+    t4 = analysis.paper_comparison(df, "table4")
+    assert set(t4["model"]) == {"pythia-160m", "roberta-large"}
