@@ -120,3 +120,16 @@ def test_deepspeed_config_spells_out_the_recipes_optimizer():
     assert ds["zero_optimization"]["offload_param"]["device"] == "cpu"
     assert ds["bf16"]["enabled"] and not ds["fp16"]["enabled"]
     assert "auto" not in str(ds)
+
+
+@pytest.mark.parametrize("spec", ["free-lunch+fsdp_full_shard", "naive+ckpt+fsdp_shard_grad_op+offload"])
+def test_fsdp_on_two_gloo_processes(spec, tmp_path):
+    from academic_bench.launch import run_config
+
+    methods = parse_methods(spec)
+    methods = Methods(**{**methods.to_dict(), "compile": False})  # compiling on 2 CPU cores takes minutes
+    cfg = Config("pythia-160m", "h100-80gb", 2, methods=methods, micro_batch=2, tiny=True)
+    row = run_config(cfg, setup="cpu-twin", device="cpu", timeout_s=240, log_path=tmp_path / "run.log")
+    assert row["outcome"] == "ok", row["reason"]
+    assert row["ran"]["parallel"] == "fsdp" and row["gas"] == 2
+    assert any(f"offload={methods.offload}" in n for n in row["ran"]["notes"])
