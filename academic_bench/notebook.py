@@ -30,7 +30,7 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import DEFAULT_RUNS, OUTCOMES, ResultStore, make_row
+from .results import DEFAULT_RUNS, OUTCOMES, ResultStore, latest_rows, make_row
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -365,12 +365,6 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
 
 
 # --- what the notebook shows ------------------------------------------------------------------------------------
-
-def latest_rows(rows: Sequence[dict]) -> list[dict]:
-    """The last row per (configuration, timing, mode): a later measurement supersedes an earlier 'not run'."""
-    last = {(r["config_id"], r["timing"], r["mode"]): r for r in rows}
-    return list(last.values())
-
 
 def short_reason(reason: str | None, width: int = 160) -> str:
     """One line for a table: the first line, plus the last line of a log tail (usually the exception)."""

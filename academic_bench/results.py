@@ -221,6 +221,13 @@ class ResultStore:
         return f"ResultStore({str(self.path)!r})"
 
 
+def latest_rows(rows: Iterable[dict]) -> list[dict]:
+    """The last row per (setup, configuration, timing, mode): the store is append-only, so a re-measurement
+    (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row."""
+    last = {(r.get("setup"), r["config_id"], r["timing"], r["mode"]): r for r in rows}
+    return list(last.values())
+
+
 def load_runs(root: str | os.PathLike | None = None) -> list[dict]:
     """Validated rows of every shipped run: ``<root>/<setup>/results.jsonl`` (root: notebooks/runs)."""
     root = Path(root) if root is not None else DEFAULT_RUNS

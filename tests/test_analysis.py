@@ -179,3 +179,11 @@ def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_opt
     assert list(t1["model"]) == ["pythia-160m"] and float(t1["ours_days"].iloc[0]) == 9.0
     t4 = analysis.paper_comparison(df, "table4")
     assert set(t4["model"]) == {"pythia-160m", "roberta-large"}
+
+
+def test_a_remeasured_configuration_counts_once_with_its_latest_row(tmp_path):
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store.append(_row("free", FREE, days=None, outcome="timeout", search="smart"))  # 'not run' (budget spent)
+    store.append(_row("free", FREE, days=6.0, search="smart"))  # measured on the next run
+    df = analysis.runs_frame(tmp_path)
+    assert len(df) == 1 and df["outcome"].iloc[0] == "ok"
