@@ -9,8 +9,8 @@ Rows timed without synchronising with the GPU (``timing == "unsynced"``) exist o
 comparison (``sync_pairs``); every result table uses synced step-mode rows.
 
 Paper MFU: ``model FLOPs of the whole recipe / (days x 86400 x GPUs x dense peak)``. The FLOPs follow the
-project's convention where it covers the model (``planning.catalog_flops_per_step``, which defers to
-``academic_bench.estimate``), and otherwise the paper's own total (Figure 9(a)); the peak is the dense spec
+project's convention where it covers the model (``estimate.model_flops_per_step``), and otherwise the paper's
+own total (Figure 9(a)); the peak is the dense spec
 rate of the recipe's precision (fp32 recipes at the TF32 rate in optimised runs, at the fp32 rate in naive ones).
 """
 from __future__ import annotations
@@ -373,12 +373,12 @@ def _model_facts() -> pd.DataFrame:
 def _count_model_facts() -> pd.DataFrame:
     from . import paper
     from .models import CATALOG
-    from .planning import catalog_flops_per_step
+    from .estimate import model_flops_per_step
 
     fig9 = paper.load_flops().set_index("model")["training_flops"]
     rows = []
     for key, spec in CATALOG.items():
-        per_step = catalog_flops_per_step(key)
+        per_step = float(model_flops_per_step(key))
         rows.append({"model": key, "display": spec.display, "family": spec.family, "steps": spec.recipe.steps,
                      "precision": spec.recipe.precision,
                      "flops_ours": per_step * spec.recipe.steps if per_step else math.nan,

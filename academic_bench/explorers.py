@@ -70,6 +70,16 @@ def _answer_text(data: pd.DataFrame | alt.Chart, width: int) -> alt.Chart:
                                                                        view=alt.ViewBackground(stroke=None))
 
 
+def _selected_answer(answer: alt.Chart, calc: dict[str, str], param: str, label: str) -> alt.Chart:
+    """Apply the explorer's calculations, keep the row of the setup picked in ``param`` (the fastest row
+    stands in when that setup has none, so the label can say so) and compute its ``label``."""
+    for k, v in calc.items():
+        answer = answer.transform_calculate(**{k: v})
+    return answer.transform_calculate(sel=f"datum.key == {param} ? 0 : 1").transform_window(
+        rank="row_number()", sort=[alt.SortField("sel"), alt.SortField("days")]
+    ).transform_filter("datum.rank == 1").transform_calculate(label=label)
+
+
 def assumptions_table() -> pd.DataFrame:
     """The cost model's defaults with their sources (for the book)."""
     a = Assumptions()
@@ -196,15 +206,12 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
                  "days_source:N"]).properties(width=560, height=alt.Step(9))
     answer = _answer_text(df, 560)
     answer = answer.transform_filter("datum.model == cost_model && datum.kind == cost_days_from")
-    for k, v in calc.items():
-        answer = answer.transform_calculate(**{k: v})
-    answer = answer.transform_calculate(sel="datum.key == cost_setup ? 0 : 1").transform_window(
-        rank="row_number()", sort=[alt.SortField("sel"), alt.SortField("days")]
-    ).transform_filter("datum.rank == 1").transform_calculate(
-        label="datum.sel == 0 ? datum.setup + ', ' + format(datum.days, ',.1f') + ' days: owned ' + "
-              "format(datum.owned, '$,.0f') + ' per run (hardware ' + format(datum.per_run, '$,.0f') + "
-              "' + energy ' + format(datum.energy, '$,.0f') + '), rented ' + format(datum.cloud, '$,.0f') : "
-              "'No days for ' + cost_setup + ' and this model'")
+    answer = _selected_answer(
+        answer, calc, "cost_setup",
+        "datum.sel == 0 ? datum.setup + ', ' + format(datum.days, ',.1f') + ' days: owned ' + "
+        "format(datum.owned, '$,.0f') + ' per run (hardware ' + format(datum.per_run, '$,.0f') + "
+        "' + energy ' + format(datum.energy, '$,.0f') + '), rented ' + format(datum.cloud, '$,.0f') : "
+        "'No days for ' + cost_setup + ' and this model'")
     return alt.vconcat(answer, bars).add_params(*params).properties(title=alt.Title(
         "What one training run costs: owning the hardware or renting it",
         subtitle=["Owned: the purchase spread over the hardware's life, plus electricity (board power x PUE).",
@@ -290,14 +297,11 @@ def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b
         tooltip=["setup:N", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip("days_low:Q", format=",.1f"),
                  alt.Tooltip("days_high:Q", format=",.1f"), alt.Tooltip("mfu:Q", format=".0%"), "mfu_source:N"])
     answer = _plan_rows(df, _answer_text(df.iloc[:0], 600))
-    for k, v in calc.items():
-        answer = answer.transform_calculate(**{k: v})
-    answer = answer.transform_calculate(sel="datum.key == plan_setup ? 0 : 1").transform_window(
-        rank="row_number()", sort=[alt.SortField("sel"), alt.SortField("days")]
-    ).transform_filter("datum.rank == 1").transform_calculate(
-        label="datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
-              "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
-              "format(datum.mfu, '.0%') + ' from ' + datum.mfu_source : 'No MFU for ' + plan_setup")
+    answer = _selected_answer(
+        answer, calc, "plan_setup",
+        "datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
+        "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
+        "format(datum.mfu, '.0%') + ' from ' + datum.mfu_source : 'No MFU for ' + plan_setup")
     plot = alt.layer(bars, dots).properties(width=600, height=alt.Step(16))
     return alt.vconcat(answer, plot).add_params(*params).properties(title=alt.Title(
         "How long would a decoder of this size take?",

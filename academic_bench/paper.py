@@ -106,11 +106,16 @@ def _check_values(df: pd.DataFrame, column: str, allowed: Iterable[str], name: s
         raise ValueError(f"{name}: column {column} holds unexpected value(s) {bad}")
 
 
-def _load_days(name: str) -> pd.DataFrame:
+def _read_checked(name: str, **allowed: Iterable[str]) -> pd.DataFrame:
+    """A data file whose key columns hold only known values (e.g. model=MODEL_KEYS)."""
     df = read_data_csv(name)
-    _check_values(df, "model", MODEL_KEYS, name)
-    _check_values(df, "gpu", GPU_KEYS, name)
-    _check_values(df, "status", DAYS_STATUS, name)
+    for column, values in allowed.items():
+        _check_values(df, column, values, name)
+    return df
+
+
+def _load_days(name: str) -> pd.DataFrame:
+    df = _read_checked(name, model=MODEL_KEYS, gpu=GPU_KEYS, status=DAYS_STATUS)
     df = _numeric(df, ["n_gpus"], "Int64")
     df = _numeric(df, ["days"], "float64")
     measured = df["status"] == "measured"
@@ -132,10 +137,7 @@ def load_table4() -> pd.DataFrame:
 def load_appendix_j() -> pd.DataFrame:
     """Appendix J: the optimal setting per model x GPU x count (booleans nullable, NA where unresolved)."""
     name = "paper_appendix_j_settings.csv"
-    df = read_data_csv(name)
-    _check_values(df, "model", MODEL_KEYS, name)
-    _check_values(df, "gpu", GPU_KEYS, name)
-    _check_values(df, "sharding", (*SHARDING_VALUES, ""), name)
+    df = _read_checked(name, model=MODEL_KEYS, gpu=GPU_KEYS, sharding=(*SHARDING_VALUES, ""))
     df = _boolean(df, ["free_lunch", "checkpointing", "offloading"], name)
     df = _numeric(df, ["n_gpus", "mbs", "gas"], "Int64")
     df["sharding"] = df["sharding"].mask(df["sharding"] == "")
@@ -144,18 +146,12 @@ def load_appendix_j() -> pd.DataFrame:
 
 def load_hyperparams() -> pd.DataFrame:
     """Appendix C, Table 3: the replication recipe (printed cells kept as text, batch and steps as numbers)."""
-    name = "paper_table3_hyperparams.csv"
-    df = read_data_csv(name)
-    _check_values(df, "model", MODEL_KEYS, name)
-    return _numeric(df, ["batch_size", "training_steps"], "Int64")
+    return _numeric(_read_checked("paper_table3_hyperparams.csv", model=MODEL_KEYS), ["batch_size", "training_steps"], "Int64")
 
 
 def load_prices() -> pd.DataFrame:
     """Appendix H, Table 5: price per GPU in USD, quoted 2024-09-21."""
-    name = "paper_appendix_h_prices.csv"
-    df = read_data_csv(name)
-    _check_values(df, "gpu", GPU_KEYS, name)
-    return _numeric(df, ["price_usd"], "float64")
+    return _numeric(_read_checked("paper_appendix_h_prices.csv", gpu=GPU_KEYS), ["price_usd"], "float64")
 
 
 def load_machine_costs() -> pd.DataFrame:
@@ -166,18 +162,12 @@ def load_machine_costs() -> pd.DataFrame:
 
 def load_flops() -> pd.DataFrame:
     """Appendix E, Figure 9(a): total training FLOPs per model as the paper prints them."""
-    name = "paper_figure9_flops.csv"
-    df = read_data_csv(name)
-    _check_values(df, "model", MODEL_KEYS, name)
-    return _numeric(df, ["training_flops"], "float64")
+    return _numeric(_read_checked("paper_figure9_flops.csv", model=MODEL_KEYS), ["training_flops"], "float64")
 
 
 def load_original_resources() -> pd.DataFrame:
     """Figure 6(a): devices and days the original authors used (NA where the paper prints '?')."""
-    name = "paper_figure6a_original_resources.csv"
-    df = read_data_csv(name)
-    _check_values(df, "model", MODEL_KEYS, name)
-    return _numeric(df, ["n_devices", "days"], "Int64")
+    return _numeric(_read_checked("paper_figure6a_original_resources.csv", model=MODEL_KEYS), ["n_devices", "days"], "Int64")
 
 
 def appendix_j_batch_mismatches(settings: pd.DataFrame | None = None) -> pd.DataFrame:

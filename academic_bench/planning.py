@@ -23,7 +23,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from .cost import GPU_COUNTS, check_gpus, gpu_key, model_key
+from .cost import GPU_COUNTS, check_gpus, gpu_key
 from .hardware import catalog as gpu_catalog
 
 SECONDS_PER_DAY = 86_400
@@ -62,13 +62,6 @@ def decoder_flops_per_token(params: float, seq_len: int, layers: int | None = No
     _positive("sequence length", seq_len)
     base, per_position = decoder_flops_terms(params, layers, hidden, vocab)
     return base + per_position * seq_len
-
-
-def catalog_flops_per_step(model: str) -> float | None:
-    """Model FLOPs of one optimizer step of a catalog model's recipe (``estimate.model_flops_per_step``)."""
-    from .estimate import model_flops_per_step
-
-    return float(model_flops_per_step(model_key(model)))
 
 
 def peak_flops(gpu: str, precision: str) -> float:

@@ -13,6 +13,7 @@ import tempfile
 
 import psutil
 import pytest
+from conftest import skip_or_fail
 
 from academic_bench import cli
 from academic_bench.config import Config
@@ -113,8 +114,9 @@ def test_hang_times_out_and_every_process_is_killed(private_tmp):
     assert leftovers(private_tmp) == []
 
 
-@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
 def test_missing_library_is_unsupported_and_named():
+    if importlib.util.find_spec("deepspeed") is not None:
+        skip_or_fail("deepspeed is installed here, so its absence cannot be checked")
     row = run_config(tiny(n_gpus=2, methods="naive+zero2", micro_batch=4), **FAST)
     assert row["outcome"] == "unsupported" and "deepspeed" in row["reason"]
     assert row["env"]["deepspeed"] is None

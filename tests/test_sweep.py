@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import skip_or_fail
 
 from academic_bench import cli
 from academic_bench.config import Config
@@ -261,8 +262,9 @@ def test_cli_errors_exit_2_before_any_work(tmp_path, capsys, argv, message):
     assert not out.exists() and not (tmp_path / "logs").exists()
 
 
-@pytest.mark.skipif(shutil.which("sbatch") is not None, reason="SLURM is installed here")
 def test_cli_slurm_without_slurm_exits_2(tmp_path, capsys):
+    if shutil.which("sbatch") is not None:
+        skip_or_fail("SLURM is installed here, so its absence cannot be checked")
     assert cli.main(SWEEP + ["--executor", "slurm", "--out", str(tmp_path / "r.jsonl")]) == 2
     assert "sbatch is not on PATH" in capsys.readouterr().err
 

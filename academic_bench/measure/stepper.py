@@ -11,7 +11,6 @@ import gc
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
 from ..config import Config
 from ..models import loss_of
@@ -141,6 +140,3 @@ def free_after_oom(stepper: "Stepper | None", device: str) -> None:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
 
-
-def as_module(model) -> nn.Module:
-    return getattr(model, "module", model)
