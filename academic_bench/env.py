@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import platform
 import re
 import shutil
@@ -73,10 +74,13 @@ def gpu_info() -> tuple[str | None, str | None]:
 
 
 def git_commit(root: Path = REPO_ROOT) -> str | None:
-    """The commit of the working tree the package runs from, with '+dirty' when it has local changes."""
+    """The commit of the working tree the package runs from, with '+dirty' when it has local changes.
+
+    A copy without ``.git`` (a GPU machine sent only the files) takes it from ``ACADEMIC_BENCH_GIT_COMMIT``,
+    which whoever copied the tree sets from ``git rev-parse HEAD``."""
     commit = _run(["git", "rev-parse", "HEAD"], cwd=root)
     if not commit:
-        return None
+        return os.environ.get("ACADEMIC_BENCH_GIT_COMMIT") or None
     # --no-optional-locks: reading the status must not rewrite the index of a tree others are editing.
     status = _run(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"], cwd=root)
     return commit + ("+dirty" if status else "")
