@@ -30,7 +30,7 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import DEFAULT_RUNS, OUTCOMES, ResultStore, latest_rows, make_row
+from .results import DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, latest_rows, make_row
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -48,7 +48,6 @@ MODEL_LISTS = ("models", "exhaustive_models", "unsynced_models", "validate_model
 DEVICES = ("cuda", "cpu")
 SETUP_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 SETUP_COUNT_RE = re.compile(r"x(\d+)(?=$|[-_.])")  # "h200x2", "h100x1-tiny": the GPU count in the label
-NOT_RUN_PREFIX = "not run:"
 ENV_SOFTWARE = ("torch", "transformers", "deepspeed", "flash_attn", "mamba_ssm", "timm", "python")
 
 
@@ -254,21 +253,6 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
     return n
 
 
-def is_not_run(row: dict) -> bool:
-    """A row the notebook wrote for a configuration its time budget never started."""
-    return row["outcome"] == "timeout" and str(row["reason"]).startswith(NOT_RUN_PREFIX)
-
-
-def _to_launch(phase: Phase, out: Path, retry: Sequence[str]) -> list[Config]:
-    """The phase's configurations minus those whose latest row is a real timeout that is not to be retried:
-    the sweep is then told to retry timeouts, which re-launches exactly the ones the budget never started."""
-    if "timeout" in retry:
-        return phase.configs
-    final = {r["config_id"] for r in latest_rows(ResultStore(out).rows()) if r["timing"] == phase.timing
-             and r["mode"] == phase.mode and r["outcome"] == "timeout" and not is_not_run(r)}
-    return [c for c in phase.configs if c.id not in final]
-
-
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
                timeout_s: float, device: str, retry: Sequence[str]) -> tuple[dict | None, int]:
     from .sweep import format_summary, run_sweep
@@ -280,9 +264,9 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
         ids = [c.id for c in phase.configs]
         summary = None
     else:
-        summary = run_sweep(_to_launch(phase, out, retry), out, setup, search=phase.search, timing=phase.timing,
+        summary = run_sweep(phase.configs, out, setup, search=phase.search, timing=phase.timing,
                             validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
-                            retry=tuple(dict.fromkeys([*retry, "timeout"])))
+                            retry=tuple(retry))
         print(format_summary(summary), flush=True)
         ids = summary["not_run"]
     n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0

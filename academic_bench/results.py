@@ -221,6 +221,15 @@ class ResultStore:
         return f"ResultStore({str(self.path)!r})"
 
 
+NOT_RUN_PREFIX = "not run:"
+
+
+def is_not_run(row: dict) -> bool:
+    """A row recording that a time budget was spent before the configuration started: nothing was measured,
+    so every later sweep launches it again."""
+    return row["outcome"] == "timeout" and str(row.get("reason") or "").startswith(NOT_RUN_PREFIX)
+
+
 def latest_rows(rows: Iterable[dict]) -> list[dict]:
     """The last row per (setup, configuration, timing, mode): the store is append-only, so a re-measurement
     (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row."""

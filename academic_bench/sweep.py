@@ -26,7 +26,7 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import OUTCOMES, ResultStore, _clean, append_line, now_iso, read_lines
+from .results import OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -265,7 +265,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
-    in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one). Ctrl-C or
+    in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one) or the row only
+    records that a time budget never started it (``results.is_not_run``). Ctrl-C or
     SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
     finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
     ``simulate`` (tests) maps a configuration id to the worker's simulated failure.
@@ -278,7 +279,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     if bad:
         raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(OUTCOMES)}")
     existing = {r["config_id"]: r for r in store.rows()
-                if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry}
+                if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)}
     pruner = SmartPruner() if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()

@@ -18,7 +18,8 @@ from academic_bench import notebook as nb
 from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
-from academic_bench.results import ResultStore, make_row
+from academic_bench.results import ResultStore, is_not_run, latest_rows, make_row
+from academic_bench.sweep import run_sweep
 from conftest import skip_or_fail
 
 CPU_FLAGS = ["--models", "pythia-160m", "--gpu", "h100-80gb", "--preset", "naive", "--tiny", "--device", "cpu"]
@@ -102,15 +103,19 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     assert failures["reason"].str.startswith("excluded by rule").any()
 
 
-def test_a_resumed_phase_relaunches_what_the_budget_left_but_not_real_timeouts(tmp_path):
+def test_a_resumed_sweep_relaunches_what_the_budget_left_but_not_real_timeouts(tmp_path):
     configs = [Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH)]
     phase = nb.Phase("test", configs, "naive")
     store = ResultStore(tmp_path / nb.RESULTS_FILE)
     store.append(make_row(configs[0], setup="t", outcome="timeout", search="naive",
                           reason="no result within the time limit of 60 s"))
     assert nb._record_not_run(store.path, "t", phase, [c.id for c in configs], budget_s=5) == 1
-    assert nb._to_launch(phase, store.path, retry=[]) == [configs[1]]
-    assert nb._to_launch(phase, store.path, retry=["timeout"]) == configs
+    # The sweep CLI and the notebook share the rule: a 'not run' row is no measurement, a real timeout is.
+    summary = run_sweep(configs, store.path, "t", search="naive", device="cpu", progress=False)
+    assert (summary["resumed"], summary["ran"]) == (1, 1)
+    assert latest_rows(ResultStore(store.path).rows())[-1]["outcome"] == "ok"
+    summary = run_sweep(configs, store.path, "t", search="naive", device="cpu", progress=False, retry=["timeout"])
+    assert summary["ran"] == 1, "retrying timeouts measures the real timeout again"
 
 
 # --- trimming the executed notebook ------------------------------------------------------------------------
@@ -236,7 +241,7 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_
     rows = ResultStore(folder / nb.RESULTS_FILE).rows()
     assert [(r["config"]["model"], r["search"], r["outcome"], r["setup"]) for r in rows] == [
         ("pythia-160m", "naive", "timeout", "cpu-tiny"), ("pythia-160m", "naive", "ok", "cpu-tiny")]
-    assert nb.is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]
+    assert is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]
     assert rows[1]["config"]["tiny"] and rows[1]["step_time_s"] > 0
     executed = folder / nb.NOTEBOOK_FILE
     book = nbformat.read(str(executed), as_version=4)
