@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from .hardware import catalog as gpu_catalog
-from .methods import Methods
+from .methods import Methods, exclusion_reason
 
 SECONDS_PER_DAY = 86_400
 MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
@@ -248,6 +248,69 @@ def combination_spread(df: pd.DataFrame) -> pd.DataFrame:
         rows.append({"model": f.model, "gpu": f.gpu, "n_gpus": f.n_gpus, "free_lunch_days": f.days,
                      "combinations": len(sub), "best": speed.max(), "median": speed.median(), "worst": speed.min()})
     return pd.DataFrame(rows, columns=cols)
+
+
+# --- how good is the smart search? --------------------------------------------------------------------------
+
+SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exhaustive_complete", "exhaustive_best",
+                  "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped", "smart_complete",
+                  "smart_best", "smart_days", "smart_gpu_s", "gap", "gpu_time_share"]
+
+
+def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per configuration a smart search skipped: setup, config_id, timing, mode, category, reason."""
+    from .results import load_skipped
+
+    cols = ["setup", "config_id", "search", "timing", "mode", "category", "reason"]
+    return pd.DataFrame([{k: s.get(k) for k in cols} for s in load_skipped(runs_root(root))], columns=cols)
+
+
+def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+    """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
+    time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
+    them first). Smart measures every valid combination it did not skip. ``gap`` = smart days / exhaustive days
+    - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
+    configurations (``*_complete``), its figures cover only those measured so far."""
+    from .results import is_not_run
+    from .sweep import plan  # sweep imports the launcher: only load it when asked
+
+    ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
+    out = []
+    for (setup, model, gpu, n), _ in ex.groupby(["setup", *SETTING], sort=True):
+        valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if _valid(c)}
+        rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
+                  & (df["mode"] == "step")]
+        rows = rows[~rows.apply(lambda r: is_not_run(r.to_dict()), axis=1)]
+        skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
+                       & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
+        smart_ids = valid - set(skip["config_id"])
+        smart_ran = not skip.empty or (rows["search"] == "smart").any()
+        best_ex, best_sm = _fastest_row(rows), _fastest_row(rows[rows["config_id"].isin(smart_ids)])
+        ex_s = rows["duration_s"].sum()
+        sm_s = rows[rows["config_id"].isin(smart_ids)]["duration_s"].sum()
+        out.append({
+            "setup": setup, "model": model, "gpu": gpu, "n_gpus": n, "combinations": len(valid),
+            "exhaustive_measured": len(rows), "exhaustive_complete": len(rows) == len(valid),
+            "exhaustive_best": best_ex["methods_label"] if best_ex is not None else None,
+            "exhaustive_days": best_ex["days"] if best_ex is not None else math.nan, "exhaustive_gpu_s": ex_s,
+            "smart_measured": int(rows["config_id"].isin(smart_ids).sum()) if smart_ran else 0,
+            "smart_skipped": len(skip), "smart_complete": smart_ran and smart_ids <= set(rows["config_id"]),
+            "smart_best": best_sm["methods_label"] if smart_ran and best_sm is not None else None,
+            "smart_days": best_sm["days"] if smart_ran and best_sm is not None else math.nan,
+            "smart_gpu_s": sm_s if smart_ran else math.nan})
+    res = pd.DataFrame(out, columns=SEARCH_COLUMNS)
+    res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
+    res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
+    return res
+
+
+def _valid(c) -> bool:
+    return exclusion_reason(c.methods, c.n_gpus) is None
+
+
+def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
+    ok = rows[(rows["outcome"] == "ok") & rows["days"].notna()]
+    return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]
 
 
 # --- measuring honestly ------------------------------------------------------------------------------------

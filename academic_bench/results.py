@@ -237,6 +237,12 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
     return list(last.values())
 
 
+def load_skipped(root: str | os.PathLike | None = None) -> list[dict]:
+    """What the smart searches of every shipped run skipped, and why: ``<root>/<setup>/results.skipped.jsonl``."""
+    root = Path(root) if root is not None else DEFAULT_RUNS
+    return [obj for path in sorted(root.glob("*/results.skipped.jsonl")) for _, obj in read_lines(path)]
+
+
 def load_runs(root: str | os.PathLike | None = None) -> list[dict]:
     """Validated rows of every shipped run: ``<root>/<setup>/results.jsonl`` (root: notebooks/runs)."""
     root = Path(root) if root is not None else DEFAULT_RUNS

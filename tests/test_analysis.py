@@ -187,3 +187,43 @@ def test_a_remeasured_configuration_counts_once_with_its_latest_row(tmp_path):
     store.append(_row("free", FREE, days=6.0, search="smart"))  # measured on the next run
     df = analysis.runs_frame(tmp_path)
     assert len(df) == 1 and df["outcome"].iloc[0] == "ok"
+
+
+# --- smart vs exhaustive -----------------------------------------------------------------------------------
+
+def _search_frames(days: list[float], smart_measures: int, drop: int = 0):
+    """Synthetic rows: every valid combination of Pythia-160M on one H100 measured (100 s of GPU time each)
+    with the given days; the smart search measured the first ``smart_measures`` and skipped the rest."""
+    from academic_bench.methods import exclusion_reason
+    from academic_bench.sweep import plan
+
+    valid = [c for c in plan("pythia-160m", "h100-80gb", 1, "exhaustive") if exclusion_reason(c.methods, 1) is None]
+    rows = [_row(c.id, c.to_dict()["methods"], days=d, search="smart" if i < smart_measures else "exhaustive",
+                 duration_s=100.0) for i, (c, d) in enumerate(zip(valid, days))][:len(valid) - drop]
+    skipped = pd.DataFrame([{"setup": "h100x1", "config_id": c.id, "search": "smart", "timing": "synced",
+                             "mode": "step", "category": "cannot win", "reason": "synthetic"}
+                            for c in valid[smart_measures:]])
+    return analysis.frame_from_rows(rows), skipped, len(valid)
+
+
+def test_smart_vs_exhaustive_reports_the_gap_and_the_share_of_gpu_time():
+    df, skipped, n = _search_frames([5.0, 6.0, *[7.0] * 10], smart_measures=2)
+    r = analysis.smart_vs_exhaustive(df, skipped).iloc[0]
+    assert (r["combinations"], r["exhaustive_measured"], r["smart_measured"], r["smart_skipped"]) == (n, n, 2, n - 2)
+    assert r["exhaustive_complete"] and r["smart_complete"]
+    assert r["gap"] == 0 and r["gpu_time_share"] == pytest.approx(2 / n)
+
+
+def test_smart_vs_exhaustive_shows_a_skipped_optimum_as_a_gap():
+    df, skipped, _ = _search_frames([5.0, 6.0, 7.0, 4.0, *[7.0] * 8], smart_measures=2)
+    assert analysis.smart_vs_exhaustive(df, skipped).iloc[0]["gap"] == pytest.approx(5.0 / 4.0 - 1)
+
+
+def test_an_unfinished_exhaustive_search_is_marked_incomplete():
+    df, skipped, n = _search_frames([5.0] * 12, smart_measures=2, drop=3)
+    r = analysis.smart_vs_exhaustive(df, skipped).iloc[0]
+    assert not r["exhaustive_complete"] and r["exhaustive_measured"] == n - 3
+
+
+def test_no_exhaustive_search_no_comparison():
+    assert analysis.smart_vs_exhaustive(analysis.frame_from_rows([]), analysis.skipped_frame("/nonexistent")).empty
