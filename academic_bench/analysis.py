@@ -40,6 +40,7 @@ COLUMNS = [
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
     "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
     "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "torch", "started_at", "duration_s",
+    "mbs_search",
 ]
 
 
@@ -68,7 +69,7 @@ def _flat(row: dict) -> dict:
         "predicted_step_s": val.get("predicted_step_s"), "validate_rel_error": val.get("rel_error"),
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
-        "gpu_name": env.get("gpu_name"), "torch": env.get("torch"),
+        "gpu_name": env.get("gpu_name"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
     }
     for phase in PHASES:
         t = (row.get("times") or {}).get(phase) or {}
@@ -371,19 +372,63 @@ def variance(df: pd.DataFrame) -> pd.DataFrame:
 
 
 MEMORY_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "outcome", "predicted_memory_gb",
-                  "peak_memory_gb", "gpu_memory_gb", "error"]
+                  "predicted_at_run_gb", "peak_memory_gb", "gpu_memory_gb", "error"]
+
+
+def _config(r) -> "Config":
+    from .config import Config
+
+    methods = Methods(**{c: getattr(r, c) for c in METHOD_COLUMNS})
+    return Config(r.model, r.gpu, int(r.n_gpus), int(r.nodes or 1), methods, None, bool(r.tiny))
+
+
+def _predicted_gb(r, micro_batch: int, kind: str = "allocated") -> float:
+    """The current memory model's prediction for a row's configuration (the rows keep the one made at run
+    time, by whatever version of the model ran then)."""
+    from .estimate import predict_memory
+
+    try:
+        return getattr(predict_memory(_config(r), int(micro_batch)), kind) / 1e9
+    except (KeyError, ValueError):  # a model or GPU no longer in the catalogs
+        return math.nan
 
 
 def memory_model_error(df: pd.DataFrame) -> pd.DataFrame:
-    """Predicted peak memory next to the measured one (``error`` = predicted / measured - 1), plus out-of-memory
-    rows with their prediction (a prediction below the GPU's memory that ran out is a miss too)."""
+    """The memory model's prediction of peak allocated memory next to the measured peak (``error`` = predicted /
+    measured - 1), recomputed with the current model (``predicted_at_run_gb``: the one stored at run time),
+    plus out-of-memory rows with their prediction at micro-batch 1."""
     if df.empty:
         return pd.DataFrame(columns=MEMORY_COLUMNS)
-    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & df["predicted_memory_gb"].notna()
-           & df["outcome"].isin(["ok", "oom"])].copy()
+    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(["ok", "oom"])
+           & ~df["tiny"]].copy()
+    r = r[(r["outcome"] == "oom") | r["micro_batch"].notna()]
+    r["predicted_at_run_gb"] = r["predicted_memory_gb"]
+    r["predicted_memory_gb"] = [_predicted_gb(x, x.micro_batch if x.outcome == "ok" else 1) for x in r.itertuples()]
     r["gpu_memory_gb"] = r["gpu"].map(lambda g: gpu_catalog()[g].memory_gb if g in gpu_catalog() else math.nan)
     r["error"] = r["predicted_memory_gb"] / r["peak_memory_gb"] - 1
     return r[MEMORY_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+FIT_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "measured", "predicted", "correct"]
+
+
+def fit_predictions(df: pd.DataFrame) -> pd.DataFrame:
+    """Every micro-batch a search tried ('fits' or 'oom', from the rows' ``mbs_search``) beside the memory
+    model's verdict: predicted total (with context, workspace and fragmentation) within the usable memory."""
+    from .estimate import predict_memory, usable_bytes
+
+    out = []
+    rows = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & df["mbs_search"].notna()]
+    for r in rows.itertuples():
+        usable = usable_bytes(gpu_catalog()[r.gpu].memory_gb)
+        for attempt in r.mbs_search:
+            fits = predict_memory(_config(r), attempt["micro_batch"]).total <= usable
+            measured = attempt["outcome"] == "ok"
+            out.append({"model": r.model, "gpu": r.gpu, "n_gpus": r.n_gpus, "setup": r.setup,
+                        "methods_label": r.methods_label, "micro_batch": attempt["micro_batch"],
+                        "measured": "fits" if measured else "oom", "predicted": "fits" if fits else "oom",
+                        "correct": fits == measured})
+    return pd.DataFrame(out, columns=FIT_COLUMNS)
 
 
 def implausible(df: pd.DataFrame, column: str = "mfu") -> pd.DataFrame:

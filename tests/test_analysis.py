@@ -111,10 +111,28 @@ def test_validation_variance_and_memory(runs):
     assert v["validate_rel_error"].tolist() == [-0.032]
     var = analysis.variance(runs)
     assert var["relative_spread"].dropna().round(6).eq(0.15).all()
+    from academic_bench.config import Config
+    from academic_bench.estimate import predict_memory
+    from academic_bench.methods import Methods
+
     mem = analysis.memory_model_error(runs)
-    ok = mem[mem["outcome"] == "ok"]
-    assert ok["error"].iloc[0] == pytest.approx(30 / 25 - 1)
-    assert (mem["outcome"] == "oom").sum() == 1  # predicted 70 GB < 80 GB and still out of memory: a miss
+    free = mem[mem["methods_label"] == "free-lunch"].iloc[0]
+    now = predict_memory(Config("pythia-160m", "h100-80gb", 1, methods=Methods(**FREE)), 8).allocated / 1e9
+    # The error is the current model's, not the one stored when the row was measured.
+    assert free["predicted_at_run_gb"] == 30.0 and free["predicted_memory_gb"] == pytest.approx(now)
+    assert free["error"] == pytest.approx(now / 25 - 1)
+    oom = mem[mem["outcome"] == "oom"]
+    assert len(oom) == 1 and oom["predicted_memory_gb"].iloc[0] < 80  # predicted to fit, ran out: a miss
+
+
+def test_fit_predictions_compare_each_tried_micro_batch_with_the_model(tmp_path):
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store.append(_row("free", FREE, days=5.0, search="free-lunch", mbs_search=[
+        {"micro_batch": 8, "outcome": "ok", "peak_memory_gb": 20.0},
+        {"micro_batch": 4096, "outcome": "ok", "peak_memory_gb": 79.0}]))
+    fit = analysis.fit_predictions(analysis.runs_frame(tmp_path))
+    assert fit[["micro_batch", "measured", "predicted", "correct"]].values.tolist() == [
+        [8, "fits", "fits", True], [4096, "fits", "oom", False]]
 
 
 def _fake_facts() -> pd.DataFrame:
