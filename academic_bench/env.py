@@ -76,11 +76,13 @@ def gpu_info() -> tuple[str | None, str | None]:
 def git_commit(root: Path = REPO_ROOT) -> str | None:
     """The commit of the working tree the package runs from, with '+dirty' when it has local changes.
 
-    A copy without ``.git`` (a GPU machine sent only the files) takes it from ``ACADEMIC_BENCH_GIT_COMMIT``,
-    which whoever copied the tree sets from ``git rev-parse HEAD``."""
+    ``ACADEMIC_BENCH_GIT_COMMIT``, when set, wins: a copy sent to a GPU machine may carry a stale ``.git`` (or
+    none), so whoever copied the tree sets it from ``git rev-parse HEAD`` of the tree they sent."""
+    if os.environ.get("ACADEMIC_BENCH_GIT_COMMIT"):
+        return os.environ["ACADEMIC_BENCH_GIT_COMMIT"]
     commit = _run(["git", "rev-parse", "HEAD"], cwd=root)
     if not commit:
-        return os.environ.get("ACADEMIC_BENCH_GIT_COMMIT") or None
+        return None
     # --no-optional-locks: reading the status must not rewrite the index of a tree others are editing.
     status = _run(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"], cwd=root)
     return commit + ("+dirty" if status else "")

@@ -687,6 +687,18 @@ def _notebook_parameters(folder: Path) -> dict | None:
     return dict(meta.get("parameters") or {}) or None
 
 
+def _skipped_since_not_run(folder: Path, rows: Sequence[dict]) -> set[int]:
+    """ids of the 'not run' rows whose configuration a smart search skipped later (nothing is left to run)."""
+    from .results import is_not_run, read_lines
+    from .sweep import skipped_path
+
+    path = skipped_path(folder / RESULTS_FILE)
+    if not path.exists():
+        return set()
+    decided = {(s["config_id"], s["timing"], s["mode"]) for _, s in read_lines(path)}
+    return {id(r) for r in rows if is_not_run(r) and (r["config_id"], r["timing"], r["mode"]) in decided}
+
+
 def setup_section(folder: Path) -> tuple[list[str], dict]:
     """The README's section for one run folder, and a line of the overview table."""
     rows = latest_rows(ResultStore(folder / RESULTS_FILE).rows())
@@ -716,17 +728,20 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
                                  if (folder / NOTEBOOK_FILE).exists() else "")
              + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})", ""]
 
+    skipped = _skipped_since_not_run(folder, rows)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in rows:
-        counts[(r["config"]["model"], kind(r))][r["outcome"]] += 1
-    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported")
+        counts[(r["config"]["model"], kind(r))]["skipped" if id(r) in skipped else r["outcome"]] += 1
+    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "skipped")
                 if any(c[o] for c in counts.values())]
-    lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each):", ""]
+    lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "
+              "*skipped*: a budget left it unstarted and a smart search decided it need not run, with the reason in "
+              "`results.skipped.jsonl`):", ""]
     lines += _md_table(["model", "search", *outcomes, "total"],
                        [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
                         for (m, k), c in sorted(counts.items())])
 
-    failed = failure_groups(rows, width=220)
+    failed = failure_groups([r for r in rows if id(r) not in skipped], width=220)
     lines += ["", "### What did not run ok", ""]
     if failed:
         lines += _md_table(["model", "search", "outcome", "reason", "configurations"],
