@@ -245,8 +245,12 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
                warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, simulate: dict | None = None,
-               extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE) -> dict | None:
+               extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE,
+               micro_batch: int | None = None) -> dict | None:
     """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
+
+    ``micro_batch``: the size an earlier search of this same configuration found (e.g. its synced twin's, for
+    an unsynced timing); the search is skipped and the row keeps the configuration's id.
 
     Never raises for what happens inside the run (crash, NCCL error, out of memory, hang): those become the
     row's outcome. Ctrl-C or SIGTERM kill the run's processes and propagate.
@@ -266,13 +270,15 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     log.parent.mkdir(parents=True, exist_ok=True)
     req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps,
                         simulate=simulate)
+    if micro_batch:
+        req.update(micro_batch=int(micro_batch), mbs_search=None)
     env = child_env(config, extra_env)
     proc, rc, timed_out = None, None, False
     try:
         with open(log, "wb") as logf:
             # Without a given micro-batch, the search runs in its own processes first, so that the timed run
             # starts from a clean GPU (memory left fragmented by out-of-memory trials would skew or break it).
-            phases = ["search", "measure"] if config.micro_batch is None else ["measure"]
+            phases = ["search", "measure"] if config.micro_batch is None and not micro_batch else ["measure"]
             for phase in phases:
                 if phase == "search":
                     request.write_text(json.dumps({**req, "search_only": True}, indent=1))

@@ -261,7 +261,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
               executor: str = "local", device: str | None = None, progress: bool = True,
               budget_s: float | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
               rdzv: Rendezvous | None = None, slurm_params: dict[str, Any] | None = None,
-              retry: Sequence[str] = (), simulate: dict[str, dict] | None = None) -> dict:
+              retry: Sequence[str] = (), simulate: dict[str, dict] | None = None,
+              micro_batches: dict[str, int] | None = None) -> dict:
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
@@ -269,7 +270,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     records that a time budget never started it (``results.is_not_run``). Ctrl-C or
     SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
     finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
-    ``simulate`` (tests) maps a configuration id to the worker's simulated failure.
+    ``simulate`` (tests) maps a configuration id to the worker's simulated failure. ``micro_batches`` maps a
+    configuration id to a micro-batch already found for it, which is then used without a new search.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
@@ -317,6 +319,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                     continue
                 bar.start(c)
                 extra = {"simulate": simulate[c.id]} if simulate and c.id in simulate else {}
+                if micro_batches and micro_batches.get(c.id):
+                    extra["micro_batch"] = micro_batches[c.id]
                 row = run(c, executor=executor, folder=out.parent / "submitit", slurm_params=slurm_params,
                           log_path=log_path(out, c, timing, mode), **kwargs, **extra)
                 if row is None:  # a node other than 0 of a multi-node run writes nothing

@@ -289,3 +289,16 @@ def test_retry_reruns_listed_outcomes_only(tmp_path):
     assert len(ResultStore(out).rows()) == 2
     with pytest.raises(ValueError, match="cannot retry crashed"):
         run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("crashed",))
+
+
+def test_a_known_micro_batch_skips_the_search_and_keeps_the_configuration(tmp_path):
+    """An unsynced timing reuses the micro-batch of its synced twin: same work compared, no second search."""
+    out = tmp_path / "results.jsonl"
+    c = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)  # no micro-batch: normally searched
+    s = run_sweep([c], out, "cpu-test", search="naive", timing="unsynced", device="cpu", progress=False,
+                  timeout_s=300, micro_batches={c.id: 2})
+    assert s["outcomes"] == {"ok": 1}, s
+    row = ResultStore(out).rows()[0]
+    assert (row["config_id"], row["micro_batch"], row["mbs_search"]) == (c.id, 2, None)
+    log = (tmp_path / row["log"]).read_text()
+    assert "(measure)" in log and "(search)" not in log
