@@ -130,6 +130,7 @@ class ModelStats:
     block_params: tuple[int, ...]  # per repeated block (spec.block_types): the FSDP/ZeRO-3 unit
     heads: int | None  # attention heads (transformers)
     hidden: int | None  # hidden size (language models)
+    attention_dropout: float = 0.0  # dropout on the attention probabilities (transformers)
 
     @property
     def root_params(self) -> int:
@@ -156,7 +157,9 @@ def _model_stats(key: str, tiny: bool) -> ModelStats:
     return ModelStats(params=sum(p.numel() for p in net.parameters()),
                       input_embedding=sum(m.weight.numel() for m in embeddings), tied_output=tied,
                       block_params=blocks, heads=getattr(config, "num_attention_heads", None),
-                      hidden=getattr(config, "hidden_size", None))
+                      hidden=getattr(config, "hidden_size", None),
+                      attention_dropout=float(getattr(config, "attention_probs_dropout_prob", None)
+                                              or getattr(config, "attention_dropout", None) or 0.0))
 
 
 # --- FLOPs -----------------------------------------------------------------------------------------------
@@ -269,11 +272,14 @@ class Coefficients:
     # scores and probabilities, a 1-byte dropout mask); transformers' eager attention keeps the softmax output
     # in fp32 (4 bytes) and its 16-bit copy for the value product (2): 6, which the shipped naive runs confirm.
     attention_scores: float = 6.0
+    # With dropout on the probabilities, the value product takes the dropout's 16-bit output instead of the
+    # copy, and dropout keeps its 1-byte mask: one byte more per score.
+    attention_dropout_mask: float = 1.0
     # mamba-ssm's fused function (checkpoint_lvl 1) saves xz (4h), x_dbl and out (2h) in 16-bit; the block
     # adds its fp32 residual (h) and the normalised input (h): about 18 bytes per token per hidden unit.
     mamba_fused_layer: float = 18.0
-    # LM logits at the start of backward: the compute-dtype logits, the fp32 log-softmax kept for backward,
-    # and the two fp32 gradients (of the loss's log-softmax output and of its input) before either is freed.
+    # LM logits at the start of backward: the fp32 log-softmax kept for backward and the two fp32 gradients
+    # (of the loss's log-softmax output and of its input) before either is freed.
     loss_fp32_copies: float = 3.0
     activation_scale: float = 1.0  # one multiplier on all activations (calibration)
     # Sharded and distributed states (DeepSpeed and FSDP defaults as measure/apply.py configures them).
@@ -395,8 +401,9 @@ def saved_tensor_profile(key: str, tiny: bool, attn: str, dtype: str, seq_len: i
 
 
 def _logits_bytes(seq: int, vocab: int, c: int, k: Coefficients) -> float:
-    """The logits in the compute dtype plus the fp32 tensors of the loss alive at the start of backward."""
-    return seq * vocab * (c + 4 * k.loss_fp32_copies)
+    """The fp32 tensors of the loss alive at the start of backward. The compute-dtype logits are not among
+    them: the step keeps only ``outputs.loss`` (``models.loss_of``), and the fp32 upcast saves nothing."""
+    return seq * vocab * 4 * k.loss_fp32_copies
 
 
 def _attention_impl(spec: ModelSpec, kernels: bool) -> str:
@@ -412,8 +419,10 @@ def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool,
     c = BYTES[r.precision]
     if spec.transformer_shape is not None:
         layers, h = spec.transformer_shape(tiny)
-        s, a = r.seq_len, model_stats(spec.key, tiny).heads
-        attn = 0.0 if _attention_impl(spec, kernels) != "eager" else k.attention_scores * a * s / h
+        st = model_stats(spec.key, tiny)
+        s, a = r.seq_len, st.heads
+        per_score = k.attention_scores + (k.attention_dropout_mask if st.attention_dropout > 0 else 0.0)
+        attn = 0.0 if _attention_impl(spec, kernels) != "eager" else per_score * a * s / h
         layer = s * h * (k.transformer_layer + attn) * c / 2  # the paper's constants are for 2-byte values
         head = s * h * c + _logits_bytes(s, r.vocab_size, c, k)
         return ActivationProfile((layer,) * layers, (s * h * c,) * layers, head)
@@ -488,6 +497,8 @@ def _zero_states(stage: int, offload: bool, n: int, c: int, st: ModelStats, k: C
         weights = weights / n + gathered
     if offload:
         cpu, opt = opt, 0.0
+        if stage >= 2:  # ZeRO-Offload: reduced gradient partitions go to the CPU; the buckets stay (``buffers``)
+            cpu, grads = cpu + 4.0 * p / n, 0.0
         if stage == 3:
             cpu += weights - gathered
             weights = gathered
