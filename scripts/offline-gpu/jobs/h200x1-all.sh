@@ -1,0 +1,9 @@
+# For a session on nvidia-h200 (one chip): the nine models naive and smart, synced vs unsynced Pythia-1B, and
+# three validations, in one background job (about 28 minutes held).
+set -u
+export MACHINE_TXT=/tmp/w/machine.txt
+source scripts/offline-gpu/gpu_prelude.sh
+timeout --signal=INT ${HARD_S:-1560} python3 -m academic_bench notebook --setup h200x1 --gpu h200 --gpus 1 \
+  --preset naive smart -p unsynced_models '[pythia-1b]' -p validate_models '[pythia-160m, pythia-1b, vit-large]' \
+  -p validate_steps 3 -p time_budget_s ${BUDGET_S:-1440} -p timeout_s 300
+echo "notebook rc=$?"
