@@ -16,7 +16,7 @@ from . import cli
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
 from .methods import parse_methods
-from .results import OUTCOMES, ResultStore
+from .results import OUTCOMES, ResultStore, synced_micro_batches
 from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
 
 EXIT_INTERRUPTED = 130
@@ -93,10 +93,12 @@ def _cmd_bench(args: argparse.Namespace) -> None:
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"
     out = Path(args.out)
+    # An unsynced timing runs at the micro-batch of the same configuration's synced row, when there is one.
+    known = synced_micro_batches(ResultStore(out).rows()).get(config.id) if args.timing == "unsynced" else None
     try:
         row = run(config, executor=args.executor, folder=out.parent / "submitit",
                   slurm_params=_slurm_params(args.slurm_param), setup=setup, search="single",
-                  log_path=log_path(out, config, args.timing, mode), **_run_kwargs(args))
+                  log_path=log_path(out, config, args.timing, mode), micro_batch=known, **_run_kwargs(args))
     except KeyboardInterrupt:
         _interrupted(args.out)
     if row is None:

@@ -253,13 +253,6 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
     return n
 
 
-def synced_micro_batches(out: Path) -> dict[str, int]:
-    """The micro-batch each configuration ran at in its synced measurement: an unsynced timing of the same
-    configuration uses it, so that the two timings compare the same work (and no search is repeated)."""
-    return {r["config_id"]: r["micro_batch"] for r in latest_rows(ResultStore(out).rows())
-            if r["timing"] == "synced" and r["mode"] == "step" and r["outcome"] == "ok" and r["micro_batch"]}
-
-
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
                timeout_s: float, device: str, retry: Sequence[str]) -> tuple[dict | None, int]:
     from .sweep import format_summary, run_sweep
@@ -273,8 +266,7 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     else:
         summary = run_sweep(phase.configs, out, setup, search=phase.search, timing=phase.timing,
                             validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
-                            retry=tuple(retry), micro_batches=synced_micro_batches(out) if
-                            phase.timing == "unsynced" else None)
+                            retry=tuple(retry))
         print(format_summary(summary), flush=True)
         ids = summary["not_run"]
     n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0

@@ -237,6 +237,13 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
     return list(last.values())
 
 
+def synced_micro_batches(rows: Iterable[dict]) -> dict[str, int]:
+    """The micro-batch each configuration ran at in its latest synced measurement. An unsynced timing of the
+    same configuration runs at it, so that the two timings compare the same work (and no search repeats)."""
+    return {r["config_id"]: r["micro_batch"] for r in latest_rows(rows)
+            if r["timing"] == "synced" and r["mode"] == "step" and r["outcome"] == "ok" and r["micro_batch"]}
+
+
 def load_skipped(root: str | os.PathLike | None = None) -> list[dict]:
     """What the smart searches of every shipped run skipped, and why: ``<root>/<setup>/results.skipped.jsonl``."""
     root = Path(root) if root is not None else DEFAULT_RUNS

@@ -26,7 +26,8 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines
+from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines,
+                      synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -271,7 +272,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
     finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
     ``simulate`` (tests) maps a configuration id to the worker's simulated failure. ``micro_batches`` maps a
-    configuration id to a micro-batch already found for it, which is then used without a new search.
+    configuration id to a micro-batch already found for it, which is then used without a new search; for an
+    unsynced timing it defaults to the micro-batches of the store's synced rows.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
@@ -282,6 +284,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(OUTCOMES)}")
     existing = {r["config_id"]: r for r in store.rows()
                 if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)}
+    if micro_batches is None and timing == "unsynced":
+        micro_batches = synced_micro_batches(store.rows())
     pruner = SmartPruner() if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()

@@ -20,7 +20,7 @@ from academic_bench.config import Config
 from academic_bench.launch import (REQUIRED_ENV, Rendezvous, build_request, child_env, make_executor, run, run_config,
                                    torchrun_command)
 from academic_bench.methods import parse_methods
-from academic_bench.results import ResultStore, check_row
+from academic_bench.results import ResultStore, check_row, make_row
 
 FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
 
@@ -95,6 +95,17 @@ def test_cli_bench_ok_unsynced(tmp_path, capsys):
     assert row["ran"]["parallel"] == "single" and row["env"]["torch"]
     assert (out.parent / row["log"]).exists()
     assert json.loads(capsys.readouterr().out)["outcome"] == "ok"
+
+
+def test_cli_bench_unsynced_runs_at_the_synced_rows_micro_batch(tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    c = tiny()  # no fixed micro-batch: a synced bench searches it
+    ResultStore(out).append(make_row(c, setup="h100x1-tiny", outcome="ok", micro_batch=2, gas=4, step_time_s=1.0))
+    rc = cli.main(["bench", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--methods", "naive",
+                   "--tiny", "--device", "cpu", "--timing", "unsynced", "--out", str(out), "--json"])
+    assert rc == 0, capsys.readouterr().err
+    row = ResultStore(out).rows()[-1]
+    assert (row["timing"], row["config_id"], row["micro_batch"], row["mbs_search"]) == ("unsynced", c.id, 2, None)
 
 
 def test_crash_is_an_error_with_the_cause_and_log_tail(private_tmp):

@@ -118,15 +118,6 @@ def test_a_resumed_sweep_relaunches_what_the_budget_left_but_not_real_timeouts(t
     assert summary["ran"] == 1, "retrying timeouts measures the real timeout again"
 
 
-def test_unsynced_timings_take_the_micro_batch_of_the_synced_row(tmp_path):
-    a, b = (Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH))
-    store = ResultStore(tmp_path / nb.RESULTS_FILE)
-    store.append(make_row(a, setup="t", outcome="ok", micro_batch=4, gas=2, step_time_s=1.0))
-    store.append(make_row(b, setup="t", outcome="oom", reason="synthetic"))
-    store.append(make_row(b, setup="t", outcome="ok", timing="unsynced", micro_batch=8, gas=1, step_time_s=0.5))
-    assert nb.synced_micro_batches(store.path) == {a.id: 4}
-
-
 # --- trimming the executed notebook ------------------------------------------------------------------------
 
 def test_tidy_notebook_collapses_progress_bars_and_cuts_long_streams(tmp_path):

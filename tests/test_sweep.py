@@ -18,7 +18,7 @@ from conftest import skip_or_fail
 from academic_bench import cli
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
-from academic_bench.results import ResultStore, make_row
+from academic_bench.results import ResultStore, make_row, synced_micro_batches
 from academic_bench.sweep import SmartPruner, format_summary, plan, run_sweep, skipped_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -291,14 +291,24 @@ def test_retry_reruns_listed_outcomes_only(tmp_path):
         run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("crashed",))
 
 
-def test_a_known_micro_batch_skips_the_search_and_keeps_the_configuration(tmp_path):
-    """An unsynced timing reuses the micro-batch of its synced twin: same work compared, no second search."""
+def test_synced_micro_batches_are_those_of_the_latest_ok_synced_rows():
+    a, b = (Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH))
+    rows = [make_row(a, setup="t", outcome="ok", micro_batch=4, gas=2, step_time_s=1.0),
+            make_row(b, setup="t", outcome="ok", micro_batch=8, gas=1, step_time_s=1.0),
+            make_row(b, setup="t", outcome="oom", reason="synthetic"),  # the latest row of b: no micro-batch
+            make_row(a, setup="t", outcome="ok", timing="unsynced", micro_batch=2, gas=4, step_time_s=0.5)]
+    assert synced_micro_batches(rows) == {a.id: 4}
+
+
+def test_an_unsynced_timing_runs_at_its_synced_twins_micro_batch(tmp_path):
+    """Same work compared, no second search, and the row keeps the configuration's id."""
     out = tmp_path / "results.jsonl"
     c = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)  # no micro-batch: normally searched
+    ResultStore(out).append(make_row(c, setup="cpu-test", outcome="ok", micro_batch=2, gas=4, step_time_s=1.0))
     s = run_sweep([c], out, "cpu-test", search="naive", timing="unsynced", device="cpu", progress=False,
-                  timeout_s=300, micro_batches={c.id: 2})
+                  timeout_s=300)
     assert s["outcomes"] == {"ok": 1}, s
-    row = ResultStore(out).rows()[0]
-    assert (row["config_id"], row["micro_batch"], row["mbs_search"]) == (c.id, 2, None)
+    row = ResultStore(out).rows()[-1]
+    assert (row["timing"], row["config_id"], row["micro_batch"], row["mbs_search"]) == ("unsynced", c.id, 2, None)
     log = (tmp_path / row["log"]).read_text()
     assert "(measure)" in log and "(search)" not in log
