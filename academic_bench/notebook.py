@@ -726,7 +726,11 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
              f"- **Date (UTC):** {when}",
              "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
                                  if (folder / NOTEBOOK_FILE).exists() else "")
-             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})", ""]
+             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})"]
+    if (folder / "evidence" / README_FILE).exists():
+        lines.append(f"- **Evidence:** [evidence/{README_FILE}]({setup}/evidence/{README_FILE}) (how these files "
+                     "were made, and checks kept beside them)")
+    lines.append("")
 
     skipped = _skipped_since_not_run(folder, rows)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)

@@ -168,10 +168,12 @@ def _synthetic_run(folder) -> None:
 
 
 def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
-    (tmp_path / "h100x1").mkdir()
+    (tmp_path / "h100x1" / "evidence").mkdir(parents=True)
+    (tmp_path / "h100x1" / "evidence" / "README.md").write_text("# How these results were made\n")
     _synthetic_run(tmp_path / "h100x1")
     assert main(["runs-readme", "--root", str(tmp_path)]) == 0
     text = (tmp_path / "README.md").read_text()
+    assert "[evidence/README.md](h100x1/evidence/README.md)" in text
     assert "do not edit by hand" in text.splitlines()[2]
     assert "NVIDIA H100 80GB HBM3 (driver 570.86.15, CUDA 12.8)" in text
     assert "torch 2.11.0" in text and "flash-attn not installed" in text and "commit abc1234" in text
