@@ -278,7 +278,7 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
     out = []
     for (setup, model, gpu, n), _ in ex.groupby(["setup", *SETTING], sort=True):
-        valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if _valid(c)}
+        valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
         rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
                   & (df["mode"] == "step")]
         rows = rows[~rows.apply(lambda r: is_not_run(r.to_dict()), axis=1)]
@@ -303,10 +303,6 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
     res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
     res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
     return res
-
-
-def _valid(c) -> bool:
-    return exclusion_reason(c.methods, c.n_gpus) is None
 
 
 def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
@@ -382,13 +378,13 @@ def _config(r) -> "Config":
     return Config(r.model, r.gpu, int(r.n_gpus), int(r.nodes or 1), methods, None, bool(r.tiny))
 
 
-def _predicted_gb(r, micro_batch: int, kind: str = "allocated") -> float:
+def _predicted_gb(r, micro_batch: int) -> float:
     """The current memory model's prediction for a row's configuration (the rows keep the one made at run
     time, by whatever version of the model ran then)."""
     from .estimate import predict_memory
 
     try:
-        return getattr(predict_memory(_config(r), int(micro_batch)), kind) / 1e9
+        return predict_memory(_config(r), int(micro_batch)).allocated / 1e9
     except (KeyError, ValueError):  # a model or GPU no longer in the catalogs
         return math.nan
 

@@ -400,7 +400,7 @@ def saved_tensor_profile(key: str, tiny: bool, attn: str, dtype: str, seq_len: i
     return ActivationProfile(tuple(blocks), tuple(inputs), other[0])
 
 
-def _logits_bytes(seq: int, vocab: int, c: int, k: Coefficients) -> float:
+def _logits_bytes(seq: int, vocab: int, k: Coefficients) -> float:
     """The fp32 tensors of the loss alive at the start of backward. The compute-dtype logits are not among
     them: the step keeps only ``outputs.loss`` (``models.loss_of``), and the fp32 upcast saves nothing."""
     return seq * vocab * 4 * k.loss_fp32_copies
@@ -424,12 +424,12 @@ def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool,
         per_score = k.attention_scores + (k.attention_dropout_mask if st.attention_dropout > 0 else 0.0)
         attn = 0.0 if _attention_impl(spec, kernels) != "eager" else per_score * a * s / h
         layer = s * h * (k.transformer_layer + attn) * c / 2  # the paper's constants are for 2-byte values
-        head = s * h * c + _logits_bytes(s, r.vocab_size, c, k)
+        head = s * h * c + _logits_bytes(s, r.vocab_size, k)
         return ActivationProfile((layer,) * layers, (s * h * c,) * layers, head)
     if spec.kernel == "mamba-ssm":
         s, st = r.seq_len, model_stats(spec.key, tiny)
         net_h = st.hidden
-        head = s * net_h * c + _logits_bytes(s, r.vocab_size, c, k)
+        head = s * net_h * c + _logits_bytes(s, r.vocab_size, k)
         if kernels:  # mamba-ssm's fused function; the residual stream is fp32
             n = len(st.block_params)
             return ActivationProfile((k.mamba_fused_layer * s * net_h * c / 2,) * n, (4.0 * s * net_h,) * n, head)

@@ -241,6 +241,16 @@ def _classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log
     _merge(row, data)
 
 
+def _searched(result: Path) -> dict | None:
+    """The search's result when it found a micro-batch; None when it did not or the file is unreadable."""
+    try:
+        found = json.loads(result.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None  # _classify reports the unreadable result as an error
+    ok = isinstance(found, dict) and found.get("outcome") == "ok" and found.get("micro_batch")
+    return found if ok else None
+
+
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
@@ -273,45 +283,43 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     if micro_batch:
         req.update(micro_batch=int(micro_batch), mbs_search=None)
     env = child_env(config, extra_env)
-    proc, rc, timed_out = None, None, False
+    procs: list[subprocess.Popen] = []  # the one still running is killed if we are interrupted
+
+    def launch(request_obj: dict, phase: str, logf) -> tuple[int | None, bool]:
+        """One torchrun of the worker; (exit status, timed out) within what is left of ``timeout_s``."""
+        request.write_text(json.dumps(request_obj, indent=1))
+        cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+        logf.write(f"# {config.id} {config.methods.label()} ({phase})\n# {' '.join(cmd)}\n".encode())
+        logf.flush()
+        procs.append(subprocess.Popen(_with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True))
+        try:
+            return procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
+        except subprocess.TimeoutExpired:
+            kill_tree(procs[-1])
+            return None, True
+
     try:
         with open(log, "wb") as logf:
-            # Without a given micro-batch, the search runs in its own processes first, so that the timed run
-            # starts from a clean GPU (memory left fragmented by out-of-memory trials would skew or break it).
-            phases = ["search", "measure"] if config.micro_batch is None and not micro_batch else ["measure"]
-            for phase in phases:
-                if phase == "search":
-                    request.write_text(json.dumps({**req, "search_only": True}, indent=1))
-                else:
-                    request.write_text(json.dumps(req, indent=1))
-                cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
-                logf.write(f"# {config.id} {config.methods.label()} ({phase})\n# {' '.join(cmd)}\n".encode())
-                logf.flush()
-                left = timeout_s - (time.monotonic() - t0)
-                proc = subprocess.Popen(_with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-                try:
-                    rc = proc.wait(timeout=max(1.0, left))
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    kill_tree(proc)
-                if phase == "search" and not timed_out and rc == 0 and result.exists():
-                    try:
-                        found = json.loads(result.read_text())
-                    except (OSError, json.JSONDecodeError):
-                        break  # _classify reports the unreadable result as an error
-                    if isinstance(found, dict) and found.get("outcome") == "ok" and found.get("micro_batch"):
-                        req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))
-                        result.unlink()
-                        continue
-                break  # the search failed (its result is the row) or the measurement is done
+            measure = True
+            if config.micro_batch is None and not micro_batch:
+                # The search runs in its own processes first, so that the timed run starts from a clean GPU
+                # (memory left fragmented by out-of-memory trials would skew or break it).
+                rc, timed_out = launch({**req, "search_only": True}, "search", logf)
+                found = _searched(result) if rc == 0 and not timed_out else None
+                measure = found is not None  # otherwise the search's result (or its absence) is the row
+                if found:
+                    req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))
+                    result.unlink()
+            if measure:
+                rc, timed_out = launch(req, "measure", logf)
         if rdzv is not None and rdzv.node_rank != 0:
             return None
         _classify(row, rc, timed_out, result, log, timeout_s)
         _fill_derived(row, config)
     finally:
-        if proc is not None and proc.poll() is None:  # interrupted: leave nothing running
-            kill_tree(proc)
+        if procs and procs[-1].poll() is None:  # interrupted: leave nothing running
+            kill_tree(procs[-1])
         if log_path:
             row["log"] = str(log)
         shutil.rmtree(tmp, ignore_errors=True)

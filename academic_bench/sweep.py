@@ -282,10 +282,11 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     bad = set(retry) - set(OUTCOMES)
     if bad:
         raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(OUTCOMES)}")
-    existing = {r["config_id"]: r for r in store.rows()
+    stored = store.rows()
+    existing = {r["config_id"]: r for r in stored
                 if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)}
     if micro_batches is None and timing == "unsynced":
-        micro_batches = synced_micro_batches(store.rows())
+        micro_batches = synced_micro_batches(stored)
     pruner = SmartPruner() if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()
