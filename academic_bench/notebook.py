@@ -5,7 +5,8 @@
     write_runs_readme()                          ``academic-bench runs-readme``: notebooks/runs/README.md
 
 Time budget: the notebook passes what is left of ``time_budget_s`` to each sweep, which starts no new
-configuration once it is spent (a configuration already running may finish, up to ``timeout_s``). Every
+configuration once it is spent (a configuration already running may finish, up to ``timeout_s``); a validation,
+whose length is known from the measurement it checks, starts only if it can end within the budget. Every
 configuration the notebook planned but never started then gets a row of its own, outcome ``timeout`` with a
 reason starting ``not run:``, so every model the notebook was asked about leaves a row: a measurement, or a
 classified failure with its reason. Running the notebook again into the same folder resumes: configurations
@@ -181,6 +182,7 @@ class Phase:
     search: str
     timing: str = "synced"
     validate: int = 0
+    expected_s: float | None = None  # how long the phase should take, where known (validations)
 
     @property
     def mode(self) -> str:
@@ -227,7 +229,10 @@ def plan_phases(p: dict[str, Any], gpu: str) -> list[Phase]:
     return phases
 
 
-def _not_run_reason(budget_s: float) -> str:
+def _not_run_reason(budget_s: float, expected_s: float | None = None) -> str:
+    if expected_s is not None:
+        return (f"{NOT_RUN_PREFIX} the notebook's time budget (time_budget_s={budget_s:g}) had less left than "
+                f"this configuration's expected {expected_s:.0f} s; it was never launched")
     return (f"{NOT_RUN_PREFIX} the notebook's time budget (time_budget_s={budget_s:g}) was spent before this "
             "configuration started; it was never launched")
 
@@ -244,7 +249,7 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
         config = by_id[cid]
         try:  # an excluded combination is classified by its rule, which costs no time
             config.check()
-            outcome, reason = "timeout", _not_run_reason(budget_s)
+            outcome, reason = "timeout", _not_run_reason(budget_s, phase.expected_s)
         except ValueError as exc:
             outcome, reason = "invalid", str(exc)
         store.append(make_row(config, setup=setup, outcome=outcome, reason=reason, timing=phase.timing,
@@ -260,7 +265,9 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     print(f"\n== {phase.title} ({phase.search}, {phase.timing}, {phase.mode}): {len(phase.configs)} configurations",
           flush=True)
     left = None if deadline is None else deadline - time.monotonic()
-    if left is not None and left <= 0:
+    # A configuration whose length is known (a validation) starts only if it can end within the budget: the
+    # budget is what the caller planned the machine's time with, and a run cut off later leaves nothing.
+    if left is not None and (left <= 0 or (phase.expected_s is not None and phase.expected_s > left)):
         ids = [c.id for c in phase.configs]
         summary = None
     else:
@@ -285,7 +292,8 @@ def best_row(rows: Sequence[dict], model: str) -> dict | None:
 
 def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:
     """For each of ``validate_models``: its best configuration, at its measured micro-batch, run for
-    ``validate_steps`` real optimizer steps (the extrapolation's check)."""
+    ``validate_steps`` real optimizer steps (the extrapolation's check). Each is expected to take as long as
+    the measurement it checks plus the steps it adds."""
     rows = latest_rows(ResultStore(out).rows())
     phases = []
     for model in p["validate_models"]:
@@ -295,8 +303,10 @@ def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:
                   flush=True)
             continue
         config = replace(Config.from_dict(best["config"]), micro_batch=best["micro_batch"])
+        expected = (best["duration_s"] or 0.0) + p["validate_steps"] * (best["step_time_s"] or 0.0)
         phases.append(Phase(f"validation of {model}'s best ({config.methods.label()}, micro-batch "
-                            f"{best['micro_batch']})", [config], best["search"], validate=p["validate_steps"]))
+                            f"{best['micro_batch']})", [config], best["search"], validate=p["validate_steps"],
+                            expected_s=expected))
     return phases
 
 

@@ -54,6 +54,11 @@ def peak_memory_gb(device: str) -> float | None:
     return torch.cuda.max_memory_allocated() / 1e9 if device == "cuda" else None
 
 
+def peak_reserved_gb(device: str) -> float | None:
+    """The caching allocator's peak reservation: how much the memory model's fragmentation term must cover."""
+    return torch.cuda.max_memory_reserved() / 1e9 if device == "cuda" else None
+
+
 def gather_memory(value: float | None, device: str) -> list[float] | None:
     if value is None:
         return None
@@ -291,6 +296,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
                            "rel_error": (predicted - sustained) / sustained}
     row["ran"] = vars(stepper.ran)
     row["ran"]["setup_s"] = t_ready - t_start
+    row["ran"]["peak_reserved_gb"] = gather_memory(peak_reserved_gb(device), device)
     return row
 
 
