@@ -3,5 +3,5 @@
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
-bash scripts/offline-gpu/notebook.sh h100x1 h100-80gb 1 ${BUDGET_S:-1440} ${HARD_S:-1530} \
+bash scripts/offline-gpu/notebook.sh h100x1 h100-80gb 1 ${BUDGET_S:-1200} ${HARD_S:-1520} \
   --models roberta-large convnext-xlarge pythia-2.8b pythia-6.9b --preset smart -p timeout_s 300
