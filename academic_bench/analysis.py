@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -266,26 +267,35 @@ def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame([{k: s.get(k) for k in cols} for s in load_skipped(runs_root(root))], columns=cols)
 
 
-def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
-    """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
-    time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
-    them first). Smart measures every valid combination it did not skip. ``gap`` = smart days / exhaustive days
-    - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
-    configurations (``*_complete``), its figures cover only those measured so far."""
+def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[tuple[tuple, set, pd.DataFrame, set]]:
+    """Per setting with an exhaustive search: its key (setup, model, gpu, n_gpus), the ids of its valid
+    combinations, the synced step rows measured of them (any search, 'not run' rows left out), and the ids a
+    smart search skipped."""
     from .results import is_not_run
     from .sweep import plan  # sweep imports the launcher: only load it when asked
 
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
-    out = []
-    for (setup, model, gpu, n), _ in ex.groupby(["setup", *SETTING], sort=True):
+    for key, _ in ex.groupby(["setup", *SETTING], sort=True):
+        setup, model, gpu, n = key
         valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
         rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
                   & (df["mode"] == "step")]
         rows = rows[~rows.apply(lambda r: is_not_run(r.to_dict()), axis=1)]
         skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
                        & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
-        smart_ids = valid - set(skip["config_id"])
-        smart_ran = not skip.empty or (rows["search"] == "smart").any()
+        yield key, valid, rows, set(skip["config_id"])
+
+
+def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+    """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
+    time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
+    them first). Smart measures every valid combination it did not skip. ``gap`` = smart days / exhaustive days
+    - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
+    configurations (``*_complete``), its figures cover only those measured so far."""
+    out = []
+    for (setup, model, gpu, n), valid, rows, skip in _exhaustive_settings(df, skipped):
+        smart_ids = valid - skip
+        smart_ran = bool(skip) or (rows["search"] == "smart").any()
         best_ex, best_sm = _fastest_row(rows), _fastest_row(rows[rows["config_id"].isin(smart_ids)])
         ex_s = rows["duration_s"].sum()
         sm_s = rows[rows["config_id"].isin(smart_ids)]["duration_s"].sum()
@@ -303,6 +313,27 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
     res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
     res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
     return res
+
+
+COMBINATION_COLUMNS = ["setup", *SETTING, "config_id", "methods_label", "outcome", "micro_batch", "days",
+                       "gpu_minutes", "smart", "best"]
+
+
+def search_combinations(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+    """Every measured combination of each exhaustive search, one row each: its days, the GPU minutes its
+    measurement took, what the smart search did with it (``smart``: "measured" or "skipped"; "not run" where
+    no smart search ran on the setting) and whether it is the setting's optimum (``best``)."""
+    out = []
+    for (setup, model, gpu, n), _, rows, skip in _exhaustive_settings(df, skipped):
+        smart_ran = bool(skip) or (rows["search"] == "smart").any()
+        best = _fastest_row(rows)
+        for r in rows.itertuples():
+            out.append({"setup": setup, "model": model, "gpu": gpu, "n_gpus": n, "config_id": r.config_id,
+                        "methods_label": r.methods_label, "outcome": r.outcome, "micro_batch": r.micro_batch,
+                        "days": r.days, "gpu_minutes": r.duration_s / 60,
+                        "smart": ("skipped" if r.config_id in skip else "measured") if smart_ran else "not run",
+                        "best": best is not None and r.config_id == best["config_id"]})
+    return pd.DataFrame(out, columns=COMBINATION_COLUMNS)
 
 
 def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:

@@ -197,6 +197,26 @@ def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None
     return layered.properties(title=title)
 
 
+SMART_COLORS = alt.Scale(domain=["measured", "skipped", "not run"], range=["#4c78a8", "#c7c7c7", "#e0a458"])
+
+
+def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaustive search, and what smart did") -> alt.Chart:
+    """Training days of each measured combination (one panel per setting), coloured by what the smart search
+    did with it; ``df`` is ``analysis.search_combinations`` with a ``setting`` label column."""
+    if df.empty:
+        return _empty("No exhaustive search to show yet.")
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("days:Q", title="training days"),
+        y=alt.Y("methods_label:N", title=None, sort=alt.EncodingSortField("days", order="ascending"),
+                axis=alt.Axis(labelLimit=320)),
+        color=alt.Color("smart:N", scale=SMART_COLORS, title="smart search"),
+        tooltip=["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
+                 alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"],
+    ).properties(width=380, height=alt.Step(16)).facet(
+        row=alt.Row("setting:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+    ).resolve_scale(y="independent").properties(title=title)
+
+
 # --- measuring honestly -------------------------------------------------------------------------------------
 
 def scatter_vs(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, title: str,

@@ -1,12 +1,13 @@
 """analysis.py on synthetic result rows (made up for the test, not measurements) and on no rows at all."""
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
 import pytest
 
-from academic_bench import analysis
+from academic_bench import analysis, charts
 from academic_bench.results import ROW_KEYS, SCHEMA, ResultStore
 
 NAIVE = dict(compile=False, kernels=False, tf32=False, checkpointing=False, sharding="none", offload=False)
@@ -245,3 +246,22 @@ def test_an_unfinished_exhaustive_search_is_marked_incomplete():
 
 def test_no_exhaustive_search_no_comparison():
     assert analysis.smart_vs_exhaustive(analysis.frame_from_rows([]), analysis.skipped_frame("/nonexistent")).empty
+
+
+def test_search_combinations_list_what_smart_did_with_each_and_mark_the_optimum():
+    df, skipped, n = _search_frames([5.0, 6.0, 7.0, 4.0, *[7.0] * 8], smart_measures=2)
+    combos = analysis.search_combinations(df, skipped)
+    assert len(combos) == n and combos["smart"].value_counts().to_dict() == {"skipped": n - 2, "measured": 2}
+    best = combos[combos["best"]]
+    assert len(best) == 1 and best.iloc[0]["days"] == 4.0 and best.iloc[0]["smart"] == "skipped"
+    assert combos["gpu_minutes"].sum() == pytest.approx(n * 100 / 60)
+    # The chart of it draws one bar per combination, coloured by what smart did.
+    spec = charts.search_bars(combos.assign(setting="s")).to_dict()
+    assert len(spec["data"]["values"] if "values" in spec["data"] else next(iter(spec["datasets"].values()))) == n
+    assert spec["spec"]["encoding"]["color"]["field"] == "smart"
+
+
+def test_no_exhaustive_search_no_combinations_and_an_empty_chart_that_says_so():
+    empty = analysis.search_combinations(analysis.frame_from_rows([]), analysis.skipped_frame("/nonexistent"))
+    assert empty.empty and list(empty.columns) == analysis.COMBINATION_COLUMNS
+    assert "No exhaustive search" in json.dumps(charts.search_bars(empty).to_dict())
