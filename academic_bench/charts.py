@@ -209,11 +209,12 @@ def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaust
         x=alt.X("days:Q", title="training days"),
         y=alt.Y("methods_label:N", title=None, sort=alt.EncodingSortField("days", order="ascending"),
                 axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("smart:N", scale=SMART_COLORS, title="smart search"),
+        color=alt.Color("smart:N", scale=SMART_COLORS, title="smart search", legend=alt.Legend(orient="top")),
         tooltip=["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
                  alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"],
-    ).properties(width=380, height=alt.Step(16)).facet(
-        row=alt.Row("setting:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+    ).properties(width=300, height=alt.Step(16)).facet(  # settings above their panels: the page is narrow
+        row=alt.Row("setting:N", title=None, header=alt.Header(labelOrient="top", labelAnchor="start",
+                                                               labelFontWeight="bold", labelFontSize=12)),
     ).resolve_scale(y="independent").properties(title=title)
 
 
