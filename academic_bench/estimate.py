@@ -14,9 +14,10 @@ recomputation, no optimizer.
 
 **Memory** per GPU at the peak of a micro-step (end of forward, start of backward), for the way
 ``measure/`` runs each configuration:
-- No sharding (one GPU, or DDP with ``gradient_as_bucket_view``): fp32 weights (4 B/param), fp32 gradients (4),
-  Adam's two fp32 moments (8). 16-bit recipes run under ``torch.autocast``, which keeps those fp32 tensors and
-  saves a 16-bit copy of every weight for backward (2 more B/param).
+- No sharding (one GPU, or DDP): fp32 weights (4 B/param), fp32 gradients (4), Adam's two fp32 moments (8).
+  16-bit recipes run under ``torch.autocast``, which keeps those fp32 tensors and saves a 16-bit copy of every
+  weight for backward (2 more B/param). DDP adds its fp32 gradient buckets (4): the gradients that the
+  accumulating micro-steps allocate after ``zero_grad(set_to_none=True)`` are not views of them.
 - DeepSpeed ZeRO-1/2/3 (its own fp16/bf16 mode): weights and gradients in the recipe's dtype (2 or 4 B/param),
   optimizer states 12 B/param (fp32 master copy + two moments; DeepSpeed keeps the fp32 copy even for fp32
   models). Stage 1 shards the optimizer states over the GPUs, stage 2 also the gradients, stage 3 also the
@@ -453,7 +454,7 @@ class MemoryEstimate:
     gradients: float
     optimizer_states: float
     activations: float
-    buffers: float  # communication buckets of DeepSpeed
+    buffers: float  # communication buckets (DeepSpeed, DDP)
     overhead: float  # CUDA context, workspace, NCCL, fragmentation allowance
     cpu: float = 0.0
 
@@ -480,9 +481,13 @@ class _States:
 
 
 def _ddp_states(n: int, c: int, st: ModelStats) -> _States:
-    """Plain model or DDP (gradient_as_bucket_view: no bucket copy). Autocast saves 16-bit weight copies."""
+    """Plain model or DDP. Autocast saves 16-bit weight copies. DDP's fp32 buckets hold every gradient; with
+    ``gradient_as_bucket_view`` the gradients would be views of them, but the step zeroes with
+    ``set_to_none=True``, so the accumulating micro-steps (under ``no_sync``) allocate their gradients afresh
+    beside the buckets: one more fp32 copy of the gradients on every rank."""
     autocast_copy = c * st.params if c < 4 else 0.0
-    return _States(4.0 * st.params + autocast_copy, 4.0 * st.params, 8.0 * st.params)
+    buckets = 4.0 * st.params if n > 1 else 0.0
+    return _States(4.0 * st.params + autocast_copy, 4.0 * st.params, 8.0 * st.params, buckets)
 
 
 def _zero_states(stage: int, offload: bool, n: int, c: int, st: ModelStats, k: Coefficients) -> _States:

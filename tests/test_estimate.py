@@ -150,9 +150,12 @@ def test_more_gpus_reduce_sharded_memory(sharding: str) -> None:
     assert totals[0] > totals[1] > totals[2]
 
 
-def test_unsharded_memory_does_not_change_with_gpu_count_except_nccl() -> None:
-    one, two = (est.predict_memory(cfg("pythia-410m", "free-lunch", n), 4) for n in (1, 2))
+def test_unsharded_memory_does_not_change_with_gpu_count_except_ddp_buckets_and_nccl() -> None:
+    one, two, four = (est.predict_memory(cfg("pythia-410m", "free-lunch", n), 4) for n in (1, 2, 4))
     assert (one.weights, one.gradients, one.optimizer_states) == (two.weights, two.gradients, two.optimizer_states)
+    # DDP's fp32 buckets sit beside the gradients the accumulating micro-steps allocate: 4 B/param, any GPU count.
+    params = est.model_stats("pythia-410m").params
+    assert (one.buffers, two.buffers, four.buffers) == (0.0, 4.0 * params, 4.0 * params)
 
 
 def test_mixed_precision_keeps_fp32_weights_grads_and_adam_states() -> None:
