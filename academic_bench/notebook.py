@@ -278,7 +278,9 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
         ids = summary["not_run"]
     n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0
     if n:
-        print(f"{n} configuration(s) not run: the time budget was spent; each has a 'timeout' row saying so "
+        why = "the time budget was spent" if phase.expected_s is None else \
+            f"the budget left is shorter than the {phase.expected_s:.0f} s it needs"
+        print(f"{n} configuration(s) not run: {why}; each has a 'timeout' row saying so "
               "(running the notebook again measures them)", flush=True)
     return summary, n
 

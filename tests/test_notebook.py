@@ -118,7 +118,7 @@ def test_a_resumed_sweep_relaunches_what_the_budget_left_but_not_real_timeouts(t
     assert summary["ran"] == 1, "retrying timeouts measures the real timeout again"
 
 
-def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path):
+def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path, capsys):
     # A lent machine is planned by the budget: a validation that would run past it is recorded as not run
     # (re-running the notebook measures it), rather than started and cut off with nothing saved.
     config = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
@@ -130,6 +130,7 @@ def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path)
     assert phase.expected_s == 100.0 + 3 * 10.0  # the measurement it checks plus the steps it adds
     deadline = nb.time.monotonic() + 60  # less than the 130 s it needs, more than nothing
     summary, n = nb._run_phase(phase, store.path, "t", deadline, 600, timeout_s=60, device="cpu", retry=[])
+    assert "shorter than the 130 s it needs" in capsys.readouterr().out
     row = latest_rows(ResultStore(store.path).rows())[-1]
     assert (summary, n, row["mode"], row["outcome"]) == (None, 1, "validate", "timeout")
     assert is_not_run(row) and "expected 130 s" in row["reason"]
