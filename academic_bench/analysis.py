@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -267,10 +268,16 @@ def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame([{k: s.get(k) for k in cols} for s in load_skipped(runs_root(root))], columns=cols)
 
 
-def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[tuple[tuple, set, pd.DataFrame, set]]:
-    """Per setting with an exhaustive search: its key (setup, model, gpu, n_gpus), the ids of its valid
-    combinations, the synced step rows measured of them (any search, 'not run' rows left out), and the ids a
-    smart search skipped."""
+class _SearchedSetting(NamedTuple):
+    key: tuple  # setup, model, gpu, n_gpus
+    valid: set[str]  # ids of the setting's valid combinations
+    rows: pd.DataFrame  # the synced step rows measured of them (any search; 'not run' rows left out)
+    skipped: set[str]  # ids a smart search skipped
+    smart_ran: bool  # whether a smart search ran on the setting at all
+
+
+def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
+    """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
     from .results import is_not_run
     from .sweep import plan  # sweep imports the launcher: only load it when asked
 
@@ -283,7 +290,8 @@ def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[tu
         rows = rows[~rows.apply(lambda r: is_not_run(r.to_dict()), axis=1)]
         skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
                        & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
-        yield key, valid, rows, set(skip["config_id"])
+        yield _SearchedSetting(key, valid, rows, set(skip["config_id"]),
+                               not skip.empty or bool((rows["search"] == "smart").any()))
 
 
 def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
@@ -293,9 +301,8 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
     - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
     configurations (``*_complete``), its figures cover only those measured so far."""
     out = []
-    for (setup, model, gpu, n), valid, rows, skip in _exhaustive_settings(df, skipped):
+    for (setup, model, gpu, n), valid, rows, skip, smart_ran in _exhaustive_settings(df, skipped):
         smart_ids = valid - skip
-        smart_ran = bool(skip) or (rows["search"] == "smart").any()
         best_ex, best_sm = _fastest_row(rows), _fastest_row(rows[rows["config_id"].isin(smart_ids)])
         ex_s = rows["duration_s"].sum()
         sm_s = rows[rows["config_id"].isin(smart_ids)]["duration_s"].sum()
@@ -324,8 +331,7 @@ def search_combinations(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
     measurement took, what the smart search did with it (``smart``: "measured" or "skipped"; "not run" where
     no smart search ran on the setting) and whether it is the setting's optimum (``best``)."""
     out = []
-    for (setup, model, gpu, n), _, rows, skip in _exhaustive_settings(df, skipped):
-        smart_ran = bool(skip) or (rows["search"] == "smart").any()
+    for (setup, model, gpu, n), _, rows, skip, smart_ran in _exhaustive_settings(df, skipped):
         best = _fastest_row(rows)
         for r in rows.itertuples():
             out.append({"setup": setup, "model": model, "gpu": gpu, "n_gpus": n, "config_id": r.config_id,
@@ -447,9 +453,9 @@ def fit_predictions(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     rows = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & df["mbs_search"].notna()]
     for r in rows.itertuples():
-        usable = usable_bytes(gpu_catalog()[r.gpu].memory_gb)
+        config, usable = _config(r), usable_bytes(gpu_catalog()[r.gpu].memory_gb)
         for attempt in r.mbs_search:
-            fits = predict_memory(_config(r), attempt["micro_batch"]).total <= usable
+            fits = predict_memory(config, attempt["micro_batch"]).total <= usable
             measured = attempt["outcome"] == "ok"
             out.append({"model": r.model, "gpu": r.gpu, "n_gpus": r.n_gpus, "setup": r.setup,
                         "methods_label": r.methods_label, "micro_batch": attempt["micro_batch"],
