@@ -251,6 +251,33 @@ def _searched(result: Path) -> dict | None:
     return found if ok else None
 
 
+def _out_of_step(trials: Path, world: int) -> dict | None:
+    """What a search that died with its ranks out of step still established, from each rank's own notes
+    (``worker.note_trial``): the largest micro-batch every rank ran, when some rank ran out of memory at
+    twice it (the search's next try, and the verdict the ranks would have agreed on: one rank out of memory
+    decides for all). None when the notes establish no such boundary."""
+    by_mbs: dict[int, dict[int, dict]] = {}
+    for f in trials.glob("trials-rank*.jsonl"):
+        for line in f.read_text().splitlines():
+            t = json.loads(line)
+            by_mbs.setdefault(t["micro_batch"], {})[t["rank"]] = t
+    fits = [m for m, ranks in by_mbs.items() if len(ranks) == world and all(t["ok"] for t in ranks.values())]
+    if not fits or not any(not t["ok"] for t in by_mbs.get(2 * max(fits), {}).values()):
+        return None
+    log = []
+    for m, ranks in sorted(by_mbs.items()):
+        if m not in fits and all(t["ok"] for t in ranks.values()):
+            continue  # a try that no rank saw fail and not every rank finished: it says nothing
+        entry = {"micro_batch": m, "outcome": "ok" if m in fits else "oom",
+                 "peak_memory_gb": (ranks.get(0) or next(iter(ranks.values())))["peak_memory_gb"]}
+        if m not in fits and len(ranks) < world:
+            failed = sorted(r for r, t in ranks.items() if not t["ok"])
+            entry["note"] = (f"out of memory on rank {', '.join(map(str, failed))} only; the other ranks waited "
+                             "in a collective it never joined, until the search's collective timeout ended it")
+        log.append(entry)
+    return {"micro_batch": max(fits), "mbs_search": log}
+
+
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
@@ -305,12 +332,18 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
             if config.micro_batch is None and not micro_batch:
                 # The search runs in its own processes first, so that the timed run starts from a clean GPU
                 # (memory left fragmented by out-of-memory trials would skew or break it).
-                rc, timed_out = launch({**req, "search_only": True}, "search", logf)
+                rc, timed_out = launch({**req, "search_only": True, "trials": str(tmp)}, "search", logf)
                 found = _searched(result) if rc == 0 and not timed_out else None
+                if found is None and rc != 0 and not timed_out and config.n_gpus > 1:
+                    found = _out_of_step(tmp, config.n_gpus)
+                    if found:
+                        logf.write(f"# the search's ranks went out of step at micro-batch {2 * found['micro_batch']}"
+                                   f" (see above); measuring at micro-batch {found['micro_batch']}, which every "
+                                   "rank ran\n".encode())
                 measure = found is not None  # otherwise the search's result (or its absence) is the row
                 if found:
                     req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))
-                    result.unlink()
+                    result.unlink(missing_ok=True)
             if measure:
                 rc, timed_out = launch(req, "measure", logf)
         if rdzv is not None and rdzv.node_rank != 0:

@@ -31,7 +31,8 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, latest_rows, make_row
+from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, latest_rows, make_row,
+                      synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -258,6 +259,21 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
     return n
 
 
+def _paired(phase: Phase, out: Path) -> list[Config]:
+    """The phase's configurations; for an unsynced phase only those whose synced twin ran ok, because an
+    unsynced timing is only shown beside its twin, at the twin's micro-batch (it would otherwise search one
+    of its own and pair with nothing). No row is written for the others: a later run times them."""
+    if phase.timing != "unsynced":
+        return list(phase.configs)
+    paired = synced_micro_batches(ResultStore(out).rows())
+    lonely = [c for c in phase.configs if c.id not in paired]
+    if lonely:
+        print(f"not timed unsynced, because the synced twin has no ok row to pair with: "
+              f"{'; '.join(f'{c.model} {c.methods.label()}' for c in lonely)} (a later run times them once it has)",
+              flush=True)
+    return [c for c in phase.configs if c.id in paired]
+
+
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
                timeout_s: float, device: str, retry: Sequence[str]) -> tuple[dict | None, int]:
     from .sweep import format_summary, run_sweep
@@ -270,8 +286,10 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     if left is not None and (left <= 0 or (phase.expected_s is not None and phase.expected_s > left)):
         ids = [c.id for c in phase.configs]
         summary = None
+    elif not (configs := _paired(phase, out)):
+        ids, summary = [], None
     else:
-        summary = run_sweep(phase.configs, out, setup, search=phase.search, timing=phase.timing,
+        summary = run_sweep(configs, out, setup, search=phase.search, timing=phase.timing,
                             validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
                             retry=tuple(retry))
         print(format_summary(summary), flush=True)

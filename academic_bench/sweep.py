@@ -375,7 +375,8 @@ def format_summary(s: dict) -> str:
         lines += [f"  {k['label']}: {k['reason']}" for k in s["skipped"]]
     if s["not_run"]:
         lines.append(f"{len(s['not_run'])} not run: the time budget was spent (re-run to continue)")
-    for model, b in s.get("best", {}).items():
+    # An unsynchronised clock misses GPU work: its fastest row is no result, so it is not called "best".
+    for model, b in (s.get("best", {}) if s.get("timing", "synced") == "synced" else {}).items():
         lines.append(f"best for {model}: {b['label']} at micro-batch {b['micro_batch']} x {b['gas']} accumulation, "
                      f"{b['step_time_s']:.4g} s/step, {b['days']:.3g} days")
     return "\n".join(lines)

@@ -125,6 +125,20 @@ def test_hang_times_out_and_every_process_is_killed(private_tmp):
     assert leftovers(private_tmp) == []
 
 
+def test_search_with_ranks_out_of_step_measures_at_the_size_every_rank_ran(private_tmp):
+    """Near the memory limit one rank can run out of memory while the other waits in a collective it never
+    joins (seen on 2 x H200): the search's short collective timeout ends it, and the micro-batch every rank
+    ran is measured, its neighbour recorded as out of memory on the one rank."""
+    sim = {"oom_above_micro_batch": 1, "oom_rank": 0, "collective_timeout_s": 5}
+    row = run_config(tiny(n_gpus=2), simulate=sim, timeout_s=120, **FAST)
+    assert row["outcome"] == "ok", row.get("reason")
+    assert row["micro_batch"] == 1
+    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(1, "ok"), (2, "oom")]
+    assert "rank 0 only" in row["mbs_search"][1]["note"]
+    check_row(row)
+    assert leftovers(private_tmp) == []
+
+
 def test_missing_library_is_unsupported_and_named():
     if importlib.util.find_spec("deepspeed") is not None:
         skip_or_fail("deepspeed is installed here, so its absence cannot be checked")

@@ -276,3 +276,17 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_
     assert str(tmp_path) not in json.dumps(book.metadata.papermill), "no local paths saved"
     assert main(["runs-readme", "--root", str(root)]) == 0
     assert "| pythia-160m | naive | 1 | 1 |" in (root / "README.md").read_text()  # the latest row counts
+
+
+def test_an_unsynced_timing_waits_for_an_ok_synced_twin(tmp_path, capsys):
+    # Seen on 2 x H200: the synced free-lunch row timed out, and its unsynced twin searched a micro-batch of
+    # its own and was timed alone -- device time spent on a figure that pairs with nothing.
+    config = Config("pythia-160m", "h100-80gb", 1, methods=FREE_LUNCH, tiny=True)
+    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+    store.append(make_row(config, setup="t", outcome="timeout", search="free-lunch",
+                          reason="no result within the time limit of 60 s"))
+    phase = nb.Phase("unsynced", [config], "free-lunch", timing="unsynced")
+    summary, n = nb._run_phase(phase, store.path, "t", None, None, timeout_s=60, device="cpu", retry=[])
+    assert (summary, n) == (None, 0)
+    assert "synced twin has no ok row" in capsys.readouterr().out
+    assert [r["timing"] for r in store.rows()] == ["synced"], "nothing was timed, no row was written"

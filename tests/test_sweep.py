@@ -312,3 +312,4 @@ def test_an_unsynced_timing_runs_at_its_synced_twins_micro_batch(tmp_path):
     assert (row["timing"], row["config_id"], row["micro_batch"], row["mbs_search"]) == ("unsynced", c.id, 2, None)
     log = (tmp_path / row["log"]).read_text()
     assert "(measure)" in log and "(search)" not in log
+    assert "best for" not in format_summary(s), "an unsynchronised clock's fastest row is no result"

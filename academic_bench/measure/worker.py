@@ -30,15 +30,40 @@ class SimulatedOOM(torch.OutOfMemoryError):
     """Raised by the CPU twin to exercise the out-of-memory path without a GPU."""
 
 
-def init(device: str) -> tuple[int, int]:
+# How long a collective may wait for the other ranks before the process group gives up. The micro-batch
+# search uses a short one: when only some ranks run out of memory at a micro-batch (at the very edge of the
+# GPU's memory), the others wait in a collective the failed rank never joins, and only this timeout ends
+# the search (whose trials each rank has already written down, see ``note_trial``).
+COLLECTIVE_TIMEOUT_S = 300
+SEARCH_COLLECTIVE_TIMEOUT_S = 90
+
+
+def init(device: str, timeout_s: float = COLLECTIVE_TIMEOUT_S) -> tuple[int, int]:
     """Join the process group torchrun set up (gloo on CPU, NCCL on GPUs); returns (rank, world size)."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     if device == "cuda":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
     if "MASTER_ADDR" in os.environ and not dist.is_initialized():
         dist.init_process_group("nccl" if device == "cuda" else "gloo",
-                                timeout=datetime.timedelta(minutes=5))
+                                timeout=datetime.timedelta(seconds=timeout_s))
     return rank, world
+
+
+def collective_timeout_s(req: dict) -> float:
+    """The search's short collective timeout, the measurement's long one (a test may set its own)."""
+    simulated = (req.get("simulate") or {}).get("collective_timeout_s")
+    return simulated or (SEARCH_COLLECTIVE_TIMEOUT_S if req.get("search_only") else COLLECTIVE_TIMEOUT_S)
+
+
+def note_trial(folder: str | None, mbs: int, ok: bool, peak: float | None) -> None:
+    """Write down this rank's own outcome of one trial before the ranks agree on it, so that the launcher can
+    still tell which micro-batch ran out of memory if the agreement never comes (see ``init``)."""
+    if not folder:
+        return
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    line = json.dumps({"rank": rank, "micro_batch": mbs, "ok": ok, "peak_memory_gb": peak})
+    with open(Path(folder) / f"trials-rank{rank}.jsonl", "a") as f:
+        f.write(line + "\n")
 
 
 def host_batches(cfg: Config, mbs: int, n: int, seed: int) -> list[dict[str, torch.Tensor]]:
@@ -72,15 +97,26 @@ def gather_memory(value: float | None, device: str) -> list[float] | None:
 
 # --- one micro-batch size: does it fit? ---------------------------------------------------------------
 
-def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict) -> tuple[bool, float | None]:
+def _simulated_oom(mbs: int, simulate: dict) -> None:
+    """The CPU twin's out of memory above a micro-batch: on every rank, or on ``oom_rank`` only, while the
+    other ranks stay stuck as if in a collective the failed rank never joins."""
+    limit = simulate.get("oom_above_micro_batch")
+    if limit is None or mbs <= limit:
+        return
+    only = simulate.get("oom_rank")
+    if only is None or only == (dist.get_rank() if dist.is_initialized() else 0):
+        raise SimulatedOOM(f"simulated out of memory at micro-batch {mbs} (limit {limit})")
+    time.sleep(10**6)
+
+
+def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict,
+                    trials: str | None = None) -> tuple[bool, float | None]:
     """Run one full step pattern at ``mbs``; (fits, peak GB). Every rank must agree to stay in step."""
     stepper, ok = None, True
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     try:
-        limit = simulate.get("oom_above_micro_batch")
-        if limit is not None and mbs > limit:
-            raise SimulatedOOM(f"simulated out of memory at micro-batch {mbs} (limit {limit})")
+        _simulated_oom(mbs, simulate)
         gas = cfg.per_gpu_batch // mbs
         stepper = Stepper(cfg, mbs, gas, device)
         batch = host_batches(cfg, mbs, 1, seed=0)[0]
@@ -96,6 +132,7 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict) -> tuple
         ok = False
     peak = peak_memory_gb(device)
     print(f"micro-batch {mbs}: {'fits' if ok else 'out of memory'}, peak {peak} GB", flush=True)
+    note_trial(trials, mbs, ok, peak)
     free_after_oom(stepper, device)
     if dist.is_initialized():  # a rank that ran out of memory decides for all
         flag = torch.tensor([1 if ok else 0], device="cuda" if device == "cuda" else "cpu")
@@ -118,12 +155,14 @@ def start_guess(cfg: Config) -> int:
     return max(1, min(guess or 1, cfg.per_gpu_batch))
 
 
-def find_micro_batch(cfg: Config, device: str, simulate: dict) -> tuple[int | None, list[dict]]:
-    """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step."""
+def find_micro_batch(cfg: Config, device: str, simulate: dict,
+                     trials: str | None = None) -> tuple[int | None, list[dict]]:
+    """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step. ``trials``: a
+    folder where each rank writes down its own outcome of every trial (``note_trial``)."""
     tried: dict[int, tuple[bool, float | None]] = {}
     mbs = start_guess(cfg)
     while True:
-        ok, peak = tried.setdefault(mbs, try_micro_batch(cfg, mbs, device, simulate))
+        ok, peak = tried.setdefault(mbs, try_micro_batch(cfg, mbs, device, simulate, trials))
         if ok and mbs * 2 <= cfg.per_gpu_batch and cfg.per_gpu_batch % (mbs * 2) == 0 and mbs * 2 not in tried:
             mbs *= 2
         elif not ok and mbs > 1 and mbs // 2 not in tried:
@@ -268,7 +307,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
     mbs_log = req.get("mbs_search")
     mbs = cfg.micro_batch or req.get("micro_batch")
     if not mbs:
-        mbs, mbs_log = find_micro_batch(cfg, device, simulate)
+        mbs, mbs_log = find_micro_batch(cfg, device, simulate, req.get("trials"))
         if mbs is None:
             return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
         if req.get("search_only"):
@@ -313,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     req = json.loads(args.request.read_text())
     device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-    rank, _ = init(device)
+    rank, _ = init(device, collective_timeout_s(req))
     try:
         row = measure(req, device, rank)
     except Unsupported as exc:
