@@ -354,7 +354,7 @@ SYNC_COLUMNS = [*SETTING, "setup", "config_id", "methods_label", "micro_batch", 
 
 
 def sync_pairs(df: pd.DataFrame) -> pd.DataFrame:
-    """The same configuration timed with and without GPU synchronisation, side by side.
+    """The same configuration at the same micro-batch timed with and without GPU synchronisation, side by side.
 
     ``undercount`` = 1 - unsynced/synced step time: the share of the real step time that an unsynchronised
     host timer misses.
@@ -362,8 +362,8 @@ def sync_pairs(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=SYNC_COLUMNS)
     ok = df[(df["mode"] == "step") & (df["outcome"] == "ok")]
-    keys = ["setup", "config_id"]
-    cols = keys + SETTING + ["methods_label", "micro_batch", "step_time_s", "days", "mfu", "started_at"]
+    keys = ["setup", "config_id", "micro_batch"]  # the same work: an unsynced row at another size pairs with none
+    cols = keys + SETTING + ["methods_label", "step_time_s", "days", "mfu", "started_at"]
     synced = ok[ok["timing"] == "synced"][cols].sort_values("started_at").groupby(keys).tail(1)
     unsynced = ok[ok["timing"] == "unsynced"][keys + ["step_time_s", "days", "mfu", "started_at"]]
     unsynced = unsynced.sort_values("started_at").groupby(keys).tail(1)

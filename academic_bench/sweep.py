@@ -244,6 +244,13 @@ def _skipped_ids(path: Path, timing: str, mode: str) -> set[str]:
     return {s["config_id"] for _, s in read_lines(path) if s.get("timing") == timing and s.get("mode") == mode}
 
 
+def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
+    """An unsynced row at another micro-batch than its synced twin's latest: it times other work, so the
+    pair is timed again."""
+    want = (micro_batches or {}).get(row["config_id"]) if row["timing"] == "unsynced" else None
+    return want is not None and row.get("micro_batch") != want
+
+
 def _best(rows: list[dict]) -> dict[str, dict]:
     best: dict[str, dict] = {}
     for r in rows:
@@ -268,8 +275,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
     in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one) or the row only
-    records that a time budget never started it (``results.is_not_run``). Ctrl-C or
-    SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
+    records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
+    micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
     finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
     ``simulate`` (tests) maps a configuration id to the worker's simulated failure. ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an
@@ -283,10 +290,11 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     if bad:
         raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(OUTCOMES)}")
     stored = store.rows()
-    existing = {r["config_id"]: r for r in stored
-                if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)}
     if micro_batches is None and timing == "unsynced":
         micro_batches = synced_micro_batches(stored)
+    existing = {r["config_id"]: r for r in stored
+                if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)
+                and not _stale(r, micro_batches)}
     pruner = SmartPruner() if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()

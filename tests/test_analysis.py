@@ -105,6 +105,8 @@ def test_sync_pairs_compare_the_same_configuration(runs):
     assert pairs["config_id"].tolist() == ["free"]
     assert pairs["undercount"].iloc[0] == pytest.approx(1 - 2 / 5)
     assert pairs["days_synced"].iloc[0] == 5.0 and pairs["days_unsynced"].iloc[0] == 2.0
+    other_size = runs.assign(micro_batch=runs["micro_batch"].where(runs["timing"] == "synced", 16))
+    assert analysis.sync_pairs(other_size).empty, "an unsynced row at another micro-batch times other work"
 
 
 def test_validation_variance_and_memory(runs):

@@ -313,3 +313,8 @@ def test_an_unsynced_timing_runs_at_its_synced_twins_micro_batch(tmp_path):
     log = (tmp_path / row["log"]).read_text()
     assert "(measure)" in log and "(search)" not in log
     assert "best for" not in format_summary(s), "an unsynchronised clock's fastest row is no result"
+    # The synced twin is measured again at another micro-batch: the unsynced row now times other work.
+    ResultStore(out).append(make_row(c, setup="cpu-test", outcome="ok", micro_batch=4, gas=2, step_time_s=1.0))
+    s = run_sweep([c], out, "cpu-test", search="naive", timing="unsynced", device="cpu", progress=False,
+                  timeout_s=300)
+    assert (s["resumed"], s["ran"]) == (0, 1) and ResultStore(out).rows()[-1]["micro_batch"] == 4
