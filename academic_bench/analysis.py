@@ -38,7 +38,7 @@ COLUMNS = [
     "setup", "config_id", "model", "gpu", "n_gpus", "nodes", "tiny", "methods_label", "method_class",
     *METHOD_COLUMNS, "search", "timing", "mode", "outcome", "reason", "micro_batch", "gas",
     "step_time_s", "step_lo_s", "step_hi_s", "throughput", "throughput_unit", "model_flops_per_step",
-    "peak_flops", "mfu", "peak_memory_gb", "predicted_memory_gb", "days", "gpu_days",
+    "peak_flops", "mfu", "peak_memory_gb", "peak_reserved_gb", "predicted_memory_gb", "days", "gpu_days",
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
     "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
     "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "torch", "started_at", "duration_s",
@@ -56,6 +56,7 @@ def _flat(row: dict) -> dict:
     peaks = [p for p in (row.get("peak_memory_gb") or []) if p is not None]
     val = row.get("validate") or {}
     ran = row.get("ran") or {}
+    reserved = [p for p in (ran.get("peak_reserved_gb") or []) if p is not None]
     env = row.get("env") or {}
     out = {
         "setup": row.get("setup"), "config_id": row.get("config_id"), "model": cfg.get("model"),
@@ -67,6 +68,7 @@ def _flat(row: dict) -> dict:
                                    "peak_flops", "mfu", "predicted_memory_gb", "days", "gpu_days",
                                    "started_at", "duration_s")},
         "step_lo_s": spread[0], "step_hi_s": spread[1], "peak_memory_gb": max(peaks) if peaks else None,
+        "peak_reserved_gb": max(reserved) if reserved else None,
         "validate_steps": val.get("steps"), "sustained_step_s": val.get("sustained_step_s"),
         "predicted_step_s": val.get("predicted_step_s"), "validate_rel_error": val.get("rel_error"),
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
@@ -156,6 +158,25 @@ def best_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     return _fastest(results(df), SETTING)
 
 
+BREAKDOWN_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "gas", "step_time_s", "mfu",
+                     "micro_steps_share", "sync_overhead", "optimizer_share"]
+
+
+def step_breakdown(df: pd.DataFrame) -> pd.DataFrame:
+    """Where the best configuration of each setting spends its step: ``micro_steps_share`` (every forward and
+    backward, the synchronising one included), ``optimizer_share`` (the optimizer step), and
+    ``sync_overhead``, how much slower the micro-step that synchronises gradients is than the others
+    (boundary / accumulate - 1: the gradient all-reduce's exposed cost on several GPUs)."""
+    best = best_per_setting(df)
+    if best.empty:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    b = best.dropna(subset=["accumulate_median_s", "boundary_median_s", "optimizer_median_s"]).copy()
+    b["optimizer_share"] = b["optimizer_median_s"] / b["step_time_s"]
+    b["micro_steps_share"] = 1 - b["optimizer_share"]
+    b["sync_overhead"] = b["boundary_median_s"] / b["accumulate_median_s"] - 1
+    return b[BREAKDOWN_COLUMNS].reset_index(drop=True)
+
+
 def naive_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, GPU, count): the fastest synced ok row of the naive setting (no efficient method)."""
     r = results(df)
@@ -200,6 +221,49 @@ def outcome_counts(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=["setup", "outcome", "rows"])
     return df.groupby(["setup", "outcome"]).size().rename("rows").reset_index()
+
+
+COVERAGE_SEARCHES = ("naive", "smart", "exhaustive")
+COVERAGE_STATUSES = ("complete", "measured, search unfinished", "no configuration fits", "failed", "not run yet")
+COVERAGE_COLUMNS = ["setup", "model", "search", "status", "ok", "failed", "not_run"]
+
+
+def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+    """What the shipped runs cover: per setup, model and search (naive, smart, exhaustive), the synced step
+    rows' state (a row a budget left that a later smart search skipped, per ``skipped_frame``, is settled). ``complete``: something measured and nothing the budget left; ``measured, search
+    unfinished``: measured, with configurations still to run; ``no configuration fits``: every one that ran
+    is out of memory or unsupported; ``failed``: no result, with real timeouts or errors; ``not run yet``:
+    no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not count."""
+    from .results import NOT_RUN_PREFIX
+
+    if df.empty:
+        return pd.DataFrame(columns=COVERAGE_COLUMNS)
+    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
+    not_run = (r["outcome"] == "timeout") & r["reason"].fillna("").str.startswith(NOT_RUN_PREFIX)
+    settled = set(zip(skipped["setup"], skipped["config_id"])) if not skipped.empty else set()
+    r = r[~(not_run & pd.Series([k in settled for k in zip(r["setup"], r["config_id"])], index=r.index,
+                                dtype=bool))]
+    not_run = not_run[r.index]
+    out = []
+    for setup in sorted(df["setup"].unique()):
+        for model in _model_facts()["model"]:
+            for search in COVERAGE_SEARCHES:
+                mine = (r["setup"] == setup) & (r["model"] == model) & (r["search"] == search)
+                ok = int((mine & (r["outcome"] == "ok")).sum())
+                left = int((mine & not_run).sum())
+                fits_not = int((mine & r["outcome"].isin(["oom", "unsupported"])).sum())
+                failed = int((mine & ~not_run & r["outcome"].isin(["timeout", "error"])).sum())
+                if ok:
+                    status = "measured, search unfinished" if left else "complete"
+                elif failed:
+                    status = "failed"
+                elif fits_not and not left:
+                    status = "no configuration fits"
+                else:
+                    status = "not run yet"
+                out.append({"setup": setup, "model": model, "search": search, "status": status, "ok": ok,
+                            "failed": failed + fits_not, "not_run": left})
+    return pd.DataFrame(out, columns=COVERAGE_COLUMNS)
 
 
 # --- speed-ups (the paper's Figures 2, 4, 5 and 11) ---------------------------------------------------------
@@ -440,6 +504,21 @@ def memory_model_error(df: pd.DataFrame) -> pd.DataFrame:
     r["gpu_memory_gb"] = r["gpu"].map(lambda g: gpu_catalog()[g].memory_gb if g in gpu_catalog() else math.nan)
     r["error"] = r["predicted_memory_gb"] / r["peak_memory_gb"] - 1
     return r[MEMORY_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+RESERVE_COLUMNS = [*SETTING, "setup", "methods_label", "mode", "micro_batch", "peak_memory_gb", "peak_reserved_gb",
+                   "reserve"]
+
+
+def allocator_reserve(df: pd.DataFrame) -> pd.DataFrame:
+    """How much more the caching allocator reserved than the peak it allocated (``reserve`` = reserved /
+    allocated - 1, the highest rank of each), on every ok row that records both: the measured side of the
+    memory model's fragmentation allowance (``estimate.Coefficients.fragmentation``)."""
+    if df.empty:
+        return pd.DataFrame(columns=RESERVE_COLUMNS)
+    r = df[(df["outcome"] == "ok") & ~df["tiny"] & df["peak_reserved_gb"].notna() & df["peak_memory_gb"].notna()]
+    r = r.assign(reserve=r["peak_reserved_gb"] / r["peak_memory_gb"] - 1)
+    return r[RESERVE_COLUMNS].sort_values([*SETTING, "methods_label"]).reset_index(drop=True)
 
 
 FIT_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "measured", "predicted", "correct"]

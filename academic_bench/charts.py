@@ -175,6 +175,31 @@ def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
     ).properties(title=title)
 
 
+COVERAGE_COLORS = alt.Scale(
+    domain=["complete", "measured, search unfinished", "no configuration fits", "failed", "not run yet"],
+    range=["#4c78a8", "#9ecae9", "#e0a458", "#e15759", "#eeeeee"])
+
+
+def coverage_grid(df: pd.DataFrame, title: str = "What the shipped runs cover") -> alt.Chart:
+    """One cell per setup (rows) and model (columns), one panel per search, coloured by its state;
+    ``df`` is ``analysis.coverage`` with a ``model_name`` column."""
+    if df.empty:
+        return _empty("No benchmark run is shipped yet.")
+    return alt.Chart(df).mark_rect(stroke="white", strokeWidth=2).encode(
+        x=alt.X("model_name:N", sort=list(dict.fromkeys(df["model_name"])), title=None,
+                axis=alt.Axis(labelAngle=-40, orient="top")),
+        y=alt.Y("setup:N", title=None),
+        color=alt.Color("status:N", scale=COVERAGE_COLORS, title=None, legend=alt.Legend(orient="bottom",
+                                                                                         columns=3)),
+        tooltip=["setup", "model_name", "search", "status",
+                 alt.Tooltip("ok:Q", title="measured"), alt.Tooltip("failed:Q", title="out of memory or failed"),
+                 alt.Tooltip("not_run:Q", title="left by a budget")],
+    ).properties(width=alt.Step(44), height=alt.Step(22)).facet(
+        row=alt.Row("search:N", sort=list(dict.fromkeys(df["search"])), title=None,
+                    header=alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold")),
+    ).properties(title=title)
+
+
 # --- efficient methods ---------------------------------------------------------------------------------------
 
 def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None) -> alt.Chart:

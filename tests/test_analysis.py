@@ -267,3 +267,55 @@ def test_no_exhaustive_search_no_combinations_and_an_empty_chart_that_says_so():
     empty = analysis.search_combinations(analysis.frame_from_rows([]), analysis.skipped_frame("/nonexistent"))
     assert empty.empty and list(empty.columns) == analysis.COMBINATION_COLUMNS
     assert "No exhaustive search" in json.dumps(charts.search_bars(empty).to_dict())
+
+
+def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
+    not_run = "not run: the notebook's time budget (time_budget_s=5) was spent before this configuration started"
+    rows = [
+        _row("n-160", NAIVE, days=10.0, search="naive"),
+        _row("n-1b", NAIVE, days=None, outcome="oom", search="naive", model="pythia-1b"),
+        _row("s-a", FREE, days=5.0, search="smart"),
+        _row("s-b", dict(FREE, checkpointing=True), days=None, outcome="timeout", search="smart", reason=not_run),
+        _row("s-c", dict(FREE, sharding="zero1", offload=True), days=None, outcome="timeout", search="smart",
+             reason=not_run),  # left by a budget, then skipped by a later smart search: settled
+        _row("s-1b", FREE, days=None, outcome="timeout", search="smart", model="pythia-1b",
+             reason="no result within the time limit of 300 s"),
+        _row("s-x", FREE, days=None, outcome="invalid", search="smart", model="vit-large", reason="excluded by rule"),
+    ]
+    skipped = pd.DataFrame([{"setup": "h100x1", "config_id": "s-c", "search": "smart", "timing": "synced",
+                             "mode": "step", "category": "cannot win", "reason": "synthetic"}])
+    cov = analysis.coverage(analysis.frame_from_rows(rows), skipped).set_index(["model", "search"])
+    status = cov["status"].to_dict()
+    assert status[("pythia-160m", "naive")] == "complete"
+    assert status[("pythia-160m", "smart")] == "measured, search unfinished"
+    assert cov.loc[("pythia-160m", "smart"), "not_run"] == 1, "the skipped one is settled"
+    assert status[("pythia-1b", "naive")] == "no configuration fits"
+    assert status[("pythia-1b", "smart")] == "failed"
+    assert status[("vit-large", "smart")] == "not run yet", "an excluded combination is no result"
+    assert len(cov) == 9 * 3, "every catalog model and search has a cell"
+    spec = charts.coverage_grid(cov.reset_index().assign(model_name=lambda d: d["model"])).to_dict()
+    assert spec["spec"]["encoding"]["color"]["field"] == "status"
+    assert "No benchmark run" in json.dumps(charts.coverage_grid(cov.iloc[:0]).to_dict())
+
+
+def test_allocator_reserve_is_reserved_over_allocated_on_rows_that_record_it():
+    rows = [_row("a", NAIVE, days=1.0, peak_memory_gb=[40.0, 50.0], ran={"peak_reserved_gb": [44.0, 55.0]}),
+            _row("b", FREE, days=1.0, peak_memory_gb=[40.0]),  # measured before the reservation was recorded
+            _row("c", FREE, days=None, outcome="oom", ran={"peak_reserved_gb": [80.0]})]
+    r = analysis.allocator_reserve(analysis.frame_from_rows(rows))
+    assert len(r) == 1
+    assert r["reserve"].tolist() == [pytest.approx(55.0 / 50.0 - 1)]  # the highest rank of each
+    assert analysis.allocator_reserve(analysis.frame_from_rows([])).empty
+
+
+def test_step_breakdown_splits_the_best_step_into_micro_steps_sync_and_optimizer():
+    step = 5.0 * 86400 / 143_000  # what _row makes of 5 days
+    times = {"accumulate": {"median": 0.3}, "boundary": {"median": 0.33}, "optimizer": {"median": step * 0.02}}
+    rows = [_row("free", FREE, days=5.0, times=times),
+            _row("naive", NAIVE, days=10.0, times=times)]  # slower: not the setting's best
+    b = analysis.step_breakdown(analysis.frame_from_rows(rows))
+    assert b["methods_label"].tolist() == ["free-lunch"]
+    assert b["optimizer_share"].iloc[0] == pytest.approx(0.02)
+    assert b["micro_steps_share"].iloc[0] == pytest.approx(0.98)
+    assert b["sync_overhead"].iloc[0] == pytest.approx(0.1)
+    assert analysis.step_breakdown(analysis.frame_from_rows([])).empty
