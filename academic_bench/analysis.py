@@ -229,11 +229,12 @@ COVERAGE_COLUMNS = ["setup", "model", "search", "status", "ok", "failed", "not_r
 
 
 def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
-    """What the shipped runs cover: per setup, model and search (naive, smart, exhaustive), the synced step
-    rows' state (a row a budget left that a later smart search skipped, per ``skipped_frame``, is settled). ``complete``: something measured and nothing the budget left; ``measured, search
-    unfinished``: measured, with configurations still to run; ``no configuration fits``: every one that ran
-    is out of memory or unsupported; ``failed``: no result, with real timeouts or errors; ``not run yet``:
-    no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not count."""
+    """What the shipped runs cover: per setup, model and search (naive, smart, exhaustive), the state of its
+    synced step rows (``COVERAGE_STATUSES``). ``complete``: something measured and nothing a budget left;
+    ``measured, search unfinished``: measured, with configurations still to run; ``no configuration fits``:
+    every one that ran is out of memory or unsupported; ``failed``: no result, with real timeouts or errors;
+    ``not run yet``: no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not
+    count, nor does a row a budget left that a later smart search skipped (``skipped``: ``skipped_frame``)."""
     from .results import NOT_RUN_PREFIX
 
     if df.empty:

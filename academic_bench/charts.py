@@ -17,10 +17,11 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from .analysis import COVERAGE_STATUSES, MFU_IMPLAUSIBLE
+
 BUNDLE_NAME = "vega-bundle.js"
 RENDERER = "academic-bench-offline"
 CHART_CLASS = "ab-chart"  # every chart div carries it; the browser tests look for it
-MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
 
 _counter = itertools.count()
 
@@ -175,9 +176,8 @@ def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
     ).properties(title=title)
 
 
-COVERAGE_COLORS = alt.Scale(
-    domain=["complete", "measured, search unfinished", "no configuration fits", "failed", "not run yet"],
-    range=["#4c78a8", "#9ecae9", "#e0a458", "#e15759", "#eeeeee"])
+COVERAGE_COLORS = alt.Scale(domain=list(COVERAGE_STATUSES),
+                            range=["#4c78a8", "#9ecae9", "#e0a458", "#e15759", "#eeeeee"])
 
 
 def coverage_grid(df: pd.DataFrame, title: str = "What the shipped runs cover") -> alt.Chart:
