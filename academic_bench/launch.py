@@ -251,19 +251,22 @@ def _searched(result: Path) -> dict | None:
     return found if ok else None
 
 
-def _out_of_step(trials: Path, world: int) -> dict | None:
-    """What a search that died with its ranks out of step still established, from each rank's own notes
-    (``worker.note_trial``): the largest micro-batch every rank ran, when some rank ran out of memory at
-    twice it (the search's next try, and the verdict the ranks would have agreed on: one rank out of memory
-    decides for all). None when the notes establish no such boundary."""
+SEARCH_ATTEMPTS = 3  # a search that went out of step is tried again below the size that split the ranks
+
+
+def _out_of_step(trials: Path, world: int) -> tuple[dict | None, list[dict] | None]:
+    """What a search that died with its ranks out of step established, from each rank's own notes
+    (``worker.note_trial``): the sizes every rank ran, and those at which some rank ran out of memory (the
+    verdict the ranks would have agreed on: one rank out of memory decides for all). Returns (found, known):
+    ``found`` when the largest size every rank ran has an out-of-memory size at twice it (the search's
+    boundary); otherwise ``known``, the outcomes to search again with, or None when no rank ran out of
+    memory (nothing to search below)."""
     by_mbs: dict[int, dict[int, dict]] = {}
     for f in trials.glob("trials-rank*.jsonl"):
         for line in f.read_text().splitlines():
             t = json.loads(line)
             by_mbs.setdefault(t["micro_batch"], {})[t["rank"]] = t
     fits = [m for m, ranks in by_mbs.items() if len(ranks) == world and all(t["ok"] for t in ranks.values())]
-    if not fits or not any(not t["ok"] for t in by_mbs.get(2 * max(fits), {}).values()):
-        return None
     log = []
     for m, ranks in sorted(by_mbs.items()):
         if m not in fits and all(t["ok"] for t in ranks.values()):
@@ -275,7 +278,33 @@ def _out_of_step(trials: Path, world: int) -> dict | None:
             entry["note"] = (f"out of memory on rank {', '.join(map(str, failed))} only; the other ranks waited "
                              "in a collective it never joined, until the search's collective timeout ended it")
         log.append(entry)
-    return {"micro_batch": max(fits), "mbs_search": log}
+    oom = {e["micro_batch"] for e in log if e["outcome"] == "oom"}
+    if fits and 2 * max(fits) in oom:
+        return {"micro_batch": max(fits), "mbs_search": log}, None
+    return None, (log if oom else None)
+
+
+def _search(launch, req: dict, tmp: Path, result: Path, world: int,
+            logf) -> tuple[dict | None, int | None, bool]:
+    """The micro-batch search in its own processes: (what it found, its exit status, whether it timed out).
+    On several GPUs a search whose ranks went out of step (``_out_of_step``) is settled from the ranks' notes,
+    or searched again below the size that split them."""
+    known = None
+    for _ in range(SEARCH_ATTEMPTS):
+        rc, timed_out = launch({**req, "search_only": True, "trials": str(tmp), "known": known}, "search", logf)
+        if rc == 0 and not timed_out:
+            return _searched(result), rc, timed_out
+        if timed_out or world == 1:
+            break
+        found, known = _out_of_step(tmp, world)
+        if found:
+            logf.write(f"# the search's ranks went out of step at micro-batch {2 * found['micro_batch']} (see above); "
+                       f"measuring at micro-batch {found['micro_batch']}, which every rank ran\n".encode())
+            return found, rc, timed_out
+        if not known:
+            break
+        logf.write(b"# the search's ranks went out of step (see above); searching again below that size\n")
+    return None, rc, timed_out
 
 
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
@@ -332,14 +361,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
             if config.micro_batch is None and not micro_batch:
                 # The search runs in its own processes first, so that the timed run starts from a clean GPU
                 # (memory left fragmented by out-of-memory trials would skew or break it).
-                rc, timed_out = launch({**req, "search_only": True, "trials": str(tmp)}, "search", logf)
-                found = _searched(result) if rc == 0 and not timed_out else None
-                if found is None and rc != 0 and not timed_out and config.n_gpus > 1:
-                    found = _out_of_step(tmp, config.n_gpus)
-                    if found:
-                        logf.write(f"# the search's ranks went out of step at micro-batch {2 * found['micro_batch']}"
-                                   f" (see above); measuring at micro-batch {found['micro_batch']}, which every "
-                                   "rank ran\n".encode())
+                found, rc, timed_out = _search(launch, req, tmp, result, config.n_gpus, logf)
                 measure = found is not None  # otherwise the search's result (or its absence) is the row
                 if found:
                     req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))

@@ -139,6 +139,18 @@ def test_search_with_ranks_out_of_step_measures_at_the_size_every_rank_ran(priva
     assert leftovers(private_tmp) == []
 
 
+def test_a_search_split_at_its_first_size_searches_again_below_it(private_tmp):
+    """The ranks disagree at the first size tried (nothing below it known yet): the search runs again from
+    half that size, and the row's search log keeps the split size with its note."""
+    sim = {"start_micro_batch": 4, "oom_above_micro_batch": 2, "oom_rank": 0, "collective_timeout_s": 5}
+    row = run_config(tiny(n_gpus=2), simulate=sim, timeout_s=120, **FAST)
+    assert row["outcome"] == "ok", row.get("reason")
+    assert row["micro_batch"] == 2
+    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(2, "ok"), (4, "oom")]
+    assert "rank 0 only" in row["mbs_search"][1]["note"]
+    assert leftovers(private_tmp) == []
+
+
 def test_missing_library_is_unsupported_and_named():
     if importlib.util.find_spec("deepspeed") is not None:
         skip_or_fail("deepspeed is installed here, so its absence cannot be checked")

@@ -155,14 +155,23 @@ def start_guess(cfg: Config) -> int:
     return max(1, min(guess or 1, cfg.per_gpu_batch))
 
 
-def find_micro_batch(cfg: Config, device: str, simulate: dict,
-                     trials: str | None = None) -> tuple[int | None, list[dict]]:
+def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | None = None,
+                     known: list[dict] | None = None) -> tuple[int | None, list[dict]]:
     """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step. ``trials``: a
-    folder where each rank writes down its own outcome of every trial (``note_trial``)."""
-    tried: dict[int, tuple[bool, float | None]] = {}
-    mbs = start_guess(cfg)
-    while True:
-        ok, peak = tried.setdefault(mbs, try_micro_batch(cfg, mbs, device, simulate, trials))
+    folder where each rank writes down its own outcome of every trial (``note_trial``). ``known``: outcomes
+    of an earlier search of the same configuration (entries of its log), not tried again; the search starts
+    below the smallest size known not to fit."""
+    known = known or []
+    tried: dict[int, tuple[bool, float | None]] = {
+        k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
+    mbs = simulate.get("start_micro_batch") or start_guess(cfg)
+    too_big = [m for m, (ok, _) in tried.items() if not ok]
+    if too_big:
+        mbs = min(mbs, min(too_big) // 2)
+    while mbs >= 1:
+        if mbs not in tried:
+            tried[mbs] = try_micro_batch(cfg, mbs, device, simulate, trials)
+        ok, _ = tried[mbs]
         if ok and mbs * 2 <= cfg.per_gpu_batch and cfg.per_gpu_batch % (mbs * 2) == 0 and mbs * 2 not in tried:
             mbs *= 2
         elif not ok and mbs > 1 and mbs // 2 not in tried:
@@ -170,7 +179,8 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict,
         else:
             break
     fits = [m for m, (ok, _) in tried.items() if ok]
-    log = [{"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
+    given = {k["micro_batch"]: k for k in known}  # kept as they came (with their notes)
+    log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
     return (max(fits) if fits else None), log
 
@@ -307,7 +317,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
     mbs_log = req.get("mbs_search")
     mbs = cfg.micro_batch or req.get("micro_batch")
     if not mbs:
-        mbs, mbs_log = find_micro_batch(cfg, device, simulate, req.get("trials"))
+        mbs, mbs_log = find_micro_batch(cfg, device, simulate, req.get("trials"), req.get("known"))
         if mbs is None:
             return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
         if req.get("search_only"):
