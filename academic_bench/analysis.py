@@ -235,12 +235,10 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     every one that ran is out of memory or unsupported; ``failed``: no result, with real timeouts or errors;
     ``not run yet``: no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not
     count, nor does a row a budget left that a later smart search skipped (``skipped``: ``skipped_frame``)."""
-    from .results import NOT_RUN_PREFIX
-
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
-    not_run = (r["outcome"] == "timeout") & r["reason"].fillna("").str.startswith(NOT_RUN_PREFIX)
+    not_run = _not_run(r)
     settled = set(zip(skipped["setup"], skipped["config_id"])) if not skipped.empty else set()
     r = r[~(not_run & pd.Series([k in settled for k in zip(r["setup"], r["config_id"])], index=r.index,
                                 dtype=bool))]
@@ -341,9 +339,16 @@ class _SearchedSetting(NamedTuple):
     smart_ran: bool  # whether a smart search ran on the setting at all
 
 
+def _not_run(df: pd.DataFrame) -> pd.Series:
+    """Which rows only record that a time budget never started them (``results.is_not_run``)."""
+    from .results import is_not_run
+
+    return df.apply(lambda r: is_not_run(r.to_dict()), axis=1).astype(bool) if not df.empty else \
+        pd.Series(False, index=df.index, dtype=bool)
+
+
 def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
     """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
-    from .results import is_not_run
     from .sweep import plan  # sweep imports the launcher: only load it when asked
 
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
@@ -352,7 +357,7 @@ def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_S
         valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
         rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
                   & (df["mode"] == "step")]
-        rows = rows[~rows.apply(lambda r: is_not_run(r.to_dict()), axis=1)]
+        rows = rows[~_not_run(rows)]
         skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
                        & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
         yield _SearchedSetting(key, valid, rows, set(skip["config_id"]),

@@ -259,19 +259,20 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
     return n
 
 
-def _paired(phase: Phase, out: Path) -> list[Config]:
-    """The phase's configurations; for an unsynced phase only those whose synced twin ran ok, because an
-    unsynced timing is only shown beside its twin, at the twin's micro-batch (it would otherwise search one
-    of its own and pair with nothing). No row is written for the others: a later run times them."""
+def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | None]:
+    """The phase's configurations, and for an unsynced phase the synced twins' micro-batches: only the
+    configurations whose synced twin ran ok are timed, because an unsynced timing is only shown beside its
+    twin, at the twin's micro-batch (it would otherwise search one of its own and pair with nothing). No row
+    is written for the others: a later run times them."""
     if phase.timing != "unsynced":
-        return list(phase.configs)
+        return list(phase.configs), None
     paired = synced_micro_batches(ResultStore(out).rows())
     lonely = [c for c in phase.configs if c.id not in paired]
     if lonely:
         print(f"not timed unsynced, because the synced twin has no ok row to pair with: "
               f"{'; '.join(f'{c.model} {c.methods.label()}' for c in lonely)} (a later run times them once it has)",
               flush=True)
-    return [c for c in phase.configs if c.id in paired]
+    return [c for c in phase.configs if c.id in paired], paired
 
 
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
@@ -286,14 +287,14 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     if left is not None and (left <= 0 or (phase.expected_s is not None and phase.expected_s > left)):
         ids = [c.id for c in phase.configs]
         summary = None
-    elif not (configs := _paired(phase, out)):
-        ids, summary = [], None
     else:
+        configs, micro_batches = _paired(phase, out)
         summary = run_sweep(configs, out, setup, search=phase.search, timing=phase.timing,
                             validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
-                            retry=tuple(retry))
-        print(format_summary(summary), flush=True)
-        ids = summary["not_run"]
+                            retry=tuple(retry), micro_batches=micro_batches) if configs else None
+        if summary:
+            print(format_summary(summary), flush=True)
+        ids = summary["not_run"] if summary else []
     n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0
     if n:
         why = "the time budget was spent" if phase.expected_s is None else \

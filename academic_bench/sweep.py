@@ -276,8 +276,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
     in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
-    micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing its processes, writing no row for it) and re-raise; every
-    finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
+    micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
+    its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
     ``simulate`` (tests) maps a configuration id to the worker's simulated failure. ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an
     unsynced timing it defaults to the micro-batches of the store's synced rows.
@@ -354,7 +354,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     summary["outcomes_all"] = dict(Counter(r["outcome"] for r in rows))
     summary["outcomes"] = dict(summary["outcomes"])
     summary["skip_reasons"] = dict(summary["skip_reasons"])
-    summary["best"] = _best(rows)
+    # An unsynchronised clock misses GPU work: its fastest row is no result, so it names no "best".
+    summary["best"] = _best(rows) if timing == "synced" else {}
     return summary
 
 
@@ -383,8 +384,7 @@ def format_summary(s: dict) -> str:
         lines += [f"  {k['label']}: {k['reason']}" for k in s["skipped"]]
     if s["not_run"]:
         lines.append(f"{len(s['not_run'])} not run: the time budget was spent (re-run to continue)")
-    # An unsynchronised clock misses GPU work: its fastest row is no result, so it is not called "best".
-    for model, b in (s.get("best", {}) if s.get("timing", "synced") == "synced" else {}).items():
+    for model, b in s.get("best", {}).items():
         lines.append(f"best for {model}: {b['label']} at micro-batch {b['micro_batch']} x {b['gas']} accumulation, "
                      f"{b['step_time_s']:.4g} s/step, {b['days']:.3g} days")
     return "\n".join(lines)
