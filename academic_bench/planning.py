@@ -23,13 +23,13 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from .analysis import MFU_IMPLAUSIBLE
 from .cost import GPU_COUNTS, check_gpus, gpu_key
 from .hardware import catalog as gpu_catalog
 
 SECONDS_PER_DAY = 86_400
 ASPECT = 128  # hidden / layers for a decoder whose shape is not given
 DEFAULT_VOCAB = 50_304  # Pythia's (padded) vocabulary
-MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
 DECODER_FAMILIES = ("pythia",)
 MFU_SOURCES = ("ours", "paper")
 
