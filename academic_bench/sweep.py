@@ -96,12 +96,17 @@ class SmartPruner:
     3. cannot win: a measured configuration that saves less memory already runs the whole per-GPU batch in one
        micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
     4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration that saves
-       less memory (predictions compared with predictions, so the model's bias cancels), so again only overhead.
+       less memory (predictions compared with predictions, so the model's bias cancels), so again only overhead;
+    5. cannot finish: a configuration that saves no more memory ran at least this sweep's time limit without a
+       result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
+       search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
+       ``timeout_s`` tries it again).
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
     """
 
-    def __init__(self, use_memory_model: bool = True) -> None:
+    def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.measured: dict[tuple, list[tuple[Config, dict]]] = {}
+        self.timeout_s = timeout_s
         self.estimate = None
         if use_memory_model:
             try:
@@ -112,7 +117,7 @@ class SmartPruner:
                 self.estimate = None
 
     def observe(self, config: Config, row: dict) -> None:
-        if row.get("outcome") in ("ok", "oom"):
+        if row.get("outcome") in ("ok", "oom") or (row.get("outcome") == "timeout" and not is_not_run(row)):
             self.measured.setdefault(_setting(config), []).append((config, row))
 
     def _predicted_gb(self, c: Config, micro_batch: int) -> float | None:
@@ -154,6 +159,12 @@ class SmartPruner:
                 return ("cannot fit (measured)",
                         f"smart: skipped because {o.label()}, which saves at least as much memory, ran out of "
                         f"memory at {at}")
+            if (row["outcome"] == "timeout" and saves_at_least(m, o)
+                    and (row.get("duration_s") or 0) >= self.timeout_s):
+                return ("cannot finish (measured)",
+                        f"smart: skipped because {o.label()}, which saves no more memory, ran "
+                        f"{row['duration_s']:.0f} s without a result; saving more memory only adds work, so it "
+                        f"would not finish within this sweep's {self.timeout_s:g} s limit either")
             if row["outcome"] != "ok" or not saves_more(m, o):
                 continue
             if row.get("gas") == 1 or c.micro_batch is not None:
@@ -295,7 +306,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     existing = {r["config_id"]: r for r in stored
                 if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)
                 and not _stale(r, micro_batches)}
-    pruner = SmartPruner() if search == "smart" else None
+    pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()
     planned_ids = {c.id for c in configs}

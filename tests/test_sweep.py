@@ -87,6 +87,23 @@ def test_smart_skips_what_cannot_fit_after_a_measured_oom():
     assert p.skip(cfg("free-lunch+ckpt+fsdp_full_shard+offload"))[0] == "cannot fit (measured)"
 
 
+def test_smart_skips_more_memory_saving_after_a_timeout_at_the_same_limit():
+    p = SmartPruner(use_memory_model=False, timeout_s=300)
+    slow = cfg("free-lunch+ckpt", n_gpus=1)
+    p.observe(slow, fake(slow, "timeout") | {"duration_s": 302.2})
+    category, reason = p.skip(cfg("free-lunch+ckpt+zero1+offload", n_gpus=1))
+    assert category == "cannot finish (measured)"
+    assert "free-lunch + ckpt, which saves no more memory, ran 302 s without a result" in reason
+    assert "300 s limit" in reason
+    assert p.skip(cfg("free-lunch+zero1+offload", n_gpus=1)) is None  # no checkpointing: not more work
+    longer = SmartPruner(use_memory_model=False, timeout_s=480)  # a retry with a longer limit tries again
+    longer.observe(slow, fake(slow, "timeout") | {"duration_s": 302.2})
+    assert longer.skip(cfg("free-lunch+ckpt+zero1+offload", n_gpus=1)) is None
+    never = SmartPruner(use_memory_model=False, timeout_s=300)  # a budget that never started it is no evidence
+    never.observe(slow, fake(slow, "timeout") | {"duration_s": 0.0, "reason": "not run: the notebook's time budget"})
+    assert never.skip(cfg("free-lunch+ckpt+zero1+offload", n_gpus=1)) is None
+
+
 def test_smart_uses_the_memory_model_to_skip_what_cannot_fit():
     p = SmartPruner()
     assert p.estimate is not None
