@@ -165,6 +165,15 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     assert len(skipped_path(out).read_text().splitlines()) == 1 and len(ResultStore(out).rows()) == 2
 
 
+def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path):
+    out = tmp_path / "results.jsonl"
+    hung, more = tiny("naive"), tiny("naive+ckpt")
+    s = run_sweep([hung, more], out, "cpu-test", search="smart", device="cpu", progress=False, timeout_s=10,
+                  simulate={hung.id: {"hang": True}})
+    assert s["outcomes"] == {"timeout": 1} and s["skip_reasons"] == {"cannot finish (measured)": 1}, s
+    assert "within this sweep's 10 s limit" in s["skipped"][0]["reason"]
+
+
 SWEEP_SCRIPT = textwrap.dedent("""
     import json, sys
     from academic_bench.config import Config
