@@ -97,10 +97,10 @@ class SmartPruner:
        micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
     4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration that saves
        less memory (predictions compared with predictions, so the model's bias cancels), so again only overhead;
-    5. cannot finish: a configuration that saves no more memory ran at least this sweep's time limit without a
+    5. cannot finish: a configuration that saves less memory ran at least this sweep's time limit without a
        result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
        search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
-       ``timeout_s`` tries it again).
+       ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
     """
 
@@ -159,10 +159,10 @@ class SmartPruner:
                 return ("cannot fit (measured)",
                         f"smart: skipped because {o.label()}, which saves at least as much memory, ran out of "
                         f"memory at {at}")
-            if (row["outcome"] == "timeout" and saves_at_least(m, o)
+            if (row["outcome"] == "timeout" and saves_more(m, o)
                     and (row.get("duration_s") or 0) >= self.timeout_s):
                 return ("cannot finish (measured)",
-                        f"smart: skipped because {o.label()}, which saves no more memory, ran "
+                        f"smart: skipped because {o.label()}, which saves less memory, ran "
                         f"{row['duration_s']:.0f} s without a result; saving more memory only adds work, so it "
                         f"would not finish within this sweep's {self.timeout_s:g} s limit either")
             if row["outcome"] != "ok" or not saves_more(m, o):

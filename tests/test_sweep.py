@@ -93,9 +93,12 @@ def test_smart_skips_more_memory_saving_after_a_timeout_at_the_same_limit():
     p.observe(slow, fake(slow, "timeout") | {"duration_s": 302.2})
     category, reason = p.skip(cfg("free-lunch+ckpt+zero1+offload", n_gpus=1))
     assert category == "cannot finish (measured)"
-    assert "free-lunch + ckpt, which saves no more memory, ran 302 s without a result" in reason
+    assert "free-lunch + ckpt, which saves less memory, ran 302 s without a result" in reason
     assert "300 s limit" in reason
     assert p.skip(cfg("free-lunch+zero1+offload", n_gpus=1)) is None  # no checkpointing: not more work
+    zero2 = cfg("free-lunch+zero2+offload", n_gpus=1)
+    p.observe(zero2, fake(zero2, "timeout") | {"duration_s": 301.0})
+    assert p.skip(cfg("free-lunch+fsdp_shard_grad_op+offload", n_gpus=1)) is None  # same saving, other library
     longer = SmartPruner(use_memory_model=False, timeout_s=480)  # a retry with a longer limit tries again
     longer.observe(slow, fake(slow, "timeout") | {"duration_s": 302.2})
     assert longer.skip(cfg("free-lunch+ckpt+zero1+offload", n_gpus=1)) is None
