@@ -345,15 +345,20 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         """One torchrun of the worker; (exit status, timed out) within what is left of ``timeout_s``."""
         request.write_text(json.dumps(request_obj, indent=1))
         cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
-        logf.write(f"# {config.id} {config.methods.label()} ({phase})\n# {' '.join(cmd)}\n".encode())
+        # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
+        logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.0f} s of "
+                   f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())
         logf.flush()
         procs.append(subprocess.Popen(_with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, env=env, start_new_session=True))
         try:
-            return procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
+            rc, timed_out = procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
         except subprocess.TimeoutExpired:
             kill_tree(procs[-1])
-            return None, True
+            rc, timed_out = None, True
+        logf.write(f"# ({phase}) {'killed at the time limit' if timed_out else f'exit status {rc}'} at "
+                   f"{time.monotonic() - t0:.0f} s\n".encode())
+        return rc, timed_out
 
     try:
         with open(log, "wb") as logf:
