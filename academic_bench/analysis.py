@@ -240,9 +240,8 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
     not_run = _not_run(r)
     settled = set(zip(skipped["setup"], skipped["config_id"])) if not skipped.empty else set()
-    r = r[~(not_run & pd.Series([k in settled for k in zip(r["setup"], r["config_id"])], index=r.index,
-                                dtype=bool))]
-    not_run = not_run[r.index]
+    keep = ~(not_run & pd.Series(list(zip(r["setup"], r["config_id"])), index=r.index, dtype=object).isin(settled))
+    r, not_run = r[keep], not_run[keep]
     out = []
     for setup in sorted(df["setup"].unique()):
         for model in _model_facts()["model"]:

@@ -288,7 +288,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
-    its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent.
+    its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
+    ``budget_s`` stops launching new configurations once spent.
     ``simulate`` (tests) maps a configuration id to the worker's simulated failure. ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an
     unsynced timing it defaults to the micro-batches of the store's synced rows.

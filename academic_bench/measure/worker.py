@@ -49,6 +49,10 @@ def init(device: str, timeout_s: float = COLLECTIVE_TIMEOUT_S) -> tuple[int, int
     return rank, world
 
 
+def _rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
 def collective_timeout_s(req: dict) -> float:
     """The search's short collective timeout, the measurement's long one (a test may set its own)."""
     simulated = (req.get("simulate") or {}).get("collective_timeout_s")
@@ -60,7 +64,7 @@ def note_trial(folder: str | None, mbs: int, ok: bool, peak: float | None) -> No
     still tell which micro-batch ran out of memory if the agreement never comes (see ``init``)."""
     if not folder:
         return
-    rank = dist.get_rank() if dist.is_initialized() else 0
+    rank = _rank()
     line = json.dumps({"rank": rank, "micro_batch": mbs, "ok": ok, "peak_memory_gb": peak})
     with open(Path(folder) / f"trials-rank{rank}.jsonl", "a") as f:
         f.write(line + "\n")
@@ -104,7 +108,7 @@ def _simulated_oom(mbs: int, simulate: dict) -> None:
     if limit is None or mbs <= limit:
         return
     only = simulate.get("oom_rank")
-    if only is None or only == (dist.get_rank() if dist.is_initialized() else 0):
+    if only is None or only == _rank():
         raise SimulatedOOM(f"simulated out of memory at micro-batch {mbs} (limit {limit})")
     time.sleep(10**6)
 
