@@ -501,9 +501,11 @@ def _zero_states(stage: int, offload: bool, n: int, c: int, st: ModelStats, k: C
         gathered = c * min(p, k.zero3_live_params)
         weights = weights / n + gathered
     if offload:
-        cpu, opt = opt, 0.0
-        if stage >= 2:  # ZeRO-Offload: reduced gradient partitions go to the CPU; the buckets stay (``buffers``)
-            cpu, grads = cpu + 4.0 * p / n, 0.0
+        # ZeRO-Offload keeps an fp32 gradient partition beside the optimizer's on the CPU at every stage; from
+        # stage 2 the GPU holds no gradients, only the buckets (``buffers``).
+        cpu, opt = opt + 4.0 * p / n, 0.0
+        if stage >= 2:
+            grads = 0.0
         if stage == 3:
             cpu += weights - gathered
             weights = gathered
@@ -547,6 +549,17 @@ def predict_memory(config: Config, micro_batch: int, coeffs: Coefficients = COEF
     fixed = k.cuda_context_gib + k.workspace_gib + (k.nccl_gib if config.n_gpus > 1 else 0.0)
     overhead = fixed * GIB + k.fragmentation * allocated
     return MemoryEstimate(s.weights, s.gradients, s.optimizer_states, activations, s.buffers, overhead, s.cpu)
+
+
+# DeepSpeed's own estimators (``estimate_zero2/3_model_states_mem_needs``) multiply offloaded states by this
+# ``additional_buffer_factor`` for pinned staging buffers and allocator slack.
+HOST_BUFFER_FACTOR = 1.5
+
+
+def host_memory_need(config: Config, coeffs: Coefficients = COEFFICIENTS) -> float:
+    """Bytes of host memory one node needs for the states its ranks offload (0 without offloading)."""
+    per_node = config.n_gpus // max(1, config.nodes)
+    return _states(config, coeffs).cpu * per_node * HOST_BUFFER_FACTOR
 
 
 def usable_bytes(gpu_memory_gb: float, coeffs: Coefficients = COEFFICIENTS) -> float:

@@ -15,6 +15,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,7 +71,7 @@ def build_request(config: Config, *, timing: str = "synced", validate: int = 0, 
     """The worker's REQ.json."""
     if warmup < 2 or reps < 5:
         raise ValueError(f"warm-up must be >= 2 and repetitions >= 5 (got {warmup}, {reps})")
-    sim = {"oom_above_micro_batch": None, "crash": False, "hang": False, **(simulate or {})}
+    sim = {"oom_above_micro_batch": None, "crash": False, "hang": False, "sigkill": False, **(simulate or {})}
     return {"config": config.to_dict(), "timing": timing, "validate_steps": int(validate), "warmup": warmup,
             "reps": reps, "device": device, "simulate": sim}
 
@@ -138,6 +139,26 @@ def failure_cause(path: Path) -> str | None:
     cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
     causes = [m.group(1) for line in text[:cut] if (m := _CAUSE.match(line.strip()))]
     return causes[-1][:500] if causes else None
+
+
+# torchrun's post-mortem names a worker that a signal ended: "exitcode: -9" / "Signal 9 (SIGKILL) received".
+_KILLED = re.compile(r"exitcode\s*:\s*-(\d+)")
+
+
+def killed_by(path: Path) -> int | None:
+    """The signal number that ended a worker, as torchrun reports it, or None."""
+    found = [int(m.group(1)) for line in _read_tail(path) if (m := _KILLED.search(line))]
+    return found[-1] if found else None
+
+
+def _killed_reason(signum: int) -> str:
+    reason = f"a worker was killed by signal {signum}"
+    if signum == signal.SIGKILL:
+        host_gb = psutil.virtual_memory().total / 1e9
+        reason += (" (SIGKILL) from outside the run, not by its time limit: most likely the host's "
+                   f"out-of-memory killer (this machine has {host_gb:.0f} GB of memory; offloading keeps the "
+                   "optimizer's states there)")
+    return reason
 
 
 def _tree(root: psutil.Process) -> set[psutil.Process]:
@@ -234,7 +255,8 @@ def _classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log
             return
     if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
         what = f"exit status {proc_rc}" + ("" if data else ", no result file")
-        cause = failure_cause(log)
+        signum = killed_by(log)
+        cause = _killed_reason(signum) if signum else failure_cause(log)
         row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")
                    + f". Last lines of the log:\n{log_tail(log)}")
         return

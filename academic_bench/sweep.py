@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import psutil
+
 from .config import Config
 from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
@@ -91,7 +93,9 @@ class SmartPruner:
     """Skips candidates that cannot fit or cannot win, with a reason for each.
 
     Rules (candidates compared only within one setting: model, GPU, count, free-lunch switches):
-    1. cannot fit: the memory model predicts that micro-batch 1 needs more than the GPU's memory (+10%);
+    1. cannot fit: the memory model predicts that micro-batch 1 needs more than the GPU's memory (+10%), or
+       that the states a node's ranks offload need more than the host memory of the machine running the sweep
+       (seen on one H100 with 128 GiB: Pythia-6.9B's ZeRO-1 offload was killed by the out-of-memory killer);
     2. cannot fit: a measured configuration that saves at least as much memory ran out at micro-batch 1;
     3. cannot win: a measured configuration that saves less memory already runs the whole per-GPU batch in one
        micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
@@ -104,9 +108,11 @@ class SmartPruner:
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
     """
 
-    def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 host_memory_gb: float | None = None) -> None:
         self.measured: dict[tuple, list[tuple[Config, dict]]] = {}
         self.timeout_s = timeout_s
+        self.host_gb = host_memory_gb if host_memory_gb is not None else psutil.virtual_memory().total / 1e9
         self.estimate = None
         if use_memory_model:
             try:
@@ -127,6 +133,14 @@ class SmartPruner:
             return None
         total = getattr(mem, "total", mem)
         return float(total) / 1e9 if total is not None else None
+
+    def _host_need_gb(self, c: Config) -> float | None:
+        if not c.methods.offload:
+            return None
+        try:
+            return float(self.estimate.host_memory_need(c)) / 1e9
+        except Exception:  # noqa: BLE001  (no prediction, no skip)
+            return None
 
     def _usable_gb(self, gpu_gb: float) -> float:
         try:
@@ -152,6 +166,12 @@ class SmartPruner:
                 return ("cannot fit (memory model)",
                         f"smart: skipped because the memory model predicts {need:.1f} GB at micro-batch 1, more "
                         f"than the {usable:.1f} GB usable on the {gpu_gb:g} GB GPU (+{FIT_MARGIN:.0%} margin)")
+            host = self._host_need_gb(c)
+            if host is not None and host > self.host_gb:
+                return ("cannot fit (host memory model)",
+                        f"smart: skipped because the memory model puts the states offloaded on one node at "
+                        f"{host:.1f} GB (with DeepSpeed's {self.estimate.HOST_BUFFER_FACTOR:g}x buffer), more "
+                        f"than this machine's {self.host_gb:.1f} GB of host memory")
         for other, row in self.measured.get(_setting(c), []):
             m, o = c.methods, other.methods
             if row["outcome"] == "oom" and saves_at_least(o, m):

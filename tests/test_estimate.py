@@ -242,3 +242,18 @@ def test_fp32_recipes_use_the_tf32_peak_only_when_tf32_is_on() -> None:
 def test_analytic_days_reject_impossible_mfu(mfu: float) -> None:
     with pytest.raises(ValueError, match="MFU"):
         est.analytic_days("pythia-160m", "h100-80gb", 1, mfu)
+
+
+def test_host_memory_need_holds_every_offloaded_state_per_node() -> None:
+    """Offloading keeps fp32 weights, gradients and Adam's two moments (16 bytes a parameter) on the host,
+    split over a node's ranks, with DeepSpeed's buffer factor on top."""
+    params = est.model_stats("pythia-1b").params
+
+    def need(methods: str, n: int = 1, nodes: int = 1) -> float:
+        return est.host_memory_need(Config("pythia-1b", "h100-80gb", n, nodes=nodes, methods=parse_methods(methods)))
+    assert need("free-lunch") == 0.0 and need("free-lunch+zero2", 2) == 0.0
+    for methods in ("free-lunch+zero1+offload", "free-lunch+zero2+offload", "free-lunch+fsdp_full_shard+offload"):
+        assert need(methods) == pytest.approx(16 * params * est.HOST_BUFFER_FACTOR, rel=1e-6), methods
+        assert need(methods, 4) == pytest.approx(need(methods))  # split over a node's ranks, same node total
+        assert need(methods, 4, nodes=2) == pytest.approx(need(methods) / 2)
+    assert need("free-lunch+zero3+offload") > need("free-lunch+zero2+offload")  # the 16-bit weights too

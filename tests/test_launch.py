@@ -68,7 +68,7 @@ def test_child_environment_and_command():
 def test_request_passes_timing_and_validation_through():
     req = build_request(tiny(), timing="unsynced", validate=7, device="cpu")
     assert (req["timing"], req["validate_steps"], req["device"]) == ("unsynced", 7, "cpu")
-    assert req["simulate"] == {"oom_above_micro_batch": None, "crash": False, "hang": False}
+    assert req["simulate"] == {"oom_above_micro_batch": None, "crash": False, "hang": False, "sigkill": False}
     with pytest.raises(ValueError, match="warm-up must be >= 2"):
         build_request(tiny(), warmup=1)
 
@@ -191,3 +191,13 @@ def test_slurm_job_script(tmp_path, monkeypatch):
     for line in ("--nodes=2", "--gpus-per-node=8", "--ntasks-per-node=1", "--cpus-per-task=64", "--time=35",
                  "--partition=gpu"):
         assert f"#SBATCH {line}" in script
+
+
+def test_a_worker_killed_from_outside_is_named_as_the_host_memory_killer(private_tmp):
+    """On one H100 with 128 GiB the out-of-memory killer ended an offloading run with no Python error: the row
+    says which signal ended it and what most likely sent it, not just "exit status 1"."""
+    row = run_config(tiny(micro_batch=8), simulate={"sigkill": True}, timeout_s=120, **FAST)
+    assert row["outcome"] == "error"
+    assert row["reason"].startswith("exit status 1, no result file: a worker was killed by signal 9 (SIGKILL)")
+    assert "out-of-memory killer" in row["reason"] and "GB of memory" in row["reason"]
+    assert leftovers(private_tmp) == []

@@ -115,6 +115,19 @@ def test_smart_uses_the_memory_model_to_skip_what_cannot_fit():
     assert p.skip(cfg("free-lunch", model="pythia-160m", n_gpus=1)) is None
 
 
+def test_smart_skips_offloading_that_the_host_memory_cannot_hold():
+    """One H100 node with 128 GiB killed Pythia-6.9B's ZeRO-1 offload (session 6); 2.8B ran."""
+    p = SmartPruner(host_memory_gb=137.4)
+    category, reason = p.skip(cfg("free-lunch+zero1+offload", model="pythia-6.9b", n_gpus=1))
+    assert category == "cannot fit (host memory model)"
+    assert "137.4 GB of host memory" in reason and "1.5x buffer" in reason
+    assert p.skip(cfg("free-lunch+ckpt+fsdp_full_shard+offload", model="pythia-6.9b", n_gpus=1))[0] == (
+        "cannot fit (host memory model)")
+    assert p.skip(cfg("free-lunch+zero1+offload", model="pythia-2.8b", n_gpus=1)) is None
+    roomy = SmartPruner(host_memory_gb=274.9)  # a 2 x H200 node's memory holds it
+    assert roomy.skip(cfg("free-lunch+zero2+offload", model="pythia-6.9b", n_gpus=2)) is None
+
+
 def test_smart_skips_more_memory_saving_that_buys_no_larger_micro_batch():
     class Stub:  # a memory model that predicts the same largest micro-batch for everything
         @staticmethod

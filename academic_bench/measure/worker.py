@@ -12,6 +12,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -317,6 +318,8 @@ def measure(req: dict, device: str, rank: int) -> dict:
         raise RuntimeError("simulated crash (test hook)")
     if simulate.get("hang") and rank == 0:
         time.sleep(10**6)
+    if simulate.get("sigkill") and rank == 0:  # as the host's out-of-memory killer ends a process
+        os.kill(os.getpid(), signal.SIGKILL)
     t_start = time.perf_counter()
     mbs_log = req.get("mbs_search")
     mbs = cfg.micro_batch or req.get("micro_batch")
