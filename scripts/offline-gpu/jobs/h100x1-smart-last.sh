@@ -1,10 +1,7 @@
 # For a later session on nvidia-h100-x1: smart for the models that are not complete on one H100. Session 5's
 # h100x1-smart-rest.sh ran RoBERTa and ConvNeXt's free-lunch row; ConvNeXt's next three configurations timed
-# out at 300 s (its free-lunch row alone took about 250 s), so retry timeouts with a longer limit. The Pythias
-# go first: ConvNeXt alone could spend the budget. Session 6 ran it at 0cbcfe7: Pythia-2.8B complete, 6.9B's
-# first offload configuration killed by the host's out-of-memory killer, the budget spent. Run it again: the
-# host-memory rule now skips 6.9B's offloading on this 128 GiB machine, so ConvNeXt gets the budget. (Mamba
-# needs mamba-ssm, which the GPU image lacks: its rows say unsupported.)
+# out at 300 s (its free-lunch row alone took about 250 s), so retry timeouts with a longer limit. The Pythias go first: ConvNeXt alone could spend the budget. (Mamba needs
+# mamba-ssm, which the GPU image lacks: its rows say unsupported.)
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
