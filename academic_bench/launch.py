@@ -329,6 +329,25 @@ def _search(launch, req: dict, tmp: Path, result: Path, world: int,
     return None, rc, timed_out
 
 
+def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) -> bool:
+    """After the timed run ran out of memory at the micro-batch its search found to fit (seen with Pythia-2.8B
+    on one H100, a few GB under the limit), set the request to half that size and say so; False when there is
+    nothing smaller or the run did not fail that way. The search's log keeps the size that failed when timed."""
+    try:
+        data = json.loads(result.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    mbs = req.get("micro_batch") or 0
+    if data.get("outcome") != "oom" or data.get("micro_batch") != mbs or mbs < 2 or per_gpu_batch % (mbs // 2):
+        return False
+    note = {"micro_batch": mbs, "outcome": "oom", "note": "fit in the search, out of memory when timed"}
+    req.update(micro_batch=mbs // 2, mbs_search=[*(req.get("mbs_search") or []), note])
+    result.unlink(missing_ok=True)
+    logf.write(f"# micro-batch {mbs} fit in the search but ran out of memory when timed; measuring again at "
+               f"{mbs // 2}\n".encode())
+    return True
+
+
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
@@ -384,7 +403,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
 
     try:
         with open(log, "wb") as logf:
-            measure = True
+            measure, found = True, None
             if config.micro_batch is None and not micro_batch:
                 # The search runs in its own processes first, so that the timed run starts from a clean GPU
                 # (memory left fragmented by out-of-memory trials would skew or break it).
@@ -395,6 +414,8 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                     result.unlink(missing_ok=True)
             if measure:
                 rc, timed_out = launch(req, "measure", logf)
+                while found and not timed_out and _halve_after_timed_oom(req, result, config.per_gpu_batch, logf):
+                    rc, timed_out = launch(req, "measure", logf)
         if rdzv is not None and rdzv.node_rank != 0:
             return None
         _classify(row, rc, timed_out, result, log, timeout_s)

@@ -151,6 +151,22 @@ def test_a_search_split_at_its_first_size_searches_again_below_it(private_tmp):
     assert leftovers(private_tmp) == []
 
 
+def test_a_micro_batch_that_runs_out_of_memory_when_timed_is_measured_at_half(private_tmp, tmp_path):
+    """The search's largest fitting size can still run out of memory in the timed run, a few GB under the limit
+    (seen with Pythia-2.8B on one H100): the run measures half that size instead of giving up, and says so."""
+    sim = {"start_micro_batch": 4, "oom_above_micro_batch": 4, "timed_oom_above_micro_batch": 2}
+    log = tmp_path / "run.log"
+    row = run_config(tiny(), simulate=sim, timeout_s=120, log_path=log, **FAST)
+    assert row["outcome"] == "ok", row.get("reason")
+    assert (row["micro_batch"], row["gas"]) == (2, 4)
+    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(4, "ok"), (8, "oom"), (4, "oom")]
+    assert row["mbs_search"][-1]["note"] == "fit in the search, out of memory when timed"
+    assert "micro-batch 4 fit in the search but ran out of memory when timed; measuring again at 2" in (
+        log.read_text())
+    check_row(row)
+    assert leftovers(private_tmp) == []
+
+
 def test_missing_library_is_unsupported_and_named():
     if importlib.util.find_spec("deepspeed") is not None:
         skip_or_fail("deepspeed is installed here, so its absence cannot be checked")

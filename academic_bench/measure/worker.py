@@ -330,8 +330,10 @@ def measure(req: dict, device: str, rank: int) -> dict:
         if req.get("search_only"):
             return {"outcome": "ok", "micro_batch": mbs, "mbs_search": mbs_log}
     limit = simulate.get("oom_above_micro_batch")
-    if limit is not None and mbs > limit:
-        return {"outcome": "oom", "reason": f"simulated out of memory at micro-batch {mbs}"}
+    timed = simulate.get("timed_oom_above_micro_batch")  # fits in the search, runs out when timed
+    if (limit is not None and mbs > limit) or (timed is not None and mbs > timed):
+        return {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: simulated at {mbs}",
+                "micro_batch": mbs, "mbs_search": mbs_log}
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     stepper = Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
