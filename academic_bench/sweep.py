@@ -174,7 +174,10 @@ class SmartPruner:
                         f"than this machine's {self.host_gb:.1f} GB of host memory")
         for other, row in self.measured.get(_setting(c), []):
             m, o = c.methods, other.methods
-            if row["outcome"] == "oom" and saves_at_least(o, m):
+            # Only an OOM at the smallest size it could run says the less-saving ones cannot fit: a timed run
+            # that ran out at a larger searched size (older rows, before halving) says nothing about size 1.
+            at_smallest = other.micro_batch is not None or (row.get("micro_batch") or 1) == 1
+            if row["outcome"] == "oom" and at_smallest and saves_at_least(o, m):
                 at = "the smallest micro-batch" if c.micro_batch is None else f"micro-batch {c.micro_batch}"
                 return ("cannot fit (measured)",
                         f"smart: skipped because {o.label()}, which saves at least as much memory, ran out of "

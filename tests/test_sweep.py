@@ -85,6 +85,10 @@ def test_smart_skips_what_cannot_fit_after_a_measured_oom():
     category, reason = p.skip(cfg("free-lunch+zero1"))
     assert category == "cannot fit (measured)" and "ran out of memory at the smallest micro-batch" in reason
     assert p.skip(cfg("free-lunch+ckpt+fsdp_full_shard+offload"))[0] == "cannot fit (measured)"
+    later = SmartPruner(use_memory_model=False)  # out of memory only when timed at a larger searched size
+    ckpt = cfg("free-lunch+ckpt")
+    later.observe(ckpt, make_row(ckpt, setup="t", outcome="oom", micro_batch=16))
+    assert later.skip(cfg("free-lunch")) is None
 
 
 def test_smart_skips_more_memory_saving_after_a_timeout_at_the_same_limit():
