@@ -5,12 +5,16 @@ tests/test_launch.py; these call the worker's functions directly in this process
 """
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 import torch
 
 from academic_bench.config import Config
 from academic_bench.measure import worker
-from academic_bench.measure.apply import Unsupported, apply_compile, apply_kernels_check, deepspeed_config, Ran
+from academic_bench.measure.apply import (MAMBA_MODELING, Ran, Unsupported, apply_compile, apply_kernels_check,
+                                          deepspeed_config)
 from academic_bench.measure.stepper import Stepper
 from academic_bench.methods import FREE_LUNCH, Methods, parse_methods
 from academic_bench.models import get_model
@@ -94,7 +98,47 @@ def test_mamba_without_its_kernels_is_unsupported_on_gpus():
         apply_kernels_check(cfg.spec, cfg, "cuda", Ran())
 
 
-def test_mamba_is_not_compiled_and_says_so():
+def _fake_mamba_kernels(monkeypatch) -> None:
+    """mamba-ssm and causal-conv1d as if installed, with functions that fail when called."""
+    def kernel(*args, **kwargs):
+        raise RuntimeError("a mamba-ssm kernel was called")
+
+    mods = {name: types.ModuleType(name) for name in
+            ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.selective_scan_interface", "causal_conv1d")}
+    mods["mamba_ssm"].ops = mods["mamba_ssm.ops"]
+    mods["mamba_ssm.ops"].selective_scan_interface = mods["mamba_ssm.ops.selective_scan_interface"]
+    mods["mamba_ssm.ops.selective_scan_interface"].mamba_inner_fn = kernel
+    mods["mamba_ssm.ops.selective_scan_interface"].selective_scan_fn = kernel
+    mods["causal_conv1d"].causal_conv1d_fn = mods["causal_conv1d"].causal_conv1d_update = kernel
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.delitem(sys.modules, MAMBA_MODELING, raising=False)  # restored afterwards
+
+
+def _train_step(cfg: Config) -> None:
+    model = cfg.spec.build(True).train()
+    ids = torch.randint(0, 512, (2, 16))
+    model(input_ids=ids, labels=ids).loss.backward()
+
+
+def test_mamba_with_kernels_off_runs_the_pytorch_path_even_where_the_kernels_import(monkeypatch):
+    """transformers binds mamba-ssm's kernels whenever they import; naive (kernels off) must not use them."""
+    cfg = tiny("mamba-2.8b", Methods())
+    _fake_mamba_kernels(monkeypatch)
+    with pytest.raises(RuntimeError, match="mamba-ssm kernel was called"):  # the fake is what transformers uses
+        _train_step(cfg)
+    monkeypatch.delitem(sys.modules, MAMBA_MODELING)
+    ran = Ran()
+    apply_kernels_check(cfg.spec, cfg, "cuda", ran)
+    _train_step(cfg)
+    assert ran.kernels == []
+    with pytest.raises(ImportError):
+        import mamba_ssm  # noqa: F401
+
+
+def test_mamba_is_not_compiled_and_says_so(monkeypatch):
+    for name in ("mamba_ssm", "causal_conv1d"):  # off the GPU the kernels are hidden: undo that afterwards
+        monkeypatch.setitem(sys.modules, name, None)
     stepper = Stepper(tiny("mamba-2.8b", FREE_LUNCH), 2, 4, "cpu")
     assert not stepper.ran.compiled and any("Mamba" in n for n in stepper.ran.notes)
 

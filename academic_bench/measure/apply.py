@@ -8,6 +8,7 @@ Every technique goes through the library made for it and records what actually r
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass, field
 
 import torch
@@ -48,13 +49,26 @@ def attention_impl(spec: ModelSpec, kernels: bool, device: str) -> str:
     return "sdpa"
 
 
+MAMBA_KERNEL_PACKAGES = ("mamba_ssm", "causal_conv1d")
+MAMBA_MODELING = "transformers.models.mamba.modeling_mamba"
+
+
 def apply_kernels_check(spec: ModelSpec, cfg: Config, device: str, ran: Ran) -> None:
-    """Mamba's custom kernels come from mamba-ssm and causal-conv1d; without them the config cannot run."""
-    if spec.kernel == "mamba-ssm" and cfg.methods.kernels and device == "cuda":
-        missing = [m for m in ("mamba_ssm", "causal_conv1d") if not has(m)]
+    """Mamba's custom kernels come from mamba-ssm and causal-conv1d; without them the config cannot run.
+    With kernels off (or off the GPU) they are hidden from this process, so the PyTorch path runs."""
+    if spec.kernel != "mamba-ssm":
+        return
+    if cfg.methods.kernels and device == "cuda":
+        missing = [m for m in MAMBA_KERNEL_PACKAGES if not has(m)]
         if missing:
             raise Unsupported(f"Mamba's fast kernels need {' and '.join(missing)}, which could not be imported")
         ran.kernels += ["mamba_ssm.selective_scan", "causal_conv1d"]
+        return
+    # transformers binds mamba-ssm's functions when its Mamba module is imported, whenever the package imports:
+    # a None entry makes the import fail, and dropping the module makes the next build import it afresh.
+    for name in MAMBA_KERNEL_PACKAGES:
+        sys.modules[name] = None  # type: ignore[assignment]
+    sys.modules.pop(MAMBA_MODELING, None)
 
 
 def apply_tf32(enabled: bool, ran: Ran) -> None:

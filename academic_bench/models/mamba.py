@@ -21,7 +21,9 @@ def _config(layers: int, hidden: int, vocab: int):
 
 
 def build(tiny: bool, attn: str = "sdpa"):  # noqa: ARG001  (Mamba has no attention)
-    from transformers import MambaForCausalLM
+    # The module itself, not transformers' lazy attribute: it must be imported afresh after the kernel
+    # packages were hidden (``measure.apply.apply_kernels_check``).
+    from transformers.models.mamba.modeling_mamba import MambaForCausalLM
 
     cfg = _config(TINY["layers"], TINY["hidden"], TINY["vocab"]) if tiny else _config(64, 2560, 50280)
     return MambaForCausalLM(cfg)

@@ -6,7 +6,7 @@ set -eu
 PLATFORMS="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
 mkdir -p .whl
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp $PLATFORMS -d .whl \
-  papermill ipykernel altair pydantic hjson submitit
+  papermill ipykernel altair pydantic hjson submitit einops
 # pandas 2.2 works with the numpy 1.26+ or 2.x that the image's torch brings.
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $PLATFORMS \
   -d .whl pandas==2.2.3 pytz six
