@@ -1,0 +1,9 @@
+# For a later session on nvidia-h100-x1, once .whl/ holds the sm_90 causal-conv1d and mamba-ssm wheels
+# (scripts/offline-gpu/build_mamba_wheels.sh, built here on the CPU): Mamba-2.8B's smart search with its kernels.
+# Its naive row (kernels off: transformers' PyTorch path) already ran out of memory. machine.txt says whether
+# the kernels imported; if not, the rows say unsupported again and nothing else is lost.
+set -u
+export MACHINE_TXT=/tmp/w/machine.txt
+source scripts/offline-gpu/gpu_prelude.sh
+bash scripts/offline-gpu/notebook.sh h100x1 h100-80gb 1 ${BUDGET_S:-900} ${HARD_S:-1380} --models mamba-2.8b \
+  --preset smart -p timeout_s 480 -p retry '[unsupported, timeout]'
