@@ -1,7 +1,9 @@
-# For a later session on nvidia-h100-x1, once .whl/ holds the sm_90 causal-conv1d and mamba-ssm wheels
-# (scripts/offline-gpu/build_mamba_wheels.sh, built here on the CPU): Mamba-2.8B's smart search with its kernels.
-# Its naive row (kernels off: transformers' PyTorch path) already ran out of memory. machine.txt says whether
-# the kernels imported; if not, the rows say unsupported again and nothing else is lost.
+# For a later session on nvidia-h100-x1: Mamba-2.8B's smart search with its kernels. Before it, build the sm_90
+# causal-conv1d and mamba-ssm wheels here (scripts/offline-gpu/build_mamba_wheels.sh, on the CPU, into
+# .whl-mamba/); then a first call carrying [".whl-mamba"] runs install_mamba.sh, and the next call, right after
+# (the machine goes back after 30 s idle), carrying [".whl"], starts this job. Its naive row (kernels off:
+# transformers' PyTorch path) already ran out of memory. machine.txt says whether the kernels imported; if not,
+# the rows say unsupported again and nothing else is lost.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
