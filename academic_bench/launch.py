@@ -156,8 +156,7 @@ def _killed_reason(signum: int) -> str:
     if signum == signal.SIGKILL:
         host_gb = psutil.virtual_memory().total / 1e9
         reason += (" (SIGKILL) from outside the run, not by its time limit: most likely the host's "
-                   f"out-of-memory killer (this machine has {host_gb:.0f} GB of memory; offloading keeps the "
-                   "optimizer's states there)")
+                   f"out-of-memory killer (this machine has {host_gb:.0f} GB of memory)")
     return reason
 
 
