@@ -328,6 +328,9 @@ def _search(launch, req: dict, tmp: Path, result: Path, world: int,
     return None, rc, timed_out
 
 
+TIMED_OOM_NOTE = "fit in the search, out of memory when timed"
+
+
 def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) -> bool:
     """After the timed run ran out of memory at the micro-batch its search found to fit (seen with Pythia-2.8B
     on one H100, a few GB under the limit), set the request to half that size and say so; False when there is
@@ -339,7 +342,7 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
     mbs = req.get("micro_batch") or 0
     if data.get("outcome") != "oom" or data.get("micro_batch") != mbs or mbs < 2 or per_gpu_batch % (mbs // 2):
         return False
-    note = {"micro_batch": mbs, "outcome": "oom", "note": "fit in the search, out of memory when timed"}
+    note = {"micro_batch": mbs, "outcome": "oom", "note": TIMED_OOM_NOTE}
     req.update(micro_batch=mbs // 2, mbs_search=[*(req.get("mbs_search") or []), note])
     result.unlink(missing_ok=True)
     logf.write(f"# micro-batch {mbs} fit in the search but ran out of memory when timed; measuring again at "

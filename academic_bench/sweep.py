@@ -25,7 +25,7 @@ import psutil
 
 from .config import Config
 from .hardware import get_gpu
-from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
+from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
 from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines,
@@ -280,7 +280,11 @@ def _skipped_ids(path: Path, timing: str, mode: str) -> set[str]:
 
 def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     """An unsynced row at another micro-batch than its synced twin's latest: it times other work, so the
-    pair is timed again."""
+    pair is timed again. Or a row that ran out of memory when timed at a searched micro-batch above 1 before
+    the timed run fell back to half that size (no note in its search log): measured again, it gets a size."""
+    if (row["outcome"] == "oom" and (row.get("micro_batch") or 0) > 1 and row["config"].get("micro_batch") is None
+            and not any(t.get("note") == TIMED_OOM_NOTE for t in row.get("mbs_search") or [])):
+        return True
     want = (micro_batches or {}).get(row["config_id"]) if row["timing"] == "unsynced" else None
     return want is not None and row.get("micro_batch") != want
 

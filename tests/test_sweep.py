@@ -17,6 +17,7 @@ from conftest import skip_or_fail
 
 from academic_bench import cli
 from academic_bench.config import Config
+from academic_bench.launch import TIMED_OOM_NOTE
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
 from academic_bench.results import ResultStore, make_row, synced_micro_batches
 from academic_bench.sweep import SmartPruner, format_summary, plan, run_sweep, skipped_path
@@ -337,6 +338,23 @@ def test_retry_reruns_listed_outcomes_only(tmp_path):
     assert len(ResultStore(out).rows()) == 2
     with pytest.raises(ValueError, match="cannot retry crashed"):
         run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("crashed",))
+
+
+def test_a_row_out_of_memory_only_when_timed_before_halving_is_measured_again(tmp_path):
+    """Such a row (Pythia-2.8B with checkpointing on one H100, session 6) named no usable size; resumed, the
+    configuration runs again (now falling back to half), and a row that already fell back is kept."""
+    out = tmp_path / "results.jsonl"
+    c = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
+    search_log = [{"micro_batch": 4, "outcome": "ok", "peak_memory_gb": None}]
+    ResultStore(out).append(make_row(c, setup="cpu-test", outcome="oom", micro_batch=4, mbs_search=search_log,
+                                     reason="out of memory at the chosen micro-batch: synthetic"))
+    kw = dict(search="naive", device="cpu", progress=False, timeout_s=300)
+    s = run_sweep([c], out, "cpu-test", **kw)
+    assert (s["resumed"], s["ran"], s["outcomes"]) == (0, 1, {"ok": 1}), s
+    assert run_sweep([c], out, "cpu-test", **kw)["ran"] == 0
+    noted = [*search_log, {"micro_batch": 4, "outcome": "oom", "note": TIMED_OOM_NOTE}]
+    ResultStore(out).append(make_row(c, setup="cpu-test", outcome="oom", micro_batch=2, mbs_search=noted))
+    assert run_sweep([c], out, "cpu-test", **kw)["ran"] == 0
 
 
 def test_synced_micro_batches_are_those_of_the_latest_ok_synced_rows():
