@@ -133,22 +133,8 @@ def log_tail(path: Path, lines: int = TAIL_LINES, max_chars: int = 6000) -> str:
     return tail[-max_chars:] or "(empty log)"
 
 
-def failure_cause(path: Path) -> str | None:
-    """The last exception line the workers printed, e.g. 'RuntimeError: NCCL error ...'."""
-    text = _read_tail(path)
-    cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
-    causes = [m.group(1) for line in text[:cut] if (m := _CAUSE.match(line.strip()))]
-    return causes[-1][:500] if causes else None
-
-
 # torchrun's post-mortem names a worker that a signal ended: "exitcode: -9" / "Signal 9 (SIGKILL) received".
 _KILLED = re.compile(r"exitcode\s*:\s*-(\d+)")
-
-
-def killed_by(path: Path) -> int | None:
-    """The signal number that ended a worker, as torchrun reports it, or None."""
-    found = [int(m.group(1)) for line in _read_tail(path) if (m := _KILLED.search(line))]
-    return found[-1] if found else None
 
 
 def _killed_reason(signum: int) -> str:
@@ -158,6 +144,18 @@ def _killed_reason(signum: int) -> str:
         reason += (" (SIGKILL) from outside the run, not by its time limit: most likely the host's "
                    f"out-of-memory killer (this machine has {host_gb:.0f} GB of memory)")
     return reason
+
+
+def failure_cause(path: Path) -> str | None:
+    """What ended the workers: the signal torchrun says killed one (a kill prints no exception), else the last
+    exception line the workers printed, e.g. 'RuntimeError: NCCL error ...'."""
+    text = _read_tail(path)
+    cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
+    signals = [int(m.group(1)) for line in text[cut:] if (m := _KILLED.search(line))]
+    if signals:
+        return _killed_reason(signals[-1])
+    causes = [m.group(1) for line in text[:cut] if (m := _CAUSE.match(line.strip()))]
+    return causes[-1][:500] if causes else None
 
 
 def _tree(root: psutil.Process) -> set[psutil.Process]:
@@ -254,8 +252,7 @@ def _classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log
             return
     if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
         what = f"exit status {proc_rc}" + ("" if data else ", no result file")
-        signum = killed_by(log)
-        cause = _killed_reason(signum) if signum else failure_cause(log)
+        cause = failure_cause(log)
         row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")
                    + f". Last lines of the log:\n{log_tail(log)}")
         return

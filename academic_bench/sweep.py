@@ -85,6 +85,11 @@ def saves_more(a: Methods, b: Methods) -> bool:
     return saves_at_least(a, b) and not saves_at_least(b, a)
 
 
+def _oom_above_smallest(row: dict) -> bool:
+    """Out of memory when timed at a searched micro-batch above 1: it says nothing about smaller sizes."""
+    return row["outcome"] == "oom" and row["config"].get("micro_batch") is None and (row.get("micro_batch") or 0) > 1
+
+
 def _power_of_two_floor(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
 
@@ -135,8 +140,6 @@ class SmartPruner:
         return float(total) / 1e9 if total is not None else None
 
     def _host_need_gb(self, c: Config) -> float | None:
-        if not c.methods.offload:
-            return None
         try:
             return float(self.estimate.host_memory_need(c)) / 1e9
         except Exception:  # noqa: BLE001  (no prediction, no skip)
@@ -174,10 +177,7 @@ class SmartPruner:
                         f"than this machine's {self.host_gb:.1f} GB of host memory")
         for other, row in self.measured.get(_setting(c), []):
             m, o = c.methods, other.methods
-            # Only an OOM at the smallest size it could run says the less-saving ones cannot fit: a timed run
-            # that ran out at a larger searched size (older rows, before halving) says nothing about size 1.
-            at_smallest = other.micro_batch is not None or (row.get("micro_batch") or 1) == 1
-            if row["outcome"] == "oom" and at_smallest and saves_at_least(o, m):
+            if row["outcome"] == "oom" and not _oom_above_smallest(row) and saves_at_least(o, m):
                 at = "the smallest micro-batch" if c.micro_batch is None else f"micro-batch {c.micro_batch}"
                 return ("cannot fit (measured)",
                         f"smart: skipped because {o.label()}, which saves at least as much memory, ran out of "
@@ -282,8 +282,7 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     """An unsynced row at another micro-batch than its synced twin's latest: it times other work, so the
     pair is timed again. Or a row that ran out of memory when timed at a searched micro-batch above 1 before
     the timed run fell back to half that size (no note in its search log): measured again, it gets a size."""
-    if (row["outcome"] == "oom" and (row.get("micro_batch") or 0) > 1 and row["config"].get("micro_batch") is None
-            and not any(t.get("note") == TIMED_OOM_NOTE for t in row.get("mbs_search") or [])):
+    if _oom_above_smallest(row) and not any(t.get("note") == TIMED_OOM_NOTE for t in row.get("mbs_search") or []):
         return True
     want = (micro_batches or {}).get(row["config_id"]) if row["timing"] == "unsynced" else None
     return want is not None and row.get("micro_batch") != want
