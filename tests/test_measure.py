@@ -177,3 +177,23 @@ def test_fsdp_on_two_gloo_processes(spec, tmp_path):
     assert row["outcome"] == "ok", row["reason"]
     assert row["ran"]["parallel"] == "fsdp" and row["gas"] == 2
     assert any(f"offload={methods.offload}" in n for n in row["ran"]["notes"])
+
+
+def test_a_single_process_search_and_measurement_make_no_collective(monkeypatch, tmp_path):
+    """One GPU needs no NCCL communicator: created lazily after a timed run, when the caching allocator held
+    nearly the whole GPU, its buffers did not fit and the finished measurement was lost."""
+    import torch.distributed as dist
+
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        def no_collective(*args, **kwargs):
+            raise AssertionError("a collective in a single-process run")
+
+        monkeypatch.setattr(dist, "all_reduce", no_collective)
+        req = {"config": tiny().to_dict(), "timing": "synced", "warmup": 2, "reps": 5}
+        row = worker.measure(req, "cpu", rank=0)
+        assert row["outcome"] == "ok"
+        assert [e["outcome"] for e in row["mbs_search"]] == ["ok"] * len(row["mbs_search"])
+    finally:
+        dist.destroy_process_group()

@@ -1,9 +1,8 @@
-# For a later session on nvidia-h100-x1: Mamba-2.8B's smart search with its kernels. Before it, build the sm_90
-# causal-conv1d and mamba-ssm wheels here (scripts/offline-gpu/build_mamba_wheels.sh, on the CPU, into
-# .whl-mamba/); then a first call carrying [".whl-mamba"] runs install_mamba.sh, and the next call, right after
-# (the machine goes back after 30 s idle), carrying [".whl"], starts this job. Its naive row (kernels off:
-# transformers' PyTorch path) already ran out of memory. machine.txt says whether the kernels imported; if not,
-# the rows say unsupported again and nothing else is lost.
+# For a later session on nvidia-h100-x1: the rest of Mamba-2.8B's smart search with its kernels (session 7
+# measured free-lunch and free-lunch + ckpt before its machine was lost). Before it, a first call carrying
+# [".whl-mamba"] runs install_mamba.sh (the wheels from build_mamba_wheels.sh), and the next call, right after
+# (the machine goes back after 30 s idle), carrying [".whl"], starts this job. machine.txt says whether the
+# kernels imported; if not, the rows say unsupported and nothing else is lost.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
