@@ -50,8 +50,8 @@ def init(device: str, timeout_s: float = COLLECTIVE_TIMEOUT_S) -> tuple[int, int
         if _several_ranks():
             # NCCL builds its communicator, and takes its buffers' GPU memory, at the first collective. Made
             # here, every micro-batch trial and every timed run sees the same memory; made lazily after a
-            # timed run (when the caching allocator holds nearly the whole GPU) it failed with "Cuda failure
-            # 'out of memory'" (one H100: Pythia-2.8B; one H200: Pythia-6.9B).
+            # timed run, when the caching allocator held nearly the whole GPU, NCCL's CUDA calls failed and
+            # the finished measurement was lost (one H100: Pythia-2.8B; one H200: Pythia-6.9B).
             dist.all_reduce(torch.zeros(1, device="cuda" if device == "cuda" else "cpu"))
     return rank, world
 

@@ -1,0 +1,9 @@
+# For a later session on nvidia-h200 (one chip): Mamba-2.8B's smart search with its kernels (its naive row, the
+# PyTorch path, ran out of memory). As for h100x1-mamba.sh: a first call carrying [".whl-mamba"] runs
+# install_mamba.sh (optionally python3 scripts/offline-gpu/mamba_smoke.py with einops on the path), and the next
+# call, right after (the machine goes back after 30 s idle), carrying [".whl"], starts this job.
+set -u
+export MACHINE_TXT=/tmp/w/machine.txt
+source scripts/offline-gpu/gpu_prelude.sh
+bash scripts/offline-gpu/notebook.sh h200x1 h200 1 ${BUDGET_S:-900} ${HARD_S:-1380} --models mamba-2.8b \
+  --preset smart -p timeout_s 480 -p retry '[unsupported, timeout]'
