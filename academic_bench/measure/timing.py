@@ -51,9 +51,14 @@ def time_sequence(phases: list[tuple[str, Callable[[], None]]], device: str) -> 
     return [(name, s.elapsed_time(e) / 1e3) for name, s, e in marks]
 
 
+def several_ranks() -> bool:
+    """Whether ranks must agree; a single process makes no collective at all (so no NCCL buffers)."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
 def slowest_rank(samples: dict[str, list[float]], device: str) -> dict[str, list[float]]:
     """Element-wise maximum over ranks of each phase's samples (every rank must pass the same shapes)."""
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+    if not several_ranks():
         return samples
     names = sorted(samples)
     flat = torch.tensor([v for n in names for v in samples[n]], dtype=torch.float64,

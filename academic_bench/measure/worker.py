@@ -24,7 +24,7 @@ import torch.distributed as dist
 from ..config import Config
 from .apply import Unsupported
 from .stepper import Stepper, free_after_oom, is_oom
-from .timing import slowest_rank, summary, synchronize, time_sequence, timed
+from .timing import several_ranks, slowest_rank, summary, synchronize, time_sequence, timed
 
 
 class SimulatedOOM(torch.OutOfMemoryError):
@@ -47,18 +47,13 @@ def init(device: str, timeout_s: float = COLLECTIVE_TIMEOUT_S) -> tuple[int, int
     if "MASTER_ADDR" in os.environ and not dist.is_initialized():
         dist.init_process_group("nccl" if device == "cuda" else "gloo",
                                 timeout=datetime.timedelta(seconds=timeout_s))
-        if _several_ranks():
+        if several_ranks():
             # NCCL builds its communicator, and takes its buffers' GPU memory, at the first collective. Made
             # here, every micro-batch trial and every timed run sees the same memory; made lazily after a
             # timed run, when the caching allocator held nearly the whole GPU, NCCL's CUDA calls failed and
             # the finished measurement was lost (one H100: Pythia-2.8B; one H200: Pythia-6.9B).
             dist.all_reduce(torch.zeros(1, device="cuda" if device == "cuda" else "cpu"))
     return rank, world
-
-
-def _several_ranks() -> bool:
-    """Whether ranks must agree; a single process makes no collective at all (so no NCCL buffers)."""
-    return dist.is_initialized() and dist.get_world_size() > 1
 
 
 def _rank() -> int:
@@ -103,7 +98,7 @@ def peak_reserved_gb(device: str) -> float | None:
 def gather_memory(value: float | None, device: str) -> list[float] | None:
     if value is None:
         return None
-    if not _several_ranks():
+    if not several_ranks():
         return [value]
     t = torch.zeros(dist.get_world_size(), dtype=torch.float64, device="cuda")
     t[dist.get_rank()] = value
@@ -150,7 +145,7 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict,
     print(f"micro-batch {mbs}: {'fits' if ok else 'out of memory'}, peak {peak} GB", flush=True)
     note_trial(trials, mbs, ok, peak)
     free_after_oom(stepper, device)
-    if _several_ranks():  # a rank that ran out of memory decides for all
+    if several_ranks():  # a rank that ran out of memory decides for all
         flag = torch.tensor([1 if ok else 0], device="cuda" if device == "cuda" else "cpu")
         dist.all_reduce(flag, op=dist.ReduceOp.MIN)
         ok = bool(flag.item())

@@ -44,4 +44,5 @@ rm -rf unpacked && mkdir unpacked
 for w in out/*.whl; do venv/bin/wheel unpack -d unpacked "$w" > /dev/null; done
 find unpacked -name "*.so" -exec strip --strip-debug {} \;
 for d in unpacked/*/; do venv/bin/wheel pack -d "$ROOT/.whl-mamba" "$d" > /dev/null; done
+venv/bin/pip download -q --no-deps -d "$ROOT/.whl-mamba" einops==0.8.2  # mamba-ssm imports it; .whl/ is not carried
 ls -la "$ROOT"/.whl-mamba

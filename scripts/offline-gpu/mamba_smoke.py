@@ -1,5 +1,5 @@
-"""Forward and backward through the Mamba kernels on the GPU: run after install_mamba.sh, before a job relies on
-them. Prints one line per kernel; exits non-zero when one fails."""
+"""Forward and backward through the Mamba kernels on the GPU (install_mamba.sh runs it after installing them,
+before a job relies on them). Prints one line per kernel; exits non-zero when one fails."""
 import sys
 
 import torch

@@ -1,7 +1,7 @@
 # For a later session on nvidia-h200 (one chip): Mamba-2.8B's smart search with its kernels (its naive row, the
 # PyTorch path, ran out of memory). As for h100x1-mamba.sh: a first call carrying [".whl-mamba"] runs
-# install_mamba.sh (optionally python3 scripts/offline-gpu/mamba_smoke.py with einops on the path), and the next
-# call, right after (the machine goes back after 30 s idle), carrying [".whl"], starts this job.
+# install_mamba.sh (it also runs both kernels once on the GPU), and the next call, right after (the machine goes
+# back after 30 s idle), carrying [".whl"], starts this job.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
