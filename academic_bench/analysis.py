@@ -234,13 +234,16 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     ``measured, search unfinished``: measured, with configurations still to run; ``no configuration fits``:
     every one that ran is out of memory or unsupported; ``failed``: no result, with real timeouts or errors;
     ``not run yet``: no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not
-    count, nor does a row a budget left that a later smart search skipped (``skipped``: ``skipped_frame``)."""
+    count, nor does a smart search's row a budget left that a later smart search skipped (``skipped_frame``,
+    ``results.skip_key``): an exhaustive search's stays unfinished."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
     not_run = _not_run(r)
-    settled = set(zip(skipped["setup"], skipped["config_id"])) if not skipped.empty else set()
-    keep = ~(not_run & pd.Series(list(zip(r["setup"], r["config_id"])), index=r.index, dtype=object).isin(settled))
+    from .results import skip_key
+
+    settled = {skip_key(s) for s in skipped.to_dict("records")}
+    keep = ~(not_run & pd.Series([skip_key(x) in settled for x in r.to_dict("records")], index=r.index, dtype=bool))
     r, not_run = r[keep], not_run[keep]
     out = []
     for setup in sorted(df["setup"].unique()):

@@ -31,8 +31,8 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, latest_rows, make_row,
-                      synced_micro_batches)
+from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, latest_rows, make_row,
+                      read_lines, skip_key, synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -719,15 +719,15 @@ def _notebook_parameters(folder: Path) -> dict | None:
 
 
 def _skipped_since_not_run(folder: Path, rows: Sequence[dict]) -> set[int]:
-    """ids of the 'not run' rows whose configuration a smart search skipped later (nothing is left to run)."""
-    from .results import is_not_run, read_lines
+    """ids of the 'not run' rows of a smart search that skipped their configuration later (nothing is left to
+    run; ``results.skip_key``)."""
     from .sweep import skipped_path
 
     path = skipped_path(folder / RESULTS_FILE)
     if not path.exists():
         return set()
-    decided = {(s["config_id"], s["timing"], s["mode"]) for _, s in read_lines(path)}
-    return {id(r) for r in rows if is_not_run(r) and (r["config_id"], r["timing"], r["mode"]) in decided}
+    decided = {skip_key(s) for _, s in read_lines(path)}
+    return {id(r) for r in rows if is_not_run(r) and skip_key(r) in decided}
 
 
 def setup_section(folder: Path) -> tuple[list[str], dict]:
@@ -766,12 +766,14 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
     skipped = _skipped_since_not_run(folder, rows)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in rows:
-        counts[(r["config"]["model"], kind(r))]["skipped" if id(r) in skipped else r["outcome"]] += 1
-    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "skipped")
+        state = "skipped" if id(r) in skipped else "not run" if is_not_run(r) else r["outcome"]
+        counts[(r["config"]["model"], kind(r))][state] += 1
+    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped")
                 if any(c[o] for c in counts.values())]
     lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "
-              "*skipped*: a budget left it unstarted and a smart search decided it need not run, with the reason in "
-              "`results.skipped.jsonl`):", ""]
+              "*timeout*: it ran and was stopped at its time limit; *not run*: a time budget was spent before it "
+              "started, so running the notebook again measures it; *skipped*: a budget left it unstarted and a "
+              "smart search decided it need not run, with the reason in `results.skipped.jsonl`):", ""]
     lines += _md_table(["model", "search", *outcomes, "total"],
                        [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
                         for (m, k), c in sorted(counts.items())])

@@ -16,7 +16,7 @@ import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .env import REPO_ROOT, capture_env
 
@@ -228,6 +228,13 @@ def is_not_run(row: dict) -> bool:
     """A row recording that a time budget was spent before the configuration started: nothing was measured,
     so every later sweep launches it again."""
     return row["outcome"] == "timeout" and str(row.get("reason") or "").startswith(NOT_RUN_PREFIX)
+
+
+def skip_key(obj: Mapping) -> tuple:
+    """What ties a smart search's skip (``results.skipped.jsonl``) to a 'not run' row it settles: setup,
+    configuration, search, timing and mode. The search matters: a configuration smart skipped is one an
+    exhaustive search must still measure, so the exhaustive row a budget left stays unfinished."""
+    return (obj.get("setup"), obj["config_id"], obj.get("search") or "smart", obj["timing"], obj["mode"])
 
 
 def latest_rows(rows: Iterable[dict]) -> list[dict]:

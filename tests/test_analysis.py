@@ -281,9 +281,13 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
         _row("s-1b", FREE, days=None, outcome="timeout", search="smart", model="pythia-1b",
              reason="no result within the time limit of 300 s"),
         _row("s-x", FREE, days=None, outcome="invalid", search="smart", model="vit-large", reason="excluded by rule"),
+        _row("e-a", FREE, days=5.0, search="exhaustive", model="pythia-410m"),
+        _row("e-b", dict(FREE, sharding="zero1", offload=True), days=None, outcome="timeout", search="exhaustive",
+             model="pythia-410m", reason=not_run),  # smart skipped it, but exhaustive must still measure it
     ]
-    skipped = pd.DataFrame([{"setup": "h100x1", "config_id": "s-c", "search": "smart", "timing": "synced",
-                             "mode": "step", "category": "cannot win", "reason": "synthetic"}])
+    skip = {"setup": "h100x1", "search": "smart", "timing": "synced", "mode": "step", "category": "cannot win",
+            "reason": "synthetic"}
+    skipped = pd.DataFrame([dict(skip, config_id="s-c"), dict(skip, config_id="e-b")])
     cov = analysis.coverage(analysis.frame_from_rows(rows), skipped).set_index(["model", "search"])
     status = cov["status"].to_dict()
     assert status[("pythia-160m", "naive")] == "complete"
@@ -292,6 +296,8 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
     assert status[("pythia-1b", "naive")] == "no configuration fits"
     assert status[("pythia-1b", "smart")] == "failed"
     assert status[("vit-large", "smart")] == "not run yet", "an excluded combination is no result"
+    assert status[("pythia-410m", "exhaustive")] == "measured, search unfinished", "a smart skip settles no exhaustive row"
+    assert cov.loc[("pythia-410m", "exhaustive"), "not_run"] == 1
     assert len(cov) == 9 * 3, "every catalog model and search has a cell"
     spec = charts.coverage_grid(cov.reset_index().assign(model_name=lambda d: d["model"])).to_dict()
     assert spec["spec"]["encoding"]["color"]["field"] == "status"

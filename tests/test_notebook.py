@@ -19,7 +19,7 @@ from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
 from academic_bench.results import ResultStore, is_not_run, latest_rows, make_row
-from academic_bench.sweep import run_sweep
+from academic_bench.sweep import run_sweep, skipped_path
 from conftest import skip_or_fail
 
 CPU_FLAGS = ["--models", "pythia-160m", "--gpu", "h100-80gb", "--preset", "naive", "--tiny", "--device", "cpu"]
@@ -224,6 +224,29 @@ def test_days_chart_is_a_static_svg_or_else_an_offline_altair_chart(tmp_path, mo
         assert isinstance(nb.days_chart(results), alt.TopLevelMixin)
     finally:
         alt.renderers.enable(renderer)
+
+
+def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
+    """A budget's 'not run' rows are not timeouts; one a smart search then skipped is settled (*skipped*), but
+    the same configuration left by an exhaustive search is still to run."""
+    folder = tmp_path / "h100x1"
+    store = ResultStore(folder / nb.RESULTS_FILE)
+    base = dict(setup="h100x1", env=GPU_ENV, started_at="2026-11-23T10:00:00+00:00")
+    zero1 = Methods(compile=True, kernels=True, tf32=True, sharding="zero1", offload=True)
+    offload = lambda m: Config(m, "h100-80gb", 1, methods=zero1)  # noqa: E731
+    not_run = nb._not_run_reason(60)
+    store.append(make_row(offload("pythia-160m"), outcome="timeout", search="smart", reason=not_run, **base))
+    store.append(make_row(offload("pythia-1b"), outcome="timeout", search="exhaustive", reason=not_run, **base))
+    store.append(make_row(Config("vit-large", "h100-80gb", 1, methods=FREE_LUNCH), outcome="timeout",
+                          search="smart", reason="no result within the time limit of 300 s", **base))
+    skips = [{"config_id": offload(m).id, "setup": "h100x1", "search": "smart", "timing": "synced", "mode": "step",
+              "category": "cannot win", "reason": "synthetic"} for m in ("pythia-160m", "pythia-1b")]
+    skipped_path(folder / nb.RESULTS_FILE).write_text("".join(json.dumps(s) + "\n" for s in skips))
+    text = nb.runs_readme(tmp_path)
+    assert "| model | search | timeout | not run | skipped | total |" in text
+    assert "| pythia-160m | smart |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
+    assert "| pythia-1b | exhaustive |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
+    assert "| vit-large | smart | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
 
 
 def test_runs_readme_with_no_runs(tmp_path):
