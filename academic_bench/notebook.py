@@ -390,14 +390,32 @@ def short_reason(reason: str | None, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _results_path(run: BenchmarkRun | str | Path) -> Path:
+    """A run's results file: a ``BenchmarkRun``'s, a results file, or a run folder's (``notebooks/runs/h100x1``)."""
+    path = run.results if isinstance(run, BenchmarkRun) else Path(run)
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
 def _rows(run: BenchmarkRun | str | Path) -> list[dict]:
-    return run.rows() if isinstance(run, BenchmarkRun) else latest_rows(ResultStore(run).rows())
+    return latest_rows(ResultStore(_results_path(run)).rows())
 
 
-def _frame(run: BenchmarkRun | str | Path):
+def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
+    """Each latest row with its ``state``, or 'skipped' for a 'not run' row that a smart search skipped later
+    (nothing is left to run: ``results.skip_key``)."""
+    from .sweep import skipped_path
+
+    path = _results_path(run)
+    rows = latest_rows(ResultStore(path).rows())
+    skips = skipped_path(path)
+    decided = {skip_key(s) for _, s in read_lines(skips)} if skips.exists() else set()
+    return [(r, "skipped" if is_not_run(r) and skip_key(r) in decided else state(r)) for r in rows]
+
+
+def _frame(run: BenchmarkRun | str | Path | list[dict]):
     from .analysis import frame_from_rows
 
-    df = frame_from_rows(_rows(run))
+    df = frame_from_rows(run if isinstance(run, list) else _rows(run))
     return df.assign(kind=[_kind(*x) for x in zip(df["search"], df["timing"], df["mode"])])
 
 
@@ -411,6 +429,12 @@ def kind(row: dict) -> str:
     return _kind(row["search"], row["timing"], row["mode"])
 
 
+def state(row: dict) -> str:
+    """The row's outcome for people: 'not run' for a row a time budget left unstarted (stored as a timeout
+    that says so, ``results.is_not_run``), which is no measurement and no failure."""
+    return "not run" if is_not_run(row) else row["outcome"]
+
+
 def _counts(outcomes: Iterable[str]) -> str:
     c = Counter(outcomes)
     return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (kv[0] != "ok", kv[0])))
@@ -420,7 +444,8 @@ def summary_table(run: BenchmarkRun | str | Path):
     """Per model and search (with timing and mode when unusual): outcome counts and the fastest that ran."""
     import pandas as pd
 
-    df = _frame(run)
+    stated = _states(run)
+    df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated])
     cols = ["model", "search", "configurations", "outcomes", "best methods", "micro-batch x GAS", "step s", "days",
             "MFU", "peak GB"]
     if df.empty:
@@ -428,7 +453,7 @@ def summary_table(run: BenchmarkRun | str | Path):
     out = []
     for (model, search), g in df.groupby(["model", "kind"], sort=True):
         ok = g[(g["outcome"] == "ok") & g["days"].notna()].sort_values("days")
-        row = {"model": model, "search": search, "configurations": len(g), "outcomes": _counts(g["outcome"]),
+        row = {"model": model, "search": search, "configurations": len(g), "outcomes": _counts(g["state"]),
                "best methods": "", "micro-batch x GAS": ""}
         if len(ok):
             b = ok.iloc[0]
@@ -457,7 +482,7 @@ def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
     groups: dict[tuple, list[str]] = defaultdict(list)
     for r in rows:
         if r["outcome"] != "ok":
-            key = (r["config"]["model"], kind(r), r["outcome"], _reason_key(r, width))
+            key = (r["config"]["model"], kind(r), state(r), _reason_key(r, width))
             groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
     return [dict(zip(("model", "search", "outcome", "reason"), key), configurations=len(labels),
                  methods=_label_list(labels)) for key, labels in sorted(groups.items())]
@@ -467,7 +492,7 @@ def failures_table(run: BenchmarkRun | str | Path):
     """Every configuration that did not run ok, grouped by model, search, outcome and reason."""
     import pandas as pd
 
-    return pd.DataFrame(failure_groups(_rows(run)),
+    return pd.DataFrame(failure_groups([r for r, st in _states(run) if st != "skipped"]),
                         columns=["model", "search", "outcome", "reason", "configurations", "methods"])
 
 
@@ -718,21 +743,10 @@ def _notebook_parameters(folder: Path) -> dict | None:
     return dict(meta.get("parameters") or {}) or None
 
 
-def _skipped_since_not_run(folder: Path, rows: Sequence[dict]) -> set[int]:
-    """ids of the 'not run' rows of a smart search that skipped their configuration later (nothing is left to
-    run; ``results.skip_key``)."""
-    from .sweep import skipped_path
-
-    path = skipped_path(folder / RESULTS_FILE)
-    if not path.exists():
-        return set()
-    decided = {skip_key(s) for _, s in read_lines(path)}
-    return {id(r) for r in rows if is_not_run(r) and skip_key(r) in decided}
-
-
 def setup_section(folder: Path) -> tuple[list[str], dict]:
     """The README's section for one run folder, and a line of the overview table."""
-    rows = latest_rows(ResultStore(folder / RESULTS_FILE).rows())
+    stated = _states(folder)
+    rows = [r for r, _ in stated]
     setup = folder.name
     gpus = "/".join(sorted({str(r["config"]["n_gpus"]) for r in rows})) or "?"
     keys = ", ".join(sorted({r["config"]["gpu"] for r in rows}))
@@ -763,11 +777,9 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
                      "were made, and checks kept beside them)")
     lines.append("")
 
-    skipped = _skipped_since_not_run(folder, rows)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for r in rows:
-        state = "skipped" if id(r) in skipped else "not run" if is_not_run(r) else r["outcome"]
-        counts[(r["config"]["model"], kind(r))][state] += 1
+    for r, st in stated:
+        counts[(r["config"]["model"], kind(r))][st] += 1
     outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped")
                 if any(c[o] for c in counts.values())]
     lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "
@@ -778,7 +790,7 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
                        [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
                         for (m, k), c in sorted(counts.items())])
 
-    failed = failure_groups([r for r in rows if id(r) not in skipped], width=220)
+    failed = failure_groups([r for r, st in stated if st != "skipped"], width=220)
     lines += ["", "### What did not run ok", ""]
     if failed:
         lines += _md_table(["model", "search", "outcome", "reason", "configurations"],

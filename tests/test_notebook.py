@@ -99,7 +99,7 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     assert not (tmp_path / "logs").exists(), "nothing was launched"
     assert "nothing to validate" in capsys.readouterr().out
     failures = nb.failures_table(run)
-    assert set(failures["outcome"]) == {"timeout", "invalid"}
+    assert set(failures["outcome"]) == {"not run", "invalid"}, "a budget's row is 'not run', not a timeout"
     assert failures["reason"].str.startswith("excluded by rule").any()
 
 
@@ -247,6 +247,12 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     assert "| pythia-160m | smart |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
     assert "| pythia-1b | exhaustive |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
     assert "| vit-large | smart | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
+    # the executed notebook's tables read the same states, given the run folder or its results file
+    outcomes = nb.summary_table(folder).set_index(["model", "search"])["outcomes"].to_dict()
+    assert outcomes == {("pythia-160m", "smart"): "skipped 1", ("pythia-1b", "exhaustive"): "not run 1",
+                        ("vit-large", "smart"): "timeout 1"}
+    failures = nb.failures_table(folder / nb.RESULTS_FILE)
+    assert sorted(zip(failures["model"], failures["outcome"])) == [("pythia-1b", "not run"), ("vit-large", "timeout")]
 
 
 def test_runs_readme_with_no_runs(tmp_path):
