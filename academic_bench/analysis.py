@@ -177,6 +177,27 @@ def step_breakdown(df: pd.DataFrame) -> pd.DataFrame:
     return b[BREAKDOWN_COLUMNS].reset_index(drop=True)
 
 
+PROFILE_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "gas", "kind", "seconds", "share",
+                   "busy_share", "timer", "tiny", "at"]
+
+
+def profiles(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per profiled configuration and kind of work (``measure.profile``): the seconds of one training
+    step the device spent on it, its ``share`` of the device's busy time, and ``busy_share``, the share of the
+    step's wall time the device was busy at all. The latest profile of each configuration counts."""
+    from .methods import Methods
+    from .results import load_profiles
+
+    latest = {(p["setup"], p["config_id"]): p for p in load_profiles(runs_root(root))}
+    rows = [{"model": p["config"]["model"], "gpu": p["config"]["gpu"], "n_gpus": p["config"]["n_gpus"],
+             "setup": p["setup"], "methods_label": Methods.from_dict(p["config"]["methods"]).label(),
+             "micro_batch": p["micro_batch"], "gas": p["gas"], "kind": k["kind"], "seconds": k["seconds"],
+             "share": k["share"], "busy_share": p["busy_share"], "timer": p["timer"],
+             "tiny": bool(p["config"].get("tiny")), "at": p["at"]}
+            for p in latest.values() for k in p["kinds"]]
+    return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
+
+
 def naive_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, GPU, count): the fastest synced ok row of the naive setting (no efficient method)."""
     r = results(df)
@@ -762,6 +783,16 @@ def _rows_in(path: Path) -> int | None:
     return max(sum(1 for r in csv.reader(lines) if r) - 1, 0)
 
 
+# What each file of a run folder is, and what wrote it when not the folder's notebook (None: the notebook).
+_RUN_FILES = {
+    "benchmark.ipynb": ("executed benchmark notebook", None),
+    "results.jsonl": ("benchmark results", None),
+    "results.skipped.jsonl": ("configurations a smart search skipped, with why", None),
+    "profiles.jsonl": ("step profiles (torch.profiler, by kind of work)",
+                       "`academic-bench profile --methods best` per model (`scripts/offline-gpu/jobs/*-profile.sh`)"),
+}
+
+
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
     from .notebook import NOTEBOOK_FILE, _notebook_parameters, command_for
@@ -782,9 +813,9 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
                if params and {"setup", "models"} <= set(params) else "no executed notebook with parameters beside it")
         for path in sorted(folder.glob("*")):
             if path.suffix in (".jsonl", ".ipynb"):
-                what = "benchmark results" if path.suffix == ".jsonl" else "executed benchmark notebook"
+                what, by = _RUN_FILES.get(path.name, ("benchmark results", None))
                 rows.append({"file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
-                             "what": what, "rows": _rows_in(path), "produced_by": cmd})
+                             "what": what, "rows": _rows_in(path), "produced_by": by or cmd})
     df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
     df["rows"] = df["rows"].astype("Int64")
     return df

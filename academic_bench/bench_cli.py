@@ -1,4 +1,5 @@
-"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations) and ``export``.
+"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations), ``profile`` (where one
+configuration's step time goes) and ``export``.
 
 Names, counts and combinations are checked before any process starts; a bad one exits with status 2 and a
 message naming the valid choices. Ctrl-C stops a sweep after killing the running configuration (exit 130);
@@ -16,7 +17,7 @@ from . import cli
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
 from .methods import parse_methods
-from .results import OUTCOMES, ResultStore, synced_micro_batches
+from .results import OUTCOMES, ResultStore, latest_rows, synced_micro_batches
 from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
 
 EXIT_INTERRUPTED = 130
@@ -140,6 +141,83 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     cli._emit(args, summary, lambda: format_summary(summary))
 
 
+def _cmd_profile(args: argparse.Namespace) -> None:
+    from .measure.profile import check_profilable
+    from .notebook import RESULTS_FILE
+    from .results import append_profile
+
+    if args.gpus != 1:
+        raise ValueError(f"the profiler runs one process on one GPU: use --gpus 1 (got {args.gpus})")
+    if args.reps < 1:
+        raise ValueError(f"--reps must be at least 1, got {args.reps}")
+    out = Path(args.out)
+    results = out.with_name(RESULTS_FILE)
+    if args.methods == "best":
+        config, mbs = _fastest_profilable(results, args)
+    else:
+        config = Config(args.model, args.gpu, args.gpus, 1, parse_methods(args.methods), None, args.tiny)
+        mbs = None
+    config.check()
+    check_profilable(config)
+    mbs = args.micro_batch or mbs or synced_micro_batches(ResultStore(results).rows()).get(config.id)
+    if not mbs:
+        raise ValueError(f"no measured micro-batch for {config.model} {config.methods.label()} in {results}: "
+                         "give --micro-batch, or measure the configuration first (academic-bench bench)")
+    device = args.device or _default_device()
+    if device == "cpu" and not args.tiny:
+        raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
+    setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
+    entry = append_profile(out, config, _profile_or_say_why(config, mbs, device, args.reps), setup=setup)
+
+    def text() -> str:
+        lines = [f"{config.model} on 1 x {config.gpu}, {config.methods.label()}, micro-batch {mbs} x "
+                 f"{entry['gas']}: busy {entry['busy_share']:.0%} of {entry['step_wall_s']:.4g} s per step "
+                 f"({entry['timer']})"]
+        lines += [f"  {k['kind']:<24} {k['share']:6.1%}  {k['seconds']:.4g} s" for k in entry["kinds"]]
+        lines.append(f"  appended to {out}")
+        return "\n".join(lines)
+
+    cli._emit(args, entry, text)
+
+
+def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int) -> dict:
+    """``profile_step``, with a missing kernel library or a full GPU told as a message (exit 2), not a trace."""
+    from .measure.apply import Unsupported
+    from .measure.profile import profile_step
+    from .measure.stepper import is_oom
+
+    try:
+        return profile_step(config, mbs, device, reps=reps)
+    except Unsupported as exc:
+        raise ValueError(f"cannot profile {config.methods.label()} here: {exc}") from exc
+    except (RuntimeError, MemoryError) as exc:
+        if not is_oom(exc):
+            raise
+        raise ValueError(f"out of memory at micro-batch {mbs} under the profiler; give a smaller --micro-batch") \
+            from exc
+
+
+def _fastest_profilable(results: Path, args: argparse.Namespace) -> tuple[Config, int]:
+    """The fastest synced configuration of the model on one GPU measured in ``results`` that the profiler can
+    take (no sharding, no offloading), and its micro-batch."""
+    rows = [r for r in latest_rows(ResultStore(results).rows())
+            if r["outcome"] == "ok" and r["timing"] == "synced" and r["mode"] == "step" and r["micro_batch"]
+            and r["config"]["model"] == args.model and r["config"]["gpu"] == args.gpu
+            and r["config"]["n_gpus"] == 1 and bool(r["config"].get("tiny")) == args.tiny
+            and r["config"]["methods"]["sharding"] == "none" and not r["config"]["methods"]["offload"]]
+    if not rows:
+        raise ValueError(f"--methods best: no measured configuration of {args.model} on 1 x {args.gpu} without "
+                         f"sharding or offloading in {results}; name the methods (e.g. --methods free-lunch)")
+    best = min(rows, key=lambda r: r["step_time_s"])
+    return Config.from_dict(best["config"]), best["micro_batch"]
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _cmd_export(args: argparse.Namespace) -> None:
     from .export import export_best
 
@@ -194,6 +272,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="re-run configurations whose row has one of these outcomes, e.g. error,timeout")
     _run_args(p)
     p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("profile", help="where one configuration's step time goes (torch.profiler), by kind of work")
+    cli._setting_args(p)
+    cli._methods_arg(p, note="; or best: the fastest measured without sharding or offloading, in the results "
+                             "file beside --out")
+    p.add_argument("--micro-batch", type=int, default=None,
+                   help="default: the micro-batch of this configuration's synced row in the results file beside --out")
+    p.add_argument("--out", required=True, help="profiles file (JSON lines), e.g. notebooks/runs/h100x1/profiles.jsonl")
+    p.add_argument("--setup", default=None, help="hardware label of the run (default e.g. h100x1)")
+    p.add_argument("--reps", type=int, default=3, help="profiled repetitions of each phase (default 3)")
+    p.add_argument("--tiny", action="store_true", help="the tiny CPU/workshop variant of the model")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
+    p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("export", help="training configs (accelerate, DeepSpeed/FSDP, arguments) of the best result")
     cli._common(p)

@@ -243,6 +243,24 @@ def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaust
     ).resolve_scale(y="independent").properties(title=title)
 
 
+def profile_bars(df: pd.DataFrame, title: str = "Where the device's time goes in one training step") -> alt.Chart:
+    """Each profiled configuration's busy device time split by kind of work, as stacked shares;
+    ``df`` is ``analysis.profiles`` with a ``setting`` label column."""
+    if df.empty:
+        return _empty("No profile yet: academic-bench profile measures one.")
+    kinds = list(dict.fromkeys(df["kind"]))  # the profiler's order of kinds (``measure.profile.KINDS``)
+    return alt.Chart(df.assign(order=df["kind"].map({k: i for i, k in enumerate(kinds)}))).mark_bar().encode(
+        x=alt.X("share:Q", title="share of the device's busy time", axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("setting:N", title=None, axis=alt.Axis(labelLimit=360)),
+        color=alt.Color("kind:N", title="kind of work", sort=kinds, legend=alt.Legend(orient="top", columns=4)),
+        order=alt.Order("order:Q"),
+        tooltip=["setting", "kind", alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("seconds:Q", format=",.3g", title="seconds per step"),
+                 alt.Tooltip("busy_share:Q", format=".0%", title="device busy")],
+    ).properties(width=460, height=alt.Step(22), title=title)
+
+
 # --- measuring honestly -------------------------------------------------------------------------------------
 
 def scatter_vs(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, title: str,

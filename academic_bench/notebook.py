@@ -406,7 +406,7 @@ def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
     from .sweep import skipped_path
 
     path = _results_path(run)
-    rows = latest_rows(ResultStore(path).rows())
+    rows = _rows(path)
     skips = skipped_path(path)
     decided = {skip_key(s) for _, s in read_lines(skips)} if skips.exists() else set()
     return [(r, "skipped" if is_not_run(r) and skip_key(r) in decided else state(r)) for r in rows]
@@ -743,6 +743,17 @@ def _notebook_parameters(folder: Path) -> dict | None:
     return dict(meta.get("parameters") or {}) or None
 
 
+def _profiles_note(folder: Path, setup: str) -> str:
+    """The Files line's mention of the step profiles (``academic-bench profile``), when there are any."""
+    from .results import PROFILES_FILE
+
+    path = folder / PROFILES_FILE
+    if not path.exists():
+        return ""
+    n = sum(1 for _ in read_lines(path))
+    return f", [{PROFILES_FILE}]({setup}/{PROFILES_FILE}) ({n} step profile{'s' if n != 1 else ''}, torch.profiler)"
+
+
 def setup_section(folder: Path) -> tuple[list[str], dict]:
     """The README's section for one run folder, and a line of the overview table."""
     stated = _states(folder)
@@ -771,7 +782,8 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
              f"- **Date (UTC):** {when}",
              "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
                                  if (folder / NOTEBOOK_FILE).exists() else "")
-             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})"]
+             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})"
+             + _profiles_note(folder, setup)]
     if (folder / "evidence" / README_FILE).exists():
         lines.append(f"- **Evidence:** [evidence/{README_FILE}]({setup}/evidence/{README_FILE}) (how these files "
                      "were made, and checks kept beside them)")

@@ -251,6 +251,23 @@ def synced_micro_batches(rows: Iterable[dict]) -> dict[str, int]:
             if r["timing"] == "synced" and r["mode"] == "step" and r["outcome"] == "ok" and r["micro_batch"]}
 
 
+PROFILES_FILE = "profiles.jsonl"
+
+
+def append_profile(path: str | os.PathLike, config, profile: dict, *, setup: str) -> dict:
+    """Append one ``measure.profile.profile_step`` result, with its configuration, setup, machine and time."""
+    entry = {"schema": SCHEMA, "config_id": config.id, "config": config.to_dict(), "setup": setup, **profile,
+             "env": capture_env(), "at": now_iso()}
+    append_line(path, (json.dumps(entry, separators=(",", ":"), default=str) + "\n").encode())
+    return entry
+
+
+def load_profiles(root: str | os.PathLike | None = None) -> list[dict]:
+    """Every profile of the shipped runs: ``<root>/<setup>/profiles.jsonl``."""
+    root = Path(root) if root is not None else DEFAULT_RUNS
+    return [obj for path in sorted(root.glob(f"*/{PROFILES_FILE}")) for _, obj in read_lines(path)]
+
+
 def load_skipped(root: str | os.PathLike | None = None) -> list[dict]:
     """What the smart searches of every shipped run skipped, and why: ``<root>/<setup>/results.skipped.jsonl``."""
     root = Path(root) if root is not None else DEFAULT_RUNS

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -188,6 +189,20 @@ def test_provenance_lists_data_files(tmp_path):
     assert "academic_bench/data/paper_table1_optimal_days.csv" in files
     assert "tests/fixtures/survey_example.csv" in files
     assert not df["produced_by"].eq("not described yet").any(), df[df["produced_by"] == "not described yet"]
+
+
+def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
+    folder = tmp_path / "h100x1"
+    ResultStore(folder / "results.jsonl").append(_row("naive", NAIVE, days=10.0, search="naive"))
+    (folder / "results.skipped.jsonl").write_text('{"config_id": "x"}\n')
+    (folder / "profiles.jsonl").write_text('{"config_id": "x"}\n')
+    df = analysis.provenance(tmp_path).set_index("file")
+    what = {Path(f).name: w for f, w in df["what"].items() if "h100x1" in f}
+    assert what == {"results.jsonl": "benchmark results",
+                    "results.skipped.jsonl": "configurations a smart search skipped, with why",
+                    "profiles.jsonl": "step profiles (torch.profiler, by kind of work)"}
+    by = {Path(f).name: b for f, b in df["produced_by"].items() if "h100x1" in f}
+    assert "academic-bench profile" in by["profiles.jsonl"] and "academic-bench profile" not in by["results.jsonl"]
 
 
 def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_optimum(tmp_path):

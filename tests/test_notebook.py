@@ -245,6 +245,9 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     text = nb.runs_readme(tmp_path)
     assert "| model | search | timeout | not run | skipped | total |" in text
     assert "| pythia-160m | smart |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
+    assert "profiles.jsonl" not in text
+    (folder / "profiles.jsonl").write_text('{"config_id": "x"}\n{"config_id": "y"}\n')
+    assert "[profiles.jsonl](h100x1/profiles.jsonl) (2 step profiles, torch.profiler)" in nb.runs_readme(tmp_path)
     assert "| pythia-1b | exhaustive |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
     assert "| vit-large | smart | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
     # the executed notebook's tables read the same states, given the run folder or its results file

@@ -1,0 +1,140 @@
+"""Where a step's time goes: one configuration's micro-steps and optimizer step under ``torch.profiler``, the
+kernel time grouped into kinds of work (matrix multiplications, attention, normalisation, ...).
+
+The timing says how long a step takes and so what MFU it reaches; it cannot say what holds the MFU below
+the GPU's peak. The kernels can: only the matrix multiplications (and convolutions, and attention) do the
+FLOPs the MFU counts, so the GPU time spent in the other kinds, and the time the GPU waits for the host,
+are what is left to win. The micro-steps that accumulate and the boundary micro-step with the optimizer step
+are profiled apart and weighted as one training step runs them: (GAS - 1) of the first, one of the second.
+
+One process, one device: the configurations the study profiles (a setting's fastest on one GPU) shard
+nothing. A profiler adds host-side overhead to every operator, so the GPU's busy share it reports is a lower
+bound for a run without it.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+from ..config import Config
+from .stepper import Stepper
+from .timing import synchronize
+
+# (kind of work, pattern on a kernel's or operator's name): the first that matches names it. The patterns
+# cover cuBLAS/CUTLASS/cuDNN kernels (gemm, nvjet, xmma, cutlass, conv), FlashAttention and SDPA kernels,
+# the Triton kernels torch.compile writes (named for the operators they fuse: "triton_per_fused_native_layer_
+# norm_0") and, on a CPU, the ATen operators themselves.
+KINDS: list[tuple[str, str]] = [
+    ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter"),
+    ("attention", r"flash|fmha|attention|sdpa|scaled_dot_product"),
+    ("matrix multiplication",
+     r"gemm|nvjet|cutlass|xmma|cublas|convolution|conv[123]d|conv_depthwise|depthwise_conv|dgrad|wgrad"
+     r"|(^|[_:])(mm|addmm|bmm|baddbmm|matmul|linear)([_(]|$)"),
+    ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
+    ("loss and softmax", r"cross_entropy|log_softmax|softmax|nll_loss"),
+    ("optimizer", r"adam|multi_tensor|foreach|_fused_sgd"),
+    ("memory copy", r"^memcpy|^memset|^aten::(copy_|_to_copy|to|clone|contiguous)$"),
+    ("elementwise and other", r""),
+]
+KIND_NAMES = [k for k, _ in KINDS]
+_PATTERNS = [(k, re.compile(p, re.IGNORECASE)) for k, p in KINDS]
+TOP_KERNELS = 15
+
+
+class ProfileError(ValueError):
+    """A configuration the profiler cannot take (it names why and what would do)."""
+
+
+def kind_of(name: str) -> str:
+    """The kind of work a kernel or operator does, from its name (``KINDS``)."""
+    return next(k for k, p in _PATTERNS if p.search(name))
+
+
+def check_profilable(cfg: Config) -> None:
+    """One process on one device: sharding and offloading need a process group per GPU (``bench`` measures
+    them; the profile is for a setting's fastest configuration on one GPU)."""
+    m = cfg.methods
+    if cfg.n_gpus != 1 or cfg.nodes != 1 or m.sharding != "none" or m.offload:
+        raise ProfileError(f"the profiler runs one process on one GPU, without sharding or offloading; got "
+                           f"{cfg.n_gpus} GPU(s) on {cfg.nodes} node(s) with {m.label()}. Choose --gpus 1 and "
+                           "methods such as naive, free-lunch or free-lunch+ckpt")
+
+
+def _busy_times(prof: profile, on_gpu: bool) -> dict[str, float]:
+    """Seconds per kernel name (GPU) or per operator's own time (CPU), over the whole profile."""
+    out: dict[str, float] = defaultdict(float)
+    for e in prof.events():
+        if on_gpu:
+            # A record_function range (torch.compile's "## Call CompiledFxGraph ##") is also drawn on the GPU's
+            # timeline, spanning the kernels it launched: counted, it would count them twice.
+            if e.device_type == DeviceType.CUDA and not getattr(e, "is_user_annotation", False):
+                out[e.name] += e.device_time_total / 1e6
+        elif e.device_type == DeviceType.CPU and not e.is_async:
+            out[e.name] += e.self_cpu_time_total / 1e6
+    return out
+
+
+def _profiled(run, device: str, reps: int) -> tuple[dict[str, float], float]:
+    """Per-name seconds and wall seconds of ``reps`` calls of ``run``, both per call."""
+    on_gpu = device == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    synchronize(device)
+    with profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            run()
+        synchronize(device)
+        wall = time.perf_counter() - t0
+    return {k: v / reps for k, v in _busy_times(prof, on_gpu).items()}, wall / reps
+
+
+def profile_step(cfg: Config, micro_batch: int, device: str, reps: int = 3, warmup: int = 2) -> dict:
+    """The profile of one training step of ``cfg`` at ``micro_batch``: seconds per kind of work and the top
+    kernels, weighted as a step runs them, and the share of the step's wall time the device was busy."""
+    from .worker import host_batches
+
+    check_profilable(cfg)
+    if micro_batch < 1 or cfg.per_gpu_batch % micro_batch:
+        raise ProfileError(f"micro-batch {micro_batch} does not divide the per-GPU batch {cfg.per_gpu_batch}")
+    gas = cfg.per_gpu_batch // micro_batch
+    stepper = Stepper(cfg, micro_batch, gas, device)
+    batches = host_batches(cfg, micro_batch, 2, seed=3)
+    accumulate = lambda: stepper.micro_step(batches[0], sync=False)  # noqa: E731
+
+    def boundary_and_optimizer() -> None:
+        stepper.micro_step(batches[1], sync=True)
+        stepper.optimizer_step()
+
+    for _ in range(warmup):  # compiles, allocates the optimizer's states
+        accumulate()
+        boundary_and_optimizer()
+    parts = [(gas - 1, *_profiled(accumulate, device, reps))] if gas > 1 else []
+    parts.append((1, *_profiled(boundary_and_optimizer, device, reps)))
+    ran = dict(vars(stepper.ran))
+    stepper.close()
+    return {"micro_batch": micro_batch, "gas": gas, "reps": reps, "device": device,
+            "timer": "gpu kernels" if device == "cuda" else "cpu operators (self time)",
+            **_one_step(parts), "ran": ran}
+
+
+def _one_step(parts: list[tuple[int, dict[str, float], float]]) -> dict:
+    """(weight, seconds per name, wall seconds) per phase -> one step's busy time by kind and top names."""
+    per_name: dict[str, float] = defaultdict(float)
+    wall = 0.0
+    for weight, names, seconds in parts:
+        wall += weight * seconds
+        for name, t in names.items():
+            per_name[name] += weight * t
+    busy = sum(per_name.values())
+    kinds = {k: 0.0 for k in KIND_NAMES}
+    for name, t in per_name.items():
+        kinds[kind_of(name)] += t
+    top = sorted(per_name.items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
+    return {"step_wall_s": wall, "busy_s": busy, "busy_share": busy / wall if wall else None,
+            "kinds": [{"kind": k, "seconds": t, "share": t / busy if busy else 0.0} for k, t in kinds.items()],
+            "top": [{"name": n[:160], "kind": kind_of(n), "seconds": t} for n, t in top]}
