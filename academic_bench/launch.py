@@ -33,6 +33,7 @@ from .results import make_row
 WORKER_MODULE = "academic_bench.measure.worker"
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_WARMUP, DEFAULT_REPS = 3, 10
+DEADLINE_RESERVE_S = 15  # of a configuration's time limit, kept after the timing for memory gathers and exit
 EXECUTORS = ("local", "slurm", "submitit-local")
 TAIL_LINES = 30
 # The lent GPU machines hang or fail in NCCL/NVSHMEM multicast set-up unless NVLink SHARP/multicast is off.
@@ -383,6 +384,9 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
 
     def launch(request_obj: dict, phase: str, logf) -> tuple[int | None, bool]:
         """One torchrun of the worker; (exit status, timed out) within what is left of ``timeout_s``."""
+        left = timeout_s - (time.monotonic() - t0)
+        # The timing stops early rather than be killed (``worker.time_phases``), leaving time to tear down.
+        request_obj = {**request_obj, "deadline": time.time() + left - max(DEADLINE_RESERVE_S, 0.1 * left)}
         request.write_text(json.dumps(request_obj, indent=1))
         cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
         # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.

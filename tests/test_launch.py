@@ -73,6 +73,24 @@ def test_request_passes_timing_and_validation_through():
         build_request(tiny(), warmup=1)
 
 
+def test_the_measurement_is_told_when_its_time_limit_ends(tmp_path, monkeypatch):
+    """Each launch's request carries the time limit's end, less a reserve for tearing down, so that a slow
+    configuration stops timing early (``worker.time_phases``) instead of being killed with nothing."""
+    import sys
+    import time
+
+    import academic_bench.launch as launch
+
+    seen = tmp_path / "request-seen.json"
+    monkeypatch.setattr(launch, "torchrun_command", lambda config, request, result, **_: [
+        sys.executable, "-c", f"import shutil; shutil.copy({str(request)!r}, {str(seen)!r})"])
+    before = time.time()
+    row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
+    deadline = json.loads(seen.read_text())["deadline"]
+    assert before < deadline <= before + 100 - launch.DEADLINE_RESERVE_S + 0.5  # (two clocks)
+    assert row["outcome"] == "error" and "no result file" in row["reason"]
+
+
 def test_invalid_combination_is_a_row_without_a_launch():
     row = run_config(tiny(methods="free-lunch+zero3"), timing="unsynced", validate=3, **FAST)
     assert row["outcome"] == "invalid" and "only tried with offloading" in row["reason"]

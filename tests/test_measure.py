@@ -33,6 +33,19 @@ def test_phases_are_timed_at_least_five_times_after_warmup():
     assert len(phases["accumulate"]) >= 5 and all(t > 0 for t in phases["accumulate"])
 
 
+def test_timing_near_its_deadline_keeps_five_repetitions_and_says_it_stopped():
+    import time
+
+    cfg = tiny()
+    stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
+    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time())
+    assert len(phases["boundary"]) == worker.MIN_REPS == 5 and len(phases["accumulate"]) == 10
+    assert stepper.ran.notes[-1] == "timing stopped after 5 of 8 repetitions to end within the time limit"
+    stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
+    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time() + 3600)
+    assert len(phases["boundary"]) == 8 and not any("timing stopped" in n for n in stepper.ran.notes)
+
+
 def test_step_time_is_gas_minus_one_accumulations_plus_boundary_plus_optimizer():
     cfg = tiny()  # per-GPU batch 8
     phases = {"accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}

@@ -198,10 +198,16 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
 
 # --- timing ---------------------------------------------------------------------------------------------
 
-def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int) -> dict[str, list[float]]:
+MIN_REPS = 5  # the fewest timed repetitions a measurement keeps, even when a time limit is near
+
+
+def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
+                deadline: float | None = None) -> dict[str, list[float]]:
     """Per-phase times over ``reps`` repetitions after ``warmup`` untimed ones. Each repetition runs up to
     two accumulating micro-steps, the boundary micro-step and the optimizer step back to back, timed on
-    the GPU with CUDA events and synchronized at its end; the slowest rank counts."""
+    the GPU with CUDA events and synchronized at its end; the slowest rank counts. ``deadline`` (a
+    ``time.time()``): after ``MIN_REPS`` repetitions, stop before one that would end past it, and say so in
+    the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed."""
     batches = host_batches(cfg, stepper.mbs, 2, seed=1)
     n_acc = min(stepper.gas - 1, 2)
     phases = [("accumulate", lambda: stepper.micro_step(batches[0], sync=False))] * n_acc + [
@@ -209,12 +215,29 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         ("optimizer", stepper.optimizer_step)]
     samples: dict[str, list[float]] = {"accumulate": [], "boundary": [], "optimizer": []}
     for i in range(warmup + reps):
+        t0 = time.time()
         for name, seconds in time_sequence(phases, device):
             if i >= warmup:
                 samples[name].append(seconds)
+        done = i + 1 - warmup
+        if done >= MIN_REPS and done < reps and _past(deadline, time.time() + 1.5 * (time.time() - t0), device):
+            stepper.ran.notes.append(f"timing stopped after {done} of {reps} repetitions to end within the "
+                                     "time limit")
+            print(stepper.ran.notes[-1], flush=True)  # in the run's log too
+            break
     if not samples["accumulate"]:
         del samples["accumulate"]
     return slowest_rank(samples, device)
+
+
+def _past(deadline: float | None, when: float, device: str) -> bool:
+    """Whether ``when`` is past the deadline on any rank (the ranks stop together, or a collective hangs)."""
+    late = deadline is not None and when > deadline
+    if several_ranks():
+        flag = torch.tensor([1 if late else 0], device="cuda" if device == "cuda" else "cpu")
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        late = bool(flag.item())
+    return late
 
 
 def time_unsynced(stepper: Stepper, cfg: Config, device: str) -> dict[str, list[float]]:
@@ -348,7 +371,8 @@ def measure(req: dict, device: str, rank: int) -> dict:
     if timing == "unsynced":
         phases = time_unsynced(stepper, cfg, device)
     else:
-        phases = time_phases(stepper, cfg, device, max(2, req.get("warmup", 2)), max(5, req.get("reps", 5)))
+        phases = time_phases(stepper, cfg, device, max(2, req.get("warmup", 2)), max(MIN_REPS, req.get("reps", 5)),
+                             deadline=req.get("deadline"))
     row = {"outcome": "ok", "reason": None, "mbs_search": mbs_log, **extrapolate(cfg, mbs, phases, timing)}
     row["peak_memory_gb"] = gather_memory(peak_memory_gb(device), device)
     row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
