@@ -143,7 +143,6 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
 
 def _cmd_profile(args: argparse.Namespace) -> None:
     from .measure.profile import check_profilable
-    from .notebook import RESULTS_FILE
     from .results import append_profile
 
     if args.gpus != 1:
@@ -151,18 +150,8 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     if args.reps < 1:
         raise ValueError(f"--reps must be at least 1, got {args.reps}")
     out = Path(args.out)
-    results = out.with_name(RESULTS_FILE)
-    if args.methods == "best":
-        config, mbs = _fastest_profilable(results, args)
-    else:
-        config = Config(args.model, args.gpu, args.gpus, 1, parse_methods(args.methods), None, args.tiny)
-        mbs = None
-    config.check()
+    config, mbs = _profile_target(args, out)
     check_profilable(config)
-    mbs = args.micro_batch or mbs or synced_micro_batches(ResultStore(results).rows()).get(config.id)
-    if not mbs:
-        raise ValueError(f"no measured micro-batch for {config.model} {config.methods.label()} in {results}: "
-                         "give --micro-batch, or measure the configuration first (academic-bench bench)")
     device = args.device or _default_device()
     if device == "cpu" and not args.tiny:
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
@@ -180,6 +169,32 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     cli._emit(args, entry, text)
 
 
+def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
+    """The configuration to profile and its micro-batch: as named, at the micro-batch of its synced row in the
+    results file beside ``out`` (or ``--micro-batch``); or, for ``--methods best``, the fastest measured there
+    that the profiler can take (no sharding, no offloading)."""
+    from .notebook import RESULTS_FILE, best_row
+
+    results = out.with_name(RESULTS_FILE)
+    rows = latest_rows(ResultStore(results).rows())
+    if args.methods == "best":
+        mine = [r for r in rows if r["config"]["gpu"] == args.gpu and r["config"]["n_gpus"] == 1
+                and bool(r["config"].get("tiny")) == args.tiny and r["micro_batch"]
+                and r["config"]["methods"]["sharding"] == "none" and not r["config"]["methods"]["offload"]]
+        best = best_row(mine, args.model)
+        if best is None:
+            raise ValueError(f"--methods best: no measured configuration of {args.model} on 1 x {args.gpu} without "
+                             f"sharding or offloading in {results}; name the methods (e.g. --methods free-lunch)")
+        return Config.from_dict(best["config"]), args.micro_batch or best["micro_batch"]
+    config = Config(args.model, args.gpu, 1, 1, parse_methods(args.methods), None, args.tiny)
+    config.check()
+    mbs = args.micro_batch or synced_micro_batches(rows).get(config.id)
+    if not mbs:
+        raise ValueError(f"no measured micro-batch for {config.model} {config.methods.label()} in {results}: "
+                         "give --micro-batch, or measure the configuration first (academic-bench bench)")
+    return config, mbs
+
+
 def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int) -> dict:
     """``profile_step``, with a missing kernel library or a full GPU told as a message (exit 2), not a trace."""
     from .measure.apply import Unsupported
@@ -195,21 +210,6 @@ def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int) -> dic
             raise
         raise ValueError(f"out of memory at micro-batch {mbs} under the profiler; give a smaller --micro-batch") \
             from exc
-
-
-def _fastest_profilable(results: Path, args: argparse.Namespace) -> tuple[Config, int]:
-    """The fastest synced configuration of the model on one GPU measured in ``results`` that the profiler can
-    take (no sharding, no offloading), and its micro-batch."""
-    rows = [r for r in latest_rows(ResultStore(results).rows())
-            if r["outcome"] == "ok" and r["timing"] == "synced" and r["mode"] == "step" and r["micro_batch"]
-            and r["config"]["model"] == args.model and r["config"]["gpu"] == args.gpu
-            and r["config"]["n_gpus"] == 1 and bool(r["config"].get("tiny")) == args.tiny
-            and r["config"]["methods"]["sharding"] == "none" and not r["config"]["methods"]["offload"]]
-    if not rows:
-        raise ValueError(f"--methods best: no measured configuration of {args.model} on 1 x {args.gpu} without "
-                         f"sharding or offloading in {results}; name the methods (e.g. --methods free-lunch)")
-    best = min(rows, key=lambda r: r["step_time_s"])
-    return Config.from_dict(best["config"]), best["micro_batch"]
 
 
 def _default_device() -> str:

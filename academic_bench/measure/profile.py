@@ -17,7 +17,6 @@ import re
 import time
 from collections import defaultdict
 
-import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
