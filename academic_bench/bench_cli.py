@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import cli
 from .config import Config
-from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, run
+from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
 from .methods import parse_methods
 from .results import OUTCOMES, ResultStore, latest_rows, synced_micro_batches
 from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
@@ -152,7 +152,7 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     out = Path(args.out)
     config, mbs = _profile_target(args, out)
     check_profilable(config)
-    device = args.device or _default_device()
+    device = args.device or default_device()
     if device == "cpu" and not args.tiny:
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
@@ -210,12 +210,6 @@ def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int) -> dic
             raise
         raise ValueError(f"out of memory at micro-batch {mbs} under the profiler; give a smaller --micro-batch") \
             from exc
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _cmd_export(args: argparse.Namespace) -> None:

@@ -262,16 +262,20 @@ def append_profile(path: str | os.PathLike, config, profile: dict, *, setup: str
     return entry
 
 
+def _every_setup(root: str | os.PathLike | None, name: str) -> list[dict]:
+    """The lines of ``<root>/<setup>/<name>`` for every setup (root: notebooks/runs), setups in name order."""
+    root = Path(root) if root is not None else DEFAULT_RUNS
+    return [obj for path in sorted(root.glob(f"*/{name}")) for _, obj in read_lines(path)]
+
+
 def load_profiles(root: str | os.PathLike | None = None) -> list[dict]:
     """Every profile of the shipped runs: ``<root>/<setup>/profiles.jsonl``."""
-    root = Path(root) if root is not None else DEFAULT_RUNS
-    return [obj for path in sorted(root.glob(f"*/{PROFILES_FILE}")) for _, obj in read_lines(path)]
+    return _every_setup(root, PROFILES_FILE)
 
 
 def load_skipped(root: str | os.PathLike | None = None) -> list[dict]:
     """What the smart searches of every shipped run skipped, and why: ``<root>/<setup>/results.skipped.jsonl``."""
-    root = Path(root) if root is not None else DEFAULT_RUNS
-    return [obj for path in sorted(root.glob("*/results.skipped.jsonl")) for _, obj in read_lines(path)]
+    return _every_setup(root, "results.skipped.jsonl")
 
 
 def load_runs(root: str | os.PathLike | None = None) -> list[dict]:
