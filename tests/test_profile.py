@@ -55,11 +55,12 @@ def test_a_cpu_profile_splits_the_step_by_kind_and_reaches_the_book_chart(tmp_pa
     assert "matrix multiplication" in out and "appended to" in out
     (entry,) = load_profiles(tmp_path)
     assert [k["kind"] for k in entry["kinds"]] == KIND_NAMES
-    assert sum(k["share"] for k in entry["kinds"]) == pytest.approx(1.0)
     kinds = {k["kind"]: k["share"] for k in entry["kinds"]}
-    assert kinds["matrix multiplication"] > 0.2, "a transformer's step is mostly matrix multiplications"
+    seen = f"kinds {kinds}, busy {entry['busy_s']} s of {entry['step_wall_s']} s"  # said if an assertion fails
+    assert sum(kinds.values()) == pytest.approx(1.0), seen
+    assert kinds["matrix multiplication"] > 0.2, f"a transformer's step is mostly matrix multiplications: {seen}"
     assert entry["gas"] * entry["micro_batch"] == Config("pythia-160m", "h100-80gb", 1, tiny=True).per_gpu_batch
-    assert 0 < entry["busy_share"] <= 1 and entry["timer"] == "cpu operators (self time)"
+    assert 0 < entry["busy_share"] <= 1 and entry["timer"] == "cpu operators (self time)", seen
     assert entry["top"] and all(t["kind"] in KIND_NAMES for t in entry["top"])
     df = analysis.profiles(tmp_path)
     assert set(df["kind"]) == set(KIND_NAMES) and df["tiny"].all() and (df["setup"] == "h100x1-tiny").all()
