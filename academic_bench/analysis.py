@@ -259,13 +259,12 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     ``results.skip_key``): an exhaustive search's stays unfinished."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
-    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
-    not_run = _not_run(r)
-    from .results import skip_key
+    from .results import is_settled, skip_key
 
-    settled = {skip_key(s) for s in skipped.to_dict("records")}
-    keep = ~(not_run & pd.Series([skip_key(x) in settled for x in r.to_dict("records")], index=r.index, dtype=bool))
-    r, not_run = r[keep], not_run[keep]
+    r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
+    decided = {skip_key(s) for s in skipped.to_dict("records")}
+    r = r[pd.Series([not is_settled(x, decided) for x in r.to_dict("records")], index=r.index, dtype=bool)]
+    not_run = _not_run(r)
     out = []
     for setup in sorted(df["setup"].unique()):
         for model in _model_facts()["model"]:

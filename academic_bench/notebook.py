@@ -31,8 +31,8 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, latest_rows, make_row,
-                      read_lines, skip_key, synced_micro_batches)
+from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, is_settled, latest_rows,
+                      make_row, read_lines, skip_key, synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -409,7 +409,7 @@ def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
     rows = _rows(path)
     skips = skipped_path(path)
     decided = {skip_key(s) for _, s in read_lines(skips)} if skips.exists() else set()
-    return [(r, "skipped" if is_not_run(r) and skip_key(r) in decided else state(r)) for r in rows]
+    return [(r, "skipped" if is_settled(r, decided) else state(r)) for r in rows]
 
 
 def _frame(run: BenchmarkRun | str | Path | list[dict]):

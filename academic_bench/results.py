@@ -224,7 +224,7 @@ class ResultStore:
 NOT_RUN_PREFIX = "not run:"
 
 
-def is_not_run(row: dict) -> bool:
+def is_not_run(row: Mapping) -> bool:
     """A row recording that a time budget was spent before the configuration started: nothing was measured,
     so every later sweep launches it again."""
     return row["outcome"] == "timeout" and str(row.get("reason") or "").startswith(NOT_RUN_PREFIX)
@@ -235,6 +235,12 @@ def skip_key(obj: Mapping) -> tuple:
     configuration, search, timing and mode. The search matters: a configuration smart skipped is one an
     exhaustive search must still measure, so the exhaustive row a budget left stays unfinished."""
     return (obj.get("setup"), obj["config_id"], obj.get("search") or "smart", obj["timing"], obj["mode"])
+
+
+def is_settled(row: Mapping, skipped: set[tuple]) -> bool:
+    """A 'not run' row whose configuration a smart search then skipped (``skipped``: the ``skip_key`` of each
+    entry of ``results.skipped.jsonl``): nothing is left to run."""
+    return is_not_run(row) and skip_key(row) in skipped
 
 
 def latest_rows(rows: Iterable[dict]) -> list[dict]:

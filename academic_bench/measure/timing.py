@@ -56,6 +56,16 @@ def several_ranks() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
+def any_rank(flag: bool, device: str) -> bool:
+    """Whether ``flag`` holds on any rank: how ranks agree on a decision (out of memory, time to stop), so
+    that they take the same path and no collective waits for a rank that left."""
+    if not several_ranks():
+        return flag
+    t = torch.tensor([1 if flag else 0], device="cuda" if device == "cuda" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
 def slowest_rank(samples: dict[str, list[float]], device: str) -> dict[str, list[float]]:
     """Element-wise maximum over ranks of each phase's samples (every rank must pass the same shapes)."""
     if not several_ranks():

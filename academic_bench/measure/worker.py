@@ -24,7 +24,7 @@ import torch.distributed as dist
 from ..config import Config
 from .apply import Unsupported
 from .stepper import Stepper, free_after_oom, is_oom
-from .timing import several_ranks, slowest_rank, summary, synchronize, time_sequence, timed
+from .timing import any_rank, several_ranks, slowest_rank, summary, synchronize, time_sequence, timed
 
 
 class SimulatedOOM(torch.OutOfMemoryError):
@@ -145,10 +145,7 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict,
     print(f"micro-batch {mbs}: {'fits' if ok else 'out of memory'}, peak {peak} GB", flush=True)
     note_trial(trials, mbs, ok, peak)
     free_after_oom(stepper, device)
-    if several_ranks():  # a rank that ran out of memory decides for all
-        flag = torch.tensor([1 if ok else 0], device="cuda" if device == "cuda" else "cpu")
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-        ok = bool(flag.item())
+    ok = not any_rank(not ok, device)  # a rank that ran out of memory decides for all
     return ok, peak
 
 
@@ -219,8 +216,9 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         for name, seconds in time_sequence(phases, device):
             if i >= warmup:
                 samples[name].append(seconds)
-        done = i + 1 - warmup
-        if done >= MIN_REPS and done < reps and _past(deadline, time.time() + 1.5 * (time.time() - t0), device):
+        done, now = i + 1 - warmup, time.time()
+        next_end = now + 1.5 * (now - t0)  # one more repetition, with a margin
+        if MIN_REPS <= done < reps and any_rank(deadline is not None and next_end > deadline, device):
             stepper.ran.notes.append(f"timing stopped after {done} of {reps} repetitions to end within the "
                                      "time limit")
             print(stepper.ran.notes[-1], flush=True)  # in the run's log too
@@ -228,16 +226,6 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     if not samples["accumulate"]:
         del samples["accumulate"]
     return slowest_rank(samples, device)
-
-
-def _past(deadline: float | None, when: float, device: str) -> bool:
-    """Whether ``when`` is past the deadline on any rank (the ranks stop together, or a collective hangs)."""
-    late = deadline is not None and when > deadline
-    if several_ranks():
-        flag = torch.tensor([1 if late else 0], device="cuda" if device == "cuda" else "cpu")
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        late = bool(flag.item())
-    return late
 
 
 def time_unsynced(stepper: Stepper, cfg: Config, device: str) -> dict[str, list[float]]:
