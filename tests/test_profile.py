@@ -1,6 +1,6 @@
 """Where a step's time goes (``academic-bench profile``): kernel names sorted into kinds of work, and the CPU
 twin of a profile (a tiny model, its ATen operators timed by torch.profiler) through the command, the
-analysis and the chart. The GPU's kernels are profiled on the lent machines (``jobs/h100x1-profile.sh``)."""
+analysis and the chart. The GPU's kernels are profiled on the lent machines (``jobs/h100x1-session9.sh``)."""
 from __future__ import annotations
 
 import json
