@@ -118,3 +118,19 @@ def test_inputs_fingerprint_follows_the_files(tmp_path):
     run.mkdir(parents=True)
     (run / "results.jsonl").write_text("{}\n")
     assert bookbuild.inputs_fingerprint(tmp_path) != before
+
+
+def test_what_limits_pythia_1b_mfu_is_read_from_its_profile(built_site):
+    """The efficient-methods page factors Pythia-1B's MFU on one H100 with the numbers analysis computes from
+    the shipped profile and result (nothing typed by hand), or says that no profile is shipped."""
+    from academic_bench import analysis
+
+    factors = analysis.mfu_factors(analysis.runs_frame(), analysis.profiles())
+    one = factors[(factors["setup"] == "h100x1") & (factors["model"] == "pythia-1b")]
+    text = " ".join(re.sub(r"<[^>]+>", "", (built_site / "book" / "efficient-methods.html").read_text()).split())
+    if one.empty:
+        assert "No GPU profile is shipped yet" in text or "Pythia-1B on one H100 (" not in text
+        return
+    r = one.iloc[0]
+    assert (f"MFU {r['mfu']:.2f} = GPU busy {r['busy_share']:.1%} of the step x {r['flop_share']:.0%} of that time "
+            f"in the FLOP kernels x those kernels at {r['flop_rate']:.0%} of the peak") in text

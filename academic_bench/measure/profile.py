@@ -24,25 +24,38 @@ from ..config import Config
 from .stepper import Stepper
 from .timing import synchronize
 
-# (kind of work, pattern on a kernel's or operator's name): the first that matches names it. The patterns
-# cover cuBLAS/CUTLASS/cuDNN kernels (gemm, nvjet, xmma, cutlass, conv), FlashAttention and SDPA kernels,
-# the Triton kernels torch.compile writes (named for the operators they fuse: "triton_per_fused_native_layer_
-# norm_0") and, on a CPU, the ATen operators themselves.
+# (kind of work, pattern on a kernel's or operator's name): the first that matches names it. Checked against
+# the kernels of our own H100 and H200 traces (session 9): cuBLAS's nvjet/xmma/CUTLASS matrix products; cuDNN's
+# convolutions (implicit-GEMM fprop/dgrad/wgrad, and the direct kernel of a depthwise weight gradient); cuDNN's
+# SDPA, FlashAttention and PyTorch's memory-efficient attention; mamba-ssm's selective-scan and causal-conv1d
+# kernels; the Triton kernels torch.compile writes, named for the operators they fuse
+# ("triton_per_fused_native_layer_norm_0"): a pointwise or reduction one ("poi", "per", "red") never does a
+# matrix product or a convolution, even when its name carries the matmul's bias add ("fused_add_addmm");
+# dtype casts (ATen's copy kernels); and, on a CPU, the ATen operators themselves.
+_NOT_FUSED_TRITON = r"^(?!triton_(poi|per|red)_)"
 KINDS: list[tuple[str, str]] = [
     ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter"),
     ("attention", r"flash|fmha|attention|sdpa|scaled_dot_product"),
-    ("matrix multiplication",
-     r"gemm|nvjet|cutlass|xmma|cublas|convolution|conv[123]d|conv_depthwise|depthwise_conv|dgrad|wgrad"
-     r"|(^|[_:])(mm|addmm|bmm|baddbmm|matmul|linear)([_(]|$)"),
+    ("state-space scan", r"selective_scan|causal_conv1d|selective_state_update|chunk_scan|chunk_state|state_passing"),
+    ("convolution", _NOT_FUSED_TRITON + r".*(conv(?!ert)|wgrad|dgrad|implicit_gemm)"),
+    ("matrix multiplication", _NOT_FUSED_TRITON +
+     r".*(gemm|nvjet|cutlass|xmma|cublas|(^|[_:])(mm|addmm|bmm|baddbmm|matmul|linear)([_(]|$))"),
     ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
     ("loss and softmax", r"cross_entropy|log_softmax|softmax|nll_loss"),
     ("optimizer", r"adam|multi_tensor|foreach|_fused_sgd"),
-    ("memory copy", r"^memcpy|^memset|^aten::(copy_|_to_copy|to|clone|contiguous)$"),
+    ("memory copy", r"^memcpy|^memset|copy_kernel|tensorTransform|^triton_poi_fused__to_copy_\d+$"
+     r"|^aten::(copy_|_to_copy|to|clone|contiguous)$"),
     ("elementwise and other", r""),
 ]
 KIND_NAMES = [k for k, _ in KINDS]
+# The kinds whose kernels do the FLOPs the MFU counts (``estimate``: matrix products, convolutions and the
+# attention term); a state-space scan's work is not counted (Mamba's FLOPs are its reference path's matmuls).
+FLOP_KINDS = ("matrix multiplication", "convolution", "attention")
 _PATTERNS = [(k, re.compile(p, re.IGNORECASE)) for k, p in KINDS]
-TOP_KERNELS = 15
+# Every name with at least this share of the busy time is kept, by name, in the profile's line (at most
+# TOP_KERNELS): enough to sort a profile again when the patterns improve (``analysis.profiles`` does).
+TOP_MIN_SHARE = 0.001
+TOP_KERNELS = 80
 
 
 class ProfileError(ValueError):
@@ -133,7 +146,8 @@ def _one_step(parts: list[tuple[int, dict[str, float], float]]) -> dict:
     kinds = {k: 0.0 for k in KIND_NAMES}
     for name, t in per_name.items():
         kinds[kind_of(name)] += t
-    top = sorted(per_name.items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
+    top = [(n, t) for n, t in sorted(per_name.items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
+           if t >= TOP_MIN_SHARE * busy]
     # The profiler's clock is not perf_counter's, and kernels on several streams may overlap: a share a few
     # percent over 1 means "busy all the time" (busy_s and step_wall_s stay as measured).
     return {"step_wall_s": wall, "busy_s": busy, "busy_share": min(1.0, busy / wall) if wall else None,
