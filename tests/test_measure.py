@@ -94,6 +94,18 @@ def test_measure_writes_a_complete_ok_result_with_validation():
     assert row["ran"]["attention"] == "sdpa" and row["ran"]["parallel"] == "single"
 
 
+def test_a_validation_that_would_pass_the_time_limit_is_skipped_and_the_measurement_kept():
+    import time
+
+    req = {"config": tiny().to_dict(), "timing": "synced", "validate_steps": 2, "warmup": 2, "reps": 5,
+           "deadline": time.time()}
+    row = worker.measure(req, "cpu", rank=0)
+    assert row["outcome"] == "ok" and row["step_time_s"] > 0 and "validate" not in row
+    assert any(n.startswith("validation skipped: 2 real steps") for n in row["ran"]["notes"])
+    row = worker.measure({**req, "deadline": time.time() + 3600}, "cpu", rank=0)
+    assert row["validate"]["steps"] == 2 and not any("validation skipped" in n for n in row["ran"]["notes"])
+
+
 def test_unsynced_timing_runs_the_papers_protocol():
     req = {"config": tiny(micro_batch=2).to_dict(), "timing": "unsynced"}
     row = worker.measure(req, "cpu", rank=0)

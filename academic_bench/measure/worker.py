@@ -244,6 +244,19 @@ def time_unsynced(stepper: Stepper, cfg: Config, device: str) -> dict[str, list[
     return samples
 
 
+def validation_fits(stepper: Stepper, steps: int, step_s: float, deadline: float | None, device: str) -> bool:
+    """Whether ``steps`` validation steps (and their warm-up step) of about ``step_s`` each, with a margin,
+    end before ``deadline``; if not, the validation is skipped and the notes say so, so that the measured row
+    is written rather than killed with it. The ranks agree."""
+    late = deadline is not None and time.time() + 1.5 * (steps + 1) * step_s > deadline
+    if any_rank(late, device):
+        stepper.ran.notes.append(f"validation skipped: {steps} real steps of about {step_s:.3g} s would not end "
+                                 "within the time limit")
+        print(stepper.ran.notes[-1], flush=True)
+        return False
+    return True
+
+
 def validate(stepper: Stepper, cfg: Config, device: str, steps: int) -> list[float]:
     """Sustained time of real optimizer steps: real accumulation, batches from a pre-made random dataset
     streamed through a DataLoader (host-to-device copies included), one warm-up step."""
@@ -365,6 +378,8 @@ def measure(req: dict, device: str, rank: int) -> dict:
     row["peak_memory_gb"] = gather_memory(peak_memory_gb(device), device)
     row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
     k = int(req.get("validate_steps") or 0)
+    if k and timing == "synced" and not validation_fits(stepper, k, row["step_time_s"], req.get("deadline"), device):
+        k = 0
     if k and timing == "synced":
         sustained = statistics.median(validate(stepper, cfg, device, k))
         predicted = row["step_time_s"]
