@@ -861,7 +861,8 @@ _RUN_FILES = {
     "results.jsonl": ("benchmark results", None),
     "results.skipped.jsonl": ("configurations a smart search skipped, with why", None),
     "profiles.jsonl": ("step profiles (torch.profiler, by kind of work)",
-                       "`academic-bench profile --methods best` per model (`scripts/offline-gpu/jobs/*-profile.sh`)"),
+                       "`academic-bench profile --methods best` per model (the setup's `evidence/README.md` names the "
+                       "calls)"),
 }
 
 
@@ -883,6 +884,8 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
         params = _notebook_parameters(folder) if (folder / NOTEBOOK_FILE).exists() else None
         cmd = (f"`{command_for(params)}` (papermill parameters saved in the notebook)"
                if params and {"setup", "models"} <= set(params) else "no executed notebook with parameters beside it")
+        if (folder / "evidence" / "README.md").exists():  # a results file grows over many runs: name them all
+            cmd = f"the runs listed in `{folder.name}/evidence/README.md`; the last: {cmd}"
         for path in sorted(folder.glob("*")):
             if path.suffix in (".jsonl", ".ipynb"):
                 what, by = _RUN_FILES.get(path.name, ("benchmark results", None))

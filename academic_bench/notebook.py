@@ -601,6 +601,32 @@ def command_for(params: dict[str, Any], output_root: str | None = None) -> str:
     return " ".join(shlex.quote(x) for x in parts)
 
 
+def setup_parameters(setup: str, rows: list[dict], device: str | None = None) -> dict[str, Any]:
+    """The parameters that make a setup's rows again from the start: every model it has rows for (in the
+    template's order), the searches its synced step rows came from, and the models it searched exhaustively,
+    timed without synchronising and validated; the template's budget and limits, and ``device``."""
+    from .sweep import SWEEP_PRESETS
+
+    defaults = template_parameters()
+    order = {m: i for i, m in enumerate(defaults["models"])}
+
+    def models(pick) -> list[str]:
+        return sorted({r["config"]["model"] for r in rows if pick(r)}, key=lambda m: (order.get(m, len(order)), m))
+
+    searches = {r["search"] for r in rows if r["timing"] == "synced" and r["mode"] == "step"}
+    configs = Counter((r["config"]["gpu"], r["config"]["n_gpus"]) for r in rows)
+    (gpu, n_gpus), _ = configs.most_common(1)[0]
+    params = {**defaults, "setup": setup, "models": models(lambda r: True), "gpu": gpu, "n_gpus": n_gpus,
+              "preset": [p for p in SWEEP_PRESETS if p in searches and p != "exhaustive"] or ["smart"],
+              "exhaustive_models": models(lambda r: r["search"] == "exhaustive"),
+              "unsynced_models": models(lambda r: r["timing"] == "unsynced"),
+              "validate_models": models(lambda r: r["mode"] == "validate"),
+              "tiny": any(r["config"].get("tiny") for r in rows), "device": device or defaults["device"],
+              "output_dir": "."}  # as the runner sets it: the run's folder
+    check_parameters(params)
+    return params
+
+
 def _collapse_carriage_returns(text: str) -> str:
     """Keep what a terminal would show: the text after the last carriage return of each line (progress bars)."""
     out = []
@@ -811,13 +837,19 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
     else:
         lines.append("Nothing: every configuration ran ok.")
     params = _notebook_parameters(folder)
-    lines += ["", "### Re-run it", ""]
-    if params and {"setup", "models"} <= set(params):
-        lines += ["From the repository root, on the same hardware. Into the same folder this resumes: it measures "
-                  "what the time budget left unstarted and skips configurations that have a row (unless listed in "
-                  "`retry`).", "", "```bash", command_for(params), "```"]
-    else:
-        lines.append(f"No executed notebook with papermill parameters in {setup}/, so the command is unknown.")
+    last = params if params and {"setup", "models"} <= set(params) else None
+    whole = setup_parameters(setup, rows, (last or {}).get("device"))
+    budget = whole["time_budget_s"]
+    lines += ["", "### Re-run it", "",
+              "From the repository root, on the same hardware. Every model and search these rows came from, "
+              f"with the template's time budget ({'none' if budget is None else f'{budget / 3600:g} h'}; change it "
+              "with `-p time_budget_s`):", "", "```bash", command_for(whole), "```", "",
+              "Into the same folder a run resumes: it measures what a time budget left unstarted and skips "
+              "configurations that have a row (unless their outcome is listed in `retry`). "
+              + ("The last run here, as its executed notebook records it:" if last else
+                 f"No executed notebook with papermill parameters in {setup}/ records the last run.")]
+    if last:
+        lines += ["", "```bash", command_for(last), "```"]
     overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": machine, "GPUs": gpus,
                 "rows": len(rows), "ok": sum(r["outcome"] == "ok" for r in rows), "date": when}
     return lines + [""], overview

@@ -203,6 +203,11 @@ def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
                     "profiles.jsonl": "step profiles (torch.profiler, by kind of work)"}
     by = {Path(f).name: b for f, b in df["produced_by"].items() if "h100x1" in f}
     assert "academic-bench profile" in by["profiles.jsonl"] and "academic-bench profile" not in by["results.jsonl"]
+    assert "evidence/README.md" not in by["results.jsonl"]
+    (folder / "evidence").mkdir()
+    (folder / "evidence" / "README.md").write_text("# How these results were made\n")
+    by = {Path(f).name: b for f, b in analysis.provenance(tmp_path)["produced_by"].items() if "h100x1" in f}
+    assert by["results.jsonl"].startswith("the runs listed in `h100x1/evidence/README.md`; the last: ")
 
 
 def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_optimum(tmp_path):

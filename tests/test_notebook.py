@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shlex
 
 import nbformat
@@ -180,8 +181,7 @@ def _synthetic_run(folder) -> None:
     store.append(make_row(c("vit-large", Methods(offload=True)), outcome="invalid", search="smart",
                           reason="invalid combination (...): offloading is only allowed when sharding is enabled",
                           **{**base, "started_at": "2026-11-24T09:00:00+00:00"}))
-    params = nb.resolve_parameters("h100x1", {"models": ["pythia-160m", "pythia-6.9b", "vit-large"],
-                                              "gpu": "h100-80gb"})
+    params = nb.resolve_parameters("h100x1", {"models": ["vit-large"], "gpu": "h100-80gb", "time_budget_s": 600})
     book = new_notebook(metadata={"papermill": {"parameters": params}})
     nbformat.write(book, str(folder / nb.NOTEBOOK_FILE))
 
@@ -203,6 +203,16 @@ def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
     assert "excluded by rule: offloading is only allowed when sharding is enabled" in text
     assert "academic-bench notebook --setup h100x1 --models pythia-160m pythia-6.9b vit-large --gpu h100-80gb" \
         in text
+    # the whole setup, from its rows (template order, searches, pairs, validations), and the last run as recorded
+    whole, last = re.findall(r"```bash\n(.+)\n```", text.split("### Re-run it")[1])
+    from academic_bench.notebook_cli import overrides_from
+
+    args = build_parser().parse_args(shlex.split(whole)[1:])
+    params = nb.resolve_parameters(args.setup, overrides_from(args))
+    assert (params["models"], params["gpu"], params["preset"]) == (["pythia-160m", "pythia-6.9b", "vit-large"],
+                                                                    "h100-80gb", ["naive", "free-lunch", "smart"])
+    assert "The last run here, as its executed notebook records it:" in text
+    assert "--models vit-large --gpu h100-80gb" in last and "time_budget_s 600" in last
     assert main(["runs-readme", "--root", str(tmp_path), "--check"]) == 0
     (tmp_path / "README.md").write_text(text + "hand edit\n")
     with pytest.raises(SystemExit) as exc:
