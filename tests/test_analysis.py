@@ -206,7 +206,8 @@ def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
     assert "evidence/README.md" not in by["results.jsonl"]
     (folder / "evidence").mkdir()
     (folder / "evidence" / "README.md").write_text("# How these results were made\n")
-    by = {Path(f).name: b for f, b in analysis.provenance(tmp_path)["produced_by"].items() if "h100x1" in f}
+    df = analysis.provenance(tmp_path).set_index("file")
+    by = {Path(f).name: b for f, b in df["produced_by"].items() if "h100x1" in f}
     assert by["results.jsonl"].startswith("the runs listed in `h100x1/evidence/README.md`; the last: ")
 
 
