@@ -196,22 +196,27 @@ def _kinds_now(profile: dict) -> dict[str, float]:
     return {k: max(0.0, v) for k, v in seconds.items()}  # a rounding's -1e-15 is none
 
 
+def _latest_profiles(root: str | Path | None) -> list[dict]:
+    """Each configuration's latest profile line (``results.load_profiles``), per setup."""
+    from .results import load_profiles
+
+    return list({(p["setup"], p["config_id"]): p for p in load_profiles(runs_root(root))}.values())
+
+
 def profiles(root: str | Path | None = None) -> pd.DataFrame:
     """One row per profiled configuration and kind of work (``measure.profile``): the seconds of one training
     step the device spent on it, its ``share`` of the device's busy time, and ``busy_share``, the share of the
     step's wall time the device was busy at all. The latest profile of each configuration counts, its kernels
     sorted with today's patterns (``_kinds_now``)."""
     from .methods import Methods
-    from .results import load_profiles
 
-    latest = {(p["setup"], p["config_id"]): p for p in load_profiles(runs_root(root))}
     rows = [{"model": p["config"]["model"], "gpu": p["config"]["gpu"], "n_gpus": p["config"]["n_gpus"],
              "setup": p["setup"], "config_id": p["config_id"],
              "methods_label": Methods.from_dict(p["config"]["methods"]).label(), "micro_batch": p["micro_batch"],
              "gas": p["gas"], "kind": kind, "seconds": t, "share": t / p["busy_s"] if p["busy_s"] else 0.0,
              "busy_s": p["busy_s"], "busy_share": p["busy_share"], "step_wall_s": p["step_wall_s"],
              "timer": p["timer"], "tiny": bool(p["config"].get("tiny")), "at": p["at"]}
-            for p in latest.values() for kind, t in _kinds_now(p).items()]
+            for p in _latest_profiles(root) for kind, t in _kinds_now(p).items()]
     return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
 
 
@@ -219,15 +224,13 @@ def largest_kernels(root: str | Path | None = None) -> pd.DataFrame:
     """The single kernel (or operator) that takes the most of each profiled configuration's busy time: its
     name, today's kind of work for it, and its share. The latest profile of each configuration counts."""
     from .measure.profile import kind_of
-    from .results import load_profiles
 
     cols = ["setup", "config_id", "model", "micro_batch", "timer", "tiny", "name", "kind", "share"]
-    latest = {(p["setup"], p["config_id"]): p for p in load_profiles(runs_root(root))}
     rows = [{"setup": p["setup"], "config_id": p["config_id"], "model": p["config"]["model"],
              "micro_batch": p["micro_batch"], "timer": p["timer"], "tiny": bool(p["config"].get("tiny")),
              "name": p["top"][0]["name"], "kind": kind_of(p["top"][0]["name"]),
              "share": p["top"][0]["seconds"] / p["busy_s"]}
-            for p in latest.values() if p["top"] and p["busy_s"]]
+            for p in _latest_profiles(root) if p["top"] and p["busy_s"]]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -244,16 +247,18 @@ def mfu_factors(df: pd.DataFrame, prof: pd.DataFrame) -> pd.DataFrame:
     gpu = prof[~prof["tiny"] & (prof["timer"] == "gpu kernels")]
     if gpu.empty or df.empty:
         return pd.DataFrame(columns=cols)
-    per = gpu.groupby(["setup", "config_id", "micro_batch"], sort=False).agg(
+    key = ["setup", "config_id", "micro_batch"]
+    flop = gpu["kind"].isin(FLOP_KINDS)
+    per = gpu.assign(flop_s=gpu["seconds"].where(flop, 0.0)).groupby(key, sort=False).agg(
         busy_s=("busy_s", "first"), busy_share=("busy_share", "first"), step_wall_s=("step_wall_s", "first"),
-        flop_s=("seconds", lambda s: s[gpu.loc[s.index, "kind"].isin(FLOP_KINDS)].sum())).reset_index()
-    others = gpu[~gpu["kind"].isin(FLOP_KINDS)]
-    largest = others.loc[others.groupby(["setup", "config_id", "micro_batch"])["seconds"].idxmax()]
-    per = per.merge(largest[["setup", "config_id", "micro_batch", "kind", "share"]].rename(
-        columns={"kind": "other_kind", "share": "other_share"}), on=["setup", "config_id", "micro_batch"])
+        flop_s=("flop_s", "sum")).reset_index()
+    others = gpu[~flop]
+    largest = others.loc[others.groupby(key)["seconds"].idxmax()]
+    per = per.merge(largest[[*key, "kind", "share"]].rename(columns={"kind": "other_kind", "share": "other_share"}),
+                    on=key)
     rows = results(df)[["setup", "config_id", "micro_batch", *SETTING, "methods_label", "mfu", "step_time_s",
                         "peak_flops"]]
-    out = per.merge(rows.astype({"micro_batch": "int64"}), on=["setup", "config_id", "micro_batch"])
+    out = per.merge(rows.astype({"micro_batch": "int64"}), on=key)
     out["flop_share"] = out["flop_s"] / out["busy_s"]
     # The counted FLOPs over the time in the FLOP kernels, as a share of the peak: mfu x step time is the
     # step's FLOPs divided by the peak rate.
