@@ -173,14 +173,14 @@ def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
     """The configuration to profile and its micro-batch: as named, at the micro-batch of its synced row in the
     results file beside ``out`` (or ``--micro-batch``); or, for ``--methods best``, the fastest measured there
     that the profiler can take (no sharding, no offloading)."""
+    from .measure.profile import profilable
     from .notebook import RESULTS_FILE, best_row
 
     results = out.with_name(RESULTS_FILE)
     rows = latest_rows(ResultStore(results).rows())
     if args.methods == "best":
-        mine = [r for r in rows if r["config"]["gpu"] == args.gpu and r["config"]["n_gpus"] == 1
-                and bool(r["config"].get("tiny")) == args.tiny and r["micro_batch"]
-                and r["config"]["methods"]["sharding"] == "none" and not r["config"]["methods"]["offload"]]
+        mine = [r for r in rows if r["config"]["gpu"] == args.gpu and bool(r["config"].get("tiny")) == args.tiny
+                and r["micro_batch"] and profilable(Config.from_dict(r["config"]))]
         best = best_row(mine, args.model)
         if best is None:
             raise ValueError(f"--methods best: no measured configuration of {args.model} on 1 x {args.gpu} without "

@@ -67,11 +67,16 @@ def kind_of(name: str) -> str:
     return next(k for k, p in _PATTERNS if p.search(name))
 
 
-def check_profilable(cfg: Config) -> None:
+def profilable(cfg: Config) -> bool:
     """One process on one device: sharding and offloading need a process group per GPU (``bench`` measures
     them; the profile is for a setting's fastest configuration on one GPU)."""
+    return cfg.n_gpus == 1 and cfg.nodes == 1 and cfg.methods.sharding == "none" and not cfg.methods.offload
+
+
+def check_profilable(cfg: Config) -> None:
+    """``profilable``, or a ``ProfileError`` that says what would do."""
     m = cfg.methods
-    if cfg.n_gpus != 1 or cfg.nodes != 1 or m.sharding != "none" or m.offload:
+    if not profilable(cfg):
         raise ProfileError(f"the profiler runs one process on one GPU, without sharding or offloading; got "
                            f"{cfg.n_gpus} GPU(s) on {cfg.nodes} node(s) with {m.label()}. Choose --gpus 1 and "
                            "methods such as naive, free-lunch or free-lunch+ckpt")

@@ -196,6 +196,19 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
 # --- timing ---------------------------------------------------------------------------------------------
 
 MIN_REPS = 5  # the fewest timed repetitions a measurement keeps, even when a time limit is near
+DEADLINE_MARGIN = 1.5  # how much longer than its estimate work may take, when judging if it ends in time
+
+
+def would_pass(deadline: float | None, seconds: float, device: str) -> bool:
+    """Whether work of about ``seconds``, started now, could end past ``deadline`` (a ``time.time()``); the
+    ranks agree, so that they all take the same path."""
+    return any_rank(deadline is not None and time.time() + DEADLINE_MARGIN * seconds > deadline, device)
+
+
+def _note(stepper: Stepper, text: str) -> None:
+    """A note in the row's record of what ran, and in the run's log."""
+    stepper.ran.notes.append(text)
+    print(text, flush=True)
 
 
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
@@ -216,12 +229,9 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         for name, seconds in time_sequence(phases, device):
             if i >= warmup:
                 samples[name].append(seconds)
-        done, now = i + 1 - warmup, time.time()
-        next_end = now + 1.5 * (now - t0)  # one more repetition, with a margin
-        if MIN_REPS <= done < reps and any_rank(deadline is not None and next_end > deadline, device):
-            stepper.ran.notes.append(f"timing stopped after {done} of {reps} repetitions to end within the "
-                                     "time limit")
-            print(stepper.ran.notes[-1], flush=True)  # in the run's log too
+        done = i + 1 - warmup
+        if MIN_REPS <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
+            _note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
     if not samples["accumulate"]:
         del samples["accumulate"]
@@ -245,14 +255,12 @@ def time_unsynced(stepper: Stepper, cfg: Config, device: str) -> dict[str, list[
 
 
 def validation_fits(stepper: Stepper, steps: int, step_s: float, deadline: float | None, device: str) -> bool:
-    """Whether ``steps`` validation steps (and their warm-up step) of about ``step_s`` each, with a margin,
-    end before ``deadline``; if not, the validation is skipped and the notes say so, so that the measured row
-    is written rather than killed with it. The ranks agree."""
-    late = deadline is not None and time.time() + 1.5 * (steps + 1) * step_s > deadline
-    if any_rank(late, device):
-        stepper.ran.notes.append(f"validation skipped: {steps} real steps of about {step_s:.3g} s would not end "
-                                 "within the time limit")
-        print(stepper.ran.notes[-1], flush=True)
+    """Whether ``steps`` validation steps (and their warm-up step) of about ``step_s`` each end before
+    ``deadline``; if not, the validation is skipped and the notes say so, so that the measured row is written
+    rather than killed with it."""
+    if would_pass(deadline, (steps + 1) * step_s, device):
+        _note(stepper, f"validation skipped: {steps} real steps of about {step_s:.3g} s would not end within the "
+                       "time limit")
         return False
     return True
 
@@ -378,9 +386,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
     row["peak_memory_gb"] = gather_memory(peak_memory_gb(device), device)
     row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
     k = int(req.get("validate_steps") or 0)
-    if k and timing == "synced" and not validation_fits(stepper, k, row["step_time_s"], req.get("deadline"), device):
-        k = 0
-    if k and timing == "synced":
+    if k and timing == "synced" and validation_fits(stepper, k, row["step_time_s"], req.get("deadline"), device):
         sustained = statistics.median(validate(stepper, cfg, device, k))
         predicted = row["step_time_s"]
         row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
