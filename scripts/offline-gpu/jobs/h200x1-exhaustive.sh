@@ -5,4 +5,4 @@ set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
 bash scripts/offline-gpu/notebook.sh h200x1 h200 1 ${BUDGET_S:-1200} ${HARD_S:-1520} --models pythia-1b pythia-160m \
-  --preset smart -p exhaustive_models '[pythia-1b, pythia-160m]' -p timeout_s 300
+  --preset smart -p exhaustive_models '[pythia-1b, pythia-160m]' -p timeout_s 300 -p retry '[timeout]'
