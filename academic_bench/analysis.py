@@ -331,10 +331,11 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     """What the shipped runs cover: per setup, model and search (naive, smart, exhaustive), the state of its
     synced step rows (``COVERAGE_STATUSES``). ``complete``: something measured and nothing a budget left;
     ``measured, search unfinished``: measured, with configurations still to run; ``no configuration fits``:
-    every one that ran is out of memory or unsupported; ``failed``: no result, with real timeouts or errors;
-    ``not run yet``: no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not
-    count, nor does a smart search's row a budget left that a later smart search skipped (``skipped_frame``,
-    ``results.skip_key``): an exhaustive search's stays unfinished."""
+    every one that ran is out of memory or unsupported, or failed and a later smart search's memory model ruled
+    it out (``_ruled_out``); ``failed``: no result, with real timeouts or errors; ``not run yet``: no row, or
+    only rows a budget left unstarted. Excluded combinations (``invalid``) do not count, nor does a smart
+    search's row a budget left that a later smart search skipped (``skipped_frame``, ``results.skip_key``): an
+    exhaustive search's stays unfinished."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     from .results import is_settled, skip_key
@@ -343,6 +344,7 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     decided = {skip_key(s) for s in skipped.to_dict("records")}
     r = r[pd.Series([not is_settled(x, decided) for x in r.to_dict("records")], index=r.index, dtype=bool)]
     not_run = _not_run(r)
+    ruled_out = _ruled_out(r, skipped)
     out = []
     for setup in sorted(df["setup"].unique()):
         for model in _model_facts()["model"]:
@@ -350,8 +352,8 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
                 mine = (r["setup"] == setup) & (r["model"] == model) & (r["search"] == search)
                 ok = int((mine & (r["outcome"] == "ok")).sum())
                 left = int((mine & not_run).sum())
-                fits_not = int((mine & r["outcome"].isin(["oom", "unsupported"])).sum())
-                failed = int((mine & ~not_run & r["outcome"].isin(["timeout", "error"])).sum())
+                fits_not = int((mine & (r["outcome"].isin(["oom", "unsupported"]) | ruled_out)).sum())
+                failed = int((mine & ~not_run & ~ruled_out & r["outcome"].isin(["timeout", "error"])).sum())
                 if ok:
                     status = "measured, search unfinished" if left else "complete"
                 elif failed:
@@ -424,10 +426,11 @@ SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exh
 
 
 def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
-    """One row per configuration a smart search skipped: setup, config_id, timing, mode, category, reason."""
+    """One row per configuration a smart search skipped: setup, config_id, timing, mode, category, reason, and
+    when (``at``)."""
     from .results import load_skipped
 
-    cols = ["setup", "config_id", "search", "timing", "mode", "category", "reason"]
+    cols = ["setup", "config_id", "search", "timing", "mode", "category", "reason", "at"]
     return pd.DataFrame([{k: s.get(k) for k in cols} for s in load_skipped(runs_root(root))], columns=cols)
 
 
@@ -437,6 +440,19 @@ class _SearchedSetting(NamedTuple):
     rows: pd.DataFrame  # the synced step rows measured of them (any search; 'not run' rows left out)
     skipped: set[str]  # ids a smart search skipped
     smart_ran: bool  # whether a smart search ran on the setting at all
+
+
+def _ruled_out(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.Series:
+    """Which failed rows (timeout, error) a smart search re-deciding the configuration later (a retry) skipped
+    as unable to fit: its memory model says why the attempt failed (h100x1's Pythia-6.9B with ZeRO-Offload died
+    without a log; the host-memory rule, added since, puts its offloaded states above the machine's memory)."""
+    from .results import is_not_run, skip_is_latest, skip_key
+
+    fits = skipped[skipped["category"].astype(str).str.startswith("cannot fit")]
+    skip = {skip_key(s): s for s in fits.to_dict("records")}
+    return pd.Series([x["outcome"] in ("timeout", "error") and not is_not_run(x) and skip_key(x) in skip
+                      and skip_is_latest(skip[skip_key(x)], x) for x in df.to_dict("records")],
+                     index=df.index, dtype=bool)
 
 
 def _not_run(df: pd.DataFrame) -> pd.Series:

@@ -32,7 +32,7 @@ from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
 from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, is_settled, latest_rows,
-                      make_row, read_lines, skip_key, synced_micro_batches)
+                      make_row, read_lines, skip_is_latest, skip_key, synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -488,6 +488,26 @@ def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
                  methods=_label_list(labels)) for key, labels in sorted(groups.items())]
 
 
+def skip_groups(run: BenchmarkRun | str | Path, width: int = 160) -> list[dict]:
+    """What smart searches decided not to run (``results.skipped.jsonl``, where that is still the latest word on
+    the configuration), grouped by model, search and category, with the first reason as an example: the
+    reasons of one category differ only in their figures."""
+    from .sweep import skipped_path
+
+    skips = skipped_path(_results_path(run))
+    if not skips.exists():
+        return []
+    rows = {skip_key(r): r for r in _rows(run)}
+    latest = {skip_key(s): s for _, s in read_lines(skips)}
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for key, s in latest.items():
+        if skip_is_latest(s, rows.get(key)):
+            groups[(s["config"]["model"], _kind(key[2], s["timing"], s["mode"]), s["category"])].append(s)
+    return [dict(zip(("model", "search", "category"), key), reason=short_reason(g[0]["reason"], width),
+                 configurations=len(g), methods=_label_list(s["label"] for s in g))
+            for key, g in sorted(groups.items())]
+
+
 def failures_table(run: BenchmarkRun | str | Path):
     """Every configuration that did not run ok, grouped by model, search, outcome and reason."""
     import pandas as pd
@@ -836,6 +856,14 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
                              f"{f['configurations']}: {f['methods']}") for f in failed])
     else:
         lines.append("Nothing: every configuration ran ok.")
+    skips = skip_groups(folder, width=220)
+    if skips:
+        lines += ["", "### What the smart search skipped", "",
+                  "Configurations a smart search decided not to run, by the rule that ruled them out "
+                  "(`results.skipped.jsonl` holds each one's own reason; one is shown per group):", ""]
+        lines += _md_table(["model", "search", "rule", "example reason", "configurations"],
+                           [(g["model"], g["search"], g["category"], g["reason"],
+                             f"{g['configurations']}: {g['methods']}") for g in skips])
     params = _notebook_parameters(folder)
     last = params if params and {"setup", "models"} <= set(params) else None
     whole = setup_parameters(setup, rows, (last or {}).get("device"))

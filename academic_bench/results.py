@@ -243,6 +243,12 @@ def is_settled(row: Mapping, skipped: set[tuple]) -> bool:
     return is_not_run(row) and skip_key(row) in skipped
 
 
+def skip_is_latest(skip: Mapping, row: Mapping | None) -> bool:
+    """Whether a smart search's skip is the latest word on its configuration: it has no row, only a 'not run'
+    row, or a row that started before the skip (a retry the search then decided against)."""
+    return row is None or is_not_run(row) or str(skip.get("at") or "") > str(row.get("started_at") or "")
+
+
 def latest_rows(rows: Iterable[dict]) -> list[dict]:
     """The last row per (setup, configuration, timing, mode): the store is append-only, so a re-measurement
     (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row."""

@@ -305,10 +305,16 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
         _row("e-a", FREE, days=5.0, search="exhaustive", model="pythia-410m"),
         _row("e-b", dict(FREE, sharding="zero1", offload=True), days=None, outcome="timeout", search="exhaustive",
              model="pythia-410m", reason=not_run),  # smart skipped it, but exhaustive must still measure it
+        _row("s-69", dict(FREE, sharding="zero1", offload=True), days=None, outcome="error", search="smart",
+             model="pythia-6.9b", reason="exit status 1, no result file"),  # then retried, and ruled out
+        _row("s-28", dict(FREE, sharding="zero1", offload=True), days=None, outcome="error", search="smart",
+             model="pythia-2.8b", started_at="2026-02-01T00:00:00"),  # ran after the skip: still a failure
     ]
     skip = {"setup": "h100x1", "search": "smart", "timing": "synced", "mode": "step", "category": "cannot win",
-            "reason": "synthetic"}
-    skipped = pd.DataFrame([dict(skip, config_id="s-c"), dict(skip, config_id="e-b")])
+            "reason": "synthetic", "at": "2026-01-02T00:00:00"}
+    host = dict(skip, category="cannot fit (host memory model)")
+    skipped = pd.DataFrame([dict(skip, config_id="s-c"), dict(skip, config_id="e-b"),
+                            dict(host, config_id="s-69"), dict(host, config_id="s-28")])
     cov = analysis.coverage(analysis.frame_from_rows(rows), skipped).set_index(["model", "search"])
     status = cov["status"].to_dict()
     assert status[("pythia-160m", "naive")] == "complete"
@@ -317,6 +323,8 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
     assert status[("pythia-1b", "naive")] == "no configuration fits"
     assert status[("pythia-1b", "smart")] == "failed"
     assert status[("vit-large", "smart")] == "not run yet", "an excluded combination is no result"
+    assert status[("pythia-6.9b", "smart")] == "no configuration fits", "a later 'cannot fit' skip explains the error"
+    assert status[("pythia-2.8b", "smart")] == "failed", "a skip older than the attempt explains nothing"
     assert status[("pythia-410m", "exhaustive")] == "measured, search unfinished", "a smart skip settles no exhaustive row"
     assert cov.loc[("pythia-410m", "exhaustive"), "not_run"] == 1
     assert len(cov) == 9 * 3, "every catalog model and search has a cell"

@@ -249,23 +249,34 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     store.append(make_row(offload("pythia-1b"), outcome="timeout", search="exhaustive", reason=not_run, **base))
     store.append(make_row(Config("vit-large", "h100-80gb", 1, methods=FREE_LUNCH), outcome="timeout",
                           search="smart", reason="no result within the time limit of 300 s", **base))
-    skips = [{"config_id": offload(m).id, "setup": "h100x1", "search": "smart", "timing": "synced", "mode": "step",
-              "category": "cannot win", "reason": "synthetic"} for m in ("pythia-160m", "pythia-1b")]
+    skips = [{"config_id": offload(m).id, "config": offload(m).to_dict(), "label": zero1.label(), "setup": "h100x1",
+              "search": "smart", "timing": "synced", "mode": "step", "category": "cannot win",
+              "reason": f"synthetic {m}", "at": "2026-11-23T11:00:00+00:00"} for m in ("pythia-160m", "pythia-1b")]
+    # a retry that a smart search then skipped: the skip, newer than the row, is the latest word on it
+    store.append(make_row(offload("pythia-2.8b"), outcome="error", search="smart", reason="exit status 1", **base))
+    skips.append({**skips[0], "config_id": offload("pythia-2.8b").id, "config": offload("pythia-2.8b").to_dict(),
+                  "category": "cannot fit (host memory model)", "reason": "host memory"})
     skipped_path(folder / nb.RESULTS_FILE).write_text("".join(json.dumps(s) + "\n" for s in skips))
     text = nb.runs_readme(tmp_path)
-    assert "| model | search | timeout | not run | skipped | total |" in text
-    assert "| pythia-160m | smart |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
+    assert "### What the smart search skipped" in text
+    assert f"| pythia-160m | smart | cannot win | synthetic pythia-160m | 1: {zero1.label()} |" in text
+    assert f"| pythia-1b | smart | cannot win | synthetic pythia-1b | 1: {zero1.label()} |" in text
+    assert f"| pythia-2.8b | smart | cannot fit (host memory model) | host memory | 1: {zero1.label()} |" in text
+    assert "| model | search | error | timeout | not run | skipped | total |" in text
+    assert "| pythia-160m | smart |  |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
     assert "profiles.jsonl" not in text
     (folder / "profiles.jsonl").write_text('{"config_id": "x"}\n{"config_id": "y"}\n')
     assert "[profiles.jsonl](h100x1/profiles.jsonl) (2 step profiles, torch.profiler)" in nb.runs_readme(tmp_path)
-    assert "| pythia-1b | exhaustive |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
-    assert "| vit-large | smart | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
+    assert "| pythia-1b | exhaustive |  |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
+    assert "| vit-large | smart |  | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
+    assert "| pythia-2.8b | smart | 1 |  |  |  | 1 |" in text, "an error stays an error, with the skip listed after"
     # the executed notebook's tables read the same states, given the run folder or its results file
     outcomes = nb.summary_table(folder).set_index(["model", "search"])["outcomes"].to_dict()
     assert outcomes == {("pythia-160m", "smart"): "skipped 1", ("pythia-1b", "exhaustive"): "not run 1",
-                        ("vit-large", "smart"): "timeout 1"}
+                        ("pythia-2.8b", "smart"): "error 1", ("vit-large", "smart"): "timeout 1"}
     failures = nb.failures_table(folder / nb.RESULTS_FILE)
-    assert sorted(zip(failures["model"], failures["outcome"])) == [("pythia-1b", "not run"), ("vit-large", "timeout")]
+    assert sorted(zip(failures["model"], failures["outcome"])) == [
+        ("pythia-1b", "not run"), ("pythia-2.8b", "error"), ("vit-large", "timeout")], "the failure itself stays"
 
 
 def test_runs_readme_with_no_runs(tmp_path):
