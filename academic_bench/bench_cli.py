@@ -156,10 +156,11 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     if device == "cpu" and not args.tiny:
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
-    entry = append_profile(out, config, _profile_or_say_why(config, mbs, device, args.reps), setup=setup)
+    profiled = _profile_or_say_why(config, mbs, device, args.reps, smaller_on_oom=args.micro_batch is None)
+    entry = append_profile(out, config, profiled, setup=setup)
 
     def text() -> str:
-        lines = [f"{config.model} on 1 x {config.gpu}, {config.methods.label()}, micro-batch {mbs} x "
+        lines = [f"{config.model} on 1 x {config.gpu}, {config.methods.label()}, micro-batch {entry['micro_batch']} x "
                  f"{entry['gas']}: busy {entry['busy_share']:.0%} of {entry['step_wall_s']:.4g} s per step "
                  f"({entry['timer']})"]
         lines += [f"  {k['kind']:<24} {k['share']:6.1%}  {k['seconds']:.4g} s" for k in entry["kinds"]]
@@ -195,21 +196,32 @@ def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
     return config, mbs
 
 
-def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int) -> dict:
-    """``profile_step``, with a missing kernel library or a full GPU told as a message (exit 2), not a trace."""
+def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int, smaller_on_oom: bool) -> dict:
+    """``profile_step``, with a missing kernel library or a full GPU told as a message (exit 2), not a trace.
+    The profiler's own buffers can push a measured micro-batch past the GPU's memory (Pythia-2.8B on one H100,
+    Pythia-6.9B on one H200): with ``smaller_on_oom`` (no --micro-batch given) it says so and tries the next
+    smaller micro-batch that divides the per-GPU batch. The entry records the micro-batch it profiled."""
     from .measure.apply import Unsupported
     from .measure.profile import profile_step
-    from .measure.stepper import is_oom
+    from .measure.stepper import free_after_oom, is_oom
 
-    try:
-        return profile_step(config, mbs, device, reps=reps)
-    except Unsupported as exc:
-        raise ValueError(f"cannot profile {config.methods.label()} here: {exc}") from exc
-    except (RuntimeError, MemoryError) as exc:
-        if not is_oom(exc):
-            raise
-        raise ValueError(f"out of memory at micro-batch {mbs} under the profiler; give a smaller --micro-batch") \
-            from exc
+    while True:
+        try:
+            return profile_step(config, mbs, device, reps=reps)
+        except Unsupported as exc:
+            raise ValueError(f"cannot profile {config.methods.label()} here: {exc}") from exc
+        except (RuntimeError, MemoryError) as exc:
+            if not is_oom(exc):
+                raise
+            smaller = max((d for d in range(1, mbs // 2 + 1) if config.per_gpu_batch % d == 0), default=None)
+            if not smaller_on_oom or smaller is None:
+                raise ValueError(f"out of memory at micro-batch {mbs} under the profiler; give a smaller "
+                                 "--micro-batch") from exc
+        # outside the handler, so that the failed attempt's frames (and its tensors) are already released
+        print(f"out of memory at micro-batch {mbs} under the profiler; trying micro-batch {smaller}",
+              file=sys.stderr)
+        free_after_oom(None, device)
+        mbs = smaller
 
 
 def _cmd_export(args: argparse.Namespace) -> None:
@@ -272,7 +284,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli._methods_arg(p, note="; or best: the fastest measured without sharding or offloading, in the results "
                              "file beside --out")
     p.add_argument("--micro-batch", type=int, default=None,
-                   help="default: the micro-batch of this configuration's synced row in the results file beside --out")
+                   help="default: the micro-batch of this configuration's synced row in the results file beside "
+                        "--out (a smaller one if the profiler runs out of memory at it)")
     p.add_argument("--out", required=True, help="profiles file (JSON lines), e.g. notebooks/runs/h100x1/profiles.jsonl")
     p.add_argument("--setup", default=None, help="hardware label of the run (default e.g. h100x1)")
     p.add_argument("--reps", type=int, default=3, help="profiled repetitions of each phase (default 3)")

@@ -252,3 +252,36 @@ def test_the_largest_kernel_of_each_profile_is_named_with_todays_kind(tmp_path):
           config=Config("convnext-xlarge", "h100-80gb", 1))
     (r,) = analysis.largest_kernels(tmp_path).itertuples()
     assert (r.model, r.name, r.kind, r.share) == ("convnext-xlarge", wgrad, "convolution", pytest.approx(0.4))
+
+
+def test_out_of_memory_under_the_profiler_tries_a_smaller_micro_batch_unless_one_was_given(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """The profiler's buffers can push the measured micro-batch past the GPU (Pythia-2.8B on one H100): without
+    --micro-batch it says so and profiles the next smaller one; with it, it stops with the message."""
+    import torch
+
+    from academic_bench.measure import profile
+
+    real, tried = profile.profile_step, []
+
+    def small_gpu(cfg, micro_batch, device, **kw):
+        tried.append(micro_batch)
+        if micro_batch > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(cfg, micro_batch, device, **kw)
+
+    monkeypatch.setattr(profile, "profile_step", small_gpu)
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    tiny = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
+    store.append(make_row(tiny, setup="h100x1", outcome="ok", search="naive", micro_batch=4, gas=2,
+                          step_time_s=1.0, days=1.0))
+    assert _profile(tmp_path, "--methods", "best") == 0
+    err = capsys.readouterr().err
+    assert tried == [4, 2, 1]
+    assert "out of memory at micro-batch 4 under the profiler; trying micro-batch 2" in err
+    (entry,) = load_profiles(tmp_path)
+    assert (entry["micro_batch"], entry["gas"]) == (1, 8), "the entry records what it profiled"
+    tried.clear()
+    assert _profile(tmp_path, "--methods", "best", "--micro-batch", "2") == 2
+    assert tried == [2] and "out of memory at micro-batch 2 under the profiler" in capsys.readouterr().err
+    assert len(load_profiles(tmp_path)) == 1, "nothing written for the failed one"

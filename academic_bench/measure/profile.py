@@ -127,13 +127,15 @@ def profile_step(cfg: Config, micro_batch: int, device: str, reps: int = 3, warm
         stepper.micro_step(batches[1], sync=True)
         stepper.optimizer_step()
 
-    for _ in range(warmup):  # compiles, allocates the optimizer's states
-        accumulate()
-        boundary_and_optimizer()
-    parts = [(gas - 1, *_profiled(accumulate, device, reps))] if gas > 1 else []
-    parts.append((1, *_profiled(boundary_and_optimizer, device, reps)))
-    ran = dict(vars(stepper.ran))
-    stepper.close()
+    try:
+        for _ in range(warmup):  # compiles, allocates the optimizer's states
+            accumulate()
+            boundary_and_optimizer()
+        parts = [(gas - 1, *_profiled(accumulate, device, reps))] if gas > 1 else []
+        parts.append((1, *_profiled(boundary_and_optimizer, device, reps)))
+        ran = dict(vars(stepper.ran))
+    finally:  # also after an out of memory, so that a smaller micro-batch can be tried in this process
+        stepper.close()
     return {"micro_batch": micro_batch, "gas": gas, "reps": reps, "device": device,
             "timer": "gpu kernels" if device == "cuda" else "cpu operators (self time)",
             **_one_step(parts), "ran": ran}
