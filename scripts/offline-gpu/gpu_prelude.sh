@@ -1,4 +1,6 @@
 # Source at the start of every device command: wheels, env, machine facts.
+# The machine's copy of .git can lag the working tree it receives, so rows would name a stale commit (session 9).
+[ -n "${ACADEMIC_BENCH_GIT_COMMIT:-}" ] || echo "warning: ACADEMIC_BENCH_GIT_COMMIT is not exported; rows will name the commit of the machine's .git copy, which can lag the working tree"
 [ -d /tmp/site-mamba ] && MAMBA_SITE=/tmp/site-mamba  # install_mamba.sh's kernels, from an earlier call
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 || echo "wheel install failed"
 export PYTHONPATH=/tmp/site${MAMBA_SITE:+:$MAMBA_SITE}:$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
