@@ -19,7 +19,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -338,13 +338,13 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     exhaustive search's stays unfinished."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
-    from .results import is_settled, skip_key
+    from .results import is_settled, latest_skips
 
     r = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"] & (df["outcome"] != "invalid")]
-    decided = {skip_key(s) for s in skipped.to_dict("records")}
+    decided = latest_skips(skipped.to_dict("records"))
     r = r[pd.Series([not is_settled(x, decided) for x in r.to_dict("records")], index=r.index, dtype=bool)]
     not_run = _not_run(r)
-    ruled_out = _ruled_out(r, skipped)
+    ruled_out = _ruled_out(r, decided)
     out = []
     for setup in sorted(df["setup"].unique()):
         for model in _model_facts()["model"]:
@@ -442,17 +442,18 @@ class _SearchedSetting(NamedTuple):
     smart_ran: bool  # whether a smart search ran on the setting at all
 
 
-def _ruled_out(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.Series:
+def _ruled_out(df: pd.DataFrame, skips: Mapping[tuple, Mapping]) -> pd.Series:
     """Which failed rows (timeout, error) a smart search re-deciding the configuration later (a retry) skipped
     as unable to fit: its memory model says why the attempt failed (h100x1's Pythia-6.9B with ZeRO-Offload died
     without a log; the host-memory rule, added since, puts its offloaded states above the machine's memory)."""
     from .results import is_not_run, skip_is_latest, skip_key
 
-    fits = skipped[skipped["category"].astype(str).str.startswith("cannot fit")]
-    skip = {skip_key(s): s for s in fits.to_dict("records")}
-    return pd.Series([x["outcome"] in ("timeout", "error") and not is_not_run(x) and skip_key(x) in skip
-                      and skip_is_latest(skip[skip_key(x)], x) for x in df.to_dict("records")],
-                     index=df.index, dtype=bool)
+    def ruled_out(row: dict) -> bool:
+        skip = skips.get(skip_key(row))
+        return (skip is not None and str(skip.get("category")).startswith("cannot fit")
+                and row["outcome"] in ("timeout", "error") and not is_not_run(row) and skip_is_latest(skip, row))
+
+    return pd.Series([ruled_out(x) for x in df.to_dict("records")], index=df.index, dtype=bool)
 
 
 def _not_run(df: pd.DataFrame) -> pd.Series:

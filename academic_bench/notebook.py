@@ -25,14 +25,14 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
 from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, is_settled, latest_rows,
-                      make_row, read_lines, skip_is_latest, skip_key, synced_micro_batches)
+                      latest_skips, make_row, read_lines, skip_is_latest, skip_key, synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -403,13 +403,16 @@ def _rows(run: BenchmarkRun | str | Path) -> list[dict]:
 def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
     """Each latest row with its ``state``, or 'skipped' for a 'not run' row that a smart search skipped later
     (nothing is left to run: ``results.skip_key``)."""
+    decided = _skips(run)
+    return [(r, "skipped" if is_settled(r, decided) else state(r)) for r in _rows(run)]
+
+
+def _skips(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
+    """The latest skip of each configuration a smart search skipped, from the file beside the results."""
     from .sweep import skipped_path
 
-    path = _results_path(run)
-    rows = _rows(path)
-    skips = skipped_path(path)
-    decided = {skip_key(s) for _, s in read_lines(skips)} if skips.exists() else set()
-    return [(r, "skipped" if is_settled(r, decided) else state(r)) for r in rows]
+    path = skipped_path(_results_path(run))
+    return latest_skips(s for _, s in read_lines(path)) if path.exists() else {}
 
 
 def _frame(run: BenchmarkRun | str | Path | list[dict]):
@@ -492,15 +495,9 @@ def skip_groups(run: BenchmarkRun | str | Path, width: int = 160) -> list[dict]:
     """What smart searches decided not to run (``results.skipped.jsonl``, where that is still the latest word on
     the configuration), grouped by model, search and category, with the first reason as an example: the
     reasons of one category differ only in their figures."""
-    from .sweep import skipped_path
-
-    skips = skipped_path(_results_path(run))
-    if not skips.exists():
-        return []
     rows = {skip_key(r): r for r in _rows(run)}
-    latest = {skip_key(s): s for _, s in read_lines(skips)}
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for key, s in latest.items():
+    for key, s in _skips(run).items():
         if skip_is_latest(s, rows.get(key)):
             groups[(s["config"]["model"], _kind(key[2], s["timing"], s["mode"]), s["category"])].append(s)
     return [dict(zip(("model", "search", "category"), key), reason=short_reason(g[0]["reason"], width),

@@ -16,7 +16,7 @@ import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Container, Iterable, Mapping
 
 from .env import REPO_ROOT, capture_env
 
@@ -237,9 +237,14 @@ def skip_key(obj: Mapping) -> tuple:
     return (obj.get("setup"), obj["config_id"], obj.get("search") or "smart", obj["timing"], obj["mode"])
 
 
-def is_settled(row: Mapping, skipped: set[tuple]) -> bool:
+def latest_skips(entries: Iterable[Mapping]) -> dict[tuple, Mapping]:
+    """Each configuration's latest smart-search skip (entries of ``results.skipped.jsonl``), by ``skip_key``."""
+    return {skip_key(s): s for s in entries}
+
+
+def is_settled(row: Mapping, skipped: Container[tuple]) -> bool:
     """A 'not run' row whose configuration a smart search then skipped (``skipped``: the ``skip_key`` of each
-    entry of ``results.skipped.jsonl``): nothing is left to run."""
+    entry of ``results.skipped.jsonl``, or ``latest_skips``): nothing is left to run."""
     return is_not_run(row) and skip_key(row) in skipped
 
 
