@@ -498,8 +498,9 @@ def skip_groups(run: BenchmarkRun | str | Path, width: int = 160) -> list[dict]:
     rows = {skip_key(r): r for r in _rows(run)}
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for key, s in _skips(run).items():
+        _, _, search, timing, mode = key
         if skip_is_latest(s, rows.get(key)):
-            groups[(s["config"]["model"], _kind(key[2], s["timing"], s["mode"]), s["category"])].append(s)
+            groups[(s["config"]["model"], _kind(search, timing, mode), s["category"])].append(s)
     return [dict(zip(("model", "search", "category"), key), reason=short_reason(g[0]["reason"], width),
                  configurations=len(g), methods=_label_list(s["label"] for s in g))
             for key, g in sorted(groups.items())]
