@@ -335,7 +335,8 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     it out (``_ruled_out``, ``results.skip_is_latest``); ``failed``: no result, with real timeouts or errors; ``not run yet``: no row, or
     only rows a budget left unstarted. Excluded combinations (``invalid``) do not count, nor does a smart
     search's row a budget left that a later smart search skipped (``skipped_frame``, ``results.skip_key``): an
-    exhaustive search's stays unfinished."""
+    exhaustive search's stays unfinished. The exhaustive search has cells only for the models chosen for it (an
+    exhaustive row in any setup): for the others it is no part of the plan, not work still to do."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     from .results import is_settled, latest_skips
@@ -345,10 +346,13 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     r = r[pd.Series([not is_settled(x, decided) for x in r.to_dict("records")], index=r.index, dtype=bool)]
     not_run = _not_run(r)
     ruled_out = _ruled_out(r, decided)
+    chosen = set(r.loc[r["search"] == "exhaustive", "model"])
     out = []
     for setup in sorted(df["setup"].unique()):
         for model in _model_facts()["model"]:
             for search in COVERAGE_SEARCHES:
+                if search == "exhaustive" and model not in chosen:
+                    continue
                 mine = (r["setup"] == setup) & (r["model"] == model) & (r["search"] == search)
                 ok = int((mine & (r["outcome"] == "ok")).sum())
                 left = int((mine & not_run).sum())

@@ -327,7 +327,8 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
     assert status[("pythia-2.8b", "smart")] == "failed", "a skip older than the attempt explains nothing"
     assert status[("pythia-410m", "exhaustive")] == "measured, search unfinished", "a smart skip settles no exhaustive row"
     assert cov.loc[("pythia-410m", "exhaustive"), "not_run"] == 1
-    assert len(cov) == 9 * 3, "every catalog model and search has a cell"
+    assert len(cov) == 9 * 2 + 1, "every catalog model has a naive and a smart cell, exhaustive only where chosen"
+    assert ("pythia-160m", "exhaustive") not in cov.index and ("pythia-410m", "exhaustive") in cov.index
     spec = charts.coverage_grid(cov.reset_index().assign(model_name=lambda d: d["model"])).to_dict()
     assert spec["spec"]["encoding"]["color"]["field"] == "status"
     assert "No benchmark run" in json.dumps(charts.coverage_grid(cov.iloc[:0]).to_dict())
