@@ -28,7 +28,7 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines,
+from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines, skip_is_latest,
                       synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
@@ -272,10 +272,11 @@ class _Progress:
         self.bar.close()
 
 
-def _skipped_ids(path: Path, timing: str, mode: str) -> set[str]:
+def _skips_by_id(path: Path, timing: str, mode: str) -> dict[str, dict]:
+    """The latest skip of each configuration in ``path`` for this timing and mode."""
     if not path.exists():
-        return set()
-    return {s["config_id"] for _, s in read_lines(path) if s.get("timing") == timing and s.get("mode") == mode}
+        return {}
+    return {s["config_id"]: s for _, s in read_lines(path) if s.get("timing") == timing and s.get("mode") == mode}
 
 
 def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
@@ -335,7 +336,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                 and not _stale(r, micro_batches)}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
-    already_skipped = _skipped_ids(skip_file, timing, mode) if pruner else set()
+    already_skipped = _skips_by_id(skip_file, timing, mode) if pruner else {}
+    last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
     planned_ids = {c.id for c in configs}
     for c in configs:
         if pruner and c.id in existing:
@@ -363,7 +365,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                     continue
                 why = pruner.skip(c) if pruner else None
                 if why:
-                    _record_skip(skip_file, c, setup, timing, mode, why, already_skipped)
+                    _record_skip(skip_file, c, setup, timing, mode, why, already_skipped, last_row.get(c.id))
                     summary["skipped"].append({"config_id": c.id, "label": c.methods.label(), "reason": why[1]})
                     summary["skip_reasons"][why[0]] += 1
                     bar.done(c, "skipped")
@@ -398,8 +400,10 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
 
 def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why: tuple[str, str],
-                 already: set[str]) -> None:
-    if c.id in already:
+                 already: dict[str, dict], row: dict | None) -> None:
+    """Append the skip, once per configuration: again only when a row has come since the last one (a retried
+    failure the search now decides against), so that the file's latest word on it is this decision."""
+    if c.id in already and skip_is_latest(already[c.id], row):
         return
     import json
 
@@ -407,7 +411,7 @@ def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why:
              "search": "smart", "timing": timing, "mode": mode, "category": why[0], "reason": why[1],
              "at": now_iso()}
     append_line(path, (json.dumps(_clean(entry), separators=(",", ":")) + "\n").encode())
-    already.add(c.id)
+    already[c.id] = entry
 
 
 def format_summary(s: dict) -> str:

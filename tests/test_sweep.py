@@ -185,6 +185,19 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     assert (again["resumed"], again["ran"], len(again["skipped"])) == (2, 0, 1)
     assert len(skipped_path(out).read_text().splitlines()) == 1 and len(ResultStore(out).rows()) == 2
 
+    # a later run measured the skipped one and failed (an older rule let it through); a retry that skips it
+    # again records the decision anew, so the file's latest word on it is newer than the failure
+    first = json.loads(skipped_path(out).read_text())
+    skipped_path(out).write_text(json.dumps(dict(first, at="2000-01-01T00:00:00+00:00")) + "\n")
+    ResultStore(out).append(make_row(configs[1], setup="cpu-test", outcome="error", search="smart",
+                                     reason="exit status 1", started_at="2001-01-01T00:00:00+00:00"))
+    retried = run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
+    assert (retried["ran"], len(retried["skipped"])) == (0, 1)
+    lines = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
+    assert [k["config_id"] for k in lines] == [configs[1].id] * 2, "recorded again after the failed row"
+    run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
+    assert len(skipped_path(out).read_text().splitlines()) == 2, "not a third time: the last skip is the latest word"
+
 
 def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path):
     out = tmp_path / "results.jsonl"
