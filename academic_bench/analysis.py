@@ -332,11 +332,12 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     synced step rows (``COVERAGE_STATUSES``). ``complete``: something measured and nothing a budget left;
     ``measured, search unfinished``: measured, with configurations still to run; ``no configuration fits``:
     every one that ran is out of memory or unsupported, or failed and a later smart search's memory model ruled
-    it out (``_ruled_out``, ``results.skip_is_latest``); ``failed``: no result, with real timeouts or errors; ``not run yet``: no row, or
-    only rows a budget left unstarted. Excluded combinations (``invalid``) do not count, nor does a smart
-    search's row a budget left that a later smart search skipped (``skipped_frame``, ``results.skip_key``): an
-    exhaustive search's stays unfinished. The exhaustive search has cells only for the models chosen for it (an
-    exhaustive row in any setup): for the others it is no part of the plan, not work still to do."""
+    it out (``_ruled_out``, ``results.skip_is_latest``); ``failed``: no result, with real timeouts or errors;
+    ``not run yet``: no row, or only rows a budget left unstarted. Excluded combinations (``invalid``) do not
+    count, nor does a smart search's row a budget left that a later smart search skipped (``skipped_frame``,
+    ``results.skip_key``): an exhaustive search's stays unfinished. The exhaustive search has cells only for
+    the models chosen for it (an exhaustive row in any setup): for the others it is no part of the plan, not
+    work still to do."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     from .results import is_settled, latest_skips

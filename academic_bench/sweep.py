@@ -19,7 +19,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import psutil
 
@@ -28,8 +28,8 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, now_iso, read_lines, skip_is_latest,
-                      synced_micro_batches)
+from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, latest_skips, now_iso, read_lines,
+                      skip_is_latest, skip_key, synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -272,13 +272,6 @@ class _Progress:
         self.bar.close()
 
 
-def _skips_by_id(path: Path, timing: str, mode: str) -> dict[str, dict]:
-    """The latest skip of each configuration in ``path`` for this timing and mode."""
-    if not path.exists():
-        return {}
-    return {s["config_id"]: s for _, s in read_lines(path) if s.get("timing") == timing and s.get("mode") == mode}
-
-
 def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     """An unsynced row at another micro-batch than its synced twin's latest: it times other work, so the
     pair is timed again. Or a row that ran out of memory when timed at a searched micro-batch above 1 before
@@ -336,7 +329,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                 and not _stale(r, micro_batches)}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
-    already_skipped = _skips_by_id(skip_file, timing, mode) if pruner else {}
+    already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
     last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
     planned_ids = {c.id for c in configs}
     for c in configs:
@@ -400,18 +393,19 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
 
 def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why: tuple[str, str],
-                 already: dict[str, dict], row: dict | None) -> None:
+                 already: dict[tuple, Mapping], row: dict | None) -> None:
     """Append the skip, once per configuration: again only when a row has come since the last one (a retried
     failure the search now decides against), so that the file's latest word on it is this decision."""
-    if c.id in already and skip_is_latest(already[c.id], row):
-        return
     import json
 
     entry = {"config_id": c.id, "config": c.to_dict(), "label": c.methods.label(), "setup": setup,
              "search": "smart", "timing": timing, "mode": mode, "category": why[0], "reason": why[1],
              "at": now_iso()}
+    last = already.get(skip_key(entry))
+    if last is not None and skip_is_latest(last, row):
+        return
     append_line(path, (json.dumps(_clean(entry), separators=(",", ":")) + "\n").encode())
-    already[c.id] = entry
+    already[skip_key(entry)] = entry
 
 
 def format_summary(s: dict) -> str:
