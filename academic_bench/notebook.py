@@ -491,15 +491,15 @@ def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
                  methods=_label_list(labels)) for key, labels in sorted(groups.items())]
 
 
-def skip_groups(run: BenchmarkRun | str | Path, width: int = 160) -> list[dict]:
-    """What smart searches decided not to run (``results.skipped.jsonl``, where that is still the latest word on
-    the configuration), grouped by model, search and category, with the first reason as an example: the
-    reasons of one category differ only in their figures."""
-    rows = {skip_key(r): r for r in _rows(run)}
+def skip_groups(rows: Sequence[dict], skips: Mapping[tuple, Mapping], width: int = 160) -> list[dict]:
+    """What smart searches decided not to run (``skips``, from ``_skips``), where that is still the latest word on
+    the configuration given its latest ``rows``, grouped by model, search and category, with the first reason as
+    an example: the reasons of one category differ only in their figures."""
+    by_key = {skip_key(r): r for r in rows}
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for key, s in _skips(run).items():
+    for key, s in skips.items():
         _, _, search, timing, mode = key
-        if skip_is_latest(s, rows.get(key)):
+        if skip_is_latest(s, by_key.get(key)):
             groups[(s["config"]["model"], _kind(search, timing, mode), s["category"])].append(s)
     return [dict(zip(("model", "search", "category"), key), reason=short_reason(g[0]["reason"], width),
                  configurations=len(g), methods=_label_list(s["label"] for s in g))
@@ -854,7 +854,7 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
                              f"{f['configurations']}: {f['methods']}") for f in failed])
     else:
         lines.append("Nothing: every configuration ran ok.")
-    skips = skip_groups(folder, width=220)
+    skips = skip_groups(rows, _skips(folder), width=220)  # the rows read once, with their states
     if skips:
         lines += ["", "### What the smart search skipped", "",
                   "Configurations a smart search decided not to run, by the rule that ruled them out "
