@@ -224,9 +224,11 @@ def largest_kernels(root: str | Path | None = None) -> pd.DataFrame:
     """The single kernel (or operator) that takes the most of each profiled configuration's busy time: its
     name, today's kind of work for it, and its share. The latest profile of each configuration counts."""
     from .measure.profile import kind_of
+    from .methods import Methods
 
-    cols = ["setup", "config_id", "model", "micro_batch", "timer", "tiny", "name", "kind", "share"]
+    cols = ["setup", "config_id", "model", "methods_label", "micro_batch", "timer", "tiny", "name", "kind", "share"]
     rows = [{"setup": p["setup"], "config_id": p["config_id"], "model": p["config"]["model"],
+             "methods_label": Methods.from_dict(p["config"]["methods"]).label(),
              "micro_batch": p["micro_batch"], "timer": p["timer"], "tiny": bool(p["config"].get("tiny")),
              "name": p["top"][0]["name"], "kind": kind_of(p["top"][0]["name"]),
              "share": p["top"][0]["seconds"] / p["busy_s"]}
