@@ -19,15 +19,18 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
+
+if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
+    from .config import Config
 
 SECONDS_PER_DAY = 86_400
 MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
@@ -329,7 +332,14 @@ COVERAGE_STATUSES = ("complete", "measured, search unfinished", "no configuratio
 COVERAGE_COLUMNS = ["setup", "model", "search", "status", "ok", "failed", "not_run"]
 
 
-def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+def planned_setups(root: str | Path | None = None) -> dict[str, dict]:
+    """The study's planned hardware setups (``results.load_planned``): gpu, n_gpus and a note, by setup."""
+    from .results import load_planned
+
+    return load_planned(runs_root(root))
+
+
+def coverage(df: pd.DataFrame, skipped: pd.DataFrame, planned: Iterable[str] = ()) -> pd.DataFrame:
     """What the shipped runs cover: per setup, model and search (naive, smart, exhaustive), the state of its
     synced step rows (``COVERAGE_STATUSES``). ``complete``: something measured and nothing a budget left;
     ``measured, search unfinished``: measured, with configurations still to run; ``no configuration fits``:
@@ -339,7 +349,7 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     count, nor does a smart search's row a budget left that a later smart search skipped (``skipped_frame``,
     ``results.skip_key``): an exhaustive search's stays unfinished. The exhaustive search has cells only for
     the models chosen for it (an exhaustive row in any setup): for the others it is no part of the plan, not
-    work still to do."""
+    work still to do. A ``planned`` setup with no row at all has every cell ``not run yet``."""
     if df.empty:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     from .results import is_settled, latest_skips
@@ -351,7 +361,7 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     ruled_out = _ruled_out(r, decided)
     chosen = set(r.loc[r["search"] == "exhaustive", "model"])
     out = []
-    for setup in sorted(df["setup"].unique()):
+    for setup in sorted(set(df["setup"]) | set(planned)):
         for model in _model_facts()["model"]:
             for search in COVERAGE_SEARCHES:
                 if search == "exhaustive" and model not in chosen:
@@ -602,7 +612,7 @@ MEMORY_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "outcome", 
                   "predicted_at_run_gb", "peak_memory_gb", "gpu_memory_gb", "error"]
 
 
-def _config(r) -> "Config":
+def _config(r) -> Config:
     from .config import Config
 
     methods = Methods(**{c: getattr(r, c) for c in METHOD_COLUMNS})

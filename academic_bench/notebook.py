@@ -32,7 +32,8 @@ from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
 from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, is_settled, latest_rows,
-                      latest_skips, make_row, read_lines, skip_is_latest, skip_key, synced_micro_batches)
+                      latest_skips, load_planned, load_runs, make_row, read_lines, skip_is_latest, skip_key,
+                      synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -336,8 +337,12 @@ def _text_progress_bars() -> Iterator[None]:
     """The sweeps' bars as text (stderr) rather than widgets: papermill echoes text to the runner's console as
     it comes, and the saved notebook keeps the bar's last state (a widget's saved output is its first frame)."""
     import importlib
+    import warnings
 
-    auto, std = importlib.import_module("tqdm.auto"), importlib.import_module("tqdm.std")
+    std = importlib.import_module("tqdm.std")
+    with warnings.catch_warnings():  # in a kernel without ipywidgets tqdm.auto warns "IProgress not found":
+        warnings.simplefilter("ignore", std.TqdmWarning)  # noise here, where no widget is wanted
+        auto = importlib.import_module("tqdm.auto")
     saved, auto.tqdm = auto.tqdm, std.tqdm
     try:
         yield
@@ -619,10 +624,11 @@ def command_for(params: dict[str, Any], output_root: str | None = None) -> str:
     return " ".join(shlex.quote(x) for x in parts)
 
 
-def setup_parameters(setup: str, rows: list[dict], device: str | None = None) -> dict[str, Any]:
+def setup_parameters(setup: str, rows: list[dict], device: str | None = None, **fixed: Any) -> dict[str, Any]:
     """The parameters that make a setup's rows again from the start: every model it has rows for (in the
     template's order), the searches its synced step rows came from, and the models it searched exhaustively,
-    timed without synchronising and validated; the template's budget and limits, and ``device``."""
+    timed without synchronising and validated; the template's budget and limits, and ``device``. ``fixed``
+    parameters replace those read from the rows (a planned setup's ``gpu`` and ``n_gpus``)."""
     from .sweep import SWEEP_PRESETS
 
     defaults = template_parameters()
@@ -640,7 +646,7 @@ def setup_parameters(setup: str, rows: list[dict], device: str | None = None) ->
               "unsynced_models": models(lambda r: r["timing"] == "unsynced"),
               "validate_models": models(lambda r: r["mode"] == "validate"),
               "tiny": any(r["config"].get("tiny") for r in rows), "device": device or defaults["device"],
-              "output_dir": "."}  # as the runner sets it: the run's folder
+              "output_dir": ".", **fixed}  # output_dir as the runner sets it: the run's folder
     check_parameters(params)
     return params
 
@@ -798,8 +804,29 @@ def _profiles_note(folder: Path, setup: str) -> str:
     return f", [{PROFILES_FILE}]({setup}/{PROFILES_FILE}) ({n} step profile{'s' if n != 1 else ''}, torch.profiler)"
 
 
-def setup_section(folder: Path) -> tuple[list[str], dict]:
-    """The README's section for one run folder, and a line of the overview table."""
+def planned_section(setup: str, plan: Mapping[str, Any], rows: list[dict]) -> tuple[list[str], dict]:
+    """The README's section for a planned setup with no run yet (``results.load_planned``), and a line of the
+    overview table: why nothing ran, and the command that runs on it what the shipped setups ran (``rows``)."""
+    gpu = get_gpu(plan["gpu"])
+    fixed = {"gpu": plan["gpu"], "n_gpus": plan["n_gpus"]}
+    if rows:
+        params = setup_parameters(setup, rows, **fixed)
+    else:
+        params = {**template_parameters(), "setup": setup, "output_dir": ".", **fixed}
+        check_parameters(params)
+    lines = [f"## {setup}", "", f"- **Machine:** planned: {plan['n_gpus']} x {gpu.name}; **not run yet**, no row",
+             *([f"- **Plan:** {plan['note']}"] if plan["note"] else []), "",
+             "### Run it", "", "From the repository root, on that hardware: every model and search the shipped "
+             "setups ran, with the template's time budget (change it with `-p time_budget_s`):", "", "```bash",
+             command_for(params), "```", ""]
+    overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": f"{gpu.name} (planned, not run yet)",
+                "GPUs": str(plan["n_gpus"]), "rows": 0, "ok": 0, "date": ""}
+    return lines, overview
+
+
+def setup_section(folder: Path, note: str = "") -> tuple[list[str], dict]:
+    """The README's section for one run folder, and a line of the overview table; ``note``: the plan's word on
+    the setup (``results.load_planned``)."""
     stated = _states(folder)
     rows = [r for r, _ in stated]
     setup = folder.name
@@ -821,13 +848,15 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
              f"- **Machine:** {where}" + (" — tiny models (a test or workshop run, not results)" if tiny else ""),
              "- **Software:** " + ", ".join(f"{k.replace('_', '-')} {env(k)}" for k in ENV_SOFTWARE)
              + f"; academic-bench {env('package_version')}"
-             + (f" at commit {env('git_commit')}" if env("git_commit") not in ("not installed", "unknown")
+             + (f"; git commit {env('git_commit')}" if env("git_commit") not in ("not installed", "unknown")
                 else " (git commit not recorded: the run's machine had no git checkout)"),
              f"- **Date (UTC):** {when}",
              "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
                                  if (folder / NOTEBOOK_FILE).exists() else "")
              + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})"
              + _profiles_note(folder, setup)]
+    if note:
+        lines.append(f"- **Plan:** {note}")
     if (folder / "evidence" / README_FILE).exists():
         lines.append(f"- **Evidence:** [evidence/{README_FILE}]({setup}/evidence/{README_FILE}) (how these files "
                      "were made, and checks kept beside them)")
@@ -882,7 +911,8 @@ def setup_section(folder: Path) -> tuple[list[str], dict]:
 
 
 def runs_readme(root: str | Path = DEFAULT_RUNS) -> str:
-    """The text of ``<root>/README.md``: one section per run folder holding a results file."""
+    """The text of ``<root>/README.md``: one section per run folder holding a results file, then one per planned
+    setup (``<root>/planned-setups.csv``) that has none yet."""
     root = Path(root)
     folders = sorted(p.parent for p in root.glob(f"*/{RESULTS_FILE}"))
     lines = ["# Benchmark runs", "",
@@ -892,11 +922,18 @@ def runs_readme(root: str | Path = DEFAULT_RUNS) -> str:
              "Each folder is one hardware setup: `benchmark.ipynb` is the executed notebook "
              "(`notebooks/benchmark.ipynb` run by `academic-bench notebook`), `results.jsonl` holds one row per "
              "configuration (a measurement, or a failure with its reason), and `logs/` the full log of each.", ""]
-    if not folders:
+    planned = load_planned(root)
+    missing = [name for name in planned if not (root / name / RESULTS_FILE).exists()]
+    if not folders and not missing:
         return "\n".join(lines + ["No runs yet.", ""])
     sections, overview = [], []
     for folder in folders:
-        section, line = setup_section(folder)
+        section, line = setup_section(folder, planned.get(folder.name, {}).get("note", ""))
+        sections += section
+        overview.append(line)
+    rows = latest_rows(load_runs(root)) if missing else []
+    for name in missing:
+        section, line = planned_section(name, planned[name], rows)
         sections += section
         overview.append(line)
     cols = list(overview[0])

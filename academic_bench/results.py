@@ -295,6 +295,40 @@ def load_skipped(root: str | os.PathLike | None = None) -> list[dict]:
     return _every_setup(root, "results.skipped.jsonl")
 
 
+PLANNED_FILE = "planned-setups.csv"
+PLANNED_COLUMNS = ("setup", "gpu", "n_gpus", "note")
+
+
+def load_planned(root: str | os.PathLike | None = None) -> dict[str, dict]:
+    """The study's planned hardware setups, ``<root>/planned-setups.csv`` (setup, gpu, n_gpus, note), by setup:
+    a planned setup with no run yet is shown as missing, not left out. Empty without the file; a malformed
+    file stops with its name, line and the valid choices."""
+    import csv
+
+    from .hardware import catalog
+
+    path = (Path(root) if root is not None else DEFAULT_RUNS) / PLANNED_FILE
+    if not path.exists():
+        return {}
+    gpus = sorted(catalog())
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != PLANNED_COLUMNS:
+            raise ValueError(f"{path}: the header must be {','.join(PLANNED_COLUMNS)}, not "
+                             f"{','.join(reader.fieldnames or ()) or 'empty'}")
+        planned: dict[str, dict] = {}
+        for line, rec in enumerate(reader, start=2):
+            if rec["gpu"] not in gpus:
+                raise ValueError(f"{path}, line {line}: unknown GPU {rec['gpu']!r}; valid: {', '.join(gpus)}")
+            if not (rec["n_gpus"] or "").isdigit() or int(rec["n_gpus"]) < 1:
+                raise ValueError(f"{path}, line {line}: n_gpus must be a whole number of at least 1, "
+                                 f"not {rec['n_gpus']!r}")
+            if not rec["setup"] or rec["setup"] in planned:
+                raise ValueError(f"{path}, line {line}: each setup needs a name of its own, not {rec['setup']!r}")
+            planned[rec["setup"]] = {"gpu": rec["gpu"], "n_gpus": int(rec["n_gpus"]), "note": rec["note"] or ""}
+    return planned
+
+
 def load_runs(root: str | os.PathLike | None = None) -> list[dict]:
     """Validated rows of every shipped run: ``<root>/<setup>/results.jsonl`` (root: notebooks/runs)."""
     root = Path(root) if root is not None else DEFAULT_RUNS

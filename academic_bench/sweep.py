@@ -395,14 +395,15 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why: tuple[str, str],
                  already: dict[tuple, Mapping], row: dict | None) -> None:
     """Append the skip, once per configuration: again only when a row has come since the last one (a retried
-    failure the search now decides against), so that the file's latest word on it is this decision."""
+    failure the search now decides against) or when the rule that skips it changed (a changed memory model, say),
+    so that the file's latest word on it is this decision."""
     import json
 
     entry = {"config_id": c.id, "config": c.to_dict(), "label": c.methods.label(), "setup": setup,
              "search": "smart", "timing": timing, "mode": mode, "category": why[0], "reason": why[1],
              "at": now_iso()}
     last = already.get(skip_key(entry))
-    if last is not None and skip_is_latest(last, row):
+    if last is not None and skip_is_latest(last, row) and last.get("category") == why[0]:
         return
     append_line(path, (json.dumps(_clean(entry), separators=(",", ":")) + "\n").encode())
     already[skip_key(entry)] = entry

@@ -329,6 +329,11 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
     assert cov.loc[("pythia-410m", "exhaustive"), "not_run"] == 1
     assert len(cov) == 9 * 2 + 1, "every catalog model has a naive and a smart cell, exhaustive only where chosen"
     assert ("pythia-160m", "exhaustive") not in cov.index and ("pythia-410m", "exhaustive") in cov.index
+    planned = analysis.coverage(analysis.frame_from_rows(rows), skipped, planned=["h100x1", "h200x4"])
+    four = planned[planned["setup"] == "h200x4"]
+    assert len(four) == len(cov) and set(four["status"]) == {"not run yet"}, "a planned setup with no run shows"
+    assert planned[planned["setup"] == "h100x1"].reset_index(drop=True).equals(
+        analysis.coverage(analysis.frame_from_rows(rows), skipped)), "a planned setup that ran is unchanged"
     spec = charts.coverage_grid(cov.reset_index().assign(model_name=lambda d: d["model"])).to_dict()
     assert spec["spec"]["encoding"]["color"]["field"] == "status"
     assert "No benchmark run" in json.dumps(charts.coverage_grid(cov.iloc[:0]).to_dict())

@@ -5,7 +5,6 @@ import os
 import re
 from pathlib import Path
 
-import pytest
 import yaml
 
 from academic_bench import bookbuild

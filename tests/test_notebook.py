@@ -19,7 +19,8 @@ from academic_bench import notebook as nb
 from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
-from academic_bench.results import ResultStore, is_not_run, latest_rows, make_row
+from academic_bench.results import (DEFAULT_RUNS, PLANNED_FILE, ResultStore, is_not_run, latest_rows, load_planned,
+                                    make_row)
 from academic_bench.sweep import run_sweep, skipped_path
 from conftest import skip_or_fail
 
@@ -186,6 +187,27 @@ def _synthetic_run(folder) -> None:
     nbformat.write(book, str(folder / nb.NOTEBOOK_FILE))
 
 
+def test_progress_bars_are_text_and_quiet_in_a_kernel_without_ipywidgets(monkeypatch):
+    """The GPU machines' kernels have no ipywidgets: the executed notebook must not carry tqdm's advice to
+    install them (the bars are text on purpose)."""
+    import sys
+    import types
+    import warnings
+
+    import IPython  # noqa: F401 (tqdm asks it which front end runs the kernel)
+    import tqdm.std
+
+    monkeypatch.setitem(sys.modules, "ipykernel.zmqshell", types.ModuleType("ipykernel.zmqshell"))  # "a kernel"
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # not installed
+    for name in ("tqdm.auto", "tqdm.autonotebook", "tqdm.notebook"):  # imported afresh, as in a new kernel
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with nb._text_progress_bars():
+            assert sys.modules["tqdm.auto"].tqdm is tqdm.std.tqdm
+    assert [str(w.message) for w in caught] == []
+
+
 def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
     (tmp_path / "h100x1" / "evidence").mkdir(parents=True)
     (tmp_path / "h100x1" / "evidence" / "README.md").write_text("# How these results were made\n")
@@ -281,6 +303,40 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
 
 def test_runs_readme_with_no_runs(tmp_path):
     assert "No runs yet." in nb.runs_readme(tmp_path)
+
+
+def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
+    (tmp_path / "h100x1").mkdir()
+    _synthetic_run(tmp_path / "h100x1")
+    (tmp_path / PLANNED_FILE).write_text("setup,gpu,n_gpus,note\nh100x1,h100-80gb,1,\n"
+                                         'h200x4,h200,4,"No machine of four was lent."\n')
+    text = nb.runs_readme(tmp_path)
+    assert "| [h200x4](#h200x4) | NVIDIA H200 141GB SXM (planned, not run yet) | 4 | 0 | 0 |  |" in text
+    section = text[text.index("## h200x4"):]
+    assert "planned: 4 x NVIDIA H200 141GB SXM; **not run yet**, no row" in section
+    assert "- **Plan:** No machine of four was lent." in section
+    command = section.split("```bash\n")[1].split("\n```")[0]
+    assert "--setup h200x4 " in command and "--gpu h200 --gpus 4 " in command
+    assert "--models pythia-160m" in command, "what the shipped setups ran"
+    assert "**Plan:**" not in text[:text.index("## h200x4")], "a planned setup without a note says nothing"
+    assert "## h100x1" in text and text.count("## h200x4") == 1
+
+
+@pytest.mark.parametrize("csv, message", [
+    ("setup,gpu\nx,h200\n", "the header must be setup,gpu,n_gpus,note"),
+    ("setup,gpu,n_gpus,note\nx,h300,1,\n", "line 2: unknown GPU 'h300'; valid: a100-80gb, a6000, h100-80gb, h200"),
+    ("setup,gpu,n_gpus,note\nx,h200,two,\n", "line 2: n_gpus must be a whole number of at least 1, not 'two'"),
+    ("setup,gpu,n_gpus,note\nx,h200,1,\nx,h200,2,\n", "line 3: each setup needs a name of its own, not 'x'"),
+])
+def test_a_malformed_planned_setups_file_names_its_line_and_the_choices(tmp_path, csv, message):
+    (tmp_path / PLANNED_FILE).write_text(csv)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        nb.runs_readme(tmp_path)
+
+
+def test_the_shipped_plan_names_every_shipped_setup():
+    planned = load_planned()
+    assert set(planned) >= {p.parent.name for p in DEFAULT_RUNS.glob(f"*/{nb.RESULTS_FILE}")}
 
 
 # --- executing the template (kernel; one torchrun launch) ----------------------------------------------------

@@ -198,6 +198,15 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
     assert len(skipped_path(out).read_text().splitlines()) == 2, "not a third time: the last skip is the latest word"
 
+    # an older rule skipped it for another reason: the current rule's decision is recorded, once
+    *earlier, last = skipped_path(out).read_text().splitlines()
+    older = json.dumps(dict(json.loads(last), category="cannot fit"))
+    skipped_path(out).write_text("\n".join([*earlier, older]) + "\n")
+    for _ in range(2):
+        run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
+    lines = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
+    assert [k["category"] for k in lines[-2:]] == ["cannot fit", "cannot win (batch already fits)"], lines
+
 
 def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path):
     out = tmp_path / "results.jsonl"
