@@ -877,6 +877,8 @@ _DATA_ORIGINS = (
     ("tests/fixtures/survey_example.csv", "written by hand: invented respondents for the survey pipeline's "
      "example and tests (not survey data)"),
     ("book/references.bib", "written by hand"),
+    ("notebooks/runs/planned-setups.csv", "written by hand: the study's hardware setups, and why one has not run "
+     "(read by `results.load_planned`)"),
 )
 
 
@@ -908,14 +910,16 @@ _RUN_FILES = {
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
     from .notebook import NOTEBOOK_FILE, _notebook_parameters, command_for
+    from .results import PLANNED_FILE
 
     rows = []
     files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
-        REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib"]
+        REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib",
+        runs_root(root) / PLANNED_FILE]
     for path in files:
         if not path.is_file():
             continue
-        rel = str(path.relative_to(REPO_ROOT))
+        rel = str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
         origin = next((o for prefix, o in _DATA_ORIGINS if rel.startswith(prefix)), "not described yet")
         rows.append({"file": rel, "what": "data" if "data" in path.parts else "book input", "rows": _rows_in(path),
                      "produced_by": origin})

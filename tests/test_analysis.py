@@ -189,6 +189,8 @@ def test_provenance_lists_data_files(tmp_path):
     assert "academic_bench/data/paper_table1_optimal_days.csv" in files
     assert "tests/fixtures/survey_example.csv" in files
     assert not df["produced_by"].eq("not described yet").any(), df[df["produced_by"] == "not described yet"]
+    shipped = analysis.provenance().set_index("file")
+    assert shipped.loc["notebooks/runs/planned-setups.csv", "produced_by"].startswith("written by hand")
 
 
 def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
