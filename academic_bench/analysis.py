@@ -339,6 +339,12 @@ def planned_setups(root: str | Path | None = None) -> dict[str, dict]:
     return load_planned(runs_root(root))
 
 
+def unrun_setups(df: pd.DataFrame, planned: Iterable[str]) -> list[str]:
+    """The planned setups with no row in ``df`` yet, in the plan's order."""
+    have = set(df["setup"])
+    return [s for s in planned if s not in have]
+
+
 def coverage(df: pd.DataFrame, skipped: pd.DataFrame, planned: Iterable[str] = ()) -> pd.DataFrame:
     """What the shipped runs cover: per setup, model and search (naive, smart, exhaustive), the state of its
     synced step rows (``COVERAGE_STATUSES``). ``complete``: something measured and nothing a budget left;

@@ -334,6 +334,7 @@ def test_coverage_tells_measured_unfinished_failed_and_pending_apart(tmp_path):
     planned = analysis.coverage(analysis.frame_from_rows(rows), skipped, planned=["h100x1", "h200x4"])
     four = planned[planned["setup"] == "h200x4"]
     assert len(four) == len(cov) and set(four["status"]) == {"not run yet"}, "a planned setup with no run shows"
+    assert analysis.unrun_setups(analysis.frame_from_rows(rows), ["h200x4", "h100x1", "h200x2"]) == ["h200x4", "h200x2"]
     assert planned[planned["setup"] == "h100x1"].reset_index(drop=True).equals(
         analysis.coverage(analysis.frame_from_rows(rows), skipped)), "a planned setup that ran is unchanged"
     spec = charts.coverage_grid(cov.reset_index().assign(model_name=lambda d: d["model"])).to_dict()
