@@ -19,8 +19,7 @@ from academic_bench import notebook as nb
 from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
-from academic_bench.results import (DEFAULT_RUNS, PLANNED_FILE, ResultStore, is_not_run, latest_rows, load_planned,
-                                    make_row)
+from academic_bench.results import PLANNED_FILE, ResultStore, is_not_run, latest_rows, make_row
 from academic_bench.sweep import run_sweep, skipped_path
 from conftest import skip_or_fail
 
@@ -333,10 +332,6 @@ def test_a_malformed_planned_setups_file_names_its_line_and_the_choices(tmp_path
     with pytest.raises(ValueError, match=re.escape(message)):
         nb.runs_readme(tmp_path)
 
-
-def test_the_shipped_plan_names_every_shipped_setup():
-    planned = load_planned()
-    assert set(planned) >= {p.parent.name for p in DEFAULT_RUNS.glob(f"*/{nb.RESULTS_FILE}")}
 
 
 # --- executing the template (kernel; one torchrun launch) ----------------------------------------------------
