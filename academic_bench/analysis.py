@@ -227,7 +227,6 @@ def largest_kernels(root: str | Path | None = None) -> pd.DataFrame:
     """The single kernel (or operator) that takes the most of each profiled configuration's busy time: its
     name, today's kind of work for it, and its share. The latest profile of each configuration counts."""
     from .measure.profile import kind_of
-    from .methods import Methods
 
     cols = ["setup", "config_id", "model", "methods_label", "micro_batch", "timer", "tiny", "name", "kind", "share"]
     rows = [{"setup": p["setup"], "config_id": p["config_id"], "model": p["config"]["model"],

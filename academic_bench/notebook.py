@@ -32,7 +32,7 @@ from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
 from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, is_settled, latest_rows,
-                      latest_skips, load_planned, load_runs, make_row, read_lines, skip_is_latest, skip_key,
+                      latest_skips, load_planned, make_row, read_lines, skip_is_latest, skip_key,
                       synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
@@ -408,8 +408,11 @@ def _rows(run: BenchmarkRun | str | Path) -> list[dict]:
 def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
     """Each latest row with its ``state``, or 'skipped' for a 'not run' row that a smart search skipped later
     (nothing is left to run: ``results.skip_key``)."""
-    decided = _skips(run)
-    return [(r, "skipped" if is_settled(r, decided) else state(r)) for r in _rows(run)]
+    return _with_states(_rows(run), _skips(run))
+
+
+def _with_states(rows: Iterable[dict], skips: Mapping[tuple, Mapping]) -> list[tuple[dict, str]]:
+    return [(r, "skipped" if is_settled(r, skips) else state(r)) for r in rows]
 
 
 def _skips(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
@@ -824,11 +827,11 @@ def planned_section(setup: str, plan: Mapping[str, Any], rows: list[dict]) -> tu
     return lines, overview
 
 
-def setup_section(folder: Path, note: str = "") -> tuple[list[str], dict]:
-    """The README's section for one run folder, and a line of the overview table; ``note``: the plan's word on
-    the setup (``results.load_planned``)."""
-    stated = _states(folder)
-    rows = [r for r, _ in stated]
+def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[str], dict]:
+    """The README's section for one run folder (``rows``: its latest rows), and a line of the overview table;
+    ``note``: the plan's word on the setup (``results.load_planned``)."""
+    skips = _skips(folder)
+    stated = _with_states(rows, skips)
     setup = folder.name
     gpus = "/".join(sorted({str(r["config"]["n_gpus"]) for r in rows})) or "?"
     keys = ", ".join(sorted({r["config"]["gpu"] for r in rows}))
@@ -883,14 +886,14 @@ def setup_section(folder: Path, note: str = "") -> tuple[list[str], dict]:
                              f"{f['configurations']}: {f['methods']}") for f in failed])
     else:
         lines.append("Nothing: every configuration ran ok.")
-    skips = skip_groups(rows, _skips(folder), width=220)  # the rows read once, with their states
-    if skips:
+    skipped = skip_groups(rows, skips, width=220)
+    if skipped:
         lines += ["", "### What the smart search skipped", "",
                   "Configurations a smart search decided not to run, by the rule that ruled them out "
                   "(`results.skipped.jsonl` holds each one's own reason; one is shown per group):", ""]
         lines += _md_table(["model", "search", "rule", "example reason", "configurations"],
                            [(g["model"], g["search"], g["category"], g["reason"],
-                             f"{g['configurations']}: {g['methods']}") for g in skips])
+                             f"{g['configurations']}: {g['methods']}") for g in skipped])
     params = _notebook_parameters(folder)
     last = params if params and {"setup", "models"} <= set(params) else None
     whole = setup_parameters(setup, rows, (last or {}).get("device"))
@@ -926,14 +929,15 @@ def runs_readme(root: str | Path = DEFAULT_RUNS) -> str:
     missing = [name for name in planned if not (root / name / RESULTS_FILE).exists()]
     if not folders and not missing:
         return "\n".join(lines + ["No runs yet.", ""])
-    sections, overview = [], []
+    sections, overview, every_row = [], [], []
     for folder in folders:
-        section, line = setup_section(folder, planned.get(folder.name, {}).get("note", ""))
+        rows = _rows(folder)  # read once: the section and the planned setups' commands both use them
+        section, line = setup_section(folder, rows, planned.get(folder.name, {}).get("note", ""))
         sections += section
         overview.append(line)
-    rows = latest_rows(load_runs(root)) if missing else []
+        every_row += rows
     for name in missing:
-        section, line = planned_section(name, planned[name], rows)
+        section, line = planned_section(name, planned[name], every_row)
         sections += section
         overview.append(line)
     cols = list(overview[0])
