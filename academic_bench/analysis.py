@@ -28,6 +28,7 @@ import pandas as pd
 
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
+from .results import SET_ASIDE, engine_revision, set_aside_reason
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
     from .config import Config
@@ -46,7 +47,7 @@ COLUMNS = [
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
     "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
     "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "torch", "started_at", "duration_s",
-    "mbs_search",
+    "mbs_search", "engine",
 ]
 
 
@@ -78,7 +79,11 @@ def _flat(row: dict) -> dict:
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
         "gpu_name": env.get("gpu_name"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
+        "engine": engine_revision(row),
     }
+    aside = set_aside_reason(row)
+    if aside:  # kept in the frame, so that coverage and counts say what was set aside and why; never a result
+        out.update(outcome=SET_ASIDE, reason=aside)
     for phase in PHASES:
         t = (row.get("times") or {}).get(phase) or {}
         for stat in ("median", "min", "max"):
@@ -479,11 +484,13 @@ def _ruled_out(df: pd.DataFrame, skips: Mapping[tuple, Mapping]) -> pd.Series:
 
 
 def _not_run(df: pd.DataFrame) -> pd.Series:
-    """Which rows only record that a time budget never started them (``results.is_not_run``)."""
+    """Which rows hold no measurement still to be used: a time budget never started them
+    (``results.is_not_run``), or a correction of the engine set their measurement aside
+    (``results.set_aside_reason``); either way the configuration is still to measure."""
     from .results import is_not_run
 
-    return df.apply(lambda r: is_not_run(r.to_dict()), axis=1).astype(bool) if not df.empty else \
-        pd.Series(False, index=df.index, dtype=bool)
+    return df.apply(lambda r: r["outcome"] == SET_ASIDE or is_not_run(r.to_dict()), axis=1).astype(bool) \
+        if not df.empty else pd.Series(False, index=df.index, dtype=bool)
 
 
 def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
@@ -592,8 +599,60 @@ def validation_pairs(df: pd.DataFrame) -> pd.DataFrame:
     """Extrapolated step time next to a sustained run of real optimizer steps of the same configuration."""
     if df.empty:
         return pd.DataFrame(columns=VALIDATION_COLUMNS)
-    v = df[df["sustained_step_s"].notna() & df["predicted_step_s"].notna() & (df["timing"] == "synced")]
+    v = df[df["sustained_step_s"].notna() & df["predicted_step_s"].notna() & (df["timing"] == "synced")
+           & (df["outcome"] == "ok")]
     return v[VALIDATION_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+
+
+VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
+NET_COLUMNS = ["setup", "validation_class", "measured", "validated", "model", "methods_label", "micro_batch",
+               "validate_rel_error", "within"]
+
+
+def validation_net(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setup and method class (``methods.validation_class``) that has results: whether a configuration of
+    the class was validated against sustained training, and its error (the worst, where several were);
+    ``within``: inside ``VALIDATION_TOLERANCE``. A class that ran but was never validated shows
+    ``validated`` False, so the book says so instead of leaving it out."""
+    from .methods import validation_class
+
+    res = results(df)
+    if res.empty:
+        return pd.DataFrame(columns=NET_COLUMNS)
+    val = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
+             & ~df["tiny"].astype(bool)]
+
+    def classes(frame: pd.DataFrame) -> pd.Series:
+        return pd.Series([validation_class(Methods.from_dict({c: r[c] for c in METHOD_COLUMNS}), int(r["n_gpus"]))
+                          for r in frame.to_dict("records")], index=frame.index, dtype=object)
+
+    res = res.assign(validation_class=classes(res))
+    val = val.assign(validation_class=classes(val), abs_error=val["validate_rel_error"].abs())
+    out = []
+    for (setup, cls), g in res.groupby(["setup", "validation_class"], sort=True):
+        v = val[(val["setup"] == setup) & (val["validation_class"] == cls)]
+        row = {"setup": setup, "validation_class": cls, "measured": len(g), "validated": not v.empty}
+        if not v.empty:
+            worst = v.sort_values("abs_error").iloc[-1]
+            row.update(model=worst["model"], methods_label=worst["methods_label"], micro_batch=worst["micro_batch"],
+                       validate_rel_error=worst["validate_rel_error"],
+                       within=bool(worst["abs_error"] <= VALIDATION_TOLERANCE))
+        out.append(row)
+    return pd.DataFrame(out, columns=NET_COLUMNS)
+
+
+SET_ASIDE_COLUMNS = ["setup", "reason", "rows", "configurations"]
+
+
+def set_aside(df: pd.DataFrame) -> pd.DataFrame:
+    """The measurements a correction of the engine set aside, per setup and reason: how many and why (the
+    evidence files keep them as written)."""
+    a = df[df["outcome"] == SET_ASIDE] if not df.empty else df
+    if a.empty:
+        return pd.DataFrame(columns=SET_ASIDE_COLUMNS)
+    g = a.groupby(["setup", "reason"], sort=True)
+    return pd.DataFrame({"rows": g.size(), "configurations": g["config_id"].nunique()}).reset_index()[
+        SET_ASIDE_COLUMNS]
 
 
 VARIANCE_COLUMNS = [*SETTING, "setup", "methods_label", "step_time_s", "relative_spread", "trials", "trial_cv"]

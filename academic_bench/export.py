@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
-from .results import ResultStore, load_runs
+from .results import ResultStore, load_runs, set_aside_reason
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -40,15 +40,17 @@ def load_rows(results: str | os.PathLike) -> list[dict]:
 
 
 def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = False) -> dict:
-    """The ok, synchronized row of the setting with the shortest step time."""
+    """The ok, synchronized row of the setting with the shortest step time (never a row set aside by a
+    correction of the engine, ``results.set_aside_reason``)."""
     def setting(r: dict) -> tuple:
         c = r["config"]
         return c["model"], c["gpu"], c["n_gpus"], bool(c.get("tiny"))
 
     want = (model, gpu, n_gpus, tiny)
-    ok = [r for r in rows if r["outcome"] == "ok" and r["timing"] == "synced" and setting(r) == want]
+    usable = [r for r in rows if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)]
+    ok = [r for r in usable if setting(r) == want]
     if not ok:
-        have = sorted({setting(r) for r in rows if r["outcome"] == "ok" and r["timing"] == "synced"})
+        have = sorted({setting(r) for r in usable})
         choices = "; ".join(f"{m} on {n} x {g}" + (" (tiny)" if t else "") for m, g, n, t in have) or "none"
         raise ValueError(f"no ok, synchronized result for {model} on {n_gpus} x {gpu}"
                          f"{' (tiny)' if tiny else ''}; settings with results: {choices}")

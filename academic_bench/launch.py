@@ -407,14 +407,22 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     try:
         with open(log, "wb") as logf:
             measure, found = True, None
-            if config.micro_batch is None and not micro_batch:
+            if config.micro_batch is None and not micro_batch and config.n_gpus == 1:
+                # One process: the search's stepper is timed in place when no trial ran out of memory; after
+                # one, the timed run starts from a clean GPU in fresh processes (``worker.measure``).
+                rc, timed_out = launch({**req, "in_place": True}, "search and measure", logf)
+                found = _searched(result) if rc == 0 and not timed_out else None
+                measure = bool(found and found.get("searched_only"))
+            elif config.micro_batch is None and not micro_batch:
                 # The search runs in its own processes first, so that the timed run starts from a clean GPU
-                # (memory left fragmented by out-of-memory trials would skew or break it).
+                # (memory left fragmented by out-of-memory trials would skew or break it), and so that ranks
+                # it leaves out of step cannot hang the timing (``_search``).
                 found, rc, timed_out = _search(launch, req, tmp, result, config.n_gpus, logf)
                 measure = found is not None  # otherwise the search's result (or its absence) is the row
-                if found:
-                    req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"))
-                    result.unlink(missing_ok=True)
+            if measure and found:
+                req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"),
+                           search_notes=found.get("search_notes") or [])
+                result.unlink(missing_ok=True)
             if measure:
                 rc, timed_out = launch(req, "measure", logf)
                 while found and not timed_out and _halve_after_timed_oom(req, result, config.per_gpu_batch, logf):

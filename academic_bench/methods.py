@@ -117,6 +117,16 @@ def hardware_reason(m: Methods, supports_tf32: bool) -> str | None:
     return None
 
 
+def validation_class(m: Methods, n_gpus: int) -> str:
+    """The method class a validation stands for: each sharding with and without offload is a class of its own
+    (its timing path differs), else checkpointing, free-lunch or naive; on several GPUs an unsharded class
+    runs under DDP, and says so. Every class that ran on a setup is validated at least once."""
+    if m.sharding != "none":
+        return SHARDING_LABELS[m.sharding] + (" + offload" if m.offload else "")
+    base = "checkpointing" if m.checkpointing else ("free-lunch" if (m.compile or m.kernels or m.tf32) else "naive")
+    return base + (" (DDP)" if n_gpus > 1 else "")
+
+
 def parse_methods(spec: str) -> Methods:
     """Methods from a preset name plus '+'-joined switches, e.g. 'free-lunch+ckpt+zero3+offload'."""
     parts = [p.strip().lower() for p in spec.split("+") if p.strip()]

@@ -31,9 +31,9 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, ResultStore, is_not_run, is_settled, latest_rows,
-                      latest_skips, load_planned, make_row, read_lines, skip_is_latest, skip_key,
-                      synced_micro_batches)
+from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, SET_ASIDE, ResultStore, is_not_run, is_settled,
+                      latest_rows, latest_skips, load_planned, make_row, read_lines, set_aside_reason,
+                      skip_is_latest, skip_key, synced_micro_batches)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -45,8 +45,8 @@ KERNEL = "python3"
 MAX_STREAM_LINES = 200
 # The template's parameters, in the order of its parameters cell (a test keeps the two in step).
 PARAMETERS = ("setup", "models", "gpu", "n_gpus", "preset", "exhaustive_models", "unsynced_models",
-              "validate_models", "validate_steps", "time_budget_s", "timeout_s", "retry", "tiny", "device",
-              "output_dir")
+              "validate_models", "validate_steps", "validate_classes", "time_budget_s", "timeout_s", "retry", "tiny",
+              "device", "output_dir")
 MODEL_LISTS = ("models", "exhaustive_models", "unsynced_models", "validate_models")
 DEVICES = ("cuda", "cpu")
 SETUP_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -143,8 +143,9 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
     _number(p, "time_budget_s", minimum=0, allow_none=True)
     _number(p, "timeout_s", minimum=1)
     _number(p, "validate_steps", minimum=1, integer=True)
-    if not isinstance(p["tiny"], bool):
-        raise ValueError(f"tiny must be True or False, got {p['tiny']!r}")
+    for flag in ("tiny", "validate_classes"):
+        if not isinstance(p[flag], bool):
+            raise ValueError(f"{flag} must be True or False, got {p[flag]!r}")
     if not isinstance(p["output_dir"], str) or not p["output_dir"]:
         raise ValueError(f"output_dir must be a folder path, got {p['output_dir']!r}")
     return p
@@ -308,7 +309,7 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
 def best_row(rows: Sequence[dict], model: str) -> dict | None:
     """The synced, step-mode, ok row of ``model`` with the fewest days (any search)."""
     ok = [r for r in rows if r["config"]["model"] == model and r["outcome"] == "ok" and r["timing"] == "synced"
-          and r["mode"] == "step" and r["days"] is not None]
+          and r["mode"] == "step" and r["days"] is not None and not set_aside_reason(r)]
     return min(ok, key=lambda r: (r["days"], r["config_id"]), default=None)
 
 
@@ -329,6 +330,37 @@ def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:
         phases.append(Phase(f"validation of {model}'s best ({config.methods.label()}, micro-batch "
                             f"{best['micro_batch']})", [config], best["search"], validate=p["validate_steps"],
                             expected_s=expected))
+    return phases
+
+
+def validation_net_phases(p: dict[str, Any], out: Path) -> list[Phase]:
+    """The validation net (with ``validate_classes``): for each method class (``methods.validation_class``)
+    that has a measured configuration in this run's results and no validation yet, the configuration of the
+    class that is cheapest to validate (its measurement's duration plus ``validate_steps`` steps), at its
+    measured micro-batch. So every method class that ran on a setup is checked against sustained training."""
+    from .methods import Methods, validation_class
+
+    if not p["validate_classes"]:
+        return []
+    rows = [r for r in latest_rows(ResultStore(out).rows())
+            if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)]
+
+    def cls(r: dict) -> str:
+        return validation_class(Methods.from_dict(r["config"]["methods"]), r["config"]["n_gpus"])
+
+    def cost(r: dict) -> float:
+        return (r["duration_s"] or 0.0) + p["validate_steps"] * (r["step_time_s"] or 0.0)
+
+    done = {cls(r) for r in rows if r["mode"] == "validate"}
+    candidates = sorted((r for r in rows if r["mode"] == "step" and r["micro_batch"] and cls(r) not in done),
+                        key=lambda r: (cost(r), r["config_id"]), reverse=True)
+    cheapest = {cls(r): r for r in candidates}  # the cheapest of each class comes last, and stays
+    phases = []
+    for name, r in sorted(cheapest.items()):
+        config = replace(Config.from_dict(r["config"]), micro_batch=r["micro_batch"])
+        phases.append(Phase(f"validation net: {name} ({config.model} {config.methods.label()}, micro-batch "
+                            f"{r['micro_batch']})", [config], r["search"], validate=p["validate_steps"],
+                            expected_s=cost(r)))
     return phases
 
 
@@ -373,11 +405,12 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
                                     p["retry"])
             run.summaries.append(summary or {})
             run.not_run += n
-        for phase in validation_phases(p, out):  # planned from the results above
-            summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
-                                    p["retry"])
-            run.summaries.append(summary or {})
-            run.not_run += n
+        for plan in (validation_phases, validation_net_phases):  # each planned from the results before it
+            for phase in plan(p, out):
+                summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
+                                        p["retry"])
+                run.summaries.append(summary or {})
+                run.not_run += n
     missing = [m for m in all_models if not any(r["config"]["model"] == m for r in run.rows())]
     if missing:  # every model must leave a row: a measurement or a failure with its reason
         raise RuntimeError(f"no result row for {', '.join(missing)} in {out}")
@@ -442,7 +475,10 @@ def kind(row: dict) -> str:
 
 def state(row: dict) -> str:
     """The row's outcome for people: 'not run' for a row a time budget left unstarted (stored as a timeout
-    that says so, ``results.is_not_run``), which is no measurement and no failure."""
+    that says so, ``results.is_not_run``), which is no measurement and no failure; 'set aside' for a
+    measurement a later correction of the engine invalidated (``results.set_aside_reason``)."""
+    if set_aside_reason(row):
+        return SET_ASIDE
     return "not run" if is_not_run(row) else row["outcome"]
 
 
@@ -476,7 +512,10 @@ def summary_table(run: BenchmarkRun | str | Path):
 
 
 def _reason_key(row: dict, width: int) -> str:
-    """What a group of failures shares: the rule for an excluded combination, else the reason's gist."""
+    """What a group of failures shares: the rule for an excluded combination, why a measurement was set
+    aside, else the reason's gist."""
+    if set_aside_reason(row):
+        return short_reason(set_aside_reason(row), width)
     if row["outcome"] == "invalid":
         from .methods import Methods, exclusion_reason
 
@@ -487,12 +526,13 @@ def _reason_key(row: dict, width: int) -> str:
 
 
 def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
-    """Configurations that did not run ok, grouped by model, search, outcome and reason (rule for invalid)."""
+    """Configurations that did not run ok (or whose measurement was set aside), grouped by model, search,
+    outcome and reason (rule for invalid)."""
     from .methods import Methods
 
     groups: dict[tuple, list[str]] = defaultdict(list)
     for r in rows:
-        if r["outcome"] != "ok":
+        if r["outcome"] != "ok" or set_aside_reason(r):
             key = (r["config"]["model"], kind(r), state(r), _reason_key(r, width))
             groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
     return [dict(zip(("model", "search", "outcome", "reason"), key), configurations=len(labels),

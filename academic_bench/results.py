@@ -21,6 +21,13 @@ from typing import Any, Container, Iterable, Mapping
 from .env import REPO_ROOT, capture_env
 
 SCHEMA = 1
+# The revision of the timing engine that made a row (its ``engine`` key; a row without one is revision 1). A
+# correction of the engine bumps it, and ``set_aside_reason`` names the older rows it invalidates, so that every
+# reader sets them aside while the evidence files keep them as they were written.
+#   1: DeepSpeed counted its own accumulation boundary (engine built with 2 accumulation steps, timed phases
+#      of 2 accumulating micro-steps, a boundary one and an optimizer step), which drifted against the phases.
+#   2: every micro-step's boundary is set explicitly; DeepSpeed's engine has the real accumulation count.
+ENGINE_REVISION = 2
 OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported")
 TIMINGS = ("synced", "unsynced")
 MODES = ("step", "validate")
@@ -31,7 +38,8 @@ ROW_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search"
             "model_flops_per_step", "peak_flops", "mfu", "peak_memory_gb", "predicted_memory_gb", "days",
             "gpu_days", "validate", "mbs_search", "ran", "env", "started_at", "duration_s")
 # Optional keys a row may also carry: "log" (path of the configuration's full log, relative to the store).
-OPTIONAL_KEYS = ("log",)
+# "engine" (``ENGINE_REVISION`` of the code that made the row).
+OPTIONAL_KEYS = ("log", "engine")
 NEEDS_REASON = ("invalid", "error", "timeout", "unsupported")
 NUMBER_KEYS = ("step_time_s", "throughput", "model_flops_per_step", "peak_flops", "mfu", "predicted_memory_gb",
                "days", "gpu_days", "duration_s")
@@ -52,7 +60,7 @@ def make_row(config, *, setup: str, outcome: str, reason: str | None = None, tim
     row: dict[str, Any] = {k: None for k in ROW_KEYS}
     row.update(schema=SCHEMA, config_id=config.id, config=config.to_dict(), setup=setup, timing=timing,
                mode=mode, search=search, outcome=outcome, reason=reason, env=capture_env(),
-               started_at=now_iso(), duration_s=0.0)
+               started_at=now_iso(), duration_s=0.0, engine=ENGINE_REVISION)
     row.update(fields)
     return row
 
@@ -98,6 +106,26 @@ def row_problems(row: Any) -> list[str]:
     if not isinstance(row["env"], dict):
         problems.append("env must be an object")
     return problems
+
+
+def engine_revision(row: Mapping) -> int:
+    """The ``ENGINE_REVISION`` that made a row (1 for rows written before revisions were recorded)."""
+    return int(row.get("engine") or 1)
+
+
+SET_ASIDE = "set aside"  # how readers show a row whose measurement a later correction invalidated
+MISALIGNED_DEEPSPEED = ("set aside: DeepSpeed's own accumulation boundary drifted against the timed phases "
+                        "(engine revision 1), so its step time is not this configuration's")
+
+
+def set_aside_reason(row: Mapping) -> str | None:
+    """Why a measured row must not be used as a result (None when it may): a DeepSpeed ZeRO measurement made
+    before engine revision 2. Its micro-batch search ran whole aligned steps, so failures (out of memory) and
+    the micro-batch stand; only its timings are void."""
+    sharding = str(((row.get("config") or {}).get("methods") or {}).get("sharding") or "")
+    if row.get("outcome") == "ok" and sharding.startswith("zero") and engine_revision(row) < 2:
+        return MISALIGNED_DEEPSPEED
+    return None
 
 
 def check_row(row: Any, where: str = "row") -> None:
@@ -212,7 +240,8 @@ class ResultStore:
     def done_ids(self, timing: str | None = None, mode: str | None = None) -> set[str]:
         """Ids of configurations with a row (of this timing and mode when given): what a resumed sweep skips."""
         return {r["config_id"] for r in self.rows()
-                if (timing is None or r["timing"] == timing) and (mode is None or r["mode"] == mode)}
+                if (timing is None or r["timing"] == timing) and (mode is None or r["mode"] == mode)
+                and not set_aside_reason(r)}
 
     def __len__(self) -> int:
         return len(self.rows())

@@ -29,6 +29,7 @@ from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, 
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
 from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, latest_skips, now_iso, read_lines,
+                      set_aside_reason,
                       skip_is_latest, skip_key, synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
@@ -285,7 +286,7 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
 def _best(rows: list[dict]) -> dict[str, dict]:
     best: dict[str, dict] = {}
     for r in rows:
-        if r["outcome"] != "ok":
+        if r["outcome"] != "ok" or set_aside_reason(r):
             continue
         model = r["config"]["model"]
         if model not in best or r["step_time_s"] < best[model]["step_time_s"]:
@@ -326,7 +327,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         micro_batches = synced_micro_batches(stored)
     existing = {r["config_id"]: r for r in stored
                 if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)
-                and not _stale(r, micro_batches)}
+                and not _stale(r, micro_batches) and not set_aside_reason(r)}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}

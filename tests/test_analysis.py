@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from academic_bench import analysis, charts
-from academic_bench.results import ROW_KEYS, SCHEMA, ResultStore
+from academic_bench.results import ENGINE_REVISION, ROW_KEYS, SCHEMA, ResultStore
 
 NAIVE = dict(compile=False, kernels=False, tf32=False, checkpointing=False, sharding="none", offload=False)
 FREE = dict(NAIVE, compile=True, kernels=True, tf32=True)
@@ -25,7 +25,7 @@ def _row(config_id: str, methods: dict, *, days: float | None, outcome: str = "o
                duration_s=1.0, days=days, step_time_s=step, micro_batch=8 if outcome == "ok" else None,
                gas=16 if outcome == "ok" else None,
                config={"model": model, "gpu": gpu, "n_gpus": n_gpus, "nodes": 1, "methods": methods,
-                       "micro_batch": None, "tiny": tiny})
+                       "micro_batch": None, "tiny": tiny}, engine=ENGINE_REVISION)
     if step is not None:
         row["step_time_spread"] = [step * 0.95, step * 1.1]
     row.update(extra)

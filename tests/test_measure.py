@@ -76,14 +76,39 @@ def test_mfu_uses_model_flops_and_the_precisions_peak():
 
 def test_micro_batch_search_finds_the_largest_power_of_two_that_fits():
     cfg = tiny()
-    mbs, log = worker.find_micro_batch(cfg, "cpu", {"oom_above_micro_batch": 2})
-    assert mbs == 2
-    assert [(e["micro_batch"], e["outcome"]) for e in log] == [(1, "ok"), (2, "ok"), (4, "oom")]
+    found = worker.find_micro_batch(cfg, "cpu", {"oom_above_micro_batch": 2})
+    assert found.micro_batch == 2 and found.stepper is None
+    assert [(e["micro_batch"], e["outcome"]) for e in found.log] == [(1, "ok"), (2, "ok"), (4, "oom")]
 
 
 def test_micro_batch_search_reports_when_nothing_fits():
-    mbs, log = worker.find_micro_batch(tiny(), "cpu", {"oom_above_micro_batch": 0})
-    assert mbs is None and log == [{"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}]
+    found = worker.find_micro_batch(tiny(), "cpu", {"oom_above_micro_batch": 0})
+    assert found.micro_batch is None and found.log == [{"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}]
+
+
+def test_a_search_that_never_ran_out_of_memory_keeps_its_stepper_to_time_in_place():
+    cfg = tiny()  # per-GPU batch 8: 1, 2, 4, 8 all fit, the last one tried is kept, warm
+    found = worker.find_micro_batch(cfg, "cpu", {}, keep=True)
+    assert found.micro_batch == 8 and found.stepper is not None and found.stepper.mbs == 8
+    found = worker.find_micro_batch(cfg, "cpu", {"oom_above_micro_batch": 4}, keep=True)
+    assert found.micro_batch == 4 and found.stepper is None, "after an out-of-memory trial, fresh processes time it"
+
+
+def test_the_memory_model_spares_a_trial_that_can_only_run_out_of_memory(monkeypatch):
+    """A size the memory model puts far above the GPU's memory is not tried, and the notes say so."""
+    from academic_bench import estimate
+
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=FREE_LUNCH)
+    usable = estimate.usable_bytes(80)
+    assert worker.predicted_overflow(cfg, 1) is None
+    huge = next(m for m in (2 ** k for k in range(12)) if estimate.predict_memory(cfg, m).total > 1.3 * usable)
+    why = worker.predicted_overflow(cfg, huge)
+    assert why and why.startswith(f"micro-batch {huge} not tried: the memory model predicts")
+    tried = []
+    monkeypatch.setattr(worker, "try_micro_batch", lambda c, m, *a, **k: (tried.append(m) or (True, 1.0, None)))
+    monkeypatch.setattr(worker, "start_guess", lambda c: huge // 2)
+    found = worker.find_micro_batch(cfg, "cpu", {})
+    assert tried == [huge // 2] and found.micro_batch == huge // 2 and found.notes == [why]
 
 
 def test_measure_writes_a_complete_ok_result_with_validation():

@@ -84,6 +84,7 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     run = nb.run_benchmark(setup="cpu-tiny", models=["pythia-160m", "vit-large"], gpu="h100-80gb", n_gpus=1,
                            preset=["naive", "smart"], exhaustive_models=["roberta-large"],
                            unsynced_models=["pythia-160m"], validate_models=["pythia-160m"], validate_steps=3,
+                           validate_classes=True,
                            time_budget_s=0, timeout_s=60, retry=[], tiny=True, device="cpu",
                            output_dir=str(tmp_path))
     rows = ResultStore(tmp_path / nb.RESULTS_FILE).rows()  # validated against the schema
@@ -364,8 +365,10 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_
     assert main(["notebook", "--setup", "cpu-tiny", *CPU_FLAGS, "-p", "time_budget_s", "900",
                  "-p", "timeout_s", "600", "--output-root", str(root)]) == 0
     rows = ResultStore(folder / nb.RESULTS_FILE).rows()
-    assert [(r["config"]["model"], r["search"], r["outcome"], r["setup"]) for r in rows] == [
-        ("pythia-160m", "naive", "timeout", "cpu-tiny"), ("pythia-160m", "naive", "ok", "cpu-tiny")]
+    assert [(r["config"]["model"], r["search"], r["mode"], r["outcome"], r["setup"]) for r in rows] == [
+        ("pythia-160m", "naive", "step", "timeout", "cpu-tiny"), ("pythia-160m", "naive", "step", "ok", "cpu-tiny"),
+        ("pythia-160m", "naive", "validate", "ok", "cpu-tiny")]  # the validation net: the one class that ran
+    assert abs(rows[2]["validate"]["rel_error"]) < 1
     assert is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]
     assert rows[1]["config"]["tiny"] and rows[1]["step_time_s"] > 0
     executed = folder / nb.NOTEBOOK_FILE
@@ -380,6 +383,33 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_
     assert str(tmp_path) not in json.dumps(book.metadata.papermill), "no local paths saved"
     assert main(["runs-readme", "--root", str(root)]) == 0
     assert "| pythia-160m | naive | 1 | 1 |" in (root / "README.md").read_text()  # the latest row counts
+
+
+def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each_method_class(tmp_path):
+    from academic_bench.methods import parse_methods
+
+    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+
+    def measured(spec, step_s, duration_s, mode="step", engine=None):
+        config = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec))
+        row = make_row(config, setup="t", outcome="ok", search="smart", micro_batch=4, gas=2, step_time_s=step_s,
+                       days=1.0, duration_s=duration_s, mode=mode)
+        if engine is not None:
+            row["engine"] = engine
+        store.append(row)
+
+    measured("free-lunch", 2.0, 60.0)
+    measured("free-lunch+ckpt", 3.0, 60.0)
+    measured("naive+ckpt", 1.0, 30.0)  # the cheaper checkpointing configuration
+    measured("free-lunch+zero1+offload", 2.0, 60.0, engine=1)  # set aside: no result, so nothing to validate
+    measured("naive", 1.0, 10.0)
+    measured("naive", 1.0, 10.0, mode="validate")  # naive is validated already
+    params = {"validate_classes": True, "validate_steps": 3}
+    phases = nb.validation_net_phases(params, store.path)
+    assert [p.title.split(" (")[0] for p in phases] == ["validation net: checkpointing", "validation net: free-lunch"]
+    assert phases[0].configs[0].methods == parse_methods("naive+ckpt") and phases[0].configs[0].micro_batch == 4
+    assert phases[0].expected_s == 30.0 + 3 * 1.0 and phases[0].validate == 3
+    assert nb.validation_net_phases({**params, "validate_classes": False}, store.path) == []
 
 
 def test_an_unsynced_timing_waits_for_an_ok_synced_twin(tmp_path, capsys):

@@ -32,6 +32,8 @@ class Ran:
     parallel: str = "single"
     precision: str = "fp32"
     notes: list[str] = field(default_factory=list)
+    timing_s: float | None = None  # seconds the timed repetitions took (warm-up included)
+    validate_s: float | None = None  # seconds the sustained validation took
 
 
 def has(module: str) -> bool:

@@ -3,6 +3,11 @@
 Phases: an *accumulating* micro-step (forward + backward, no gradient synchronization), a *boundary*
 micro-step (forward + backward with gradient synchronization) and the *optimizer* step. One training step
 is (GAS - 1) accumulating micro-steps, one boundary micro-step and one optimizer step.
+
+Each phase is exactly the work it names, whatever the library counts internally: DeepSpeed decides its
+accumulation boundary from its own micro-step counter, so the stepper sets the boundary explicitly
+(``set_gradient_accumulation_boundary``) before every micro-step. Timed phases then cannot drift against
+DeepSpeed's count (as they did in engine revision 1, see ``ENGINE_REVISION``).
 """
 from __future__ import annotations
 
@@ -46,7 +51,8 @@ class Stepper:
         self.scaler = None
         self.autocast = cfg.recipe.precision in DTYPES
         if m.uses_deepspeed:
-            self.engine = apply.apply_deepspeed(model, cfg, micro_batch, 2 if gas > 1 else 1, self.ran)
+            # The real accumulation count: DeepSpeed scales the loss by it (a sustained run keeps it too).
+            self.engine = apply.apply_deepspeed(model, cfg, micro_batch, gas, self.ran)
             self.model, self.opt = self.engine, None
             self.autocast = False  # DeepSpeed's fp16/bf16 modes cast the model themselves
             return
@@ -80,10 +86,11 @@ class Stepper:
         """Forward and backward of one micro-batch; ``sync`` marks the boundary micro-step."""
         batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
         if self.engine is not None:
+            # The boundary is ours to say, not DeepSpeed's counter's: off it, backward only accumulates and no
+            # step() is called; on it, backward reduces and the optimizer phase's step() updates the weights.
+            self.engine.set_gradient_accumulation_boundary(sync)
             loss = loss_of(self.engine, batch)
             self.engine.backward(loss)
-            if not sync:
-                self.engine.step()  # only advances DeepSpeed's micro-step counter off the boundary
             return loss.detach()
         self._set_fsdp_sync(sync)
         dtype = DTYPES.get(self.cfg.recipe.precision)
@@ -96,7 +103,7 @@ class Stepper:
 
     def optimizer_step(self) -> None:
         if self.engine is not None:
-            self.engine.step()
+            self.engine.step()  # after a boundary micro-step: DeepSpeed's optimizer step and zero_grad
             return
         if self.scaler:
             self.scaler.step(self.opt)
@@ -106,9 +113,9 @@ class Stepper:
         self.opt.zero_grad(set_to_none=True)
 
     def set_gas(self, gas: int) -> None:
-        """Real gradient accumulation for a sustained run (DeepSpeed keeps its own count)."""
+        """Real gradient accumulation for a sustained run (DeepSpeed's count, which scales its loss, too)."""
         self.gas = gas
-        if self.engine is not None:
+        if self.engine is not None and self.engine.gradient_accumulation_steps() != gas:
             world = dist.get_world_size() if dist.is_initialized() else 1
             self.engine.set_train_batch_size(self.mbs * gas * world)
 

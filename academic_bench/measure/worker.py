@@ -16,6 +16,7 @@ import signal
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -120,9 +121,10 @@ def _simulated_oom(mbs: int, simulate: dict) -> None:
     time.sleep(10**6)
 
 
-def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict,
-                    trials: str | None = None) -> tuple[bool, float | None]:
-    """Run one full step pattern at ``mbs``; (fits, peak GB). Every rank must agree to stay in step."""
+def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict, trials: str | None = None,
+                    keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
+    """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,
+    compiled, ready to be timed in this process). Every rank must agree to stay in step."""
     stepper, ok = None, True
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -144,9 +146,11 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict,
     peak = peak_memory_gb(device)
     print(f"micro-batch {mbs}: {'fits' if ok else 'out of memory'}, peak {peak} GB", flush=True)
     note_trial(trials, mbs, ok, peak)
-    free_after_oom(stepper, device)
     ok = not any_rank(not ok, device)  # a rank that ran out of memory decides for all
-    return ok, peak
+    if ok and keep:
+        return ok, peak, stepper
+    free_after_oom(stepper, device)
+    return ok, peak, None
 
 
 def start_guess(cfg: Config) -> int:
@@ -163,25 +167,77 @@ def start_guess(cfg: Config) -> int:
     return max(1, min(guess or 1, cfg.per_gpu_batch))
 
 
+# The memory model's prediction over the usable memory above which a micro-batch is not tried: of the shipped
+# searches, every size predicted at 1.16 or more ran out of memory and none above 1.10 fit, so 1.25 leaves a
+# margin while sparing most searches a trial that can only fail (and the fresh processes that follow one).
+PREDICTED_OVERFLOW = 1.25
+
+
+def predicted_overflow(cfg: Config, mbs: int) -> str | None:
+    """Why ``mbs`` is not worth trying (the memory model puts it far above the GPU's usable memory), or None.
+    Tiny models and a model that cannot predict never skip."""
+    if cfg.tiny:
+        return None
+    try:
+        from ..estimate import predict_memory, usable_bytes
+        from ..hardware import get_gpu
+
+        need, usable = predict_memory(cfg, mbs).total, usable_bytes(get_gpu(cfg.gpu).memory_gb)
+    except Exception:  # noqa: BLE001  (no prediction, no skip)
+        return None
+    if need <= PREDICTED_OVERFLOW * usable:
+        return None
+    return (f"micro-batch {mbs} not tried: the memory model predicts {need / 1e9:.1f} GB, more than "
+            f"{PREDICTED_OVERFLOW:g} x the {usable / 1e9:.1f} GB usable")
+
+
+@dataclass
+class Search:
+    """What the micro-batch search found: the largest size that ran a full step (None: not even 1), each size's
+    outcome, notes (sizes the memory model ruled out) and, when asked to keep it, the stepper of that size if
+    it was the last tried (no out-of-memory trial since: its GPU memory is clean to time in place)."""
+
+    micro_batch: int | None
+    log: list[dict]
+    notes: list[str] = field(default_factory=list)
+    stepper: Stepper | None = None
+
+
 def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | None = None,
-                     known: list[dict] | None = None) -> tuple[int | None, list[dict]]:
-    """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step. ``trials``: a
-    folder where each rank writes down its own outcome of every trial (``note_trial``). ``known``: outcomes
-    of an earlier search of the same configuration (entries of its log), not tried again; the search starts
-    below the smallest size known not to fit."""
+                     known: list[dict] | None = None, keep: bool = False) -> Search:
+    """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step, starting at the
+    memory model's prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
+    (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
+    not tried again; the search starts below the smallest size known not to fit. ``keep``: return the stepper
+    of the size found when no trial ran out of memory after it."""
     known = known or []
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
+    notes: list[str] = []
+    kept: tuple[int, Stepper] | None = None
+    oomed = False  # memory an out-of-memory trial left fragmented would skew a timing in this process
     mbs = simulate.get("start_micro_batch") or start_guess(cfg)
     too_big = [m for m, (ok, _) in tried.items() if not ok]
     if too_big:
         mbs = min(mbs, min(too_big) // 2)
     while mbs >= 1:
         if mbs not in tried:
-            tried[mbs] = try_micro_batch(cfg, mbs, device, simulate, trials)
+            if kept is not None:  # a larger size needs the memory the smaller one holds
+                free_after_oom(kept[1], device)
+                kept = None
+            ok, peak, stepper = try_micro_batch(cfg, mbs, device, simulate, trials, keep)
+            tried[mbs] = (ok, peak)
+            oomed = oomed or not ok
+            if stepper is not None:
+                kept = (mbs, stepper)
         ok, _ = tried[mbs]
-        if ok and mbs * 2 <= cfg.per_gpu_batch and cfg.per_gpu_batch % (mbs * 2) == 0 and mbs * 2 not in tried:
-            mbs *= 2
+        bigger = mbs * 2
+        if ok and bigger <= cfg.per_gpu_batch and cfg.per_gpu_batch % bigger == 0 and bigger not in tried:
+            why = predicted_overflow(cfg, bigger)
+            if why:
+                notes.append(why)
+                break
+            mbs = bigger
         elif not ok and mbs > 1 and mbs // 2 not in tried:
             mbs //= 2
         else:
@@ -190,7 +246,11 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
     given = {k["micro_batch"]: k for k in known}  # kept as they came (with their notes)
     log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
-    return (max(fits) if fits else None), log
+    best = max(fits) if fits else None
+    if kept is not None and (kept[0] != best or oomed):
+        free_after_oom(kept[1], device)
+        kept = None
+    return Search(best, log, notes, kept[1] if kept else None)
 
 
 # --- timing ---------------------------------------------------------------------------------------------
@@ -350,6 +410,12 @@ def predicted_memory_gb(cfg: Config, mbs: int) -> float | None:
 
 
 def measure(req: dict, device: str, rank: int) -> dict:
+    """One configuration: find its micro-batch (unless given), time its phases, optionally validate.
+
+    With ``in_place`` (one process), the search's stepper of the size it found is timed in this process when
+    no trial ran out of memory (``find_micro_batch(keep=True)``): no second launch, no second build or compile.
+    Otherwise, and when the timed run in place runs out of memory, the result says ``searched_only`` and the
+    launcher times that size in fresh processes, as it does after a ``search_only`` request."""
     cfg = Config.from_dict(req["config"])
     simulate = req.get("simulate") or {}
     if simulate.get("crash") and rank == 0:
@@ -359,30 +425,61 @@ def measure(req: dict, device: str, rank: int) -> dict:
     if simulate.get("sigkill") and rank == 0:  # as the host's out-of-memory killer ends a process
         os.kill(os.getpid(), signal.SIGKILL)
     t_start = time.perf_counter()
-    mbs_log = req.get("mbs_search")
+    mbs_log, notes, stepper = req.get("mbs_search"), list(req.get("search_notes") or []), None
     mbs = cfg.micro_batch or req.get("micro_batch")
     if not mbs:
-        mbs, mbs_log = find_micro_batch(cfg, device, simulate, req.get("trials"), req.get("known"))
+        found = find_micro_batch(cfg, device, simulate, req.get("trials"), req.get("known"),
+                                 keep=bool(req.get("in_place")))
+        mbs, mbs_log, notes, stepper = found.micro_batch, found.log, notes + found.notes, found.stepper
         if mbs is None:
             return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
-        if req.get("search_only"):
-            return {"outcome": "ok", "micro_batch": mbs, "mbs_search": mbs_log}
+        if req.get("search_only") or (req.get("in_place") and stepper is None):
+            return searched_only(mbs, mbs_log, notes)
+    t_searched = time.perf_counter()
     limit = simulate.get("oom_above_micro_batch")
     timed = simulate.get("timed_oom_above_micro_batch")  # fits in the search, runs out when timed
     if (limit is not None and mbs > limit) or (timed is not None and mbs > timed):
+        if stepper is not None:  # timed in place: fresh processes will say whether it really does not fit
+            free_after_oom(stepper, device)
+            return searched_only(mbs, mbs_log, notes)
         return {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: simulated at {mbs}",
                 "micro_batch": mbs, "mbs_search": mbs_log}
+    in_place = stepper is not None
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    stepper = Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
-    t_ready = time.perf_counter()
+    try:
+        stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
+        t_ready = time.perf_counter()
+        row = time_and_validate(stepper, cfg, mbs, req, device)
+    except Exception as exc:  # noqa: BLE001  (only out of memory in place is handled here)
+        if not (in_place and is_oom(exc)):
+            raise
+        free_after_oom(stepper, device)
+        return searched_only(mbs, mbs_log, notes)
+    row["mbs_search"] = mbs_log
+    row["ran"] = vars(stepper.ran)
+    row["ran"]["notes"] = notes + row["ran"]["notes"]
+    row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=in_place,
+                      peak_reserved_gb=gather_memory(peak_reserved_gb(device), device))
+    return row
+
+
+def searched_only(mbs: int, log: list[dict], notes: list[str]) -> dict:
+    """The search's answer alone, for the launcher to time in fresh processes."""
+    return {"outcome": "ok", "micro_batch": mbs, "mbs_search": log, "search_notes": notes, "searched_only": True}
+
+
+def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device: str) -> dict:
+    """Time the phases (synced or the paper's way), extrapolate, and run the validation if asked and in time."""
+    t0 = time.perf_counter()
     timing = req.get("timing", "synced")
     if timing == "unsynced":
         phases = time_unsynced(stepper, cfg, device)
     else:
         phases = time_phases(stepper, cfg, device, max(2, req.get("warmup", 2)), max(MIN_REPS, req.get("reps", 5)),
                              deadline=req.get("deadline"))
-    row = {"outcome": "ok", "reason": None, "mbs_search": mbs_log, **extrapolate(cfg, mbs, phases, timing)}
+    t1 = time.perf_counter()
+    row = {"outcome": "ok", "reason": None, **extrapolate(cfg, mbs, phases, timing)}
     row["peak_memory_gb"] = gather_memory(peak_memory_gb(device), device)
     row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
     k = int(req.get("validate_steps") or 0)
@@ -391,9 +488,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
         predicted = row["step_time_s"]
         row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
                            "rel_error": (predicted - sustained) / sustained}
-    row["ran"] = vars(stepper.ran)
-    row["ran"]["setup_s"] = t_ready - t_start
-    row["ran"]["peak_reserved_gb"] = gather_memory(peak_reserved_gb(device), device)
+    stepper.ran.timing_s, stepper.ran.validate_s = t1 - t0, time.perf_counter() - t1
     return row
 
 

@@ -1,0 +1,75 @@
+"""Measurements a correction of the engine invalidated are set aside by every reader, and kept in the evidence.
+
+Engine revision 1 timed DeepSpeed's phases against DeepSpeed's own drifting accumulation boundary
+(``test_phase_alignment``): its ZeRO step times are no measurement. Rows record the revision that made them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from academic_bench import analysis
+from academic_bench.config import Config
+from academic_bench.export import best_row
+from academic_bench.methods import parse_methods
+from academic_bench.results import ENGINE_REVISION, ResultStore, engine_revision, make_row, set_aside_reason
+from academic_bench.sweep import run_sweep
+
+
+def row(spec: str, step_s: float, *, engine: int | None, outcome: str = "ok", tiny: bool = False, **kw) -> dict:
+    config = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec), tiny=tiny)
+    r = make_row(config, setup="h100x1", outcome=outcome, search="smart", micro_batch=4, gas=2, step_time_s=step_s,
+                 days=step_s, reason=None if outcome in ("ok", "oom") else "why", **kw)
+    if engine is None:
+        del r["engine"]  # as rows written before revisions were recorded
+    else:
+        r["engine"] = engine
+    return r
+
+
+def test_new_rows_record_the_engine_revision_and_old_zero_timings_are_set_aside():
+    assert make_row(Config("pythia-160m", "h100-80gb", 1), setup="s", outcome="ok")["engine"] == ENGINE_REVISION
+    old_zero = row("free-lunch+zero1+offload", 1.0, engine=None)
+    assert engine_revision(old_zero) == 1 and "accumulation boundary" in set_aside_reason(old_zero)
+    assert set_aside_reason(row("free-lunch+zero1+offload", 1.0, engine=2)) is None
+    assert set_aside_reason(row("free-lunch+fsdp_full_shard+offload", 1.0, engine=None)) is None
+    # Its search ran whole, aligned steps: an out-of-memory verdict stands.
+    assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=None, outcome="oom")) is None
+
+
+@pytest.fixture
+def runs(tmp_path):
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    for r in (row("free-lunch", 2.0, engine=None), row("free-lunch+zero1+offload", 1.0, engine=None),
+              row("free-lunch+zero2+offload", 3.0, engine=2)):
+        store.append(r)
+    before = store.path.read_bytes()
+    yield tmp_path
+    assert store.path.read_bytes() == before, "the evidence file is never edited"
+
+
+def test_analysis_and_export_never_use_a_set_aside_row_and_say_how_many_and_why(runs):
+    df = analysis.runs_frame(runs)
+    assert sorted(df["outcome"]) == ["ok", "ok", "set aside"]
+    assert set(analysis.results(df)["methods_label"]) == {"free-lunch", "free-lunch + ZeRO-2 + offload"}
+    best = analysis.best_per_setting(df)
+    assert best["methods_label"].tolist() == ["free-lunch"], "the faster, misaligned ZeRO-1 row is no result"
+    aside = analysis.set_aside(df)
+    assert aside[["setup", "rows"]].values.tolist() == [["h100x1", 1]]
+    assert "engine revision 1" in aside["reason"].iloc[0]
+    cov = analysis.coverage(df, analysis.skipped_frame(runs))
+    smart = cov[(cov["model"] == "pythia-160m") & (cov["search"] == "smart")].iloc[0]
+    assert (smart["status"], smart["not_run"]) == ("measured, search unfinished", 1)
+    rows = ResultStore(runs / "h100x1" / "results.jsonl").rows()
+    assert best_row(rows, "pythia-160m", "h100-80gb", 1)["config"]["methods"]["sharding"] == "none"
+
+
+def test_a_sweep_measures_a_set_aside_configuration_again(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    old = row("naive+zero1+offload", 1.0, engine=None, tiny=True)
+    store.append(old)
+    config = Config.from_dict(old["config"])
+    summary = run_sweep([config], store.path, "h100x1", search="smart", device="cpu", progress=False, timeout_s=120)
+    assert (summary["resumed"], summary["ran"]) == (0, 1)
+    latest = store.rows()[-1]
+    assert latest["config_id"] == config.id and latest["engine"] == ENGINE_REVISION
+    assert ResultStore(store.path).done_ids() == {config.id}
