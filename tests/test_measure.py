@@ -28,9 +28,11 @@ def test_phases_are_timed_at_least_five_times_after_warmup():
     cfg = tiny()
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
     phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
-    assert set(phases) == {"accumulate", "boundary", "optimizer"}
-    assert len(phases["boundary"]) == 5 and len(phases["optimizer"]) == 5
-    assert len(phases["accumulate"]) >= 5 and all(t > 0 for t in phases["accumulate"])
+    assert set(phases) == {"accumulate_first", "accumulate", "boundary", "optimizer"}
+    assert all(len(v) == 5 and all(t > 0 for t in v) for v in phases.values())
+    stepper = Stepper(cfg, 4, 2, "cpu")  # two micro-steps a step: no steady accumulating one to time
+    assert set(worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)) == {"accumulate_first", "boundary",
+                                                                             "optimizer"}
 
 
 def test_timing_near_its_deadline_keeps_five_repetitions_and_says_it_stopped():
@@ -39,18 +41,20 @@ def test_timing_near_its_deadline_keeps_five_repetitions_and_says_it_stopped():
     cfg = tiny()
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
     phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time())
-    assert len(phases["boundary"]) == worker.MIN_REPS == 5 and len(phases["accumulate"]) == 10
+    assert len(phases["boundary"]) == worker.MIN_REPS == 5 and len(phases["accumulate"]) == 5
     assert stepper.ran.notes[-1] == "timing stopped after 5 of 8 repetitions to end within the time limit"
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
     phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time() + 3600)
     assert len(phases["boundary"]) == 8 and not any("timing stopped" in n for n in stepper.ran.notes)
 
 
-def test_step_time_is_gas_minus_one_accumulations_plus_boundary_plus_optimizer():
+def test_step_time_is_the_first_accumulation_and_gas_minus_two_more_plus_boundary_plus_optimizer():
     cfg = tiny()  # per-GPU batch 8
-    phases = {"accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}
+    phases = {"accumulate_first": [0.75] * 5, "accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}
     out = worker.extrapolate(cfg, 2, phases, "synced")
-    assert out["gas"] == 4 and out["step_time_s"] == pytest.approx(3 * 1.0 + 2.0 + 0.5)
+    assert out["gas"] == 4 and out["step_time_s"] == pytest.approx(0.75 + 2 * 1.0 + 2.0 + 0.5)
+    assert worker.extrapolate(cfg, 8, {k: v for k, v in phases.items() if "acc" not in k}, "synced")[
+        "step_time_s"] == pytest.approx(2.5)  # one micro-step a step: the boundary and the optimizer
     r = cfg.recipe
     assert out["days"] == pytest.approx(r.steps * out["step_time_s"] / 86400)
     assert out["throughput"] == pytest.approx(r.global_batch * r.seq_len / out["step_time_s"])

@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -25,7 +26,7 @@ import torch.distributed as dist
 from ..config import Config
 from .apply import Unsupported
 from .stepper import Stepper, free_after_oom, is_oom
-from .timing import any_rank, several_ranks, slowest_rank, summary, synchronize, time_sequence, timed
+from .timing import any_rank, several_ranks, slowest_rank, summary, synchronize, time_chain, timed
 
 
 class SimulatedOOM(torch.OutOfMemoryError):
@@ -271,30 +272,36 @@ def _note(stepper: Stepper, text: str) -> None:
     print(text, flush=True)
 
 
+def step_phases(stepper: Stepper, batches: list[dict]) -> list[tuple[str, Callable[[], None]]]:
+    """The head of a real training step, phase by phase: the first accumulating micro-step after an optimizer
+    step (where libraries start their accumulation: DeepSpeed's offload copies gradients out rather than adding
+    to them), one more (the steady state the other GAS - 2 repeat), the boundary micro-step and the optimizer
+    step; fewer accumulating ones when GAS is smaller."""
+    gas = stepper.gas
+    accumulating = [("accumulate_first", lambda: stepper.micro_step(batches[0], sync=False))] if gas >= 2 else []
+    if gas >= 3:
+        accumulating.append(("accumulate", lambda: stepper.micro_step(batches[1], sync=False)))
+    return accumulating + [("boundary", lambda: stepper.micro_step(batches[0], sync=True)),
+                           ("optimizer", stepper.optimizer_step)]
+
+
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
                 deadline: float | None = None) -> dict[str, list[float]]:
-    """Per-phase times over ``reps`` repetitions after ``warmup`` untimed ones. Each repetition runs up to
-    two accumulating micro-steps, the boundary micro-step and the optimizer step back to back, timed on
-    the GPU with CUDA events and synchronized at its end; the slowest rank counts. ``deadline`` (a
+    """Per-phase times (``step_phases``) over ``reps`` repetitions after ``warmup`` untimed ones, each phase
+    ending with the device synchronized (``timing.time_chain``); the slowest rank counts. ``deadline`` (a
     ``time.time()``): after ``MIN_REPS`` repetitions, stop before one that would end past it, and say so in
     the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed."""
-    batches = host_batches(cfg, stepper.mbs, 2, seed=1)
-    n_acc = min(stepper.gas - 1, 2)
-    phases = [("accumulate", lambda: stepper.micro_step(batches[0], sync=False))] * n_acc + [
-        ("boundary", lambda: stepper.micro_step(batches[1], sync=True)),
-        ("optimizer", stepper.optimizer_step)]
-    samples: dict[str, list[float]] = {"accumulate": [], "boundary": [], "optimizer": []}
+    phases = step_phases(stepper, host_batches(cfg, stepper.mbs, 2, seed=1))
+    samples: dict[str, list[float]] = {name: [] for name, _ in phases}
     for i in range(warmup + reps):
         t0 = time.time()
-        for name, seconds in time_sequence(phases, device):
+        for name, seconds in time_chain(phases, device):
             if i >= warmup:
                 samples[name].append(seconds)
         done = i + 1 - warmup
         if MIN_REPS <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             _note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
-    if not samples["accumulate"]:
-        del samples["accumulate"]
     return slowest_rank(samples, device)
 
 
@@ -381,13 +388,14 @@ def extrapolate(cfg: Config, mbs: int, phases: dict[str, list[float]], timing: s
         step = mean["boundary"] * gas + mean["optimizer"]
         spread = [min(phases["boundary"]) * gas + min(phases["optimizer"]),
                   max(phases["boundary"]) * gas + max(phases["optimizer"])]
-    else:
-        acc = med.get("accumulate", 0.0)
-        step = (gas - 1) * acc + med["boundary"] + med["optimizer"]
-        lo = {k: min(v) for k, v in phases.items() if v}
-        hi = {k: max(v) for k, v in phases.items() if v}
-        spread = [(gas - 1) * lo.get("accumulate", 0.0) + lo["boundary"] + lo["optimizer"],
-                  (gas - 1) * hi.get("accumulate", 0.0) + hi["boundary"] + hi["optimizer"]]
+    else:  # the first accumulating micro-step once, the steady one GAS - 2 times (``step_phases``)
+        def rebuilt(t: dict[str, float]) -> float:
+            return (t.get("accumulate_first", 0.0) + max(gas - 2, 0) * t.get("accumulate", 0.0) + t["boundary"]
+                    + t["optimizer"])
+
+        step = rebuilt(med)
+        spread = [rebuilt({k: min(v) for k, v in phases.items() if v}),
+                  rebuilt({k: max(v) for k, v in phases.items() if v})]
     r = cfg.recipe
     flops, peak = model_flops_per_step(cfg), peak_flops(cfg)
     mfu = flops / (step * cfg.n_gpus * peak) if flops and peak else None
