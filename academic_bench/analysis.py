@@ -147,12 +147,23 @@ def setups(df: pd.DataFrame) -> pd.DataFrame:
 
 # --- results ---------------------------------------------------------------------------------------------
 
-def results(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows that count as results: synchronised timing, step mode, outcome ok, with days."""
+def _measured(df: pd.DataFrame) -> pd.DataFrame:
+    """Synchronised step-mode measurements with days (set-aside rows are not ``ok``), tiny models left out."""
     if df.empty:
         return df.copy()
     keep = (df["timing"] == "synced") & (df["mode"] == "step") & (df["outcome"] == "ok") & df["days"].notna()
     return df[keep & ~df["tiny"].astype(bool)].copy()
+
+
+def results(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows that count as results: synchronised step-mode measurements (``_measured``) of a method class whose
+    latest validation on the setup, if any, is within ``VALIDATION_TOLERANCE`` (``missed_validation``)."""
+    r = _measured(df)
+    missed = missed_validation(df)
+    if r.empty or not missed:
+        return r
+    cls = _validation_classes(r)
+    return r[[(s, c) not in missed for s, c in zip(r["setup"], cls)]].copy()
 
 
 def _fastest(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -609,36 +620,77 @@ NET_COLUMNS = ["setup", "validation_class", "measured", "validated", "model", "m
                "validate_rel_error", "within"]
 
 
-def validation_net(df: pd.DataFrame) -> pd.DataFrame:
-    """Per setup and method class (``methods.validation_class``) that has results: whether a configuration of
-    the class was validated against sustained training, and its error (the latest validation's: it speaks for
-    the engine that made the results; set-aside rows never count); ``within``: inside ``VALIDATION_TOLERANCE``.
-    A class that ran but was never validated shows ``validated`` False, so the book says so."""
+def _validation_classes(frame: pd.DataFrame) -> pd.Series:
+    """Each row's ``methods.validation_class``."""
     from .methods import validation_class
 
-    res = results(df)
-    if res.empty:
-        return pd.DataFrame(columns=NET_COLUMNS)
-    val = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
-             & ~df["tiny"].astype(bool)]
+    return pd.Series([validation_class(Methods.from_dict({c: r[c] for c in METHOD_COLUMNS}), int(r["n_gpus"]))
+                      for r in frame.to_dict("records")], index=frame.index, dtype=object)
 
-    def classes(frame: pd.DataFrame) -> pd.Series:
-        return pd.Series([validation_class(Methods.from_dict({c: r[c] for c in METHOD_COLUMNS}), int(r["n_gpus"]))
-                          for r in frame.to_dict("records")], index=frame.index, dtype=object)
 
-    res = res.assign(validation_class=classes(res))
-    val = val.assign(validation_class=classes(val), abs_error=val["validate_rel_error"].abs())
+def _latest_validations(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setup and method class, the latest validation (set-aside rows never count): it speaks for the engine
+    that made the setup's results."""
+    v = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
+           & ~df["tiny"].astype(bool)] if not df.empty else df
+    if v.empty:
+        return v.assign(validation_class=pd.Series(dtype=object), within=pd.Series(dtype=bool))
+    v = v.assign(validation_class=_validation_classes(v))
+    v = v.assign(within=v["validate_rel_error"].abs() <= VALIDATION_TOLERANCE)
+    return v.sort_values(["started_at", "config_id"]).groupby(["setup", "validation_class"]).tail(1)
+
+
+def missed_validation(df: pd.DataFrame) -> set[tuple[str, str]]:
+    """(setup, method class) pairs whose latest validation is outside ``VALIDATION_TOLERANCE``: the study uses
+    no number of theirs (``results``) until the method is fixed and validated again."""
+    v = _latest_validations(df)
+    return set(zip(v.loc[~v["within"].astype(bool), "setup"], v.loc[~v["within"].astype(bool), "validation_class"]))
+
+
+def validation_net(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setup and method class (``methods.validation_class``) that has measurements or validations: how many
+    synced step measurements it has (set-aside ones do not count), whether a configuration of it was validated
+    against sustained training, and the latest validation's error; ``within``: inside ``VALIDATION_TOLERANCE``.
+    A class that ran but was never validated shows ``validated`` False, so the book says so."""
+    measured = _measured(df)
+    measured = measured.assign(validation_class=_validation_classes(measured)) if not measured.empty else \
+        measured.assign(validation_class=pd.Series(dtype=object))
+    val = _latest_validations(df)
+    keys = sorted(set(zip(measured["setup"], measured["validation_class"])) | set(zip(val["setup"],
+                                                                                       val["validation_class"])))
     out = []
-    for (setup, cls), g in res.groupby(["setup", "validation_class"], sort=True):
+    for setup, cls in keys:
+        n = int(((measured["setup"] == setup) & (measured["validation_class"] == cls)).sum())
         v = val[(val["setup"] == setup) & (val["validation_class"] == cls)]
-        row = {"setup": setup, "validation_class": cls, "measured": len(g), "validated": not v.empty}
+        row = {"setup": setup, "validation_class": cls, "measured": n, "validated": not v.empty}
         if not v.empty:
-            last = v.sort_values(["started_at", "config_id"]).iloc[-1]
+            last = v.iloc[-1]
             row.update(model=last["model"], methods_label=last["methods_label"], micro_batch=last["micro_batch"],
-                       validate_rel_error=last["validate_rel_error"],
-                       within=bool(last["abs_error"] <= VALIDATION_TOLERANCE))
+                       validate_rel_error=last["validate_rel_error"], within=bool(last["within"]))
         out.append(row)
     return pd.DataFrame(out, columns=NET_COLUMNS)
+
+
+ENGINE_COST_COLUMNS = ["setup", "model", "methods_label", "engine", "micro_batch", "step_time_s", "duration_s",
+                       "launches", "search_s", "timing_s"]
+
+
+def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
+    """What one configuration costs the engine, per revision, on the same configurations: the rows of each
+    setup's ``evidence/engine/results-revision<N>.jsonl`` (made by ``scripts/offline-gpu/jobs/*-engine-check.sh``,
+    outside the setup's results). ``launches``: 1 when the search's stepper was timed in place, else 2."""
+    from .results import ResultStore
+
+    rows = [r for path in sorted(runs_root(root).glob("*/evidence/engine/results-revision*.jsonl"))
+            for r in ResultStore(path).rows()]
+    if not rows:
+        return pd.DataFrame(columns=ENGINE_COST_COLUMNS)
+    df = frame_from_rows(rows)
+    ran = [r.get("ran") or {} for r in rows]
+    df["launches"] = [1 if x.get("in_place") else 2 for x in ran]
+    df["search_s"] = [x.get("search_s") for x in ran]
+    df["timing_s"] = [x.get("timing_s") for x in ran]
+    return df[ENGINE_COST_COLUMNS].sort_values(["setup", "model", "methods_label", "engine"]).reset_index(drop=True)
 
 
 SET_ASIDE_COLUMNS = ["setup", "reason", "rows", "configurations"]

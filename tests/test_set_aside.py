@@ -74,3 +74,24 @@ def test_a_sweep_measures_a_set_aside_configuration_again(tmp_path):
     latest = store.rows()[-1]
     assert latest["config_id"] == config.id and latest["engine"] == ENGINE_REVISION
     assert ResultStore(store.path).done_ids() == {config.id}
+
+
+def test_a_method_class_that_missed_its_validation_gives_no_result_until_validated_again(tmp_path):
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store.append(row("free-lunch", 2.0, engine=3))
+    store.append(row("free-lunch+zero3+offload", 1.0, engine=3))
+    miss = row("free-lunch+zero3+offload", 1.0, engine=3, mode="validate",
+               validate={"steps": 3, "sustained_step_s": 1.2, "predicted_step_s": 1.0, "rel_error": -1 / 6})
+    store.append({**miss, "config_id": "zero3-validation", "started_at": "2026-01-01T00:00:00+00:00"})
+    df = analysis.runs_frame(tmp_path)
+    assert analysis.missed_validation(df) == {("h100x1", "ZeRO-3 + offload")}
+    assert analysis.best_per_setting(df)["methods_label"].tolist() == ["free-lunch"]
+    net = analysis.validation_net(df).set_index("validation_class")
+    assert net.loc["ZeRO-3 + offload", "within"] == False and net.loc["ZeRO-3 + offload", "measured"] == 1  # noqa: E712
+    assert net.loc["free-lunch", "validated"] == False  # noqa: E712  (measured, never validated: said so)
+    fixed = {**miss, "config_id": "zero3-validation-2", "started_at": "2026-02-01T00:00:00+00:00",
+             "validate": {"steps": 3, "sustained_step_s": 1.01, "predicted_step_s": 1.0, "rel_error": -0.01}}
+    store.append(fixed)
+    df = analysis.runs_frame(tmp_path)
+    assert analysis.missed_validation(df) == set()
+    assert analysis.best_per_setting(df)["methods_label"].tolist() == ["free-lunch + ZeRO-3 + offload"]
