@@ -28,7 +28,7 @@ import pandas as pd
 
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
-from .results import SET_ASIDE, engine_revision, set_aside_reason
+from .results import SET_ASIDE, VALIDATION_TOLERANCE, engine_revision, set_aside_reason
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
     from .config import Config
@@ -186,10 +186,12 @@ def step_breakdown(df: pd.DataFrame) -> pd.DataFrame:
     """Where the best configuration of each setting spends its step: ``micro_steps_share`` (every forward and
     backward, the synchronising one included), ``optimizer_share`` (the optimizer step), and
     ``sync_overhead``, how much slower the micro-step that synchronises gradients is than the others
-    (boundary / accumulate - 1: the gradient all-reduce's exposed cost on several GPUs)."""
+    (boundary / accumulate - 1: the gradient all-reduce's exposed cost on several GPUs; with two micro-steps a
+    step only the first accumulating one was timed, and stands for the others)."""
     best = best_per_setting(df)
     if best.empty:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    best = best.assign(accumulate_median_s=best["accumulate_median_s"].fillna(best["accumulate_first_median_s"]))
     b = best.dropna(subset=["accumulate_median_s", "boundary_median_s", "optimizer_median_s"]).copy()
     b["optimizer_share"] = b["optimizer_median_s"] / b["step_time_s"]
     b["micro_steps_share"] = 1 - b["optimizer_share"]
@@ -615,7 +617,6 @@ def validation_pairs(df: pd.DataFrame) -> pd.DataFrame:
     return v[VALIDATION_COLUMNS].sort_values(SETTING).reset_index(drop=True)
 
 
-VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
 NET_COLUMNS = ["setup", "validation_class", "measured", "validated", "model", "methods_label", "micro_batch",
                "validate_rel_error", "within"]
 
@@ -637,7 +638,8 @@ def _latest_validations(df: pd.DataFrame) -> pd.DataFrame:
         return v.assign(validation_class=pd.Series(dtype=object), within=pd.Series(dtype=bool))
     v = v.assign(validation_class=_validation_classes(v))
     v = v.assign(within=v["validate_rel_error"].abs() <= VALIDATION_TOLERANCE)
-    return v.sort_values(["started_at", "config_id"]).groupby(["setup", "validation_class"]).tail(1)
+    # A stable sort: validations of the same second keep the order the store has them in.
+    return v.sort_values("started_at", kind="stable").groupby(["setup", "validation_class"]).tail(1)
 
 
 def missed_validation(df: pd.DataFrame) -> set[tuple[str, str]]:
@@ -678,7 +680,8 @@ ENGINE_COST_COLUMNS = ["setup", "model", "methods_label", "engine", "micro_batch
 def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
     """What one configuration costs the engine, per revision, on the same configurations: the rows of each
     setup's ``evidence/engine/results-revision<N>.jsonl`` (made by ``scripts/offline-gpu/jobs/*-engine-check.sh``,
-    outside the setup's results). ``launches``: 1 when the search's stepper was timed in place, else 2."""
+    outside the setup's results). ``launches``: 1 when the search's stepper was timed in place or no search ran
+    (the micro-batch was given), else 2."""
     from .results import ResultStore
 
     rows = [r for path in sorted(runs_root(root).glob("*/evidence/engine/results-revision*.jsonl"))
@@ -687,7 +690,7 @@ def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=ENGINE_COST_COLUMNS)
     df = frame_from_rows(rows)
     ran = [r.get("ran") or {} for r in rows]
-    df["launches"] = [1 if x.get("in_place") else 2 for x in ran]
+    df["launches"] = [1 if x.get("in_place") or r["config"].get("micro_batch") else 2 for x, r in zip(ran, rows)]
     df["search_s"] = [x.get("search_s") for x in ran]
     df["timing_s"] = [x.get("timing_s") for x in ran]
     return df[ENGINE_COST_COLUMNS].sort_values(["setup", "model", "methods_label", "engine"]).reset_index(drop=True)

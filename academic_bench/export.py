@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
-from .results import ResultStore, load_runs, set_aside_reason
+from .methods import Methods, validation_class
+from .results import ResultStore, load_runs, missed_validation_classes, set_aside_reason
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -41,13 +42,17 @@ def load_rows(results: str | os.PathLike) -> list[dict]:
 
 def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = False) -> dict:
     """The ok, synchronized row of the setting with the shortest step time (never a row set aside by a
-    correction of the engine, ``results.set_aside_reason``)."""
+    correction of the engine, ``results.set_aside_reason``, nor one of a method class whose latest validation
+    on its setup missed the study's rule, ``results.missed_validation_classes``)."""
     def setting(r: dict) -> tuple:
         c = r["config"]
         return c["model"], c["gpu"], c["n_gpus"], bool(c.get("tiny"))
 
     want = (model, gpu, n_gpus, tiny)
-    usable = [r for r in rows if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)]
+    missed = missed_validation_classes(rows)
+    usable = [r for r in rows if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)
+              and (r["setup"], validation_class(Methods.from_dict(r["config"]["methods"]),
+                                                r["config"]["n_gpus"])) not in missed]
     ok = [r for r in usable if setting(r) == want]
     if not ok:
         have = sorted({setting(r) for r in usable})

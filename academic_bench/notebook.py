@@ -351,15 +351,16 @@ def validation_net_phases(p: dict[str, Any], out: Path) -> list[Phase]:
     def cost(r: dict) -> float:
         return (r["duration_s"] or 0.0) + p["validate_steps"] * (r["step_time_s"] or 0.0)
 
-    done = {cls(r) for r in rows if r["mode"] == "validate"}
+    done = {cls(r) for r in rows if r["mode"] == "validate" and r.get("validate")}  # not one a deadline skipped
     candidates = sorted((r for r in rows if r["mode"] == "step" and r["micro_batch"] and cls(r) not in done),
                         key=lambda r: (cost(r), r["config_id"]), reverse=True)
     cheapest = {cls(r): r for r in candidates}  # the cheapest of each class comes last, and stays
     phases = []
     for name, r in sorted(cheapest.items()):
         config = replace(Config.from_dict(r["config"]), micro_batch=r["micro_batch"])
+        # Search "single": a validation of its own, not of a model's best (``setup_parameters`` tells them apart).
         phases.append(Phase(f"validation net: {name} ({config.model} {config.methods.label()}, micro-batch "
-                            f"{r['micro_batch']})", [config], r["search"], validate=p["validate_steps"],
+                            f"{r['micro_batch']})", [config], "single", validate=p["validate_steps"],
                             expected_s=cost(r)))
     return phases
 
@@ -687,7 +688,7 @@ def setup_parameters(setup: str, rows: list[dict], device: str | None = None, **
               "preset": [p for p in SWEEP_PRESETS if p in searches and p != "exhaustive"] or ["smart"],
               "exhaustive_models": models(lambda r: r["search"] == "exhaustive"),
               "unsynced_models": models(lambda r: r["timing"] == "unsynced"),
-              "validate_models": models(lambda r: r["mode"] == "validate"),
+              "validate_models": models(lambda r: r["mode"] == "validate" and r["search"] != "single"),
               "tiny": any(r["config"].get("tiny") for r in rows), "device": device or defaults["device"],
               "output_dir": ".", **fixed}  # output_dir as the runner sets it: the run's folder
     check_parameters(params)
@@ -908,12 +909,14 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r, st in stated:
         counts[(r["config"]["model"], kind(r))][st] += 1
-    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped")
-                if any(c[o] for c in counts.values())]
+    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped",
+                            SET_ASIDE) if any(c[o] for c in counts.values())]
     lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "
               "*timeout*: it ran and was stopped at its time limit; *not run*: a time budget was spent before it "
               "started, so running the notebook again measures it; *skipped*: a budget left it unstarted and a "
-              "smart search decided it need not run, with the reason in `results.skipped.jsonl`):", ""]
+              "smart search decided it need not run, with the reason in `results.skipped.jsonl`; *set aside*: "
+              "measured by an engine revision whose timing of it was since corrected, so measured again by the "
+              "next run):", ""]
     lines += _md_table(["model", "search", *outcomes, "total"],
                        [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
                         for (m, k), c in sorted(counts.items())])
@@ -949,7 +952,7 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     if last:
         lines += ["", "```bash", command_for(last), "```"]
     overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": machine, "GPUs": gpus,
-                "rows": len(rows), "ok": sum(r["outcome"] == "ok" for r in rows), "date": when}
+                "rows": len(rows), "ok": sum(st == "ok" for _, st in stated), "date": when}
     return lines + [""], overview
 
 

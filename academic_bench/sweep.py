@@ -325,9 +325,12 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     stored = store.rows()
     if micro_batches is None and timing == "unsynced":
         micro_batches = synced_micro_batches(stored)
-    existing = {r["config_id"]: r for r in stored
-                if r["timing"] == timing and r["mode"] == mode and r["outcome"] not in retry and not is_not_run(r)
-                and not _stale(r, micro_batches) and not set_aside_reason(r)}
+    # The latest row of each configuration decides (an older real failure must not stand in for a newer row
+    # that is set aside or left unstarted).
+    latest = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
+    existing = {cid: r for cid, r in latest.items()
+                if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
+                and not set_aside_reason(r)}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}

@@ -367,7 +367,7 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_
     rows = ResultStore(folder / nb.RESULTS_FILE).rows()
     assert [(r["config"]["model"], r["search"], r["mode"], r["outcome"], r["setup"]) for r in rows] == [
         ("pythia-160m", "naive", "step", "timeout", "cpu-tiny"), ("pythia-160m", "naive", "step", "ok", "cpu-tiny"),
-        ("pythia-160m", "naive", "validate", "ok", "cpu-tiny")]  # the validation net: the one class that ran
+        ("pythia-160m", "single", "validate", "ok", "cpu-tiny")]  # the validation net: the one class that ran
     assert abs(rows[2]["validate"]["rel_error"]) < 1
     assert is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]
     assert rows[1]["config"]["tiny"] and rows[1]["step_time_s"] > 0
@@ -390,10 +390,10 @@ def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each
 
     store = ResultStore(tmp_path / nb.RESULTS_FILE)
 
-    def measured(spec, step_s, duration_s, mode="step", engine=None):
+    def measured(spec, step_s, duration_s, mode="step", engine=None, validate=None):
         config = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec))
         row = make_row(config, setup="t", outcome="ok", search="smart", micro_batch=4, gas=2, step_time_s=step_s,
-                       days=1.0, duration_s=duration_s, mode=mode)
+                       days=1.0, duration_s=duration_s, mode=mode, validate=validate)
         if engine is not None:
             row["engine"] = engine
         store.append(row)
@@ -403,10 +403,15 @@ def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each
     measured("naive+ckpt", 1.0, 30.0)  # the cheaper checkpointing configuration
     measured("free-lunch+zero1+offload", 2.0, 60.0, engine=1)  # set aside: no result, so nothing to validate
     measured("naive", 1.0, 10.0)
-    measured("naive", 1.0, 10.0, mode="validate")  # naive is validated already
+    measured("naive", 1.0, 10.0, mode="validate",  # naive is validated already
+             validate={"steps": 3, "sustained_step_s": 1.0, "predicted_step_s": 1.0, "rel_error": 0.0})
+    measured("free-lunch+fsdp_full_shard+offload", 1.0, 10.0)
+    measured("free-lunch+fsdp_full_shard+offload", 1.0, 10.0, mode="validate")  # skipped by its deadline: no check
     params = {"validate_classes": True, "validate_steps": 3}
     phases = nb.validation_net_phases(params, store.path)
-    assert [p.title.split(" (")[0] for p in phases] == ["validation net: checkpointing", "validation net: free-lunch"]
+    assert [p.title.split(" (")[0] for p in phases] == ["validation net: FSDP full-shard + offload",
+                                                        "validation net: checkpointing", "validation net: free-lunch"]
+    phases = phases[1:]
     assert phases[0].configs[0].methods == parse_methods("naive+ckpt") and phases[0].configs[0].micro_batch == 4
     assert phases[0].expected_s == 30.0 + 3 * 1.0 and phases[0].validate == 3
     assert nb.validation_net_phases({**params, "validate_classes": False}, store.path) == []

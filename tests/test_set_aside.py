@@ -67,7 +67,10 @@ def test_analysis_and_export_never_use_a_set_aside_row_and_say_how_many_and_why(
 def test_a_sweep_measures_a_set_aside_configuration_again(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
     old = row("naive+zero1+offload", 1.0, engine=None, tiny=True)
+    # An earlier real failure of the same configuration must not stand in for its latest, set-aside row.
+    store.append(row("naive+zero1+offload", 1.0, engine=None, tiny=True, outcome="timeout"))
     store.append(old)
+    assert ResultStore(store.path).done_ids() == set()
     config = Config.from_dict(old["config"])
     summary = run_sweep([config], store.path, "h100x1", search="smart", device="cpu", progress=False, timeout_s=120)
     assert (summary["resumed"], summary["ran"]) == (0, 1)

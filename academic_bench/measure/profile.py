@@ -121,6 +121,8 @@ def profile_step(cfg: Config, micro_batch: int, device: str, reps: int = 3, warm
     gas = cfg.per_gpu_batch // micro_batch
     stepper = Stepper(cfg, micro_batch, gas, device)
     batches = host_batches(cfg, micro_batch, 2, seed=3)
+    # Every accumulating micro-step is profiled alike: a profile gives shares of kinds of work; the step time,
+    # which tells the first accumulating micro-step after an optimizer step apart, is the worker's.
     accumulate = lambda: stepper.micro_step(batches[0], sync=False)  # noqa: E731
 
     def boundary_and_optimizer() -> None:

@@ -195,8 +195,8 @@ def predicted_overflow(cfg: Config, mbs: int) -> str | None:
 @dataclass
 class Search:
     """What the micro-batch search found: the largest size that ran a full step (None: not even 1), each size's
-    outcome, notes (sizes the memory model ruled out) and, when asked to keep it, the stepper of that size if
-    it was the last tried (no out-of-memory trial since: its GPU memory is clean to time in place)."""
+    outcome, notes (sizes the memory model ruled out) and, when asked to keep it, the stepper of that size if it
+    was the last tried and no trial ran out of memory (its GPU memory is clean to time in place)."""
 
     micro_batch: int | None
     log: list[dict]
@@ -210,7 +210,7 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
     memory model's prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
     (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
     not tried again; the search starts below the smallest size known not to fit. ``keep``: return the stepper
-    of the size found when no trial ran out of memory after it."""
+    of the size found when no trial ran out of memory."""
     known = known or []
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
