@@ -85,7 +85,8 @@ def main() -> None:
     it = stream()
     out["whole_dataloader_s"] = [whole(lambda j: next(it)) for _ in range(3)]
     print(json.dumps(out))
-    with open(os.path.join(os.environ.get("OUT", "."), f"probe-{model}-{methods}.json"), "w") as f:
+    name = f"probe-{model}-{methods}.json".replace("+", "_")  # names with "+" do not come back from a device call
+    with open(os.path.join(os.environ.get("OUT", "."), name), "w") as f:
         json.dump(out, f)
     dist.destroy_process_group()
 
