@@ -367,6 +367,12 @@ def grid_html(long: pd.DataFrame, value: str, models: list[str], gpus: list[str]
                 + "</div>")
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun, singular or plural as ``n`` asks: '1 setting', '3 settings' (never 'setting(s)')."""
+    n = int(n)
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def glue(name: str, value) -> None:
     """Glue a value into a page's prose (``{glue:text}`name:.1f```) as a plain Python number or text.
 

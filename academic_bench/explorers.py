@@ -89,7 +89,7 @@ def assumptions_table() -> pd.DataFrame:
             ("share of board power drawn", f"{a.utilisation:g}", DEFAULT_SOURCES["utilisation"])]
     rows += [(f"{g.name}", f"${g.price_usd:,.0f} per GPU, {g.board_power_w:g} W", g.price_source)
              for g in gpu_catalog().values() if g.price_usd is not None]
-    rows += [(f"machine for {n} GPU(s)", f"${usd:,.2f}", DEFAULT_SOURCES["machine_cost_usd"])
+    rows += [(f"machine for {n} GPU{'' if n == 1 else 's'}", f"${usd:,.2f}", DEFAULT_SOURCES["machine_cost_usd"])
              for n, usd in sorted(default_machine_costs().items())]
     return pd.DataFrame(rows, columns=["assumption", "default", "source"])
 

@@ -76,6 +76,16 @@ def test_glued_numbers_are_formatted_and_no_page_prints_warnings(built_site):
         assert "Failed to format" not in text, page
 
 
+def test_counts_in_the_prose_agree_with_their_nouns(built_site):
+    """'3 settings', '1 GPU': never a template's 'setting(s)' (units such as 'step (s)' stand apart). The paper's
+    survey questions are quoted as the paper wrote them ('your research area(s)')."""
+    for page in built_site.glob("book/*.html"):
+        text = re.sub(r"<script.*?</script>|<style.*?</style>", "", page.read_text(), flags=re.S)
+        text = re.sub(r"<[^>]+>", " ", text).replace("research area(s)", "")
+        found = re.findall(r".{0,30}[A-Za-z]\(s\)", text)
+        assert not found, f"{page.name}: {found[:3]}"
+
+
 def test_pages_say_plainly_when_there_is_no_data(built_site):
     runs = sorted((ROOT / "notebooks" / "runs").glob("*/results.jsonl"))
     intro = (built_site / "book" / "intro.html").read_text()
