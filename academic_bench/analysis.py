@@ -28,7 +28,7 @@ import pandas as pd
 
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
-from .results import SET_ASIDE, VALIDATION_TOLERANCE, engine_revision, set_aside_reason
+from .results import SET_ASIDE, engine_revision, set_aside_reason, validation_class_of
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
     from .config import Config
@@ -47,7 +47,7 @@ COLUMNS = [
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
     "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
     "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "torch", "started_at", "duration_s",
-    "mbs_search", "engine",
+    "mbs_search", "engine", "validation_class",
 ]
 
 
@@ -79,7 +79,7 @@ def _flat(row: dict) -> dict:
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
         "gpu_name": env.get("gpu_name"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
-        "engine": engine_revision(row),
+        "engine": engine_revision(row), "validation_class": validation_class_of(row),
     }
     aside = set_aside_reason(row)
     if aside:  # kept in the frame, so that coverage and counts say what was set aside and why; never a result
@@ -162,8 +162,7 @@ def results(df: pd.DataFrame) -> pd.DataFrame:
     missed = missed_validation(df)
     if r.empty or not missed:
         return r
-    cls = _validation_classes(r)
-    return r[[(s, c) not in missed for s, c in zip(r["setup"], cls)]].copy()
+    return r[[key not in missed for key in zip(r["setup"], r["validation_class"])]].copy()
 
 
 def _fastest(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -617,16 +616,9 @@ def validation_pairs(df: pd.DataFrame) -> pd.DataFrame:
     return v[VALIDATION_COLUMNS].sort_values(SETTING).reset_index(drop=True)
 
 
+VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
 NET_COLUMNS = ["setup", "validation_class", "measured", "validated", "model", "methods_label", "micro_batch",
                "validate_rel_error", "within"]
-
-
-def _validation_classes(frame: pd.DataFrame) -> pd.Series:
-    """Each row's ``methods.validation_class``."""
-    from .methods import validation_class
-
-    return pd.Series([validation_class(Methods.from_dict({c: r[c] for c in METHOD_COLUMNS}), int(r["n_gpus"]))
-                      for r in frame.to_dict("records")], index=frame.index, dtype=object)
 
 
 def _latest_validations(df: pd.DataFrame) -> pd.DataFrame:
@@ -635,8 +627,7 @@ def _latest_validations(df: pd.DataFrame) -> pd.DataFrame:
     v = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
            & ~df["tiny"].astype(bool)] if not df.empty else df
     if v.empty:
-        return v.assign(validation_class=pd.Series(dtype=object), within=pd.Series(dtype=bool))
-    v = v.assign(validation_class=_validation_classes(v))
+        return v.assign(within=pd.Series(dtype=bool))
     v = v.assign(within=v["validate_rel_error"].abs() <= VALIDATION_TOLERANCE)
     # A stable sort: validations of the same second keep the order the store has them in.
     return v.sort_values("started_at", kind="stable").groupby(["setup", "validation_class"]).tail(1)
@@ -655,8 +646,6 @@ def validation_net(df: pd.DataFrame) -> pd.DataFrame:
     against sustained training, and the latest validation's error; ``within``: inside ``VALIDATION_TOLERANCE``.
     A class that ran but was never validated shows ``validated`` False, so the book says so."""
     measured = _measured(df)
-    measured = measured.assign(validation_class=_validation_classes(measured)) if not measured.empty else \
-        measured.assign(validation_class=pd.Series(dtype=object))
     val = _latest_validations(df)
     keys = sorted(set(zip(measured["setup"], measured["validation_class"])) | set(zip(val["setup"],
                                                                                        val["validation_class"])))

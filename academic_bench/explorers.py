@@ -16,6 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from .charts import count
 from .cost import (DAYS_PER_YEAR, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, cloud_price_table, cost_of,
                    days_for, default_machine_costs, fastest_within_budget, measured_days, paper_days, setup_label,
                    setups_frame)
@@ -89,7 +90,7 @@ def assumptions_table() -> pd.DataFrame:
             ("share of board power drawn", f"{a.utilisation:g}", DEFAULT_SOURCES["utilisation"])]
     rows += [(f"{g.name}", f"${g.price_usd:,.0f} per GPU, {g.board_power_w:g} W", g.price_source)
              for g in gpu_catalog().values() if g.price_usd is not None]
-    rows += [(f"machine for {n} GPU{'' if n == 1 else 's'}", f"${usd:,.2f}", DEFAULT_SOURCES["machine_cost_usd"])
+    rows += [(f"machine for {count(n, 'GPU')}", f"${usd:,.2f}", DEFAULT_SOURCES["machine_cost_usd"])
              for n, usd in sorted(default_machine_costs().items())]
     return pd.DataFrame(rows, columns=["assumption", "default", "source"])
 

@@ -21,9 +21,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .analysis import frame_from_rows, missed_validation
 from .config import Config
-from .methods import Methods, validation_class
-from .results import ResultStore, load_runs, missed_validation_classes, set_aside_reason
+from .results import ResultStore, load_runs, set_aside_reason, validation_class_of
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -43,16 +43,15 @@ def load_rows(results: str | os.PathLike) -> list[dict]:
 def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = False) -> dict:
     """The ok, synchronized row of the setting with the shortest step time (never a row set aside by a
     correction of the engine, ``results.set_aside_reason``, nor one of a method class whose latest validation
-    on its setup missed the study's rule, ``results.missed_validation_classes``)."""
+    on its setup missed the study's rule, ``analysis.missed_validation``)."""
     def setting(r: dict) -> tuple:
         c = r["config"]
         return c["model"], c["gpu"], c["n_gpus"], bool(c.get("tiny"))
 
     want = (model, gpu, n_gpus, tiny)
-    missed = missed_validation_classes(rows)
+    missed = missed_validation(frame_from_rows(rows))
     usable = [r for r in rows if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)
-              and (r["setup"], validation_class(Methods.from_dict(r["config"]["methods"]),
-                                                r["config"]["n_gpus"])) not in missed]
+              and (r["setup"], validation_class_of(r)) not in missed]
     ok = [r for r in usable if setting(r) == want]
     if not ok:
         have = sorted({setting(r) for r in usable})

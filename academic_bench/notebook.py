@@ -33,7 +33,7 @@ from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
 from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, SET_ASIDE, ResultStore, is_not_run, is_settled,
                       latest_rows, latest_skips, load_planned, make_row, read_lines, set_aside_reason,
-                      skip_is_latest, skip_key, synced_micro_batches)
+                      skip_is_latest, skip_key, synced_micro_batches, validation_class_of)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -338,15 +338,11 @@ def validation_net_phases(p: dict[str, Any], out: Path) -> list[Phase]:
     that has a measured configuration in this run's results and no validation yet, the configuration of the
     class that is cheapest to validate (its measurement's duration plus ``validate_steps`` steps), at its
     measured micro-batch. So every method class that ran on a setup is checked against sustained training."""
-    from .methods import Methods, validation_class
-
     if not p["validate_classes"]:
         return []
     rows = [r for r in latest_rows(ResultStore(out).rows())
             if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)]
-
-    def cls(r: dict) -> str:
-        return validation_class(Methods.from_dict(r["config"]["methods"]), r["config"]["n_gpus"])
+    cls = validation_class_of
 
     def cost(r: dict) -> float:
         return (r["duration_s"] or 0.0) + p["validate_steps"] * (r["step_time_s"] or 0.0)

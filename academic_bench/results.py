@@ -138,25 +138,11 @@ def set_aside_reason(row: Mapping) -> str | None:
     return {1: MISALIGNED_DEEPSPEED, 2: AVERAGED_FIRST_MICRO_STEP}.get(revision)
 
 
-VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
-
-
-def missed_validation_classes(rows: Iterable[Mapping]) -> set[tuple[str, str]]:
-    """(setup, ``methods.validation_class``) pairs whose latest validation (set-aside rows never count) is
-    outside ``VALIDATION_TOLERANCE``: no number of theirs is a result until the method is fixed and validated
-    again. (``analysis.missed_validation`` is the same rule on the analysis frame.)"""
+def validation_class_of(row: Mapping) -> str:
+    """The ``methods.validation_class`` of a row's configuration."""
     from .methods import Methods, validation_class
 
-    latest: dict[tuple[str, str], Mapping] = {}
-    for r in rows:  # the store's order: a later row of the same second still wins
-        error = (r.get("validate") or {}).get("rel_error")
-        if error is None or r.get("outcome") != "ok" or r.get("timing") != "synced" or set_aside_reason(r) \
-                or (r.get("config") or {}).get("tiny"):
-            continue
-        key = (r.get("setup"), validation_class(Methods.from_dict(r["config"]["methods"]), r["config"]["n_gpus"]))
-        if key not in latest or str(r.get("started_at") or "") >= str(latest[key].get("started_at") or ""):
-            latest[key] = r
-    return {k for k, r in latest.items() if abs(r["validate"]["rel_error"]) > VALIDATION_TOLERANCE}
+    return validation_class(Methods.from_dict(row["config"]["methods"]), row["config"]["n_gpus"])
 
 
 def check_row(row: Any, where: str = "row") -> None:

@@ -29,8 +29,7 @@ from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, 
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
 from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, latest_skips, now_iso, read_lines,
-                      set_aside_reason,
-                      skip_is_latest, skip_key, synced_micro_batches)
+                      set_aside_reason, skip_is_latest, skip_key, synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -327,14 +326,13 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         micro_batches = synced_micro_batches(stored)
     # The latest row of each configuration decides (an older real failure must not stand in for a newer row
     # that is set aside or left unstarted).
-    latest = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
-    existing = {cid: r for cid, r in latest.items()
+    last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
+    existing = {cid: r for cid, r in last_row.items()
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
                 and not set_aside_reason(r)}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
-    last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
     planned_ids = {c.id for c in configs}
     for c in configs:
         if pruner and c.id in existing:

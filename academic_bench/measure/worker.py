@@ -122,6 +122,15 @@ def _simulated_oom(mbs: int, simulate: dict) -> None:
     time.sleep(10**6)
 
 
+def _simulated_timed_oom(mbs: int, simulate: dict) -> None:
+    """The CPU twin's out of memory in the timed run: above ``oom_above_micro_batch`` (a micro-batch given
+    without a search) or ``timed_oom_above_micro_batch`` (one that fit in the search)."""
+    for key in ("oom_above_micro_batch", "timed_oom_above_micro_batch"):
+        limit = simulate.get(key)
+        if limit is not None and mbs > limit:
+            raise SimulatedOOM(f"simulated at {mbs}")
+
+
 def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict, trials: str | None = None,
                     keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
     """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,
@@ -215,7 +224,7 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
     notes: list[str] = []
-    kept: tuple[int, Stepper] | None = None
+    kept: Stepper | None = None
     oomed = False  # memory an out-of-memory trial left fragmented would skew a timing in this process
     mbs = simulate.get("start_micro_batch") or start_guess(cfg)
     too_big = [m for m, (ok, _) in tried.items() if not ok]
@@ -224,13 +233,10 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
     while mbs >= 1:
         if mbs not in tried:
             if kept is not None:  # a larger size needs the memory the smaller one holds
-                free_after_oom(kept[1], device)
-                kept = None
-            ok, peak, stepper = try_micro_batch(cfg, mbs, device, simulate, trials, keep)
+                free_after_oom(kept, device)
+            ok, peak, kept = try_micro_batch(cfg, mbs, device, simulate, trials, keep)
             tried[mbs] = (ok, peak)
             oomed = oomed or not ok
-            if stepper is not None:
-                kept = (mbs, stepper)
         ok, _ = tried[mbs]
         bigger = mbs * 2
         if ok and bigger <= cfg.per_gpu_batch and cfg.per_gpu_batch % bigger == 0 and bigger not in tried:
@@ -248,10 +254,10 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
     log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
     best = max(fits) if fits else None
-    if kept is not None and (kept[0] != best or oomed):
-        free_after_oom(kept[1], device)
+    if kept is not None and (kept.mbs != best or oomed):
+        free_after_oom(kept, device)
         kept = None
-    return Search(best, log, notes, kept[1] if kept else None)
+    return Search(best, log, notes, kept)
 
 
 # --- timing ---------------------------------------------------------------------------------------------
@@ -444,25 +450,18 @@ def measure(req: dict, device: str, rank: int) -> dict:
         if req.get("search_only") or (req.get("in_place") and stepper is None):
             return searched_only(mbs, mbs_log, notes)
     t_searched = time.perf_counter()
-    limit = simulate.get("oom_above_micro_batch")
-    timed = simulate.get("timed_oom_above_micro_batch")  # fits in the search, runs out when timed
-    if (limit is not None and mbs > limit) or (timed is not None and mbs > timed):
-        if stepper is not None:  # timed in place: fresh processes will say whether it really does not fit
-            free_after_oom(stepper, device)
-            return searched_only(mbs, mbs_log, notes)
-        return {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: simulated at {mbs}",
-                "micro_batch": mbs, "mbs_search": mbs_log}
     in_place = stepper is not None
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     try:
+        _simulated_timed_oom(mbs, simulate)
         stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
         t_ready = time.perf_counter()
         row = time_and_validate(stepper, cfg, mbs, req, device)
-    except Exception as exc:  # noqa: BLE001  (only out of memory in place is handled here)
+    except Exception as exc:  # noqa: BLE001  (only out of memory in place is handled here; ``main`` the rest)
         if not (in_place and is_oom(exc)):
             raise
-        free_after_oom(stepper, device)
+        free_after_oom(stepper, device)  # fresh processes will say whether it really does not fit
         return searched_only(mbs, mbs_log, notes)
     row["mbs_search"] = mbs_log
     row["ran"] = vars(stepper.ran)
