@@ -36,7 +36,8 @@ DEFAULT_WARMUP, DEFAULT_REPS = 3, 10
 DEADLINE_RESERVE_S = 15  # of a configuration's time limit, kept after the timing for memory gathers and exit
 EXECUTORS = ("local", "slurm", "submitit-local")
 TAIL_LINES = 30
-# The lent GPU machines hang or fail in NCCL/NVSHMEM multicast set-up unless NVLink SHARP/multicast is off.
+# NCCL/NVSHMEM multicast set-up hung or failed on the study's shared multi-GPU machines unless NVLink
+# SHARP/multicast is off.
 REQUIRED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 # Fields of the row that the parent owns; a worker's result never overrides them.
 PARENT_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search", "env", "started_at",

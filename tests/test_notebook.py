@@ -121,7 +121,7 @@ def test_a_resumed_sweep_relaunches_what_the_budget_left_but_not_real_timeouts(t
 
 
 def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path, capsys):
-    # A lent machine is planned by the budget: a validation that would run past it is recorded as not run
+    # A GPU machine is planned by the budget: a validation that would run past it is recorded as not run
     # (re-running the notebook measures it), rather than started and cut off with nothing saved.
     config = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
     store = ResultStore(tmp_path / nb.RESULTS_FILE)
@@ -419,7 +419,7 @@ def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each
 
 def test_an_unsynced_timing_waits_for_an_ok_synced_twin(tmp_path, capsys):
     # Seen on 2 x H200: the synced free-lunch row timed out, and its unsynced twin searched a micro-batch of
-    # its own and was timed alone -- device time spent on a figure that pairs with nothing.
+    # its own and was timed alone -- GPU time spent on a figure that pairs with nothing.
     config = Config("pythia-160m", "h100-80gb", 1, methods=FREE_LUNCH, tiny=True)
     store = ResultStore(tmp_path / nb.RESULTS_FILE)
     store.append(make_row(config, setup="t", outcome="timeout", search="free-lunch",

@@ -1,6 +1,6 @@
 """Where a step's time goes (``academic-bench profile``): kernel names sorted into kinds of work, and the CPU
 twin of a profile (a tiny model, its ATen operators timed by torch.profiler) through the command, the
-analysis and the chart. The GPU's kernels are profiled on the lent machines (``jobs/h100x1-session9.sh``)."""
+analysis and the chart. The GPU's kernels are profiled on the GPU machines (``jobs/h100x1-run9.sh``)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ from academic_bench.results import ResultStore, load_profiles, make_row
 
 # Kernel names as torch.profiler reports them on H100s (cuBLAS, FlashAttention, SDPA's CUTLASS kernels,
 # torch.compile's Triton kernels, PyTorch's fused AdamW, NCCL, copies) and ATen operators on a CPU; the second
-# group is from our own H100 traces (session 9, notebooks/runs/h100x1/profiles.jsonl), where the first patterns
+# group is from our own H100 traces (run 9, notebooks/runs/h100x1/profiles.jsonl), where the first patterns
 # put Mamba's scan among the elementwise kernels and a fused bias add among the matrix products.
 NAMES = {
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"

@@ -121,7 +121,7 @@ def test_smart_uses_the_memory_model_to_skip_what_cannot_fit():
 
 
 def test_smart_skips_offloading_that_the_host_memory_cannot_hold():
-    """One H100 node with 128 GiB killed Pythia-6.9B's ZeRO-1 offload (session 6); 2.8B ran."""
+    """One H100 node with 128 GiB killed Pythia-6.9B's ZeRO-1 offload (run 6); 2.8B ran."""
     p = SmartPruner(host_memory_gb=137.4)
     category, reason = p.skip(cfg("free-lunch+zero1+offload", model="pythia-6.9b", n_gpus=1))
     assert category == "cannot fit (host memory model)"
@@ -363,7 +363,7 @@ def test_retry_reruns_listed_outcomes_only(tmp_path):
 
 
 def test_a_row_out_of_memory_only_when_timed_before_halving_is_measured_again(tmp_path):
-    """Such a row (Pythia-2.8B with checkpointing on one H100, session 6) named no usable size; resumed, the
+    """Such a row (Pythia-2.8B with checkpointing on one H100, run 6) named no usable size; resumed, the
     configuration runs again (now falling back to half), and a row that already fell back is kept."""
     out = tmp_path / "results.jsonl"
     c = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)

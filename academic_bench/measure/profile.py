@@ -25,7 +25,7 @@ from .stepper import Stepper
 from .timing import synchronize
 
 # (kind of work, pattern on a kernel's or operator's name): the first that matches names it. Checked against
-# the kernels of our own H100 and H200 traces (session 9): cuBLAS's nvjet/xmma/CUTLASS matrix products; cuDNN's
+# the kernels of our own H100 and H200 traces (notebooks/runs/*/profiles.jsonl): cuBLAS's nvjet/xmma/CUTLASS matrix products; cuDNN's
 # convolutions (implicit-GEMM fprop/dgrad/wgrad, and the direct kernel of a depthwise weight gradient); cuDNN's
 # SDPA, FlashAttention and PyTorch's memory-efficient attention; mamba-ssm's selective-scan and causal-conv1d
 # kernels; the Triton kernels torch.compile writes, named for the operators they fuse

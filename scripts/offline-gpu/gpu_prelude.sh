@@ -1,5 +1,5 @@
 # Source at the start of every device command: wheels, env, machine facts.
-# The machine's copy of .git can lag the working tree it receives, so rows would name a stale commit (session 9).
+# The machine's copy of .git can lag the working tree it receives, so rows would name a stale commit (run 9).
 [ -n "${ACADEMIC_BENCH_GIT_COMMIT:-}" ] || echo "warning: ACADEMIC_BENCH_GIT_COMMIT is not exported; rows will name the commit of the machine's .git copy, which can lag the working tree"
 [ -d /tmp/site-mamba ] && MAMBA_SITE=/tmp/site-mamba  # install_mamba.sh's kernels, from an earlier call
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 || echo "wheel install failed"

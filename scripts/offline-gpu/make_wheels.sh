@@ -1,4 +1,4 @@
-# Collect into .whl/ (ignored by git) the wheels that the lent GPU machines lack, for Python 3.12 on x86-64:
+# Collect into .whl/ (ignored by git) the wheels that the GPU machine lack, for Python 3.12 on x86-64:
 # the notebook's papermill, ipykernel and altair, deepspeed with its needs, submitit, and pandas. Run here, from
 # the repository root, after `make install` (deepspeed's pure-Python wheel is built with the venv's torch).
 # A fresh checkout has no .whl/: without it the GPU prelude prints "wheel install failed" and the notebook stops.

@@ -1,4 +1,4 @@
-# nvidia-h100-x1, session 3 (about 27 minutes held): finish the exhaustive Pythia-1B search and run
+# nvidia-h100-x1, run 3 (about 27 minutes held): finish the exhaustive Pythia-1B search and run
 # Pythia-160M's, so that smart can be compared with exhaustive on two settings.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

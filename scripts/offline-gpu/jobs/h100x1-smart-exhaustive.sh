@@ -1,4 +1,4 @@
-# Session 2 on nvidia-h100-x1: smart then exhaustive for Pythia-1B and -160M (how close smart gets, at what
+# Run 2 on nvidia-h100-x1: smart then exhaustive for Pythia-1B and -160M (how close smart gets, at what
 # share of the GPU time), smart for ViT-L, and validations of Pythia-160M and ViT-L.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

@@ -1,6 +1,6 @@
 # For a later session on nvidia-h100-x1 (about 20 minutes held): what h100x1's smart search still lacks after
-# session 9 -- ConvNeXt-XL's configurations beyond free-lunch and free-lunch + ckpt (two timed out at 300 s in
-# session 5 and are retried with a 480 s limit; the rest are `not run`). Everything else on h100x1 is settled.
+# run 9 -- ConvNeXt-XL's configurations beyond free-lunch and free-lunch + ckpt (two timed out at 300 s in
+# run 5 and are retried with a 480 s limit; the rest are `not run`). Everything else on h100x1 is settled.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh

@@ -1,4 +1,4 @@
-# Session 4 on nvidia-h200 (one chip): what session 3 left on h200x1 -- first the validation of Pythia-160M's
+# Run 4 on nvidia-h200 (one chip): what run 3 left on h200x1 -- first the validation of Pythia-160M's
 # best (its smart free-lunch row), then the smart search of the other eight models for what is left of the
 # session's device time. Each hard limit leaves one configuration's timeout beyond the budget (a budget only
 # stops new configurations from starting).

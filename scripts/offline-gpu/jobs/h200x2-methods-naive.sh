@@ -1,4 +1,4 @@
-# Session 2 on nvidia-h200-x2: every parallel method once on two GPUs (evidence), then the naive search for
+# Run 2 on nvidia-h200-x2: every parallel method once on two GPUs (evidence), then the naive search for
 # the nine models, with one validation. Started by start_background.sh; results under notebooks/runs/h200x2.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

@@ -1,5 +1,5 @@
 # For a later session on nvidia-h200-x2 (counted in full): the smart search of every model (Pythia-160M and -1B
-# are complete since session 5 and are not re-run). The hard limit leaves one configuration's timeout beyond the
+# are complete since run 5 and are not re-run). The hard limit leaves one configuration's timeout beyond the
 # budget.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

@@ -1,4 +1,4 @@
-# Session 4 on nvidia-h200-x2, right after h200x2-checks.sh (whose free-lunch timeout left too little budget
+# Run 4 on nvidia-h200-x2, right after h200x2-checks.sh (whose free-lunch timeout left too little budget
 # for two of its three validations): the validations of Pythia-1B's and RoBERTa-large's best rows.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

@@ -1,4 +1,4 @@
-# Session 9 on nvidia-h100-x1 (one chip, about 27 minutes held), after install_mamba.sh in the call before.
+# Run 9 on nvidia-h100-x1 (one chip, about 27 minutes held), after install_mamba.sh in the call before.
 # (1) Where the step time goes (`academic-bench profile`) for the fastest one-GPU configuration of each model that
 # shards nothing, Pythia-1B first (the acceptance asks what limits its MFU), and Pythia-1B's naive configuration
 # beside it; into notebooks/runs/h100x1/profiles.jsonl. Each profile builds (and compiles) its model first, so

@@ -1,5 +1,5 @@
-# Session 10 on nvidia-h100-x1, right after h100x1-smart-final.sh settled ConvNeXt-XL on the same warm machine:
-# Pythia-6.9B's smart search again. Its only started configuration (free-lunch + ZeRO-1 + offload, session 6)
+# Run 10 on nvidia-h100-x1, right after h100x1-smart-final.sh settled ConvNeXt-XL on the same warm machine:
+# Pythia-6.9B's smart search again. Its only started configuration (free-lunch + ZeRO-1 + offload, run 6)
 # ended with exit status 1 and a log with nothing after the launch line; retried here (`retry [error]`) with a
 # 480 s limit, and the rest of the search goes on as far as the budget reaches.
 set -u

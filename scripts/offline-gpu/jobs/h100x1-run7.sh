@@ -1,4 +1,4 @@
-# Session 7 on nvidia-h100-x1 (about 20 minutes held), after install_mamba.sh in the call before: what h100x1
+# Run 7 on nvidia-h100-x1 (about 20 minutes held), after install_mamba.sh in the call before: what h100x1
 # still lacks, most important first. (1) Pythia-6.9B: the host-memory rule should skip every offload
 # configuration on this 128 GiB host and the GPU memory rule the rest, in seconds, so its rows say why it cannot
 # train on one H100 with our methods. (2) Mamba-2.8B's smart search with its kernels (never run on a GPU yet).
