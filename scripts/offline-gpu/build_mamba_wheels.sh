@@ -1,7 +1,7 @@
 # Build causal-conv1d and mamba-ssm wheels for the GPU machine (Python 3.12, torch 2.11.0+cu130, H100/H200
 # = sm_90) here, on the CPU, into .whl-mamba/ (ignored by git), so that Mamba-2.8B can run there with its
 # kernels. Neither project has binary wheels on the registry and the GPU machines cannot download; building
-# there costs about half an hour of device time, here none. Needs pyenv's Python 3.12 and CUDA 13.0's nvcc (this machine has both).
+# there costs about half an hour of machine time, here none. Needs pyenv's Python 3.12 and CUDA 13.0's nvcc (this machine has both).
 # Both setup.py files hard-code -gencode flags for about nine architectures: they are cut to sm_90 alone.
 # Run 6 on 2 cores: causal-conv1d in about 7 minutes, mamba-ssm in about 14; run it in the background (nohup).
 # Debug sections are stripped (about 57 MiB for both wheels): together with .whl/ they exceed the 64 MiB a

@@ -4,7 +4,7 @@
 set -u
 WAIT=$1; shift
 if [ ! -d /tmp/w ]; then
-  # Run 7 waited 560 s of device time here for a job that was gone: the machine had been given back
+  # Run 7 waited 560 s of machine time here for a job that was gone: the machine had been given back
   # (idle between calls) and this call had started a fresh, bare one.
   echo "no background job on this machine (/tmp/w is missing): this call started a fresh machine, so the job"
   echo "and its machine are gone; unpack the run.tgz of the last call that reached it"

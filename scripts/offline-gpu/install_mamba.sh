@@ -1,4 +1,4 @@
-# The first device call of a Mamba session, carrying [".whl-mamba"] alone (the wheels and .whl/ together exceed
+# The first device call of a Mamba run, carrying [".whl-mamba"] alone (the wheels and .whl/ together exceed
 # what one call carries): install the kernels (and einops, which mamba-ssm imports) where the warm machine keeps
 # them for the next calls, then run both kernels forward and backward on the GPU, so that a broken build fails
 # here and not in the job. The GPU prelude puts /tmp/site-mamba on PYTHONPATH when it exists.

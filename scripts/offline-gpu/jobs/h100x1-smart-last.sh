@@ -1,4 +1,4 @@
-# For a later session on nvidia-h100-x1: smart for the models that are not complete on one H100. Run 5's
+# For a later run on nvidia-h100-x1: smart for the models that are not complete on one H100. Run 5's
 # h100x1-smart-rest.sh ran RoBERTa and ConvNeXt's free-lunch row; ConvNeXt's next three configurations timed
 # out at 300 s (its free-lunch row alone took about 250 s), so retry timeouts with a longer limit. The Pythias go first: ConvNeXt alone could spend the budget. (Mamba needs
 # mamba-ssm, which the GPU image lacks: its rows say unsupported.)

@@ -1,4 +1,4 @@
-# For a later session on nvidia-h100-x1: smart for the models that have none yet on one H100
+# For a later run on nvidia-h100-x1: smart for the models that have none yet on one H100
 # (Mamba needs mamba-ssm, which the GPU image lacks: its rows say unsupported).
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

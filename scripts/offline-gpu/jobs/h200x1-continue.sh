@@ -1,6 +1,6 @@
 # Run 4 on nvidia-h200 (one chip): what run 3 left on h200x1 -- first the validation of Pythia-160M's
 # best (its smart free-lunch row), then the smart search of the other eight models for what is left of the
-# session's device time. Each hard limit leaves one configuration's timeout beyond the budget (a budget only
+# machine's time. Each hard limit leaves one configuration's timeout beyond the budget (a budget only
 # stops new configurations from starting).
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

@@ -1,6 +1,6 @@
-# For a later session on nvidia-h200 (one chip, about 25 minutes held): the exhaustive search of Pythia-1B and
+# For a later run on nvidia-h200 (one chip, about 25 minutes held): the exhaustive search of Pythia-1B and
 # Pythia-160M (12 valid combinations each; their smart searches are complete, so the book can say how close smart
-# came). Rows resume: run it again in the next session for what the budget left.
+# came). Rows resume: run it again in the next run for what the budget left.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh

@@ -1,4 +1,4 @@
-# For a later session on nvidia-h200 (one chip): the rest of Mamba-2.8B's smart search with its kernels (its
+# For a later run on nvidia-h200 (one chip): the rest of Mamba-2.8B's smart search with its kernels (its
 # naive row, the PyTorch path, ran out of memory; run 8 measured free-lunch, and free-lunch + ckpt, at a
 # larger micro-batch, was killed at a 300 s limit: retried here with 480 s). As for h100x1-run9.sh: a first
 # call carrying [".whl-mamba"] runs install_mamba.sh (it also runs both kernels once on the GPU), and the next

@@ -1,7 +1,7 @@
 # Run 10 on nvidia-h200 (one chip, about 27 minutes held): the exhaustive searches h200x1 still lacks, so the
 # book can say how close smart came on this setup too -- Pythia-1B's last three (one timed out at a 180 s limit in
 # run 9, retried here with 300 s) and then Pythia-160M's twelve. Rows not started are recorded `not run` and
-# resume next session (jobs/h200x1-exhaustive.sh). The notebook's budget comes from one deadline so the job ends
+# resume next run (jobs/h200x1-exhaustive.sh). The notebook's budget comes from one deadline so the job ends
 # while the machine is still held.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

@@ -1,7 +1,7 @@
 # Run 8 on nvidia-h200 (one chip, about 28 minutes held), after install_mamba.sh in the call before: what
 # h200x1 most lacks. (1) Mamba-2.8B's smart search with its kernels (no h200x1 measurement yet). (2) The
 # exhaustive search of Pythia-1B (its smart search is complete here, so the book can say how close smart came),
-# with whatever time is left: rows not started are recorded "not run" and resume next session
+# with whatever time is left: rows not started are recorded "not run" and resume next run
 # (jobs/h200x1-exhaustive.sh). Each notebook's budget comes from one deadline so the job ends while the machine
 # is still held.
 set -u

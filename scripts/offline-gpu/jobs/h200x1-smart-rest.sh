@@ -1,4 +1,4 @@
-# For a later session on nvidia-h200 (one chip): the rest of h200x1's smart search -- Pythia-6.9B (run 7
+# For a later run on nvidia-h200 (one chip): the rest of h200x1's smart search -- Pythia-6.9B (run 7
 # measured free-lunch; its ckpt row is an error from NCCL's lazily created communicator, fixed since: retried
 # with a 480 s limit). Pythia-2.8B and ConvNeXt-XL, once in this job, were settled in run 10
 # (h200x1-run10b.sh).

@@ -1,6 +1,6 @@
-# For a later session on nvidia-h200-x2 (counted in full): the exhaustive search of Pythia-1B and Pythia-160M
+# For a later run on nvidia-h200-x2 (counted in full): the exhaustive search of Pythia-1B and Pythia-160M
 # (22 valid combinations each on two GPUs; their smart searches are complete since run 5). It takes more
-# than one session's device time: rows resume, so run it again for what the budget left.
+# than one machine's time: rows resume, so run it again for what the budget left.
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
