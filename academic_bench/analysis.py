@@ -28,7 +28,7 @@ import pandas as pd
 
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
-from .results import SET_ASIDE, engine_revision, set_aside_reason, validation_class_of
+from .results import SET_ASIDE, engine_revision, set_aside_reason, status_of, validation_class_of
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
     from .config import Config
@@ -41,7 +41,7 @@ METHOD_CLASSES = ("naive", "free-lunch", "memory-saving")
 PHASES = ("accumulate_first", "accumulate", "boundary", "optimizer")
 COLUMNS = [
     "setup", "config_id", "model", "gpu", "n_gpus", "nodes", "tiny", "methods_label", "method_class",
-    *METHOD_COLUMNS, "search", "timing", "mode", "outcome", "reason", "micro_batch", "gas",
+    *METHOD_COLUMNS, "search", "timing", "mode", "status", "outcome", "reason", "micro_batch", "gas",
     "step_time_s", "step_lo_s", "step_hi_s", "throughput", "throughput_unit", "model_flops_per_step",
     "peak_flops", "mfu", "peak_memory_gb", "peak_reserved_gb", "predicted_memory_gb", "days", "gpu_days",
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
@@ -79,11 +79,13 @@ def _flat(row: dict) -> dict:
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
         "gpu_name": env.get("gpu_name"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
-        "engine": engine_revision(row), "validation_class": validation_class_of(row),
+        "engine": engine_revision(row), "validation_class": validation_class_of(row), "status": status_of(row),
     }
     aside = set_aside_reason(row)
     if aside:  # kept in the frame, so that coverage and counts say what was set aside and why; never a result
         out.update(outcome=SET_ASIDE, reason=aside)
+    elif out["status"] == "not run":  # older rows stored it as a timeout; nothing ran, so nothing timed out
+        out["outcome"] = "not run"
     for phase in PHASES:
         t = (row.get("times") or {}).get(phase) or {}
         for stat in ("median", "min", "max"):
@@ -499,10 +501,7 @@ def _not_run(df: pd.DataFrame) -> pd.Series:
     """Which rows hold no measurement still to be used: a time budget never started them
     (``results.is_not_run``), or a correction of the engine set their measurement aside
     (``results.set_aside_reason``); either way the configuration is still to measure."""
-    from .results import is_not_run
-
-    return df.apply(lambda r: r["outcome"] == SET_ASIDE or is_not_run(r.to_dict()), axis=1).astype(bool) \
-        if not df.empty else pd.Series(False, index=df.index, dtype=bool)
+    return df["status"].isin(["not run", SET_ASIDE]).astype(bool)
 
 
 def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:

@@ -17,7 +17,7 @@ from . import cli
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
 from .methods import parse_methods
-from .results import OUTCOMES, ResultStore, latest_rows, synced_micro_batches
+from .results import RETRY_OUTCOMES, ResultStore, latest_rows, synced_micro_batches
 from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
 
 EXIT_INTERRUPTED = 130
@@ -40,9 +40,9 @@ def _slurm_params(items: list[str]) -> dict:
 
 def _retry(text: str) -> tuple[str, ...]:
     names = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [n for n in names if n not in OUTCOMES]
+    bad = [n for n in names if n not in RETRY_OUTCOMES]
     if bad:
-        raise ValueError(f"--retry: unknown outcome {bad[0]!r}; choose from: {', '.join(OUTCOMES)}")
+        raise ValueError(f"--retry: unknown outcome {bad[0]!r}; choose from: {', '.join(RETRY_OUTCOMES)}")
     return names
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .analysis import frame_from_rows, missed_validation
 from .config import Config
-from .results import ResultStore, load_runs, set_aside_reason, validation_class_of
+from .results import ResultStore, load_runs, status_of, validation_class_of
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -50,7 +50,7 @@ def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = F
 
     want = (model, gpu, n_gpus, tiny)
     missed = missed_validation(frame_from_rows(rows))
-    usable = [r for r in rows if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)
+    usable = [r for r in rows if status_of(r) == "measured" and r["timing"] == "synced"
               and (r["setup"], validation_class_of(r)) not in missed]
     ok = [r for r in usable if setting(r) == want]
     if not ok:

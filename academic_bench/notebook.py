@@ -31,8 +31,8 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, OUTCOMES, SET_ASIDE, ResultStore, is_not_run, is_settled,
-                      latest_rows, latest_skips, load_planned, make_row, read_lines, set_aside_reason,
+from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, RETRY_OUTCOMES, SET_ASIDE, ResultStore, is_settled,
+                      latest_rows, latest_skips, load_planned, make_row, read_lines, set_aside_reason, status_of,
                       skip_is_latest, skip_key, synced_micro_batches, validation_class_of)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
@@ -137,8 +137,8 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
                          "are for (its memory and peak set the search and the MFU), one of: "
                          f"{', '.join(gpu_catalog())}")
     retry = [p["retry"]] if isinstance(p["retry"], str) else p["retry"]
-    if not isinstance(retry, (list, tuple)) or any(o not in OUTCOMES for o in retry):
-        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes, from: {', '.join(OUTCOMES)}")
+    if not isinstance(retry, (list, tuple)) or any(o not in RETRY_OUTCOMES for o in retry):
+        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes, from: {', '.join(RETRY_OUTCOMES)}")
     p["retry"] = list(dict.fromkeys(retry))
     _number(p, "time_budget_s", minimum=0, allow_none=True)
     _number(p, "timeout_s", minimum=1)
@@ -252,12 +252,12 @@ def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], bud
         config = by_id[cid]
         try:  # an excluded combination is classified by its rule, which costs no time
             config.check()
-            outcome, reason = "timeout", _not_run_reason(budget_s, phase.expected_s)
+            outcome, reason = "not run", _not_run_reason(budget_s, phase.expected_s)
         except ValueError as exc:
             outcome, reason = "invalid", str(exc)
         store.append(make_row(config, setup=setup, outcome=outcome, reason=reason, timing=phase.timing,
                               mode=phase.mode, search=phase.search))
-        n += 1 if outcome == "timeout" else 0
+        n += 1 if outcome == "not run" else 0
     return n
 
 
@@ -301,7 +301,7 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     if n:
         why = "the time budget was spent" if phase.expected_s is None else \
             f"the budget left is shorter than the {phase.expected_s:.0f} s it needs"
-        print(f"{n} configuration(s) not run: {why}; each has a 'timeout' row saying so "
+        print(f"{n} configuration(s) not run: {why}; each has a 'not run' row saying so "
               "(running the notebook again measures them)", flush=True)
     return summary, n
 
@@ -341,7 +341,7 @@ def validation_net_phases(p: dict[str, Any], out: Path) -> list[Phase]:
     if not p["validate_classes"]:
         return []
     rows = [r for r in latest_rows(ResultStore(out).rows())
-            if r["outcome"] == "ok" and r["timing"] == "synced" and not set_aside_reason(r)]
+            if status_of(r) == "measured" and r["timing"] == "synced"]
     cls = validation_class_of
 
     def cost(r: dict) -> float:
@@ -471,12 +471,10 @@ def kind(row: dict) -> str:
 
 
 def state(row: dict) -> str:
-    """The row's outcome for people: 'not run' for a row a time budget left unstarted (stored as a timeout
-    that says so, ``results.is_not_run``), which is no measurement and no failure; 'set aside' for a
-    measurement a later correction of the engine invalidated (``results.set_aside_reason``)."""
-    if set_aside_reason(row):
-        return SET_ASIDE
-    return "not run" if is_not_run(row) else row["outcome"]
+    """The row's outcome for people: its ``results.status_of`` where that is no measurement and no failure
+    ('not run', 'set aside'), else the outcome itself ('ok', or the kind of failure)."""
+    status = status_of(row)
+    return status if status in ("not run", SET_ASIDE) else row["outcome"]
 
 
 def _counts(outcomes: Iterable[str]) -> str:
@@ -529,7 +527,7 @@ def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
 
     groups: dict[tuple, list[str]] = defaultdict(list)
     for r in rows:
-        if r["outcome"] != "ok" or set_aside_reason(r):
+        if status_of(r) != "measured":
             key = (r["config"]["model"], kind(r), state(r), _reason_key(r, width))
             groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
     return [dict(zip(("model", "search", "outcome", "reason"), key), configurations=len(labels),

@@ -31,7 +31,18 @@ SCHEMA = 1
 #      and the first accumulating micro-step after an optimizer step is a phase of its own (under DeepSpeed's
 #      offload it copies gradients out where the later ones add to them, so averaging them under-counted).
 ENGINE_REVISION = 3
-OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported")
+# How a configuration's attempt ended. "not run": a time budget was spent before it started, so nothing was
+# measured and nothing failed (rows written before this outcome existed say "timeout" with a reason starting
+# ``NOT_RUN_PREFIX``; ``status_of`` reads both the same way).
+OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run")
+# What a sweep may be asked to measure again (a "not run" row always is).
+RETRY_OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported")
+# A row's run state, the one thing readers ask of it (``status_of``): "measured" (a result, outcome ok),
+# "failed" (its outcome names the kind: oom, error, timeout, unsupported), "not run", "invalid" (an excluded
+# combination, classified by its rule without running), or "set aside" (a measurement a later correction of the
+# engine invalidated, decided on reading: ``set_aside_reason``). A smart search's skips, with their rule, are
+# kept beside the rows in ``results.skipped.jsonl``.
+STATUSES = ("measured", "failed", "not run", "invalid", "set aside")
 TIMINGS = ("synced", "unsynced")
 MODES = ("step", "validate")
 SEARCHES = ("naive", "free-lunch", "exhaustive", "smart", "single")
@@ -41,9 +52,10 @@ ROW_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search"
             "model_flops_per_step", "peak_flops", "mfu", "peak_memory_gb", "predicted_memory_gb", "days",
             "gpu_days", "validate", "mbs_search", "ran", "env", "started_at", "duration_s")
 # Optional keys a row may also carry: "log" (path of the configuration's full log, relative to the store).
-# "engine" (``ENGINE_REVISION`` of the code that made the row).
-OPTIONAL_KEYS = ("log", "engine")
-NEEDS_REASON = ("invalid", "error", "timeout", "unsupported")
+# "engine" (``ENGINE_REVISION`` of the code that made the row). "status" (the run state when written,
+# ``STATUSES``; older rows have none and are read through ``status_of``).
+OPTIONAL_KEYS = ("log", "engine", "status")
+NEEDS_REASON = ("invalid", "error", "timeout", "unsupported", "not run")
 NUMBER_KEYS = ("step_time_s", "throughput", "model_flops_per_step", "peak_flops", "mfu", "predicted_memory_gb",
                "days", "gpu_days", "duration_s")
 DEFAULT_RUNS = REPO_ROOT / "notebooks" / "runs"
@@ -66,6 +78,11 @@ def make_row(config, *, setup: str, outcome: str, reason: str | None = None, tim
                started_at=now_iso(), duration_s=0.0, engine=ENGINE_REVISION)
     row.update(fields)
     return row
+
+
+def written_status(outcome: str) -> str:
+    """The run state a row is written with, from its outcome (``STATUSES``; "set aside" is only ever read)."""
+    return {"ok": "measured", "invalid": "invalid", "not run": "not run"}.get(outcome, "failed")
 
 
 def _is_number(v: Any) -> bool:
@@ -108,6 +125,9 @@ def row_problems(row: Any) -> list[str]:
             problems.append("an 'ok' row needs micro_batch and gas (integers >= 1)")
     if not isinstance(row["env"], dict):
         problems.append("env must be an object")
+    if "status" in row and row["outcome"] in OUTCOMES and row["status"] != written_status(row["outcome"]):
+        problems.append(f"status {row['status']!r} does not match outcome {row['outcome']!r} (expected "
+                        f"{written_status(row['outcome'])!r})")
     return problems
 
 
@@ -241,6 +261,9 @@ class ResultStore:
         self.path = Path(path)
 
     def append(self, row: dict) -> None:
+        """Validate and append ``row``, with its run state written from its final outcome (``written_status``)."""
+        if row.get("outcome") in OUTCOMES:
+            row = {**row, "status": written_status(row["outcome"])}
         check_row(row, where=f"refusing to append to {self.path}")
         line = json.dumps(_clean(row), allow_nan=False, separators=(",", ":"), default=str) + "\n"
         append_line(self.path, line.encode("utf-8"))
@@ -271,10 +294,22 @@ class ResultStore:
 NOT_RUN_PREFIX = "not run:"
 
 
+def status_of(row: Mapping) -> str:
+    """A row's run state (``STATUSES``): the one place that reads it. Rows written before ``status`` existed are
+    upgraded here (a "timeout" whose reason starts ``NOT_RUN_PREFIX`` is "not run"); the files stay as written."""
+    outcome = row["outcome"]
+    if outcome == "timeout" and str(row.get("reason") or "").startswith(NOT_RUN_PREFIX):
+        return "not run"
+    status = written_status(outcome)
+    if status == "measured" and set_aside_reason(row):
+        return SET_ASIDE
+    return status
+
+
 def is_not_run(row: Mapping) -> bool:
     """A row recording that a time budget was spent before the configuration started: nothing was measured,
     so every later sweep launches it again."""
-    return row["outcome"] == "timeout" and str(row.get("reason") or "").startswith(NOT_RUN_PREFIX)
+    return status_of(row) == "not run"
 
 
 def skip_key(obj: Mapping) -> tuple:

@@ -28,8 +28,8 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import (OUTCOMES, ResultStore, _clean, append_line, is_not_run, latest_skips, now_iso, read_lines,
-                      set_aside_reason, skip_is_latest, skip_key, synced_micro_batches)
+from .results import (RETRY_OUTCOMES, ResultStore, _clean, append_line, is_not_run, latest_skips, now_iso, read_lines,
+                      set_aside_reason, skip_is_latest, skip_key, status_of, synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -285,7 +285,7 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
 def _best(rows: list[dict]) -> dict[str, dict]:
     best: dict[str, dict] = {}
     for r in rows:
-        if r["outcome"] != "ok" or set_aside_reason(r):
+        if status_of(r) != "measured":
             continue
         model = r["config"]["model"]
         if model not in best or r["step_time_s"] < best[model]["step_time_s"]:
@@ -318,9 +318,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     store, out = ResultStore(out), Path(out)
     mode = "validate" if validate else "step"
-    bad = set(retry) - set(OUTCOMES)
+    bad = set(retry) - set(RETRY_OUTCOMES)
     if bad:
-        raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(OUTCOMES)}")
+        raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(RETRY_OUTCOMES)}")
     stored = store.rows()
     if micro_batches is None and timing == "unsynced":
         micro_batches = synced_micro_batches(stored)

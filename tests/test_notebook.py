@@ -89,15 +89,17 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
                            output_dir=str(tmp_path))
     rows = ResultStore(tmp_path / nb.RESULTS_FILE).rows()  # validated against the schema
     assert {r["config"]["model"] for r in rows} == {"pythia-160m", "vit-large", "roberta-large"}
-    assert {r["outcome"] for r in rows} == {"timeout", "invalid"}
+    # A configuration a budget never started is "not run", never a timeout: nothing ran, so nothing timed out.
+    assert {r["outcome"] for r in rows} == {"not run", "invalid"}
+    assert {r["status"] for r in rows} == {"not run", "invalid"}
     for r in rows:
-        if r["outcome"] == "timeout":
+        if r["outcome"] == "not run":
             assert r["reason"].startswith(nb.NOT_RUN_PREFIX) and "time_budget_s=0" in r["reason"]
         else:  # excluded combinations are classified by their rule, budget or not
             assert "sharding" in r["reason"] or "offloading" in r["reason"]
     assert {(r["timing"], r["search"]) for r in rows if r["config"]["model"] == "pythia-160m"} >= {
         ("synced", "naive"), ("unsynced", "naive"), ("unsynced", "free-lunch"), ("synced", "smart")}
-    assert run.not_run == sum(r["outcome"] == "timeout" for r in rows)
+    assert run.not_run == sum(r["outcome"] == "not run" for r in rows)
     assert not (tmp_path / "logs").exists(), "nothing was launched"
     assert "nothing to validate" in capsys.readouterr().out
     failures = nb.failures_table(run)
@@ -134,7 +136,7 @@ def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path,
     summary, n = nb._run_phase(phase, store.path, "t", deadline, 600, timeout_s=60, device="cpu", retry=[])
     assert "shorter than the 130 s it needs" in capsys.readouterr().out
     row = latest_rows(ResultStore(store.path).rows())[-1]
-    assert (summary, n, row["mode"], row["outcome"]) == (None, 1, "validate", "timeout")
+    assert (summary, n, row["mode"], row["outcome"]) == (None, 1, "validate", "not run")
     assert is_not_run(row) and "expected 130 s" in row["reason"]
     assert not (tmp_path / "logs").exists(), "nothing was launched"
 
@@ -309,12 +311,12 @@ def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
     (tmp_path / "h100x1").mkdir()
     _synthetic_run(tmp_path / "h100x1")
     (tmp_path / PLANNED_FILE).write_text("setup,gpu,n_gpus,note\nh100x1,h100-80gb,1,\n"
-                                         'h200x4,h200,4,"No machine of four was lent."\n')
+                                         'h200x4,h200,4,"No machine with four GPUs was available."\n')
     text = nb.runs_readme(tmp_path)
     assert "| [h200x4](#h200x4) | NVIDIA H200 141GB SXM (planned, not run yet) | 4 | 0 | 0 |  |" in text
     section = text[text.index("## h200x4"):]
     assert "planned: 4 x NVIDIA H200 141GB SXM; **not run yet**, no row" in section
-    assert "- **Plan:** No machine of four was lent." in section
+    assert "- **Plan:** No machine with four GPUs was available." in section
     command = section.split("```bash\n")[1].split("\n```")[0]
     assert "--setup h200x4 " in command and "--gpu h200 --gpus 4 " in command
     assert "--models pythia-160m" in command, "what the shipped setups ran"
@@ -366,7 +368,7 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_
                  "-p", "timeout_s", "600", "--output-root", str(root)]) == 0
     rows = ResultStore(folder / nb.RESULTS_FILE).rows()
     assert [(r["config"]["model"], r["search"], r["mode"], r["outcome"], r["setup"]) for r in rows] == [
-        ("pythia-160m", "naive", "step", "timeout", "cpu-tiny"), ("pythia-160m", "naive", "step", "ok", "cpu-tiny"),
+        ("pythia-160m", "naive", "step", "not run", "cpu-tiny"), ("pythia-160m", "naive", "step", "ok", "cpu-tiny"),
         ("pythia-160m", "single", "validate", "ok", "cpu-tiny")]  # the validation net: the one class that ran
     assert abs(rows[2]["validate"]["rel_error"]) < 1
     assert is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]

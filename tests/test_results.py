@@ -144,3 +144,40 @@ def test_environment_capture():
     assert tuple(env) == ENV_KEYS
     assert env["torch"] and env["python"] and env["hostname"]
     assert library_version("surely_not_a_module_here", "surely-not") is None
+
+
+# --- the run state ----------------------------------------------------------------------------------------------
+
+def test_every_row_says_its_run_state_and_older_rows_are_read_the_same_way(tmp_path):
+    from academic_bench.methods import parse_methods
+    from academic_bench.results import NOT_RUN_PREFIX, status_of
+
+    store = ResultStore(tmp_path / "r.jsonl")
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch"), tiny=True)
+    store.append(make_row(cfg, setup="t", outcome="ok", micro_batch=1, gas=1, step_time_s=1.0))
+    store.append(make_row(cfg, setup="t", outcome="oom", reason="out of memory"))
+    store.append(make_row(cfg, setup="t", outcome="not run", reason=f"{NOT_RUN_PREFIX} the budget was spent"))
+    ok, oom, left = store.rows()
+    assert [r["status"] for r in (ok, oom, left)] == ["measured", "failed", "not run"], "written with the row"
+    assert [status_of(r) for r in (ok, oom, left)] == ["measured", "failed", "not run"]
+    # A row written before the state existed: a budget's unstarted configuration was stored as a timeout.
+    old = {k: v for k, v in left.items() if k != "status"} | {"outcome": "timeout"}
+    assert status_of(old) == "not run"
+    real = {k: v for k, v in oom.items() if k != "status"} | {"outcome": "timeout", "reason": "no result in 60 s"}
+    assert status_of(real) == "failed"
+    # A DeepSpeed measurement an engine correction invalidated is read as set aside, whatever it was written as.
+    zero = make_row(Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch+zero1+offload"),
+                           tiny=True), setup="t", outcome="ok", micro_batch=1, gas=1, step_time_s=1.0, engine=1)
+    store.append(zero)
+    assert store.rows()[-1]["status"] == "measured" and status_of(store.rows()[-1]) == "set aside"
+
+
+def test_a_stored_row_whose_state_contradicts_its_outcome_stops_the_load(tmp_path):
+    from academic_bench.methods import parse_methods
+
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch"), tiny=True)
+    row = make_row(cfg, setup="t", outcome="oom", reason="out of memory") | {"status": "measured"}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(RowError, match=r"r.jsonl:1: status 'measured' does not match outcome 'oom'"):
+        ResultStore(path).rows()
