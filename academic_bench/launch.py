@@ -36,9 +36,15 @@ DEFAULT_WARMUP, DEFAULT_REPS = 3, 10
 DEADLINE_RESERVE_S = 15  # of a configuration's time limit, kept after the timing for memory gathers and exit
 EXECUTORS = ("local", "slurm", "submitit-local")
 TAIL_LINES = 30
-# NCCL/NVSHMEM multicast set-up hung or failed on the study's shared multi-GPU machines unless NVLink
-# SHARP/multicast is off.
-REQUIRED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+# Opt-in for machines whose NVLink multicast (NVLS/SHARP) cannot be used, e.g. GPUs shared through a
+# virtualisation layer: there NCCL/NVSHMEM multicast set-up hung or failed (the study's shared multi-GPU
+# machines, whose ``scripts/offline-gpu/gpu_prelude.sh`` exports it). ACADEMIC_BENCH_NO_NVLS=1 switches
+# multicast off for the workers. Without it NCCL's own defaults stand, since switching NVLS off slows all-reduce
+# on an NVSwitch machine that has it and would bias its multi-GPU timings; variables the user exported pass through.
+NO_NVLS_OPT_IN = "ACADEMIC_BENCH_NO_NVLS"
+NO_NVLS_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+# The variables a row's ``env["launch"]`` records as the workers got them (None: unset, the library's default).
+LAUNCH_ENV_KEYS = (NO_NVLS_OPT_IN, *NO_NVLS_ENV)
 # Fields of the row that the parent owns; a worker's result never overrides them.
 PARENT_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search", "env", "started_at",
                "duration_s", "log")
@@ -94,14 +100,26 @@ def _with_parent_death_signal(cmd: list[str]) -> list[str]:
     return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd[1:]]
 
 
+def no_nvls_requested(environ: dict[str, str] | None = None) -> bool:
+    """Whether ``ACADEMIC_BENCH_NO_NVLS`` (in ``environ``, default the process's) asks to switch multicast off."""
+    value = (os.environ if environ is None else environ).get(NO_NVLS_OPT_IN, "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def launch_env_record(env: dict[str, str]) -> dict[str, str | None]:
+    """What a row records of the workers' environment: the multicast switches and the opt-in, as set."""
+    return {key: env.get(key) for key in LAUNCH_ENV_KEYS}
+
+
 def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of torchrun and its workers."""
+    """The environment of torchrun and its workers (multicast switched off only on ``ACADEMIC_BENCH_NO_NVLS=1``)."""
     env = dict(os.environ)
     # torchrun sets OMP_NUM_THREADS=1 when it is unset, which leaves CPU offloading's optimizer on one core
     # (the paper's handicap); give each rank its share of the cores instead.
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     env["OMP_NUM_THREADS"] = str(max(1, cores // (config.n_gpus // config.nodes)))
-    env.update(REQUIRED_ENV)
+    if no_nvls_requested({**env, **(extra or {})}):
+        env.update(NO_NVLS_ENV)
     # Fewer fragmentation failures near the memory limit (torchtitan's default too); a user's choice stands.
     env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
@@ -381,6 +399,8 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     if micro_batch:
         req.update(micro_batch=int(micro_batch), mbs_search=None)
     env = child_env(config, extra_env)
+    # A copy: ``capture_env`` is cached, and the launch environment is this run's (which rows had NVLS off).
+    row["env"] = {**row["env"], "launch": launch_env_record(env)}
     procs: list[subprocess.Popen] = []  # the one still running is killed if we are interrupted
 
     def launch(request_obj: dict, phase: str, logf) -> tuple[int | None, bool]:
@@ -514,5 +534,5 @@ def run(config: Config, *, executor: str = "local", folder: str | os.PathLike | 
     return run_config_submitit(config, executor=executor, folder=folder, slurm_params=slurm_params, **kwargs)
 
 
-__all__ = ["EXECUTORS", "Rendezvous", "build_request", "child_env", "kill_tree", "run",
-           "run_config", "run_config_submitit", "torchrun_command"]
+__all__ = ["EXECUTORS", "NO_NVLS_ENV", "NO_NVLS_OPT_IN", "Rendezvous", "build_request", "child_env", "kill_tree",
+           "launch_env_record", "no_nvls_requested", "run", "run_config", "run_config_submitit", "torchrun_command"]

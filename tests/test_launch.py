@@ -17,8 +17,8 @@ from conftest import skip_or_fail
 
 from academic_bench import cli
 from academic_bench.config import Config
-from academic_bench.launch import (REQUIRED_ENV, Rendezvous, build_request, child_env, make_executor, run, run_config,
-                                   torchrun_command)
+from academic_bench.launch import (NO_NVLS_ENV, NO_NVLS_OPT_IN, Rendezvous, build_request, child_env, make_executor,
+                                   run, run_config, torchrun_command)
 from academic_bench.methods import parse_methods
 from academic_bench.results import ResultStore, check_row, make_row
 
@@ -50,10 +50,11 @@ def leftovers(mark: str) -> list[str]:
 
 # --- no launch --------------------------------------------------------------------------------------------
 
-def test_child_environment_and_command():
+def test_child_environment_and_command(monkeypatch):
+    monkeypatch.setenv(NO_NVLS_OPT_IN, "1")
     c = tiny(n_gpus=2, methods="free-lunch+zero2+offload")
     env = child_env(c)
-    for key, value in REQUIRED_ENV.items():
+    for key, value in NO_NVLS_ENV.items():
         assert env[key] == value
     cores = len(os.sched_getaffinity(0))
     assert env["OMP_NUM_THREADS"] == str(max(1, cores // 2))  # never torchrun's default of 1 per rank
@@ -63,6 +64,69 @@ def test_child_environment_and_command():
     cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
     assert "--standalone" not in cmd and cmd[cmd.index("--nproc_per_node") + 1] == "8"
     assert cmd[cmd.index("--node_rank") + 1] == "1" and cmd[cmd.index("--rdzv_endpoint") + 1] == "node0:29500"
+
+
+@pytest.fixture
+def no_multicast_vars(monkeypatch):
+    """An environment with neither the opt-in nor any of the multicast switches exported."""
+    for key in (NO_NVLS_OPT_IN, *NO_NVLS_ENV):
+        monkeypatch.delenv(key, raising=False)
+    return monkeypatch
+
+
+def test_multicast_is_left_to_nccl_without_the_opt_in(no_multicast_vars):
+    """NVLS stays at NCCL's default (on where the machine has it) unless ACADEMIC_BENCH_NO_NVLS=1 asks."""
+    env = child_env(tiny(n_gpus=2))
+    assert not set(NO_NVLS_ENV) & set(env)
+    no_multicast_vars.setenv(NO_NVLS_OPT_IN, "0")
+    assert not set(NO_NVLS_ENV) & set(child_env(tiny(n_gpus=2)))
+
+
+def test_multicast_variables_the_user_exported_pass_through(no_multicast_vars):
+    no_multicast_vars.setenv("NCCL_NVLS_ENABLE", "0")
+    env = child_env(tiny(n_gpus=2))
+    assert env["NCCL_NVLS_ENABLE"] == "0"
+    assert "TORCH_SYMM_MEM_DISABLE_MULTICAST" not in env and "NVSHMEM_DISABLE_NVLS" not in env
+    no_multicast_vars.setenv("NCCL_NVLS_ENABLE", "1")
+    assert child_env(tiny(n_gpus=2))["NCCL_NVLS_ENABLE"] == "1"
+
+
+@pytest.mark.parametrize("how", ["environment", "extra_env"])
+def test_the_opt_in_switches_multicast_off(no_multicast_vars, how):
+    if how == "environment":
+        no_multicast_vars.setenv(NO_NVLS_OPT_IN, "1")
+        env = child_env(tiny(n_gpus=2))
+    else:
+        env = child_env(tiny(n_gpus=2), {NO_NVLS_OPT_IN: "1"})
+    assert {k: env[k] for k in NO_NVLS_ENV} == NO_NVLS_ENV == {
+        "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    assert env[NO_NVLS_OPT_IN] == "1"  # the workers see why too
+
+
+@pytest.mark.parametrize("opt_in", [None, "1"])
+def test_the_row_records_the_multicast_switches_the_workers_got(tmp_path, no_multicast_vars, opt_in):
+    """A reader can tell the runs that had NVLS off: the row's env holds the switches as the workers got them."""
+    import sys
+
+    import academic_bench.launch as launch
+    from academic_bench.env import capture_env
+
+    if opt_in:
+        no_multicast_vars.setenv(NO_NVLS_OPT_IN, opt_in)
+    seen = tmp_path / "worker-env.json"
+    keys = [NO_NVLS_OPT_IN, *NO_NVLS_ENV]
+    no_multicast_vars.setattr(launch, "torchrun_command", lambda config, request, result, **_: [
+        sys.executable, "-c", f"import json, os; open({str(seen)!r}, 'w').write(json.dumps("
+                              f"{{k: os.environ.get(k) for k in {keys!r}}}))"])
+    row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
+    worker = json.loads(seen.read_text())
+    assert row["env"]["launch"] == worker
+    if opt_in:
+        assert worker == {NO_NVLS_OPT_IN: "1", **NO_NVLS_ENV}
+    else:
+        assert worker == dict.fromkeys(keys)
+    assert "launch" not in capture_env()  # the cached machine environment is not this run's
+    check_row(row)
 
 
 def test_request_passes_timing_and_validation_through():
