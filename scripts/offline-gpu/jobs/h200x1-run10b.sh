@@ -1,4 +1,4 @@
-# Run 10's second H200 machine (one chip, counted at 50%, so about 25 minutes held): what h200x1's smart
+# Run 10's second H200 machine (one chip, about 25 minutes held): what h200x1's smart
 # search lacks for ConvNeXt-XL (free-lunch + ckpt next; on one H100 it needed more than 300 s and, once measured,
 # settled the rest) and Pythia-2.8B (two offloading configurations timed out at 150 s in run 4: retried with
 # 480 s). Breadth first, to one deadline; rows not started stay `not run` (jobs/h200x1-smart-rest.sh).

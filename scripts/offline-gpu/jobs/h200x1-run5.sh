@@ -1,4 +1,4 @@
-# Run 5's last device minutes on nvidia-h200 (one chip, counted at 50%): smart for RoBERTa, ViT-L and
+# Run 5's last minutes on nvidia-h200 (one chip): smart for RoBERTa, ViT-L and
 # ConvNeXt, as far as a short budget goes (the rest stays in h200x1-smart-rest.sh).
 set -u
 export MACHINE_TXT=/tmp/w/machine.txt

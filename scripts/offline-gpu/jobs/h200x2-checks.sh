@@ -1,4 +1,4 @@
-# Run 4 on nvidia-h200-x2 (counted in full): what the first run left on h200x2 -- ViT-L naive (its only
+# Run 4 on nvidia-h200-x2: what the first run left on h200x2 -- ViT-L naive (its only
 # missing model row), synced vs unsynced Pythia-1B (naive = eager, free-lunch = compiled), and three validations.
 # The smart search waits for a later run (jobs/h200x2-smart.sh). Budget 700 s: the seven configurations'
 # expected durations (run-2 naive rows + 3 steps each) add up to about 670 s; the hard limit adds one timeout.

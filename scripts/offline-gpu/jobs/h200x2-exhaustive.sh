@@ -1,4 +1,4 @@
-# For a later run on nvidia-h200-x2 (counted in full): the exhaustive search of Pythia-1B and Pythia-160M
+# For a later run on nvidia-h200-x2: the exhaustive search of Pythia-1B and Pythia-160M
 # (22 valid combinations each on two GPUs; their smart searches are complete since run 5). It takes more
 # than one machine's time: rows resume, so run it again for what the budget left.
 set -u

@@ -1,4 +1,4 @@
-# Run 5 on nvidia-h200-x2 (counted in full): the compiled Pythia-1B pair that run 4 lost to a hung
+# Run 5 on nvidia-h200-x2: the compiled Pythia-1B pair that run 4 lost to a hung
 # micro-batch search (its synced free-lunch row timed out; since then the search no longer hangs when the
 # ranks disagree at the memory edge). Retry that timeout, then time the unsynced twin at its micro-batch.
 # The first real-NCCL test of the out-of-step search (launch._out_of_step).

@@ -1,4 +1,4 @@
-# For a later run on nvidia-h200-x2 (counted in full): the smart search of every model (Pythia-160M and -1B
+# For a later run on nvidia-h200-x2: the smart search of every model (Pythia-160M and -1B
 # are complete since run 5 and are not re-run). The hard limit leaves one configuration's timeout beyond the
 # budget.
 set -u

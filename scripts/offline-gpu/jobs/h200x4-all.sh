@@ -1,4 +1,4 @@
-# For a later run on nvidia-h200-x4 (counted in full; no machine of four GPUs was available in runs 1-11): the
+# For a later run on nvidia-h200-x4 (no machine of four GPUs was available in runs 1-11): the
 # study's first run on four H200s, in two notebook runs as on h200x1 so that the short budget still reaches the
 # checks: first naive for the nine models, the synced/unsynced Pythia-1B pairs and three validations; then the
 # smart search of the nine with what is left (rows resume: run it again for what the budget left).
