@@ -1016,7 +1016,7 @@ _RUN_FILES = {
 
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
-    from .notebook import NOTEBOOK_FILE, _notebook_parameters, command_for
+    from .notebook import NOTEBOOK_FILE, notebook_parameters, command_for
     from .results import PLANNED_FILE
 
     rows = []
@@ -1031,7 +1031,7 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
         rows.append({"file": rel, "what": "data" if "data" in path.parts else "book input", "rows": _rows_in(path),
                      "produced_by": origin})
     for folder in sorted(p for p in runs_root(root).glob("*") if p.is_dir()):
-        params = _notebook_parameters(folder) if (folder / NOTEBOOK_FILE).exists() else None
+        params = notebook_parameters(folder) if (folder / NOTEBOOK_FILE).exists() else None
         cmd = (f"`{command_for(params)}` (papermill parameters saved in the notebook)"
                if params and {"setup", "models"} <= set(params) else "no executed notebook with parameters beside it")
         if (folder / "evidence" / "README.md").exists():  # a results file grows over many runs: name them all

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import cli
 from .notebook import MAX_STREAM_LINES
 from .results import DEFAULT_RUNS
 
@@ -59,7 +58,8 @@ def _cmd_notebook(args: argparse.Namespace) -> None:
 
 
 def _cmd_runs_readme(args: argparse.Namespace) -> None:
-    from .notebook import README_FILE, runs_readme, write_runs_readme
+    from .notebook import README_FILE
+    from .runs_report import runs_readme, write_runs_readme
 
     root = Path(args.root)
     if not root.is_dir():
@@ -107,4 +107,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_runs_readme)
 
 
-cli._EXTRA_COMMANDS.append(register)

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from academic_bench import notebook as nb
+from academic_bench import notebook as nb, runs_report as report
 from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
@@ -102,7 +102,7 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     assert run.not_run == sum(r["outcome"] == "not run" for r in rows)
     assert not (tmp_path / "logs").exists(), "nothing was launched"
     assert "nothing to validate" in capsys.readouterr().out
-    failures = nb.failures_table(run)
+    failures = report.failures_table(run)
     assert set(failures["outcome"]) == {"not run", "invalid"}, "a budget's row is 'not run', not a timeout"
     assert failures["reason"].str.startswith("excluded by rule").any()
 
@@ -250,12 +250,12 @@ def test_days_chart_is_a_static_svg_or_else_an_offline_altair_chart(tmp_path, mo
     (tmp_path / "h100x1").mkdir()
     _synthetic_run(tmp_path / "h100x1")
     results = tmp_path / "h100x1" / nb.RESULTS_FILE
-    svg = nb.days_chart(results)
+    svg = report.days_chart(results)
     assert svg.data.startswith("<svg") and "pythia-160m" in svg.data
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)  # a machine without vl-convert
     renderer = alt.renderers.active
     try:
-        assert isinstance(nb.days_chart(results), alt.TopLevelMixin)
+        assert isinstance(report.days_chart(results), alt.TopLevelMixin)
     finally:
         alt.renderers.enable(renderer)
 
@@ -281,7 +281,7 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     skips.append({**skips[0], "config_id": offload("pythia-2.8b").id, "config": offload("pythia-2.8b").to_dict(),
                   "category": "cannot fit (host memory model)", "reason": "host memory"})
     skipped_path(folder / nb.RESULTS_FILE).write_text("".join(json.dumps(s) + "\n" for s in skips))
-    text = nb.runs_readme(tmp_path)
+    text = report.runs_readme(tmp_path)
     assert "### What the smart search skipped" in text
     assert f"| pythia-160m | smart | cannot win | synthetic pythia-160m | 1: {zero1.label()} |" in text
     assert f"| pythia-1b | smart | cannot win | synthetic pythia-1b | 1: {zero1.label()} |" in text
@@ -290,21 +290,21 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     assert "| pythia-160m | smart |  |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
     assert "profiles.jsonl" not in text
     (folder / "profiles.jsonl").write_text('{"config_id": "x"}\n{"config_id": "y"}\n')
-    assert "[profiles.jsonl](h100x1/profiles.jsonl) (2 step profiles, torch.profiler)" in nb.runs_readme(tmp_path)
+    assert "[profiles.jsonl](h100x1/profiles.jsonl) (2 step profiles, torch.profiler)" in report.runs_readme(tmp_path)
     assert "| pythia-1b | exhaustive |  |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
     assert "| vit-large | smart |  | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
     assert "| pythia-2.8b | smart | 1 |  |  |  | 1 |" in text, "an error stays an error, with the skip listed after"
     # the executed notebook's tables read the same states, given the run folder or its results file
-    outcomes = nb.summary_table(folder).set_index(["model", "search"])["outcomes"].to_dict()
+    outcomes = report.summary_table(folder).set_index(["model", "search"])["outcomes"].to_dict()
     assert outcomes == {("pythia-160m", "smart"): "skipped 1", ("pythia-1b", "exhaustive"): "not run 1",
                         ("pythia-2.8b", "smart"): "error 1", ("vit-large", "smart"): "timeout 1"}
-    failures = nb.failures_table(folder / nb.RESULTS_FILE)
+    failures = report.failures_table(folder / nb.RESULTS_FILE)
     assert sorted(zip(failures["model"], failures["outcome"])) == [
         ("pythia-1b", "not run"), ("pythia-2.8b", "error"), ("vit-large", "timeout")], "the failure itself stays"
 
 
 def test_runs_readme_with_no_runs(tmp_path):
-    assert "No runs yet." in nb.runs_readme(tmp_path)
+    assert "No runs yet." in report.runs_readme(tmp_path)
 
 
 def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
@@ -312,7 +312,7 @@ def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
     _synthetic_run(tmp_path / "h100x1")
     (tmp_path / PLANNED_FILE).write_text("setup,gpu,n_gpus,note\nh100x1,h100-80gb,1,\n"
                                          'h200x4,h200,4,"No machine with four GPUs was available."\n')
-    text = nb.runs_readme(tmp_path)
+    text = report.runs_readme(tmp_path)
     assert "| [h200x4](#h200x4) | NVIDIA H200 141GB SXM (planned, not run yet) | 4 | 0 | 0 |  |" in text
     section = text[text.index("## h200x4"):]
     assert "planned: 4 x NVIDIA H200 141GB SXM; **not run yet**, no row" in section
@@ -333,7 +333,7 @@ def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
 def test_a_malformed_planned_setups_file_names_its_line_and_the_choices(tmp_path, csv, message):
     (tmp_path / PLANNED_FILE).write_text(csv)
     with pytest.raises(ValueError, match=re.escape(message)):
-        nb.runs_readme(tmp_path)
+        report.runs_readme(tmp_path)
 
 
 
