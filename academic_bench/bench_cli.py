@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import cli
+from . import cli_args
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
 from .methods import parse_methods
@@ -121,7 +121,7 @@ def _cmd_bench(args: argparse.Namespace) -> None:
         lines.append(f"  row {row['config_id']} appended to {out}")
         return "\n".join(lines)
 
-    cli._emit(args, {k: row.get(k) for k in keys}, text)
+    cli_args.emit(args, {k: row.get(k) for k in keys}, text)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
@@ -138,7 +138,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
                             slurm_params=_slurm_params(args.slurm_param), retry=_retry(args.retry), **kwargs)
     except KeyboardInterrupt:
         _interrupted(args.out)
-    cli._emit(args, summary, lambda: format_summary(summary))
+    cli_args.emit(args, summary, lambda: format_summary(summary))
 
 
 def _cmd_profile(args: argparse.Namespace) -> None:
@@ -167,7 +167,7 @@ def _cmd_profile(args: argparse.Namespace) -> None:
         lines.append(f"  appended to {out}")
         return "\n".join(lines)
 
-    cli._emit(args, entry, text)
+    cli_args.emit(args, entry, text)
 
 
 def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
@@ -231,7 +231,7 @@ def _cmd_export(args: argparse.Namespace) -> None:
         raise ValueError(f"no results at {args.results}: give a results.jsonl file or a folder of runs")
     written = export_best(args.results, args.model, args.gpu, args.gpus, args.out, tiny=args.tiny)
     data = {name: str(path) for name, path in written.items()}
-    cli._emit(args, data, lambda: "wrote:\n" + "\n".join(f"  {p}" for p in data.values()))
+    cli_args.emit(args, data, lambda: "wrote:\n" + "\n".join(f"  {p}" for p in data.values()))
 
 
 # --- parsers --------------------------------------------------------------------------------------------
@@ -260,17 +260,17 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
-    cli._setting_args(p)
-    cli._methods_arg(p)
+    cli_args.add_setting(p)
+    cli_args.add_methods(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
     _run_args(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("sweep", help="measure a preset of configurations (resumable)")
-    cli._common(p)
+    cli_args.add_json(p)
     p.add_argument("--model", required=True, type=str.lower, help="one model or a comma-separated list")
-    cli._gpu_arg(p)
-    cli._gpus_arg(p)
+    cli_args.add_gpu(p)
+    cli_args.add_gpus(p)
     p.add_argument("--preset", required=True, choices=SWEEP_PRESETS)
     p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -280,8 +280,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser("profile", help="where one configuration's step time goes (torch.profiler), by kind of work")
-    cli._setting_args(p)
-    cli._methods_arg(p, note="; or best: the fastest measured without sharding or offloading, in the results "
+    cli_args.add_setting(p)
+    cli_args.add_methods(p, note="; or best: the fastest measured without sharding or offloading, in the results "
                              "file beside --out")
     p.add_argument("--micro-batch", type=int, default=None,
                    help="default: the micro-batch of this configuration's synced row in the results file beside "
@@ -294,14 +294,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("export", help="training configs (accelerate, DeepSpeed/FSDP, arguments) of the best result")
-    cli._common(p)
+    cli_args.add_json(p)
     p.add_argument("--results", required=True, help="a results.jsonl file or a folder of runs")
-    cli._model_arg(p)
-    cli._gpu_arg(p)
-    cli._gpus_arg(p)
+    cli_args.add_model(p)
+    cli_args.add_gpu(p)
+    cli_args.add_gpus(p)
     p.add_argument("--tiny", action="store_true", help="export a tiny-model result")
     p.add_argument("--out", required=True, help="folder for the exported files")
     p.set_defaults(func=_cmd_export)
 
 
-cli._EXTRA_COMMANDS.append(register)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import cli
+from . import cli_args
 from .hardware import catalog as gpu_catalog
 from .cost import (DAYS_SOURCES, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, cheapest_within_deadline, cost_of,
                    days_for, days_table, fastest_within_budget, pareto_front, setups_frame)
@@ -62,7 +62,7 @@ def _cmd_cost(args: argparse.Namespace) -> None:
             "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",
         ])
 
-    cli._emit(args, data, text)
+    cli_args.emit(args, data, text)
 
 
 # --- plan -----------------------------------------------------------------------------------------------
@@ -102,13 +102,13 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         table = [{"setup": r["setup"], "days": f"{r['days']:.1f}", "source": r["days_source"],
                   "purchase": _usd(r["purchase_usd"]), "per run": _usd(r["per_experiment_usd"]),
                   "cloud": _usd(r["cloud_usd"])} for r in rows]
-        lines.append(cli._table(table, ["setup", "days", "source", "purchase", "per run", "cloud"]))
+        lines.append(cli_args.table(table, ["setup", "days", "source", "purchase", "per run", "cloud"]))
         if missing:
             lines.append(f"Left out (no days from {args.days_from}): {', '.join(missing)}. "
                          "Add 'analytic' to --days-from to include 100%-of-peak lower bounds.")
         return "\n".join(lines)
 
-    cli._emit(args, data, text)
+    cli_args.emit(args, data, text)
 
 
 # --- parsers --------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ def _assumption_args(p: argparse.ArgumentParser, days_from: tuple[str, ...] = DA
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cost", help="purchase, per-experiment, energy and cloud cost of one training run")
-    cli._setting_args(p)
+    cli_args.add_setting(p)
     p.add_argument("--days", type=float, default=None,
                    help="training days (default: ours if measured, else paper Table 1, else analytic)")
     p.add_argument("--gpu-price", type=float, default=None, help="USD per GPU (default: data/gpus.csv)")
@@ -136,8 +136,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_cost)
 
     p = sub.add_parser("plan", help="the fastest setup within a budget, or the cheapest within a deadline")
-    cli._common(p)
-    cli._model_arg(p)
+    cli_args.add_json(p)
+    cli_args.add_model(p)
     q = p.add_mutually_exclusive_group(required=True)
     q.add_argument("--budget", type=float, help="USD available to buy a machine")
     q.add_argument("--deadline", type=float, help="days the run may take")
@@ -146,4 +146,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_plan)
 
 
-cli._EXTRA_COMMANDS.append(register)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from . import cli
+from . import cli_args
 from . import estimate as est
 from .config import Config
 from .hardware import get_gpu
@@ -124,13 +124,13 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
     if not 0 < args.mfu <= 1:
         raise ValueError(f"--mfu must be in (0, 1], got {args.mfu}")
     data = estimate_summary(config, args.mfu)
-    cli._emit(args, data, lambda: _text(data))
+    cli_args.emit(args, data, lambda: _text(data))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("estimate", help="analytic days, predicted memory, max micro-batch and feasibility")
-    cli._setting_args(p)
-    cli._methods_arg(p)
+    cli_args.add_setting(p)
+    cli_args.add_methods(p)
     p.add_argument("--micro-batch", type=int, default=None,
                    help="micro-batch per GPU (default: the largest predicted to fit)")
     p.add_argument("--mfu", type=float, default=est.DEFAULT_MFU,
@@ -138,4 +138,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_estimate)
 
 
-cli._EXTRA_COMMANDS.append(register)

@@ -1,0 +1,53 @@
+"""The command line's shared pieces: output (JSON for scripts or text for people) and the arguments that
+name a setting. Used by ``cli`` and by each module that adds sub-commands (``*_cli``)."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable
+
+from .hardware import catalog as gpu_catalog
+from .models import CATALOG
+
+EXIT_USAGE = 2  # bad input: a message naming the valid choices, before any work
+
+
+def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
+    """Print JSON for scripts (--json) or text for people."""
+    print(json.dumps(data, indent=2, default=str) if args.json else text())
+
+
+def table(rows: list[dict], cols: list[str]) -> str:
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) if rows else len(c) for c in cols}
+    line = lambda r: "  ".join(str(r.get(c, "")).ljust(widths[c]) for c in cols)  # noqa: E731
+    return "\n".join([line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols}), *map(line, rows)])
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def add_model(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--model", required=required, type=str.lower, help=f"one of: {', '.join(CATALOG)}")
+
+
+def add_gpu(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--gpu", required=required, type=str.lower, help=f"one of: {', '.join(gpu_catalog())}")
+
+
+def add_gpus(p: argparse.ArgumentParser, default: int | None = None) -> None:
+    p.add_argument("--gpus", type=int, default=default, required=default is None, help="GPU count (>= 1)")
+
+
+def add_setting(p: argparse.ArgumentParser) -> None:
+    """--json, --model, --gpu and --gpus: the arguments that name one setting."""
+    add_json(p)
+    add_model(p)
+    add_gpu(p)
+    add_gpus(p)
+
+
+def add_methods(p: argparse.ArgumentParser, default: str = "free-lunch", note: str = "") -> None:
+    p.add_argument("--methods", default=default,
+                   help="a preset (naive, free-lunch) joined by '+' with switches, e.g. "
+                        f"free-lunch+ckpt+zero3+offload (default: {default}){note}")
