@@ -85,6 +85,34 @@ def enable_offline() -> None:
 SOURCE_COLORS = alt.Scale(domain=["paper", "ours"], range=["#9e9e9e", "#1f77b4"])
 
 
+def model_order(values) -> list:
+    """The distinct models in ``values`` (keys or display labels) in catalog order, for a chart's ``sort=``:
+    each family by size (Pythia-160M, -410M, -1B, -2.8B, -6.9B), never alphabetical."""
+    from .models import model_rank
+
+    return sorted(dict.fromkeys(v for v in values if isinstance(v, str)), key=model_rank)
+
+
+def by_model(df: pd.DataFrame, col: str = "model", within: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``df``'s rows with the models in ``col`` (keys or display labels) in catalog order; rows of one model keep
+    their order. ``within`` names columns to group by first (sorted by their own values)."""
+    from .models import model_rank
+
+    if df.empty:
+        return df
+    ranked = df.assign(_model_rank=df[col].map(model_rank))
+    return ranked.sort_values([*within, "_model_rank"], kind="stable").drop(columns="_model_rank")
+
+
+def model_list(models) -> str:
+    """Models (keys, or one comma-separated string of keys) as their display labels in catalog order, joined."""
+    from .analysis import model_label
+
+    if isinstance(models, str):
+        models = [m.strip() for m in models.split(",") if m.strip()]
+    return ", ".join(model_label(m) for m in model_order(models))
+
+
 def _empty(message: str) -> alt.Chart:
     """A small chart that says why there is nothing to draw (so a page never shows a blank box)."""
     return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=14, color="#555").encode(
@@ -137,7 +165,7 @@ def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") ->
     return alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("n_gpus:O", title="GPUs"),
         y=alt.Y("days:Q", scale=alt.Scale(type="log"), title="days (log scale)"),
-        color=alt.Color("model:N"),
+        color=alt.Color("model:N", sort=model_order(df["model"])),
         strokeDash=alt.StrokeDash("source:N", title="source"),
         tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("days:Q", format=",.1f"),
                  *([alt.Tooltip("mfu:Q", format=".2f")] if "mfu" in df.columns else [])],
@@ -153,7 +181,7 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
         return _empty("No MFU values to show yet.")
     points = alt.Chart(df).mark_point(filled=True, size=60, opacity=0.8).encode(
         x=alt.X("mfu:Q", title="model FLOPs utilisation (fraction of dense spec peak)"),
-        y=alt.Y("model:N", title=None),
+        y=alt.Y("model:N", title=None, sort=model_order(df["model"])),
         color=alt.Color("source:N", scale=SOURCE_COLORS, title="source"),
         shape=alt.Shape("gpu:N", title="GPU"),
         tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("mfu:Q", format=".2f"),
@@ -169,7 +197,7 @@ def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
     if df.empty:
         return _empty("No settings to show yet.")
     return alt.Chart(df).mark_rect(stroke="white").encode(
-        x=alt.X("setting:N", sort=None, title=None), y=alt.Y("model:N", sort=None, title=None),
+        x=alt.X("setting:N", sort=None, title=None), y=alt.Y("model:N", sort=model_order(df["model"]), title=None),
         color=alt.Color("status:N", scale=alt.Scale(
             domain=["feasible", "infeasible", "not measured"], range=["#59a14f", "#e15759", "#dddddd"])),
         tooltip=["model", "setting", "status"],
@@ -186,7 +214,7 @@ def coverage_grid(df: pd.DataFrame, title: str = "What the shipped runs cover") 
     if df.empty:
         return _empty("No benchmark run is shipped yet.")
     return alt.Chart(df).mark_rect(stroke="white", strokeWidth=2).encode(
-        x=alt.X("model_name:N", sort=list(dict.fromkeys(df["model_name"])), title=None,
+        x=alt.X("model_name:N", sort=model_order(df["model_name"]), title=None,
                 axis=alt.Axis(labelAngle=-40, orient="top")),
         y=alt.Y("setup:N", title=None),
         color=alt.Color("status:N", scale=COVERAGE_COLORS, title=None, legend=alt.Legend(orient="bottom",
@@ -209,7 +237,7 @@ def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None
     has_source = "source" in df.columns
     base = alt.Chart()  # data comes from the layer, so a facet splits bars and the reference line alike
     bars = base.mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None, sort=None),
+        x=alt.X(f"{x}:N", title=None, sort=model_order(df[x]) if x == "model" else None),
         y=alt.Y("speedup:Q", title="speed-up (x)"),
         color=alt.Color("source:N", scale=SOURCE_COLORS) if has_source else alt.value("#4c78a8"),
         xOffset=alt.XOffset("source:N") if has_source else alt.XOffset(),
@@ -238,9 +266,15 @@ def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaust
         tooltip=["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
                  alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"],
     ).properties(width=300, height=alt.Step(16)).facet(  # settings above their panels: the page is narrow
-        row=alt.Row("setting:N", title=None, header=alt.Header(labelOrient="top", labelAnchor="start",
-                                                               labelFontWeight="bold", labelFontSize=12)),
+        row=alt.Row("setting:N", title=None, sort=_settings_order(df),
+                    header=alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold",
+                                      labelFontSize=12)),
     ).resolve_scale(y="independent").properties(title=title)
+
+
+def _settings_order(df: pd.DataFrame) -> list[str]:
+    """The ``setting`` labels in model order (catalog order of ``model``, where the frame has it)."""
+    return list(dict.fromkeys((by_model(df) if "model" in df.columns else df)["setting"]))
 
 
 def profile_bars(df: pd.DataFrame, title: str = "Where the device's time goes in one training step") -> alt.Chart:
@@ -252,7 +286,7 @@ def profile_bars(df: pd.DataFrame, title: str = "Where the device's time goes in
     return alt.Chart(df.assign(order=df["kind"].map({k: i for i, k in enumerate(kinds)}))).mark_bar().encode(
         x=alt.X("share:Q", title="share of the device's busy time", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("setting:N", title=None, axis=alt.Axis(labelLimit=360)),
+        y=alt.Y("setting:N", title=None, sort=_settings_order(df), axis=alt.Axis(labelLimit=360)),
         color=alt.Color("kind:N", title="kind of work", sort=kinds, legend=alt.Legend(orient="top", columns=4)),
         order=alt.Order("order:Q"),
         tooltip=["setting", "kind", alt.Tooltip("share:Q", format=".1%"),
@@ -275,7 +309,8 @@ def scatter_vs(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, tit
     tips = [c for c in ("model", "gpu", "n_gpus", "methods_label", x, y) if c in df.columns]
     points = alt.Chart(df).mark_circle(size=70).encode(
         x=alt.X(f"{x}:Q", title=x_title, scale=scale), y=alt.Y(f"{y}:Q", title=y_title, scale=scale),
-        color=alt.Color(f"{color}:N"), tooltip=tips)
+        color=alt.Color(f"{color}:N", sort=model_order(df[color]) if color == "model" else "ascending"),
+        tooltip=tips)
     return (diag + points).properties(width=420, height=320, title=title)
 
 
@@ -300,11 +335,16 @@ def cost_vs_days(df: pd.DataFrame, cost: str, title: str, cost_title: str) -> al
 
 # --- tables ---------------------------------------------------------------------------------------------------
 
+NO_VALUE = "—"  # what a table shows where a value is missing (never pandas' "NaN" or "None")
+_MISSING_TEXT = {"nan", "NaN", "None", "<NA>", "NaT"}
+
+
 def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict[str, str] | None = None,
-          empty: str = "Nothing to show yet.", escape: bool = True):
+          empty: str = "Nothing to show yet.", escape: bool = True, na: str = NO_VALUE):
     """A compact HTML table for a page: chosen columns renamed, numbers formatted, no index.
 
-    ``columns`` maps column -> heading (order kept); ``formats`` maps column -> format spec (e.g. ",.1f").
+    ``columns`` maps column -> heading (order kept); ``formats`` maps column -> format spec (e.g. ",.1f");
+    a missing value (NaN, None, or such a value already turned into text) shows as ``na``.
     """
     from IPython.display import HTML
 
@@ -314,12 +354,21 @@ def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict
     out = df[list(columns)].copy()
     for col, spec in (formats or {}).items():
         if col in out.columns:
-            out[col] = out[col].map(lambda v, s=spec: "" if v is None or (isinstance(v, float) and v != v)
-                                    else format(v, s))
-    out = out.astype(object).where(out.notna(), "")
+            out[col] = out[col].map(lambda v, s=spec: na if _missing(v) else format(v, s))
+    out = out.astype(object).map(lambda v: na if _missing(v) else v)
     out = out.map(lambda v: {True: "yes", False: "no"}.get(v, v) if isinstance(v, bool) else v)
     out = out.rename(columns=columns)
     return HTML(out.to_html(index=False, escape=escape, border=0, classes="ab-table"))
+
+
+def _missing(v) -> bool:
+    """A missing value: None, NaN, pd.NA or NaT, or one that was already printed as text ("nan", "None")."""
+    if isinstance(v, str):
+        return v.strip() in _MISSING_TEXT
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # a list or array in a cell is a value
+        return False
 
 
 def grid_html(long: pd.DataFrame, value: str, models: list[str], gpus: list[str], model_names: dict[str, str],

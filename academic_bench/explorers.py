@@ -16,11 +16,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from .analysis import gpu_label, model_label
 from .charts import count
 from .cost import (DAYS_PER_YEAR, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, cloud_price_table, cost_of,
                    days_for, default_machine_costs, fastest_within_budget, measured_days, paper_days, setup_label,
                    setups_frame)
 from .hardware import catalog as gpu_catalog
+from .models import CATALOG as MODEL_CATALOG, model_rank
 from .planning import (SECONDS_PER_DAY, decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops,
                        plan_decoder)
 
@@ -98,6 +100,7 @@ def assumptions_table() -> pd.DataFrame:
 def cloud_prices_table() -> pd.DataFrame:
     """data/cloud_prices.csv as shown in the book."""
     df = cloud_price_table()
+    df = df.assign(gpu=df["gpu"].map(gpu_label))
     return df[["gpu", "usd_per_gpu_hour", "default", "provider", "product", "source_url", "as_of", "transcribed_in"]]
 
 
@@ -107,9 +110,9 @@ def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
                  budget_usd: float = 40_000) -> alt.VConcatChart:
     """Purchase cost vs days for one model; a budget slider marks what fits and names the fastest."""
     df = explorer_setups() if setups is None else setups
-    models = sorted(df["model"].unique(), key=_model_order)
+    models = sorted(df["model"].unique(), key=model_rank)
     kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
-    p_model = _select("budget_model", models, model, "Model ")
+    p_model = _select("budget_model", models, model, "Model ", [model_label(m) for m in models])
     p_budget = _slider("budget_usd", budget_usd, 1_000, 260_000, 1_000, "Budget (USD) ")
     p_kind = _select("budget_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds])
     base = alt.Chart(df).transform_filter("datum.model == budget_model && datum.kind == budget_days_from")
@@ -166,10 +169,11 @@ COST_SLIDERS = {  # name: (default, lo, hi, step, label)
 }
 
 
-def _setup_options(df: pd.DataFrame) -> list[str]:
+def _setup_options(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The setups of ``df`` for a menu: their keys ("4 x h100-80gb", the values) and display labels."""
     keys = sorted({(g, int(n)) for g, n in zip(df["gpu"], df["n_gpus"])},
                   key=lambda k: (list(gpu_catalog()).index(k[0]), k[1]))
-    return [f"{n} x {g}" for g, n in keys]
+    return [f"{n} x {g}" for g, n in keys], [setup_label(g, n) for g, n in keys]
 
 
 def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
@@ -177,12 +181,12 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
     """Cost of one training run per setup, bought (hardware share + energy) or rented, with price sliders."""
     df = explorer_setups() if setups is None else setups
     df = df.assign(key=df["n_gpus"].astype(str) + " x " + df["gpu"])
-    models = sorted(df["model"].unique(), key=_model_order)
+    models = sorted(df["model"].unique(), key=model_rank)
     kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
-    options = _setup_options(df)
-    params = [_select("cost_model", models, model, "Model "),
+    options, labels = _setup_options(df)
+    params = [_select("cost_model", models, model, "Model ", [model_label(m) for m in models]),
               _select("cost_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds]),
-              _select("cost_setup", options, setup if setup in options else options[0], "Setup ")]
+              _select("cost_setup", options, setup if setup in options else options[0], "Setup ", labels)]
     params += [_slider(n, *v) for n, v in COST_SLIDERS.items()]
     # The same arithmetic as cost.cost_of, written once more as Vega expressions for the browser.
     calc = dict(
@@ -273,12 +277,12 @@ def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b
                seq_len: int = 2048, setup: str = "8 x h100-80gb") -> alt.VConcatChart:
     """Days (with the MFU range) for a custom decoder on every setup with an MFU, from sliders."""
     df = plan_grid() if grid is None else grid
-    options = _setup_options(df)
+    options, labels = _setup_options(df)
     params = [_slider("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
                       "Parameters (billions) "),
               _slider("plan_tokens_b", tokens_b, 10, 15_000, 10, "Training tokens (billions) "),
               _select("plan_seq", [512, 1024, 2048, 4096, 8192], seq_len, "Sequence length "),
-              _select("plan_setup", options, setup if setup in options else options[0], "Setup ")]
+              _select("plan_setup", options, setup if setup in options else options[0], "Setup ", labels)]
     calc = dict(
         at_peak=f"(datum.flops_base + datum.flops_per_position * plan_seq) * plan_tokens_b * 1e9 "
                 f"/ (datum.n_gpus * datum.peak_flops) / {SECONDS_PER_DAY}",
@@ -332,13 +336,17 @@ def plan_answer(params_b: float, tokens_b: float, seq_len: int, setup: str, root
             f"MFU {p.mfu.mfu:.0%} from {p.mfu.source}")
 
 
-def _model_order(model: str) -> int:
-    from .models import CATALOG
-
-    return list(CATALOG).index(model) if model in CATALOG else len(CATALOG)
-
-
 # --- live explorers (ipywidgets) ----------------------------------------------------------------------------
+
+def _model_menu() -> list[tuple[str, str]]:
+    """(display label, key) of every catalog model, in catalog order: a menu shows labels, its value is the key."""
+    return [(model_label(k), k) for k in sorted(MODEL_CATALOG, key=model_rank)]
+
+
+def _gpu_menu() -> list[tuple[str, str]]:
+    """(display name, key) of every GPU in the catalog."""
+    return [(gpu_label(g), g) for g in gpu_catalog()]
+
 
 class CostExplorer:
     """Dropdowns and sliders around ``cost.cost_of``; ``result`` holds the last ``Cost``, ``output`` its text."""
@@ -347,12 +355,10 @@ class CostExplorer:
                  root: str | None = None) -> None:
         import ipywidgets as w
 
-        from .models import CATALOG
-
         self._root = root
         a = Assumptions()
-        self.model = w.Dropdown(options=list(CATALOG), value=model, description="Model")
-        self.gpu = w.Dropdown(options=list(gpu_catalog()), value=gpu, description="GPU")
+        self.model = w.Dropdown(options=_model_menu(), value=model, description="Model")
+        self.gpu = w.Dropdown(options=_gpu_menu(), value=gpu, description="GPU")
         self.n_gpus = w.Dropdown(options=list(GPU_COUNTS), value=n_gpus, description="GPUs")
         self.gpu_price = w.BoundedFloatText(value=a.gpu_price(gpu), min=0, max=1e7, step=100,
                                             description="GPU price $")
@@ -388,7 +394,7 @@ class CostExplorer:
         c = cost_of(gpu, n, days, a, source, model)
         self.result = c
         self.output.value = (
-            f"<b>{model} on {setup_label(gpu, n)}: {c.days:,.1f} days</b> ({c.days_source})<br>"
+            f"<b>{model_label(model)} on {setup_label(gpu, n)}: {c.days:,.1f} days</b> ({c.days_source})<br>"
             f"purchase ${c.purchase_usd:,.0f} &middot; per run ${c.per_experiment_usd:,.0f} + energy "
             f"${c.energy_usd:,.0f} = <b>owned ${c.owned_per_experiment_usd:,.0f}</b> &middot; "
             f"<b>rented ${c.cloud_usd:,.0f}</b>")
@@ -412,7 +418,7 @@ class PlanExplorer:
         self.tokens = w.FloatLogSlider(value=tokens, base=10, min=9, max=13.5, step=0.01, description="Tokens",
                                        readout_format=".3s")
         self.seq_len = w.Dropdown(options=[512, 1024, 2048, 4096, 8192], value=seq_len, description="Seq len")
-        self.gpu = w.Dropdown(options=list(gpu_catalog()), value=gpu, description="GPU")
+        self.gpu = w.Dropdown(options=_gpu_menu(), value=gpu, description="GPU")
         self.n_gpus = w.Dropdown(options=list(GPU_COUNTS), value=n_gpus, description="GPUs")
         self.output = w.HTML()
         self.result = None

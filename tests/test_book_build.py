@@ -1,6 +1,7 @@
 """The book builds from the shipped files (warnings are errors), works offline, and shows every page of its toc."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -149,3 +150,126 @@ def test_what_limits_pythia_1b_mfu_is_read_from_its_profile(built_site):
     r = one.iloc[0]
     assert (f"MFU {r['mfu']:.2f} = GPU busy {r['busy_share']:.1%} of the step x {r['flop_share']:.0%} of that time "
             f"in the FLOP kernels x those kernels at {r['flop_rate']:.0%} of the peak") in text
+
+
+# --- what a reader sees in tables and menus ------------------------------------------------------------------
+
+MISSING_MARKERS = {"NaN", "nan", "None", "<NA>", "NaT"}  # pandas' spellings of a missing value
+# Tables ranked by a number on purpose (the noisiest configurations, the most implausible cells): the ranking
+# column must be in order; every other table with a model column lists the models in catalog order.
+RANKED_BY = ("(max - min) / median", "implied MFU")
+
+
+def _tables(page: Path) -> list[dict]:
+    """The tables of a built page: classes, headings and body rows (cell texts; ``th`` flags row headers)."""
+    def text(cell: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", " ", cell).replace("&amp;", "&").split())
+
+    out = []
+    for attrs, body in re.findall(r"<table([^>]*)>(.*?)</table>", page.read_text(), re.S):
+        head = re.search(r"<thead>(.*?)</thead>", body, re.S)
+        tbody = re.search(r"<tbody>(.*?)</tbody>", body, re.S)
+        heads = [text(c) for c in re.findall(r"<th[^>]*>(.*?)</th>", head.group(1), re.S)] if head else []
+        rows = [[(tag, text(c)) for tag, c in re.findall(r"<(td|th)\b[^>]*>(.*?)</\1>", tr, re.S)]
+                for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", tbody.group(1) if tbody else "", re.S)]
+        out.append({"classes": re.search(r'class="([^"]*)"', attrs).group(1).split() if "class=" in attrs else [],
+                    "heads": heads, "rows": rows})
+    return out
+
+
+def _book_pages(html: Path) -> list[Path]:
+    # The executed benchmark notebooks (notebooks/runs/) keep the outputs they had on the GPU machine.
+    return sorted(html.glob("book/*.html"))
+
+
+def pandas_artifacts(html: Path) -> list[str]:
+    """Tables that show a pandas index column or a cell that is only pandas' word for a missing value."""
+    found = []
+    for page in _book_pages(html):
+        for i, t in enumerate(_tables(page)):
+            if "ab-grid" not in t["classes"] and any(tag == "th" for row in t["rows"] for tag, _ in row):
+                found.append(f"{page.name} table {i} {t['heads'][:4]}: an index column")
+            bad = {c for row in t["rows"] for _, c in row if c in MISSING_MARKERS}
+            if bad:
+                found.append(f"{page.name} table {i} {t['heads'][:4]}: cells {sorted(bad)}")
+    return found
+
+
+def models_out_of_order(html: Path) -> list[str]:
+    """Tables whose models are not in catalog order (each family by size) within the columns left of them."""
+    from academic_bench.models import CATALOG, model_rank
+
+    known = {m.display for m in CATALOG.values()}
+    found = []
+    for page in _book_pages(html):
+        for i, t in enumerate(_tables(page)):
+            rows = [[c for _, c in row] for row in t["rows"]]
+            if "ab-grid" in t["classes"]:  # the Table 1 layout: one row per model, the model as its header
+                col, heads = 0, ["model"]
+            elif "model" in t["heads"]:
+                col, heads = t["heads"].index("model"), t["heads"]
+            else:
+                continue
+            ranked = [h for h in RANKED_BY if h in heads]
+            if ranked:
+                values = [float(re.sub(r"[^\d.eE+-]", "", r[heads.index(ranked[0])]) or "nan") for r in rows]
+                if values != sorted(values, reverse=True):
+                    found.append(f"{page.name} table {i}: not ranked by {ranked[0]}")
+                continue
+            groups: dict[tuple, list[str]] = {}
+            for r in rows:
+                if col < len(r) and r[col] in known:
+                    groups.setdefault(tuple(r[:col]), []).append(r[col])
+            for models in groups.values():
+                if models != sorted(models, key=model_rank):
+                    found.append(f"{page.name} table {i} {heads[:3]}: {list(dict.fromkeys(models))}")
+    return found
+
+
+def raw_keys_shown(html: Path) -> list[str]:
+    """Table cells and menu entries that show a model or GPU key ('pythia-1b', '4 x h100-80gb') where the charts
+    show its display label."""
+    from academic_bench.hardware import catalog as gpu_catalog
+    from academic_bench.models import CATALOG
+
+    keys = "|".join(re.escape(k) for k in [*CATALOG, *gpu_catalog()])
+    raw = re.compile(rf"(\d+ x )?({keys})")
+    found = []
+    for page in _book_pages(html):
+        for i, t in enumerate(_tables(page)):
+            for row in t["rows"]:
+                for _, cell in row:
+                    if any(raw.fullmatch(part.strip()) for part in cell.split(",")):
+                        found.append(f"{page.name} table {i} {t['heads'][:3]}: {cell!r}")
+        for blob in re.findall(r"var spec = (\{.*?\});\n", page.read_text(), re.S):
+            menus = [p for p in json.loads(blob).get("params", []) if p.get("bind", {}).get("input") == "select"]
+            for p in menus:
+                shown = p["bind"].get("labels") or [str(o) for o in p["bind"]["options"]]
+                bad = [s for s in shown if raw.fullmatch(s)]
+                if bad:
+                    found.append(f"{page.name} menu {p['name']}: {bad[:3]}")
+    return found
+
+
+def test_tables_show_no_pandas_index_or_missing_markers(built_site):
+    """No table on a page of the book shows a pandas index column or a cell reading NaN, nan or None."""
+    assert pandas_artifacts(built_site) == []
+
+
+def test_tables_list_models_by_size_within_each_family(built_site):
+    """Pythia-160M, -410M, -1B, -2.8B, -6.9B: never alphabetical (-2.8B before -410M), unless a table is ranked by a
+    number on purpose."""
+    assert models_out_of_order(built_site) == []
+
+
+def test_tables_and_menus_show_display_labels(built_site):
+    """'Pythia-1B' and '4 x H100 80GB SXM', as in the charts, never the keys 'pythia-1b' or '4 x h100-80gb'."""
+    assert raw_keys_shown(built_site) == []
+
+
+def test_the_papers_title_has_no_stray_backslash(built_site):
+    """The reference to the paper reads '$100K or 100 Days', not '\\$100k or 100 days'."""
+    refs = " ".join(re.sub(r"<[^>]+>", " ", (built_site / "book" / "references.html").read_text()).split())
+    assert "$100K or 100 Days" in refs
+    for page in _book_pages(built_site):
+        assert "\\$100" not in page.read_text(), page.name

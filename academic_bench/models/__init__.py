@@ -28,5 +28,16 @@ def model_names() -> list[str]:
     return list(CATALOG)
 
 
+def model_rank(name: str) -> int:
+    """A model's place in the catalog, from its key ('pythia-410m') or its display label ('Pythia-410M'): the
+    families together, each by size (Pythia-160M, -410M, -1B, -2.8B, -6.9B), never by name. Tables, chart axes
+    and menus sort models with it; a name the catalog does not know comes after every model."""
+    name = str(name).lower()
+    for i, (key, spec) in enumerate(CATALOG.items()):
+        if name in (key, spec.display.lower()):
+            return i
+    return len(CATALOG)
+
+
 __all__ = ["CATALOG", "ModelSpec", "Optimizer", "Recipe", "UnknownModelError", "get_model", "loss_of",
-           "model_names"]
+           "model_names", "model_rank"]
