@@ -251,3 +251,24 @@ def test_a_single_process_search_and_measurement_make_no_collective(monkeypatch,
         assert [e["outcome"] for e in row["mbs_search"]] == ["ok"] * len(row["mbs_search"])
     finally:
         dist.destroy_process_group()
+
+
+def test_zero3_with_offload_times_its_whole_steady_run_as_one_block():
+    """Host-bound ZeRO-3 + offload under-counted its accumulation when its micro-steps were timed one at a time
+    (engine revision 3): its steady phase is now the whole run of GAS - 2 micro-steps, sampled per micro-step."""
+    from types import SimpleNamespace
+
+    from academic_bench.methods import parse_methods
+
+    def cfg(spec):
+        return Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec), tiny=True)
+
+    assert worker.steady_block(cfg("free-lunch+zero3+offload"), 32) == 30
+    assert [worker.steady_block(cfg(s), 32) for s in ("free-lunch", "free-lunch+zero3", "free-lunch+zero2+offload",
+                                                      "free-lunch+fsdp_full_shard+offload")] == [1, 1, 1, 1]
+    calls = []
+    stepper = SimpleNamespace(gas=32, micro_step=lambda batch, sync: calls.append((batch, sync)),
+                              optimizer_step=lambda: calls.append("opt"))
+    phases = dict(worker.step_phases(stepper, ["b0", "b1"], block=30))
+    phases["accumulate"]()
+    assert calls == [("b1" if j % 2 == 0 else "b0", False) for j in range(30)], "30 accumulating micro-steps"

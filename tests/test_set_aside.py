@@ -32,6 +32,11 @@ def test_new_rows_record_the_engine_revision_and_old_zero_timings_are_set_aside(
     assert engine_revision(old_zero) == 1 and "accumulation boundary" in set_aside_reason(old_zero)
     assert "first accumulating micro-step" in set_aside_reason(row("free-lunch+zero1+offload", 1.0, engine=2))
     assert set_aside_reason(row("free-lunch+zero1+offload", 1.0, engine=3)) is None
+    # Revision 4 times ZeRO-3 + offload's steady micro-steps as one block: its revision-3 timings are void.
+    assert "one at a time" in set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=3))
+    assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=4)) is None
+    assert set_aside_reason(row("free-lunch+zero3", 1.0, engine=3)) is None
+    assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=3, timing="unsynced")) is None
     assert set_aside_reason(row("free-lunch+fsdp_full_shard+offload", 1.0, engine=None)) is None
     # Its search ran whole, aligned steps: an out-of-memory verdict stands.
     assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=None, outcome="oom")) is None
@@ -81,9 +86,9 @@ def test_a_sweep_measures_a_set_aside_configuration_again(tmp_path):
 
 def test_a_method_class_that_missed_its_validation_gives_no_result_until_validated_again(tmp_path):
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
-    store.append(row("free-lunch", 2.0, engine=3))
-    store.append(row("free-lunch+zero3+offload", 1.0, engine=3))
-    miss = row("free-lunch+zero3+offload", 1.0, engine=3, mode="validate",
+    store.append(row("free-lunch", 2.0, engine=ENGINE_REVISION))
+    store.append(row("free-lunch+zero3+offload", 1.0, engine=ENGINE_REVISION))
+    miss = row("free-lunch+zero3+offload", 1.0, engine=ENGINE_REVISION, mode="validate",
                validate={"steps": 3, "sustained_step_s": 1.2, "predicted_step_s": 1.0, "rel_error": -1 / 6})
     store.append({**miss, "config_id": "zero3-validation", "started_at": "2026-01-01T00:00:00+00:00"})
     df = analysis.runs_frame(tmp_path)

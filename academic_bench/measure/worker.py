@@ -278,15 +278,34 @@ def _note(stepper: Stepper, text: str) -> None:
     print(text, flush=True)
 
 
-def step_phases(stepper: Stepper, batches: list[dict]) -> list[tuple[str, Callable[[], None]]]:
+# DeepSpeed ZeRO-3 with offload is host-bound: each micro-step fetches every module's weights from host memory.
+# Its micro-steps cost more over a whole accumulation than in a short pattern (one process, three rounds: the
+# extrapolation from single micro-steps was 2.4-6.5% under the sustained step, from blocks of 8 still 2.5-5.5%;
+# notebooks/runs/h100x1/evidence/engine/drift-*.json), so its steady phase is the whole run of them, as one block.
+BLOCK_REPS = 3  # repetitions of a whole-accumulation block (each already averages GAS - 2 micro-steps)
+
+
+def steady_block(cfg: Config, gas: int) -> int:
+    """How many consecutive accumulating micro-steps the steady phase times as one: 1, or for DeepSpeed ZeRO-3
+    with offload the whole steady run of a real step (GAS - 2)."""
+    m = cfg.methods
+    return max(gas - 2, 1) if m.sharding == "zero3" and m.offload else 1
+
+
+def step_phases(stepper: Stepper, batches: list[dict], block: int = 1) -> list[tuple[str, Callable[[], None]]]:
     """The head of a real training step, phase by phase: the first accumulating micro-step after an optimizer
     step (where libraries start their accumulation: DeepSpeed's offload copies gradients out rather than adding
-    to them), one more (the steady state the other GAS - 2 repeat), the boundary micro-step and the optimizer
-    step; fewer accumulating ones when GAS is smaller."""
+    to them), ``block`` more (the steady state the other GAS - 2 repeat; timed together), the boundary micro-step
+    and the optimizer step; fewer accumulating ones when GAS is smaller."""
     gas = stepper.gas
+
+    def steady() -> None:
+        for j in range(block):
+            stepper.micro_step(batches[1 - j % 2], sync=False)
+
     accumulating = [("accumulate_first", lambda: stepper.micro_step(batches[0], sync=False))] if gas >= 2 else []
     if gas >= 3:
-        accumulating.append(("accumulate", lambda: stepper.micro_step(batches[1], sync=False)))
+        accumulating.append(("accumulate", steady))
     return accumulating + [("boundary", lambda: stepper.micro_step(batches[0], sync=True)),
                            ("optimizer", stepper.optimizer_step)]
 
@@ -296,14 +315,21 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     """Per-phase times (``step_phases``) over ``reps`` repetitions after ``warmup`` untimed ones, each phase
     ending with the device synchronized (``timing.time_chain``); the slowest rank counts. ``deadline`` (a
     ``time.time()``): after ``MIN_REPS`` repetitions, stop before one that would end past it, and say so in
-    the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed."""
-    phases = step_phases(stepper, host_batches(cfg, stepper.mbs, 2, seed=1))
+    the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed.
+    A steady block of several micro-steps (``steady_block``) is timed ``BLOCK_REPS`` times after one warm-up, and
+    its samples are per micro-step."""
+    block = steady_block(cfg, stepper.gas)
+    if block > 1:
+        warmup, reps = 1, BLOCK_REPS
+        _note(stepper, f"steady phase: the whole run of {block} accumulating micro-steps timed as one block "
+                       f"({BLOCK_REPS} repetitions; per micro-step in the times)")
+    phases = step_phases(stepper, host_batches(cfg, stepper.mbs, 2, seed=1), block)
     samples: dict[str, list[float]] = {name: [] for name, _ in phases}
     for i in range(warmup + reps):
         t0 = time.time()
         for name, seconds in time_chain(phases, device):
             if i >= warmup:
-                samples[name].append(seconds)
+                samples[name].append(seconds / block if name == "accumulate" else seconds)
         done = i + 1 - warmup
         if MIN_REPS <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             _note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
