@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
+from .env import REPO_ROOT
+from .estimate import SECONDS_PER_DAY
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
 from .results import SET_ASIDE, engine_revision, set_aside_reason, status_of, validation_class_of
@@ -33,7 +35,6 @@ from .results import SET_ASIDE, engine_revision, set_aside_reason, status_of, va
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
     from .config import Config
 
-SECONDS_PER_DAY = 86_400
 MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
 SETTING = ["model", "gpu", "n_gpus"]
 METHOD_COLUMNS = ["compile", "kernels", "tf32", "checkpointing", "sharding", "offload"]
@@ -969,7 +970,6 @@ def model_label(key: str) -> str:
 
 # --- provenance ---------------------------------------------------------------------------------------------
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 PROVENANCE_COLUMNS = ["file", "what", "rows", "produced_by"]
 # How each kind of repository file the book reads came to be (no command: written or transcribed by hand).
 _DATA_ORIGINS = (

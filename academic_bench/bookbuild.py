@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-ROOT = Path(__file__).resolve().parents[1]
+from .env import REPO_ROOT as ROOT
+
 VENDOR = "_vendor"
 BOOK_ASSETS = ROOT / "book" / "_assets"  # the book's own stylesheet (shipped, not generated)
 STYLESHEET = "academic-bench.css"

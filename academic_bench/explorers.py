@@ -23,8 +23,8 @@ from .cost import (DAYS_PER_YEAR, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, clou
                    setups_frame)
 from .hardware import catalog as gpu_catalog
 from .models import CATALOG as MODEL_CATALOG, model_rank
-from .planning import (SECONDS_PER_DAY, decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops,
-                       plan_decoder)
+from .estimate import SECONDS_PER_DAY
+from .planning import decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops, plan_decoder
 
 SOURCE_KINDS = {"paper": "paper Table 1", "ours": "ours (measured)"}
 DEFAULT_MODEL = "pythia-1b"

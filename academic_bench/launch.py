@@ -28,6 +28,7 @@ import psutil
 
 from .config import Config
 from .env import REPO_ROOT
+from .estimate import days_for
 from .results import make_row
 
 WORKER_MODULE = "academic_bench.measure.worker"
@@ -249,7 +250,7 @@ def _fill_derived(row: dict, config: Config) -> None:
     step = row.get("step_time_s")
     if row["outcome"] == "ok" and isinstance(step, (int, float)) and step > 0:
         if row.get("days") is None:
-            row["days"] = r.steps * step / 86400
+            row["days"] = days_for(r.steps, step)
         if row.get("gpu_days") is None:
             row["gpu_days"] = row["days"] * config.n_gpus
     if row["outcome"] == "oom" and not row.get("reason"):

@@ -25,9 +25,9 @@ import pandas as pd
 
 from .analysis import MFU_IMPLAUSIBLE
 from .cost import GPU_COUNTS, check_gpus, gpu_key
+from .estimate import SECONDS_PER_DAY
 from .hardware import catalog as gpu_catalog
 
-SECONDS_PER_DAY = 86_400
 ASPECT = 128  # hidden / layers for a decoder whose shape is not given
 DEFAULT_VOCAB = 50_304  # Pythia's (padded) vocabulary
 DECODER_FAMILIES = ("pythia",)

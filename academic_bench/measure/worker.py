@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from ..config import Config
+from ..estimate import days_for
 from .apply import Unsupported
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import any_rank, several_ranks, slowest_rank, summary, synchronize, time_chain, timed
@@ -431,7 +432,7 @@ def extrapolate(cfg: Config, mbs: int, phases: dict[str, list[float]], timing: s
     r = cfg.recipe
     flops, peak = model_flops_per_step(cfg), peak_flops(cfg)
     mfu = flops / (step * cfg.n_gpus * peak) if flops and peak else None
-    days = r.steps * step / 86400
+    days = days_for(r.steps, step)
     return {"micro_batch": mbs, "gas": gas, "step_time_s": step, "step_time_spread": spread,
             "throughput": r.global_batch * r.items_per_sample / step, "throughput_unit": f"{r.unit}/s",
             "model_flops_per_step": flops, "peak_flops": peak, "mfu": mfu,
