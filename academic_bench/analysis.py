@@ -168,7 +168,8 @@ def results(df: pd.DataFrame) -> pd.DataFrame:
     return r[[key not in missed for key in zip(r["setup"], r["validation_class"])]].copy()
 
 
-def _fastest(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def fastest(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """The row with the fewest days per group of ``by`` (ties broken by configuration id), sorted by ``by``."""
     if df.empty:
         return df.iloc[0:0].copy()
     idx = df.sort_values(["days", "config_id"]).groupby(by, sort=True).head(1).index
@@ -177,7 +178,7 @@ def _fastest(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def best_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, GPU, count): the synced ok step row with the fewest days, across every search."""
-    return _fastest(results(df), SETTING)
+    return fastest(results(df), SETTING)
 
 
 BREAKDOWN_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "gas", "step_time_s", "mfu",
@@ -303,20 +304,20 @@ def matmul_check(setup: str, root: str | Path | None = None) -> dict[str, float]
 def naive_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, GPU, count): the fastest synced ok row of the naive setting (no efficient method)."""
     r = results(df)
-    return _fastest(r[r["method_class"] == "naive"] if not r.empty else r, SETTING)
+    return fastest(r[r["method_class"] == "naive"] if not r.empty else r, SETTING)
 
 
 def optimized_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Per setting: the fastest row that used an efficient method. The paper's Table 1 is its optimum, so
     a setting where we only measured the naive baseline has nothing to set beside it."""
     r = results(df)
-    return _fastest(r[r["method_class"] != "naive"] if not r.empty else r, SETTING)
+    return fastest(r[r["method_class"] != "naive"] if not r.empty else r, SETTING)
 
 
 def free_lunch_per_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Per setting: the fastest row with free-lunch methods only (no memory-saving method)."""
     r = results(df)
-    return _fastest(r[r["method_class"] == "free-lunch"] if not r.empty else r, SETTING)
+    return fastest(r[r["method_class"] == "free-lunch"] if not r.empty else r, SETTING)
 
 
 FEASIBILITY_COLUMNS = [*SETTING, "naive", "free_lunch", "optimized", "attempted", "ok"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from academic_bench import analysis, charts
+from academic_bench import analysis, answers, charts
 from academic_bench.results import ENGINE_REVISION, ROW_KEYS, SCHEMA, ResultStore
 
 NAIVE = dict(compile=False, kernels=False, tf32=False, checkpointing=False, sharding="none", offload=False)
@@ -363,3 +363,49 @@ def test_step_breakdown_splits_the_best_step_into_micro_steps_sync_and_optimizer
     assert b["micro_steps_share"].iloc[0] == pytest.approx(0.98)
     assert b["sync_overhead"].iloc[0] == pytest.approx(0.1)
     assert analysis.step_breakdown(analysis.frame_from_rows([])).empty
+
+
+def test_answers_give_days_only_where_the_smart_search_is_complete_in_catalog_order():
+    """The intro's answer table: a naive-only or unfinished search shows no days (its best so far is no
+    optimum), a setting where nothing fits says so, and the models come in catalog order, not alphabetical."""
+    from academic_bench import cost
+
+    not_run = "not run: the notebook's time budget (time_budget_s=5) was spent before this configuration started"
+    zero = dict(FREE, sharding="zero1", offload=True)
+    rows = [
+        _row("v-s", FREE, days=30.0, search="smart", model="vit-large", mfu=0.3),
+        _row("m-s", FREE, days=60.0, search="smart", model="mamba-2.8b", mfu=0.2),
+        _row("69-n", NAIVE, days=None, outcome="oom", search="naive", model="pythia-6.9b"),
+        _row("69-s", zero, days=None, outcome="oom", search="smart", model="pythia-6.9b"),
+        _row("28-s", FREE, days=20.0, search="smart", model="pythia-2.8b", mfu=0.5),
+        _row("1b-n", NAIVE, days=10.0, search="naive", model="pythia-1b"),
+        _row("1b-s", FREE, days=5.0, search="smart", model="pythia-1b", mfu=0.4),
+        _row("1b-s", FREE, days=4.0, search="smart", model="pythia-1b", gpu="h200", setup="h200x1", mfu=0.45),
+        _row("410-n", NAIVE, days=8.0, search="naive", model="pythia-410m"),  # the smart search never ran
+        _row("160-n", NAIVE, days=3.0, search="naive"),
+        _row("160-s", FREE, days=2.0, search="smart"),
+        _row("160-z", zero, days=None, outcome="timeout", search="smart", reason=not_run),  # still to run
+    ]
+    df = analysis.frame_from_rows(rows)
+    out = answers.answers(df, analysis.skipped_frame("/nonexistent"))
+    assert list(out.columns) == answers.ANSWER_COLUMNS
+    assert list(zip(out["model"], out["setup"])) == [
+        ("pythia-160m", "h100x1"), ("pythia-410m", "h100x1"), ("pythia-1b", "h100x1"), ("pythia-1b", "h200x1"),
+        ("pythia-2.8b", "h100x1"), ("pythia-6.9b", "h100x1"), ("mamba-2.8b", "h100x1"), ("vit-large", "h100x1")]
+    by = out.set_index(["model", "setup"])
+    assert by.loc[("pythia-160m", "h100x1"), "status"] == "search unfinished"
+    assert by.loc[("pythia-410m", "h100x1"), "status"] == "naive only"
+    assert by.loc[("pythia-6.9b", "h100x1"), "status"] == "no configuration fits"
+    unanswered = out[out["status"].isin(["search unfinished", "naive only", "no configuration fits"])]
+    for col in ("days", "gpu_days", "methods_label", "micro_batch", "mfu", "cloud_usd"):
+        assert unanswered[col].isna().all(), f"{col}: an unfinished or naive-only search is no optimized answer"
+    assert not {"search unfinished", "naive only"} & set(answers.ANSWERED), "the intro lists only ANSWERED rows"
+    done = by.loc[("pythia-1b", "h100x1")]
+    assert done["status"] == "search complete" and done["status"] in answers.ANSWERED
+    assert (done["days"], done["methods_label"], done["micro_batch"], done["mfu"]) == (5.0, "free-lunch", 8, 0.4)
+    assert done["cloud_usd"] == pytest.approx(cost.cloud_cost("h100-80gb", 1, 5.0))
+    assert (done["model_name"], done["hardware"]) == (analysis.model_label("pythia-1b"),
+                                                      cost.setup_label("h100-80gb", 1))
+    assert by.loc[("pythia-1b", "h200x1"), "days"] == 4.0, "each setup answers for itself"
+    empty = answers.answers(analysis.frame_from_rows([]), analysis.skipped_frame("/nonexistent"))
+    assert empty.empty and list(empty.columns) == answers.ANSWER_COLUMNS

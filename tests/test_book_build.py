@@ -273,3 +273,29 @@ def test_the_papers_title_has_no_stray_backslash(built_site):
     assert "$100K or 100 Days" in refs
     for page in _book_pages(built_site):
         assert "\\$100" not in page.read_text(), page.name
+
+
+def test_intro_answers_first_with_days_only_from_complete_searches(built_site):
+    """The first page opens with the answer: a table with a days column, one row per setting whose smart search
+    is complete (or where nothing fits), in the days analysis computes, and no 'nan' or 'None' anywhere in it."""
+    from academic_bench import analysis, answers
+
+    page = built_site / "book" / "intro.html"
+    html = page.read_text()
+    tables = [t for t in _tables(page) if "days" in t["heads"] and "smart search" in t["heads"]]
+    assert len(tables) == 1, "the intro shows one answer table with a days column"
+    assert html.index("How many days on your GPUs") < html.index("Key findings"), "the answer comes first"
+    t = tables[0]
+    cells = [c for row in t["rows"] for _, c in row]
+    assert not {c for c in cells if c.strip().lower() in {"nan", "none", "<na>"}}
+    ans = answers.answers(analysis.runs_frame(), analysis.skipped_frame())
+    shown = ans[ans["status"].isin(answers.ANSWERED)]
+    if shown.empty:
+        return
+    status, days = t["heads"].index("smart search"), t["heads"].index("days")
+    assert {row[status][1] for row in t["rows"]} <= set(answers.ANSWERED), "no unfinished search is an answer"
+    assert [row[days][1] for row in t["rows"]] == [
+        "—" if d != d else f"{d:,.1f}" for d in shown["days"]]
+    left = len(ans) - len(shown)
+    if left:
+        assert f"{left} setting" in " ".join(re.sub(r"<[^>]+>", " ", html).split())
