@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import pandas as pd
 
 from .env import REPO_ROOT
-from .estimate import SECONDS_PER_DAY
+from .units import SECONDS_PER_DAY
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
 from .results import SET_ASIDE, engine_revision, set_aside_reason, status_of, validation_class_of

@@ -9,7 +9,6 @@ import pandas as pd
 
 from .analysis import SETTING, coverage, fastest, model_label, results
 from .cost import cloud_cost, setup_label
-from .models import model_rank
 
 ANSWER_COLUMNS = ["setup", "model", "gpu", "n_gpus", "model_name", "hardware", "status", "days", "gpu_days",
                   "methods_label", "micro_batch", "gas", "mfu", "cloud_usd"]
@@ -63,6 +62,8 @@ def answers(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
         out[col] = pd.to_numeric(out[col], errors="coerce").astype("Int64")
     for col in ("days", "gpu_days", "mfu", "cloud_usd"):
         out[col] = pd.to_numeric(out[col], errors="coerce").astype("float64")
+    from .models import model_rank  # the catalog loads torch: only when the answer is computed
+
     order = out["model"].map(model_rank)
     return out.assign(_rank=order).sort_values(["_rank", "setup"], kind="stable").drop(columns="_rank") \
         .reset_index(drop=True)

@@ -62,12 +62,7 @@ from .hardware import get_gpu
 from .models import ModelSpec, get_model, loss_of
 
 GIB = 2**30
-SECONDS_PER_DAY = 86_400
-
-
-def days_for(steps: int, step_time_s: float) -> float:
-    """Wall-clock days of ``steps`` optimizer steps of ``step_time_s`` each: the study's one conversion."""
-    return steps * step_time_s / SECONDS_PER_DAY
+from .units import SECONDS_PER_DAY, days_for  # noqa: F401  (re-exported: the estimate's days)
 DEFAULT_MFU = 0.4  # an assumption for planning, not a measurement: well-tuned training stacks reach 0.4-0.6
 BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 MAMBA_COUNT_TOKENS = 8  # Mamba's counted ops are per token: count a short sequence and scale

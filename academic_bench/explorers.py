@@ -22,8 +22,7 @@ from .cost import (DAYS_PER_YEAR, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, clou
                    days_for, default_machine_costs, fastest_within_budget, measured_days, paper_days, setup_label,
                    setups_frame)
 from .hardware import catalog as gpu_catalog
-from .models import CATALOG as MODEL_CATALOG, model_rank
-from .estimate import SECONDS_PER_DAY
+from .units import SECONDS_PER_DAY
 from .planning import decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops, plan_decoder
 
 SOURCE_KINDS = {"paper": "paper Table 1", "ours": "ours (measured)"}
@@ -110,6 +109,8 @@ def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
                  budget_usd: float = 40_000) -> alt.VConcatChart:
     """Purchase cost vs days for one model; a budget slider marks what fits and names the fastest."""
     df = explorer_setups() if setups is None else setups
+    from .models import model_rank  # the catalog loads torch: only when a chart is drawn
+
     models = sorted(df["model"].unique(), key=model_rank)
     kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
     p_model = _select("budget_model", models, model, "Model ", [model_label(m) for m in models])
@@ -181,6 +182,8 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
     """Cost of one training run per setup, bought (hardware share + energy) or rented, with price sliders."""
     df = explorer_setups() if setups is None else setups
     df = df.assign(key=df["n_gpus"].astype(str) + " x " + df["gpu"])
+    from .models import model_rank  # the catalog loads torch: only when a chart is drawn
+
     models = sorted(df["model"].unique(), key=model_rank)
     kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
     options, labels = _setup_options(df)
@@ -340,7 +343,9 @@ def plan_answer(params_b: float, tokens_b: float, seq_len: int, setup: str, root
 
 def _model_menu() -> list[tuple[str, str]]:
     """(display label, key) of every catalog model, in catalog order: a menu shows labels, its value is the key."""
-    return [(model_label(k), k) for k in sorted(MODEL_CATALOG, key=model_rank)]
+    from .models import CATALOG, model_rank  # the catalog loads torch: only when a menu is built
+
+    return [(model_label(k), k) for k in sorted(CATALOG, key=model_rank)]
 
 
 def _gpu_menu() -> list[tuple[str, str]]:

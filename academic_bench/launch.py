@@ -28,7 +28,7 @@ import psutil
 
 from .config import Config
 from .env import REPO_ROOT
-from .estimate import days_for
+from .units import days_for
 from .results import make_row
 
 WORKER_MODULE = "academic_bench.measure.worker"

@@ -25,7 +25,7 @@ import pandas as pd
 
 from .analysis import MFU_IMPLAUSIBLE
 from .cost import GPU_COUNTS, check_gpus, gpu_key
-from .estimate import SECONDS_PER_DAY
+from .units import SECONDS_PER_DAY
 from .hardware import catalog as gpu_catalog
 
 ASPECT = 128  # hidden / layers for a decoder whose shape is not given

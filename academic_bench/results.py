@@ -150,7 +150,8 @@ SHORT_PATTERN_ZERO3_OFFLOAD = ("set aside: DeepSpeed ZeRO-3 with offload timed i
 
 def set_aside_reason(row: Mapping) -> str | None:
     """Why a measured row must not be used as a result (None when it may): a DeepSpeed ZeRO measurement made
-    before engine revision 3, or a ZeRO-3 + offload one made before revision 4 (``ENGINE_REVISION``). Its
+    before engine revision 3, or a ZeRO-3 + offload one made before revision 4 with more than 3 accumulation steps
+    (revision 4 times the same work below that: ``measure.worker.steady_block``) (``ENGINE_REVISION``). Its
     micro-batch search ran whole aligned steps, so failures (out of memory) and the micro-batch stand; only its
     timings are void. The other methods' timings passed the check against sustained training under revisions 1
     and 2 (the validation net), so they stand; so do the unsynchronized timings of revision 2 on (the paper's
@@ -162,7 +163,7 @@ def set_aside_reason(row: Mapping) -> str | None:
     revision = engine_revision(row)
     if revision >= 2 and row.get("timing") == "unsynced":
         return None
-    if revision == 3 and sharding == "zero3" and methods.get("offload"):
+    if revision == 3 and sharding == "zero3" and methods.get("offload") and (row.get("gas") or 0) > 3:
         return SHORT_PATTERN_ZERO3_OFFLOAD
     return {1: MISALIGNED_DEEPSPEED, 2: AVERAGED_FIRST_MICRO_STEP}.get(revision)
 

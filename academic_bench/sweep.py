@@ -282,6 +282,12 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     return want is not None and row.get("micro_batch") != want
 
 
+def _state(row: dict) -> str:
+    """A row's outcome, or its run state where that is no measurement and no failure ('not run', 'set aside')."""
+    status = status_of(row)
+    return status if status in ("not run", "set aside") else row["outcome"]
+
+
 def _best(rows: list[dict]) -> dict[str, dict]:
     best: dict[str, dict] = {}
     for r in rows:
@@ -386,7 +392,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
     rows = [r for r in store.rows() if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
-    summary["outcomes_all"] = dict(Counter(r["outcome"] for r in rows))
+    summary["outcomes_all"] = dict(Counter(_state(r) for r in rows))
     summary["outcomes"] = dict(summary["outcomes"])
     summary["skip_reasons"] = dict(summary["skip_reasons"])
     # An unsynchronised clock misses GPU work: its fastest row is no result, so it names no "best".

@@ -272,3 +272,19 @@ def test_zero3_with_offload_times_its_whole_steady_run_as_one_block():
     phases = dict(worker.step_phases(stepper, ["b0", "b1"], block=30))
     phases["accumulate"]()
     assert calls == [("b1" if j % 2 == 0 else "b0", False) for j in range(30)], "30 accumulating micro-steps"
+
+
+def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_deadline(monkeypatch):
+    """ZeRO-3 + offload's repetitions are whole accumulations, its slowest: a near time limit must stop them
+    (after one kept repetition, with a note) rather than let the configuration be killed with nothing written."""
+    from types import SimpleNamespace
+
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch+zero3+offload"), tiny=True)
+    gas = cfg.per_gpu_batch // 1
+    assert worker.steady_block(cfg, gas) > 1, "the tiny recipe accumulates enough for a block"
+    stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
+                              optimizer_step=lambda: None)
+    monkeypatch.setattr(worker, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
+    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=worker.time.time() - 1)
+    assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
+    assert any("timing stopped after 1 of 3" in n for n in stepper.ran.notes), stepper.ran.notes
