@@ -23,7 +23,7 @@ from typing import Any
 
 from .analysis import frame_from_rows, missed_validation
 from .config import Config
-from .results import ResultStore, load_runs, status_of, validation_class_of
+from .results import ResultStore, fastest_row, load_runs, status_of, validation_class_of
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -58,7 +58,7 @@ def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = F
         choices = "; ".join(f"{m} on {n} x {g}" + (" (tiny)" if t else "") for m, g, n, t in have) or "none"
         raise ValueError(f"no ok, synchronized result for {model} on {n_gpus} x {gpu}"
                          f"{' (tiny)' if tiny else ''}; settings with results: {choices}")
-    return min(ok, key=lambda r: r["step_time_s"])
+    return fastest_row(ok)
 
 
 def optimizer_dict(config: Config) -> dict:

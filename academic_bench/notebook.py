@@ -32,8 +32,8 @@ from .config import Config
 from .env import REPO_ROOT, capture_env, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, RETRY_OUTCOMES, ResultStore, latest_rows, make_row,
-                      set_aside_reason, status_of, synced_micro_batches, validation_class_of)
+from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, RETRY_OUTCOMES, ResultStore, fastest_row, latest_rows, make_row,
+                      status_of, synced_micro_batches, validation_class_of)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -307,10 +307,9 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
 
 
 def best_row(rows: Sequence[dict], model: str) -> dict | None:
-    """The synced, step-mode, ok row of ``model`` with the fewest days (any search)."""
-    ok = [r for r in rows if r["config"]["model"] == model and r["outcome"] == "ok" and r["timing"] == "synced"
-          and r["mode"] == "step" and r["days"] is not None and not set_aside_reason(r)]
-    return min(ok, key=lambda r: (r["days"], r["config_id"]), default=None)
+    """The synced, step-mode, measured row of ``model`` with the fewest days (any search)."""
+    return fastest_row(rows, lambda r: r["config"]["model"] == model and r["timing"] == "synced"
+                       and r["mode"] == "step" and r["days"] is not None)
 
 
 def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:

@@ -16,7 +16,7 @@ import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Container, Iterable, Mapping
+from typing import Any, Callable, Container, Iterable, Mapping
 
 from .env import REPO_ROOT, capture_env
 
@@ -166,6 +166,14 @@ def set_aside_reason(row: Mapping) -> str | None:
     if revision == 3 and sharding == "zero3" and methods.get("offload") and (row.get("gas") or 0) > 3:
         return SHORT_PATTERN_ZERO3_OFFLOAD
     return {1: MISALIGNED_DEEPSPEED, 2: AVERAGED_FIRST_MICRO_STEP}.get(revision)
+
+
+def fastest_row(rows: Iterable[dict], keep: Callable[[dict], bool] = lambda r: True) -> dict | None:
+    """Among the measured rows (``status_of``) that ``keep`` accepts, the one with the shortest step (ties: the
+    lower configuration id); None when there is none. The one definition of "the fastest row" over stored
+    rows (frames use ``analysis.fastest``)."""
+    measured = [r for r in rows if status_of(r) == "measured" and keep(r)]
+    return min(measured, key=lambda r: (r["step_time_s"], r["config_id"]), default=None)
 
 
 def validation_class_of(row: Mapping) -> str:

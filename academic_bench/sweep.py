@@ -28,8 +28,9 @@ from .hardware import get_gpu
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, Rendezvous, run
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
-from .results import (RETRY_OUTCOMES, ResultStore, _clean, append_line, is_not_run, latest_skips, now_iso, read_lines,
-                      set_aside_reason, skip_is_latest, skip_key, status_of, synced_micro_batches)
+from .results import (RETRY_OUTCOMES, ResultStore, _clean, append_line, fastest_row, is_not_run, latest_skips,
+                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, status_of,
+                      synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
 # How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
@@ -289,12 +290,11 @@ def _state(row: dict) -> str:
 
 
 def _best(rows: list[dict]) -> dict[str, dict]:
+    """Each model's fastest measured row (``results.fastest_row``), summarized."""
     best: dict[str, dict] = {}
-    for r in rows:
-        if status_of(r) != "measured":
-            continue
-        model = r["config"]["model"]
-        if model not in best or r["step_time_s"] < best[model]["step_time_s"]:
+    for model in dict.fromkeys(r["config"]["model"] for r in rows):
+        r = fastest_row(rows, lambda r, model=model: r["config"]["model"] == model)
+        if r is not None:
             best[model] = {"config_id": r["config_id"], "label": Methods.from_dict(r["config"]["methods"]).label(),
                            "micro_batch": r["micro_batch"], "gas": r["gas"], "step_time_s": r["step_time_s"],
                            "days": r["days"]}

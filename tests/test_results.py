@@ -181,3 +181,20 @@ def test_a_stored_row_whose_state_contradicts_its_outcome_stops_the_load(tmp_pat
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(RowError, match=r"r.jsonl:1: status 'measured' does not match outcome 'oom'"):
         ResultStore(path).rows()
+
+
+def test_the_fastest_row_is_a_measured_one_and_ties_go_to_the_lower_configuration_id(tmp_path):
+    from academic_bench.methods import parse_methods
+    from academic_bench.results import fastest_row
+
+    def row(spec, step, outcome="ok", **kw):
+        cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec), tiny=True)
+        return make_row(cfg, setup="t", outcome=outcome, micro_batch=1, gas=1, step_time_s=step,
+                        reason=None if outcome == "ok" else "why", **kw)
+
+    free, ckpt = row("free-lunch", 2.0), row("free-lunch+ckpt", 2.0)
+    aside = row("free-lunch+zero1+offload", 1.0, engine=1)  # faster, but an engine correction voided it
+    failed = row("naive", 0.5, outcome="error")
+    assert fastest_row([free, ckpt, aside, failed]) is min(free, ckpt, key=lambda r: r["config_id"])
+    assert fastest_row([free, ckpt], lambda r: r is ckpt) is ckpt
+    assert fastest_row([aside, failed]) is None
