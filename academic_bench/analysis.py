@@ -30,7 +30,7 @@ from .env import REPO_ROOT
 from .units import SECONDS_PER_DAY
 from .hardware import catalog as gpu_catalog
 from .methods import Methods, exclusion_reason
-from .results import SET_ASIDE, engine_revision, set_aside_reason, status_of, validation_class_of
+from .results import SET_ASIDE, engine_revision, set_aside_reason, state_of, status_of, validation_class_of
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
     from .config import Config
@@ -55,6 +55,7 @@ COLUMNS = [
 # --- loading ---------------------------------------------------------------------------------------------
 
 def _flat(row: dict) -> dict:
+    status = status_of(row)
     cfg = row.get("config") or {}
     methods = cfg.get("methods") or {}
     m = Methods.from_dict(methods)
@@ -80,13 +81,13 @@ def _flat(row: dict) -> dict:
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
         "gpu_name": env.get("gpu_name"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
-        "engine": engine_revision(row), "validation_class": validation_class_of(row), "status": status_of(row),
+        "engine": engine_revision(row), "validation_class": validation_class_of(row), "status": status,
+        # A row set aside stays in the frame, so that coverage and counts say what was set aside and why (never a
+        # result); an older row a budget never started was stored as a timeout, but nothing timed out.
+        "outcome": state_of(row, status),
     }
-    aside = set_aside_reason(row)
-    if aside:  # kept in the frame, so that coverage and counts say what was set aside and why; never a result
-        out.update(outcome=SET_ASIDE, reason=aside)
-    elif out["status"] == "not run":  # older rows stored it as a timeout; nothing ran, so nothing timed out
-        out["outcome"] = "not run"
+    if status == SET_ASIDE:
+        out["reason"] = set_aside_reason(row)
     for phase in PHASES:
         t = (row.get("times") or {}).get(phase) or {}
         for stat in ("median", "min", "max"):
@@ -1017,7 +1018,7 @@ _RUN_FILES = {
 
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
-    from .notebook import NOTEBOOK_FILE, notebook_parameters, command_for
+    from .notebook import command_for, notebook_parameters
     from .results import PLANNED_FILE
 
     rows = []
@@ -1032,7 +1033,7 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
         rows.append({"file": rel, "what": "data" if "data" in path.parts else "book input", "rows": _rows_in(path),
                      "produced_by": origin})
     for folder in sorted(p for p in runs_root(root).glob("*") if p.is_dir()):
-        params = notebook_parameters(folder) if (folder / NOTEBOOK_FILE).exists() else None
+        params = notebook_parameters(folder)
         cmd = (f"`{command_for(params)}` (papermill parameters saved in the notebook)"
                if params and {"setup", "models"} <= set(params) else "no executed notebook with parameters beside it")
         if (folder / "evidence" / "README.md").exists():  # a results file grows over many runs: name them all

@@ -324,6 +324,14 @@ def status_of(row: Mapping) -> str:
     return status
 
 
+def state_of(row: Mapping, status: str | None = None) -> str:
+    """The row's outcome for people: its run state where that is no measurement and no failure ('not run',
+    'set aside'), else the outcome itself ('ok', or the kind of failure). ``status``: ``status_of(row)``, when
+    the caller already has it."""
+    status = status or status_of(row)
+    return status if status in ("not run", SET_ASIDE) else row["outcome"]
+
+
 def is_not_run(row: Mapping) -> bool:
     """A row recording that a time budget was spent before the configuration started: nothing was measured,
     so every later sweep launches it again."""

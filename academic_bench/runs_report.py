@@ -15,7 +15,7 @@ from .hardware import get_gpu
 from .notebook import (ENV_SOFTWARE, NOTEBOOK_FILE, README_FILE, RESULTS_FILE, BenchmarkRun, check_parameters,
                        command_for, notebook_parameters, setup_parameters, template_parameters)
 from .results import (DEFAULT_RUNS, SET_ASIDE, ResultStore, is_settled, latest_rows, latest_skips, load_planned,
-                      read_lines, set_aside_reason, skip_is_latest, skip_key, status_of)
+                      read_lines, set_aside_reason, skip_is_latest, skip_key, state_of, status_of)
 
 # --- what the notebook shows ------------------------------------------------------------------------------------
 
@@ -45,7 +45,7 @@ def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
 
 
 def _with_states(rows: Iterable[dict], skips: Mapping[tuple, Mapping]) -> list[tuple[dict, str]]:
-    return [(r, "skipped" if is_settled(r, skips) else state(r)) for r in rows]
+    return [(r, "skipped" if is_settled(r, skips) else state_of(r)) for r in rows]
 
 
 def _skips(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
@@ -71,13 +71,6 @@ def _kind(search: str, timing: str, mode: str) -> str:
 def kind(row: dict) -> str:
     """The search, plus the timing and mode when they are not the usual ones: 'naive (unsynced)'."""
     return _kind(row["search"], row["timing"], row["mode"])
-
-
-def state(row: dict) -> str:
-    """The row's outcome for people: its ``results.status_of`` where that is no measurement and no failure
-    ('not run', 'set aside'), else the outcome itself ('ok', or the kind of failure)."""
-    status = status_of(row)
-    return status if status in ("not run", SET_ASIDE) else row["outcome"]
 
 
 def _counts(outcomes: Iterable[str]) -> str:
@@ -112,8 +105,9 @@ def summary_table(run: BenchmarkRun | str | Path):
 def _reason_key(row: dict, width: int) -> str:
     """What a group of failures shares: the rule for an excluded combination, why a measurement was set
     aside, else the reason's gist."""
-    if set_aside_reason(row):
-        return short_reason(set_aside_reason(row), width)
+    aside = set_aside_reason(row)
+    if aside:
+        return short_reason(aside, width)
     if row["outcome"] == "invalid":
         from .methods import Methods, exclusion_reason
 
@@ -130,8 +124,9 @@ def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
 
     groups: dict[tuple, list[str]] = defaultdict(list)
     for r in rows:
-        if status_of(r) != "measured":
-            key = (r["config"]["model"], kind(r), state(r), _reason_key(r, width))
+        status = status_of(r)
+        if status != "measured":
+            key = (r["config"]["model"], kind(r), state_of(r, status), _reason_key(r, width))
             groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
     return [dict(zip(("model", "search", "outcome", "reason"), key), configurations=len(labels),
                  methods=_label_list(labels)) for key, labels in sorted(groups.items())]

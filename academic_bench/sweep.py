@@ -29,7 +29,7 @@ from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, 
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
 from .results import (RETRY_OUTCOMES, ResultStore, _clean, append_line, fastest_row, is_not_run, latest_skips,
-                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, status_of,
+                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, state_of,
                       synced_micro_batches)
 
 SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
@@ -283,22 +283,16 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     return want is not None and row.get("micro_batch") != want
 
 
-def _state(row: dict) -> str:
-    """A row's outcome, or its run state where that is no measurement and no failure ('not run', 'set aside')."""
-    status = status_of(row)
-    return status if status in ("not run", "set aside") else row["outcome"]
-
-
 def _best(rows: list[dict]) -> dict[str, dict]:
     """Each model's fastest measured row (``results.fastest_row``), summarized."""
-    best: dict[str, dict] = {}
-    for model in dict.fromkeys(r["config"]["model"] for r in rows):
-        r = fastest_row(rows, lambda r, model=model: r["config"]["model"] == model)
-        if r is not None:
-            best[model] = {"config_id": r["config_id"], "label": Methods.from_dict(r["config"]["methods"]).label(),
-                           "micro_batch": r["micro_batch"], "gas": r["gas"], "step_time_s": r["step_time_s"],
-                           "days": r["days"]}
-    return best
+    by_model: dict[str, list[dict]] = {}
+    for r in rows:
+        by_model.setdefault(r["config"]["model"], []).append(r)
+    best = {model: fastest_row(mine) for model, mine in by_model.items()}
+    return {model: {"config_id": r["config_id"], "label": Methods.from_dict(r["config"]["methods"]).label(),
+                    "micro_batch": r["micro_batch"], "gas": r["gas"], "step_time_s": r["step_time_s"],
+                    "days": r["days"]}
+            for model, r in best.items() if r is not None}
 
 
 def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, search: str,
@@ -392,7 +386,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
     rows = [r for r in store.rows() if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
-    summary["outcomes_all"] = dict(Counter(_state(r) for r in rows))
+    summary["outcomes_all"] = dict(Counter(state_of(r) for r in rows))
     summary["outcomes"] = dict(summary["outcomes"])
     summary["skip_reasons"] = dict(summary["skip_reasons"])
     # An unsynchronised clock misses GPU work: its fastest row is no result, so it names no "best".

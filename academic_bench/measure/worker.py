@@ -324,6 +324,7 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         warmup, reps = 1, BLOCK_REPS
         _note(stepper, f"steady phase: the whole run of {block} accumulating micro-steps timed as one block "
                        f"({BLOCK_REPS} repetitions; per micro-step in the times)")
+    fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
     phases = step_phases(stepper, host_batches(cfg, stepper.mbs, 2, seed=1), block)
     samples: dict[str, list[float]] = {name: [] for name, _ in phases}
     for i in range(warmup + reps):
@@ -332,7 +333,6 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
             if i >= warmup:
                 samples[name].append(seconds / block if name == "accumulate" else seconds)
         done = i + 1 - warmup
-        fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             _note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
