@@ -107,7 +107,7 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     assert failures["reason"].str.startswith("excluded by rule").any()
 
 
-def test_a_resumed_sweep_relaunches_what_the_budget_left_but_not_real_timeouts(tmp_path):
+def test_a_resumed_sweep_relaunches_configurations_never_started_but_not_real_timeouts(tmp_path):
     configs = [Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH)]
     phase = nb.Phase("test", configs, "naive")
     store = ResultStore(tmp_path / nb.RESULTS_FILE)
@@ -356,7 +356,7 @@ def test_a_failing_cell_keeps_the_notebook_and_exits_1(tmp_path, capsys):
     assert [e.evalue for e in errors] == ["evidence"]
 
 
-def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_what_the_budget_left(tmp_path):
+def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_configurations_never_started(tmp_path):
     _needs_kernel()
     root = tmp_path / "runs"
     folder = root / "cpu-tiny"

@@ -43,9 +43,6 @@ ALLOWED = [re.compile(p, re.IGNORECASE) for p in (
     r"\bself\.session\.send\(",
     # A profile's GPU busy time split by kind of work (academic_bench/charts.py).
     r"\bbusy device time\b",
-    # Test names about a notebook sweep's own time budget (BUDGET_S), not an accounting of machine time
-    # (tests/test_notebook.py).
-    r"_what_the_budget_left",
 )]
 
 
