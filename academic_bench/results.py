@@ -32,7 +32,9 @@ SCHEMA = 1
 #      offload it copies gradients out where the later ones add to them, so averaging them under-counted).
 #   4: DeepSpeed ZeRO-3 with offload times its steady micro-steps as one block of a real step's whole run
 #      (``measure.worker.steady_block``): timed one at a time they under-counted its full accumulation.
-ENGINE_REVISION = 4
+#   5: the timed phases read their micro-batches through the sustained run's data path (a DataLoader over a small
+#      pinned dataset, ``measure.worker.micro_batches``), so that the host's work for the data counts in both.
+ENGINE_REVISION = 5
 # How a configuration's attempt ended. "not run": a time budget was spent before it started, so nothing was
 # measured and nothing failed (rows written before this outcome existed say "timeout" with a reason starting
 # ``NOT_RUN_PREFIX``; ``status_of`` reads both the same way).

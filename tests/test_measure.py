@@ -48,6 +48,42 @@ def test_timing_near_its_deadline_keeps_five_repetitions_and_says_it_stopped():
     assert len(phases["boundary"]) == 8 and not any("timing stopped" in n for n in stepper.ran.notes)
 
 
+def test_timed_phases_and_the_sustained_run_read_batches_through_one_data_path(monkeypatch):
+    """The host's work for the data counts alike in the extrapolation and in the sustained step it is checked
+    against: both take every micro-batch from ``micro_batches`` (a DataLoader), one per micro-step. Engine
+    revision 4 timed two batches pinned in advance against a DataLoader in the sustained run."""
+    cfg = tiny()
+    stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
+    taken: dict[int, int] = {}
+    real = worker.micro_batches
+
+    def counted(cfg, mbs, device, seed):
+        for batch in real(cfg, mbs, device, seed):
+            taken[seed] = taken.get(seed, 0) + 1
+            yield batch
+
+    monkeypatch.setattr(worker, "micro_batches", counted)
+    micro_steps = []
+    original = stepper.micro_step
+    monkeypatch.setattr(stepper, "micro_step", lambda batch, sync: micro_steps.append(sync) or original(batch, sync))
+    worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
+    assert sum(taken.values()) == len(micro_steps) == 7 * 3, "each timed micro-step took a streamed batch"
+    taken.clear(), micro_steps.clear()
+    worker.validate(stepper, cfg, "cpu", steps=2)
+    assert sum(taken.values()) == len(micro_steps) == 3 * cfg.per_gpu_batch // 2
+
+
+def test_a_streamed_micro_batch_is_a_whole_batch_of_the_model_and_the_stream_cycles():
+    cfg = tiny()
+    stream = worker.micro_batches(cfg, 2, "cpu", seed=0)
+    first = [next(stream) for _ in range(worker.STREAM_BATCHES)]
+    again = next(stream)
+    assert all(len(v) == 2 for b in first for v in b.values())
+    assert set(first[0]) == set(cfg.spec.make_batch(2, tiny=True))
+    assert all(torch.equal(again[k], first[0][k]) for k in again), "cycled from the start"
+    assert not torch.equal(first[0][next(iter(again))], first[1][next(iter(again))])
+
+
 def test_step_time_is_the_first_accumulation_and_gas_minus_two_more_plus_boundary_plus_optimizer():
     cfg = tiny()  # per-GPU batch 8
     phases = {"accumulate_first": [0.75] * 5, "accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}
@@ -269,9 +305,9 @@ def test_zero3_with_offload_times_its_whole_steady_run_as_one_block():
     calls = []
     stepper = SimpleNamespace(gas=32, micro_step=lambda batch, sync: calls.append((batch, sync)),
                               optimizer_step=lambda: calls.append("opt"))
-    phases = dict(worker.step_phases(stepper, ["b0", "b1"], block=30))
+    phases = dict(worker.step_phases(stepper, iter(range(100)), block=30))
     phases["accumulate"]()
-    assert calls == [("b1" if j % 2 == 0 else "b0", False) for j in range(30)], "30 accumulating micro-steps"
+    assert calls == [(j, False) for j in range(30)], "30 accumulating micro-steps, each with the next batch"
 
 
 def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_deadline(monkeypatch):
@@ -284,7 +320,7 @@ def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_dea
     assert worker.steady_block(cfg, gas) > 1, "the tiny recipe accumulates enough for a block"
     stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
                               optimizer_step=lambda: None)
-    monkeypatch.setattr(worker, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
+    monkeypatch.setattr(worker, "micro_batches", lambda cfg, mbs, device, seed: iter(lambda: {}, None))
     phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=worker.time.time() - 1)
     assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
     assert any("timing stopped after 1 of 3" in n for n in stepper.ran.notes), stepper.ran.notes
