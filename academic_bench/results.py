@@ -34,7 +34,10 @@ SCHEMA = 1
 #      (``measure.worker.steady_block``): timed one at a time they under-counted its full accumulation.
 #   5: the timed phases read their micro-batches through the sustained run's data path (a DataLoader over a small
 #      pinned dataset, ``measure.worker.micro_batches``), so that the host's work for the data counts in both.
-ENGINE_REVISION = 5
+#   6: the timed phases take batches pinned in advance again (revision 5's DataLoader, inside synchronized phases,
+#      exposed host work that a training run overlaps); the sustained run's DataLoader prepares its batches in
+#      worker processes, as a training run does, rather than on the main thread that drives the GPU.
+ENGINE_REVISION = 6
 # How a configuration's attempt ended. "not run": a time budget was spent before it started, so nothing was
 # measured and nothing failed (rows written before this outcome existed say "timeout" with a reason starting
 # ``NOT_RUN_PREFIX``; ``status_of`` reads both the same way).
@@ -148,21 +151,27 @@ AVERAGED_FIRST_MICRO_STEP = ("set aside: DeepSpeed's first accumulating micro-st
                              "(engine revision 2)")
 SHORT_PATTERN_ZERO3_OFFLOAD = ("set aside: DeepSpeed ZeRO-3 with offload timed its steady micro-steps one at a time, "
                                "which under-counts its whole accumulation (engine revision 3)")
+EXPOSED_DATA_PATH = ("set aside: its timed phases collated and pinned each batch on the main thread inside "
+                     "synchronized phases, host work that a training run overlaps and that offload's busy host "
+                     "makes slow (engine revision 5)")
 
 
 def set_aside_reason(row: Mapping) -> str | None:
     """Why a measured row must not be used as a result (None when it may): a DeepSpeed ZeRO measurement made
-    before engine revision 3, or a ZeRO-3 + offload one made before revision 4 with more than 3 accumulation steps
-    (revision 4 times the same work below that: ``measure.worker.steady_block``) (``ENGINE_REVISION``). Its
+    before engine revision 3, a ZeRO-3 + offload one made before revision 4 with more than 3 accumulation steps
+    (revision 4 times the same work below that: ``measure.worker.steady_block``), or a synchronized one with
+    offload made by revision 5 (``ENGINE_REVISION``). Its
     micro-batch search ran whole aligned steps, so failures (out of memory) and the micro-batch stand; only its
     timings are void. The other methods' timings passed the check against sustained training under revisions 1
     and 2 (the validation net), so they stand; so do the unsynchronized timings of revision 2 on (the paper's
     method, which the corrections left as it was)."""
     methods = (row.get("config") or {}).get("methods") or {}
     sharding = str(methods.get("sharding") or "")
+    revision = engine_revision(row)
+    if row.get("outcome") == "ok" and revision == 5 and methods.get("offload") and row.get("timing") != "unsynced":
+        return EXPOSED_DATA_PATH
     if row.get("outcome") != "ok" or not sharding.startswith("zero"):
         return None
-    revision = engine_revision(row)
     if revision >= 2 and row.get("timing") == "unsynced":
         return None
     if revision == 3 and sharding == "zero3" and methods.get("offload") and (row.get("gas") or 0) > 3:
@@ -366,8 +375,17 @@ def skip_is_latest(skip: Mapping, row: Mapping | None) -> bool:
 
 def latest_rows(rows: Iterable[dict]) -> list[dict]:
     """The last row per (setup, configuration, timing, mode): the store is append-only, so a re-measurement
-    (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row."""
-    last = {(r.get("setup"), r["config_id"], r["timing"], r["mode"]): r for r in rows}
+    (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row. A row that an engine
+    correction set aside (``set_aside_reason``) timed nothing, so an earlier valid measurement of the
+    configuration stands against it (an earlier failure does not: the set-aside row still shows it runs)."""
+    last: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r.get("setup"), r["config_id"], r["timing"], r["mode"])
+        before = last.get(key)
+        if before is not None and set_aside_reason(r) and before.get("outcome") == "ok" \
+                and not set_aside_reason(before):
+            continue
+        last[key] = r
     return list(last.values())
 
 

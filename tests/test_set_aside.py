@@ -40,6 +40,14 @@ def test_new_rows_record_the_engine_revision_and_old_zero_timings_are_set_aside(
     assert set_aside_reason(row("free-lunch+zero3", 1.0, engine=3)) is None
     assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=3, timing="unsynced")) is None
     assert set_aside_reason(row("free-lunch+fsdp_full_shard+offload", 1.0, engine=None)) is None
+    # Revision 5 collated and pinned batches inside synchronized phases: its timings of offloading configurations
+    # (whose host is busy) are void, the others stand, and revision 6 is not affected.
+    for spec in ("free-lunch+zero1+offload", "free-lunch+fsdp_full_shard+offload"):
+        assert "main thread" in set_aside_reason(row(spec, 1.0, engine=5))
+        assert set_aside_reason(row(spec, 1.0, engine=6)) is None
+        assert set_aside_reason(row(spec, 1.0, engine=5, timing="unsynced")) is None
+    assert set_aside_reason(row("free-lunch", 1.0, engine=5)) is None
+    assert set_aside_reason(row("free-lunch+zero1", 1.0, engine=5)) is None
     # Its search ran whole, aligned steps: an out-of-memory verdict stands.
     assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=None, outcome="oom")) is None
 
@@ -105,3 +113,19 @@ def test_a_method_class_that_missed_its_validation_gives_no_result_until_validat
     df = analysis.runs_frame(tmp_path)
     assert analysis.missed_validation(df) == set()
     assert analysis.best_per_setting(df)["methods_label"].tolist() == ["free-lunch + ZeRO-3 + offload"]
+
+
+def test_a_set_aside_row_does_not_supersede_an_earlier_valid_measurement_of_its_configuration():
+    """Re-measuring a configuration with an engine revision that a later correction voids (revision 5 with
+    offload) must not hide the valid row it came after, or the setup would lose a validated method class."""
+    from academic_bench.results import latest_rows
+
+    valid = row("free-lunch+zero2+offload", 2.0, engine=3)
+    void = row("free-lunch+zero2+offload", 3.0, engine=5)
+    assert latest_rows([valid, void]) == [valid]
+    newer = row("free-lunch+zero2+offload", 2.5, engine=6)
+    assert latest_rows([valid, void, newer]) == [newer]
+    old = row("free-lunch+zero2+offload", 9.0, engine=None)
+    assert latest_rows([old, void]) == [void], "among rows all set aside, the latest"
+    failed = row("free-lunch+zero2+offload", 2.0, engine=6, outcome="oom")
+    assert latest_rows([valid, failed]) == [failed], "a real outcome still supersedes"

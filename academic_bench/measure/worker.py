@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import signal
@@ -89,23 +90,26 @@ def host_batches(cfg: Config, mbs: int, n: int, seed: int) -> list[dict[str, tor
     return out
 
 
-# How many micro-batches the streamed dataset holds (cycled): enough that consecutive micro-steps get different
-# tensors, small enough to make quickly; the data are random anyway.
+# The sustained run's data: a small pre-made dataset (cycled; the data are random anyway), prepared by DataLoader
+# worker processes as in a training run, so that the main thread, which drives the GPU (and under offload the
+# optimizer), only takes ready pinned batches.
 STREAM_BATCHES = 8
+DATA_WORKERS = 2
 
 
 def micro_batches(cfg: Config, mbs: int, device: str, seed: int) -> Iterator[dict[str, torch.Tensor]]:
-    """Micro-batches as a training run gets them: a small pre-made random dataset streamed through a DataLoader
-    (pinned on a GPU), cycled; each micro-step copies its batch to the device. The timed phases and the sustained
-    run both read from this one path, so that the host's work for the data counts alike in both: it is not free
-    where the host is the bottleneck (one H100, ZeRO-2 + offload: a DataLoader made the step 4.7% slower than two
-    batches pinned in advance)."""
+    """Micro-batches as a training run gets them: a DataLoader whose worker processes collate them and, on a
+    GPU, a thread that pins them; each micro-step copies its batch to the device. Collating and pinning on the
+    main thread (engine revisions up to 5) made the sustained step of a host-bound configuration slower than any
+    training run with data workers would be, and inside synchronized phases it exposed host work that a
+    training run overlaps (revision 5, one H100, ZeRO-1 + offload: +8.3%); so the timed phases take batches
+    pinned in advance and the sustained run takes them from here."""
     from torch.utils.data import DataLoader, TensorDataset
 
     pool = host_batches(cfg, mbs * STREAM_BATCHES, 1, seed)[0]
     keys = list(pool)
     loader = DataLoader(TensorDataset(*[pool[k] for k in keys]), batch_size=mbs, pin_memory=device == "cuda",
-                        drop_last=True)
+                        drop_last=True, num_workers=DATA_WORKERS, persistent_workers=True)
     while True:
         for tensors in loader:
             yield dict(zip(keys, tensors))
@@ -319,8 +323,8 @@ def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> li
     """The head of a real training step, phase by phase: the first accumulating micro-step after an optimizer
     step (where libraries start their accumulation: DeepSpeed's offload copies gradients out rather than adding
     to them), ``block`` more (the steady state the other GAS - 2 repeat; timed together), the boundary micro-step
-    and the optimizer step; fewer accumulating ones when GAS is smaller. Each micro-step takes the next batch of
-    ``batches`` (``micro_batches``) inside its phase, as a training run's loop does."""
+    and the optimizer step; fewer accumulating ones when GAS is smaller. Each micro-step takes the next of
+    ``batches`` (pinned in advance) and copies it to the device inside its phase."""
     gas = stepper.gas
 
     def steady() -> None:
@@ -348,7 +352,7 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         _note(stepper, f"steady phase: the whole run of {block} accumulating micro-steps timed as one block "
                        f"({BLOCK_REPS} repetitions; per micro-step in the times)")
     fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
-    phases = step_phases(stepper, micro_batches(cfg, stepper.mbs, device, seed=1), block)
+    phases = step_phases(stepper, itertools.cycle(host_batches(cfg, stepper.mbs, 2, seed=1)), block)
     samples: dict[str, list[float]] = {name: [] for name, _ in phases}
     for i in range(warmup + reps):
         t0 = time.time()
@@ -390,8 +394,8 @@ def validation_fits(stepper: Stepper, steps: int, step_s: float, deadline: float
 
 
 def validate(stepper: Stepper, cfg: Config, device: str, steps: int) -> list[float]:
-    """Sustained time of real optimizer steps: real accumulation, batches streamed as in the timed phases
-    (``micro_batches``), one warm-up step."""
+    """Sustained time of real optimizer steps: real accumulation, batches from a DataLoader with worker
+    processes (``micro_batches``), one warm-up step."""
     gas = cfg.per_gpu_batch // stepper.mbs
     stepper.set_gas(gas)
     batches = micro_batches(cfg, stepper.mbs, device, seed=2)
