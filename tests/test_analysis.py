@@ -1,4 +1,4 @@
-"""analysis.py on synthetic result rows (made up for the test, not measurements) and on no rows at all."""
+"""The analysis package on synthetic result rows (made up for the test, not measurements) and on no rows at all."""
 from __future__ import annotations
 
 import json
@@ -152,7 +152,7 @@ def _fake_facts() -> pd.DataFrame:
 
 
 def test_paper_cells_mfu_arithmetic(monkeypatch):
-    monkeypatch.setattr(analysis, "model_facts", _fake_facts)
+    monkeypatch.setattr(analysis.versus_paper, "model_facts", _fake_facts)
     cells = analysis.paper_cells("table1")
     assert len(cells) == 144
     one = cells[(cells["model"] == "pythia-1b") & (cells["gpu"] == "a100-80gb") & (cells["n_gpus"] == 4)].iloc[0]
@@ -173,7 +173,7 @@ def test_paper_cells_mfu_arithmetic(monkeypatch):
 
 
 def test_comparison_with_the_paper(runs, monkeypatch):
-    monkeypatch.setattr(analysis, "model_facts", _fake_facts)
+    monkeypatch.setattr(analysis.versus_paper, "model_facts", _fake_facts)
     long = analysis.table1_long(runs)
     ours = long.dropna(subset=["ours_days"])
     assert ours[["model", "gpu", "n_gpus"]].values.tolist() == [["pythia-160m", "h100-80gb", 1]]

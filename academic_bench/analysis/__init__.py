@@ -1,0 +1,107 @@
+"""Turning result rows into the book's tables: best settings, speed-ups, honesty checks, the paper beside ours.
+
+Everything starts from ``runs_frame()`` (``frame``): one row per result row of every shipped run
+(``notebooks/runs/<setup>/results.jsonl``), flattened into columns. Rows timed without synchronising with the GPU
+(``timing == "unsynced"``) exist only for the honesty comparison (``sync_pairs``); every result table uses synced
+step-mode rows. The submodules, in the order data flows through them: ``frame``, ``facts``, ``counted``, ``honesty``, ``best``,
+``profiles``, ``search``, ``versus_paper``, ``provenance``; their public names are this package's.
+"""
+from .frame import (  # noqa: F401
+    COLUMNS,
+    METHOD_CLASSES,
+    METHOD_COLUMNS,
+    MFU_IMPLAUSIBLE,
+    PHASES,
+    RUNS_ENV,
+    SETTING,
+    frame_from_rows,
+    method_class,
+    runs_frame,
+    runs_root,
+    setups,
+)
+from .facts import (  # noqa: F401
+    CACHE_ENV,
+    gpu_label,
+    model_facts,
+    model_label,
+)
+from .counted import (  # noqa: F401
+    VALIDATION_TOLERANCE,
+    latest_validations,
+    measured_rows,
+    missed_validation,
+    results,
+)
+from .honesty import (  # noqa: F401
+    ENGINE_COST_COLUMNS,
+    FIT_COLUMNS,
+    MEMORY_COLUMNS,
+    NET_COLUMNS,
+    RESERVE_COLUMNS,
+    SET_ASIDE_COLUMNS,
+    SYNC_COLUMNS,
+    VALIDATION_COLUMNS,
+    VARIANCE_COLUMNS,
+    allocator_reserve,
+    engine_cost,
+    fit_predictions,
+    implausible,
+    memory_model_error,
+    set_aside,
+    sync_pairs,
+    validation_net,
+    validation_pairs,
+    variance,
+)
+from .best import (  # noqa: F401
+    BREAKDOWN_COLUMNS,
+    COVERAGE_COLUMNS,
+    COVERAGE_SEARCHES,
+    COVERAGE_STATUSES,
+    FEASIBILITY_COLUMNS,
+    SPEEDUP_COLUMNS,
+    best_per_setting,
+    combination_spread,
+    coverage,
+    fastest,
+    feasibility,
+    free_lunch_per_setting,
+    free_lunch_speedup,
+    memory_saving_speedup,
+    naive_per_setting,
+    optimized_per_setting,
+    optimized_speedup,
+    outcome_counts,
+    planned_setups,
+    step_breakdown,
+    unrun_setups,
+)
+from .profiles import (  # noqa: F401
+    PROFILE_COLUMNS,
+    largest_kernels,
+    matmul_check,
+    mfu_factors,
+    profiles,
+)
+from .search import (  # noqa: F401
+    COMBINATION_COLUMNS,
+    SEARCH_COLUMNS,
+    search_combinations,
+    skipped_frame,
+    smart_vs_exhaustive,
+)
+from .versus_paper import (  # noqa: F401
+    COMPARISON_COLUMNS,
+    CONV_FAMILIES,
+    PAPER_COLUMNS,
+    TABLE1_COLUMNS,
+    paper_cells,
+    paper_comparison,
+    settings_comparison,
+    table1_long,
+)
+from .provenance import (  # noqa: F401
+    PROVENANCE_COLUMNS,
+    provenance,
+)

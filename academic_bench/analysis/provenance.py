@@ -1,0 +1,88 @@
+"""Provenance: every data file the book reads, what it holds, how many rows, and the command that made it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..env import REPO_ROOT
+
+from .frame import runs_root
+
+
+# --- provenance ---------------------------------------------------------------------------------------------
+
+PROVENANCE_COLUMNS = ["file", "what", "rows", "produced_by"]
+# How each kind of repository file the book reads came to be (no command: written or transcribed by hand).
+_DATA_ORIGINS = (
+    ("academic_bench/data/paper_", "transcribed by hand from the paper, cell by cell; each row names its table, "
+     "row and column (`source`); loaded and checked by `academic_bench.paper` and tests/test_paper_data.py"),
+    ("academic_bench/data/survey_", "transcribed by hand from the paper's Section 2, Figure 8 and Appendix A "
+     "(`source` column / field); loaded by `academic_bench.survey`"),
+    ("academic_bench/data/gpus.csv", "written by hand from vendor datasheets (`spec_source`) and the paper's "
+     "Appendix H prices (`price_source`)"),
+    ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
+     "(`source_url`, `as_of`, `transcribed_in`)"),
+    ("tests/fixtures/survey_example.csv", "written by hand: invented respondents for the survey pipeline's "
+     "example and tests (not survey data)"),
+    ("book/references.bib", "written by hand"),
+    ("notebooks/runs/planned-setups.csv", "written by hand: the study's hardware setups, and why one has not run "
+     "(read by `results.load_planned`)"),
+)
+
+
+def _rows_in(path: Path) -> int | None:
+    """Data rows of a CSV (quoted newlines allowed, leading '#' comment lines skipped) or JSON-lines file."""
+    import csv
+
+    if path.suffix not in (".csv", ".jsonl"):
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    if path.suffix == ".jsonl":
+        return sum(1 for ln in lines if ln.strip())
+    return max(sum(1 for r in csv.reader(lines) if r) - 1, 0)
+
+
+# What each file of a run folder is, and what wrote it when not the folder's notebook (None: the notebook).
+_RUN_FILES = {
+    "benchmark.ipynb": ("executed benchmark notebook", None),
+    "results.jsonl": ("benchmark results", None),
+    "results.skipped.jsonl": ("configurations a smart search skipped, with why", None),
+    "profiles.jsonl": ("step profiles (torch.profiler, by kind of work)",
+                       "`academic-bench profile --methods best` per model (the setup's `evidence/README.md` names the "
+                       "calls)"),
+}
+
+
+def provenance(root: str | Path | None = None) -> pd.DataFrame:
+    """Every repository file the book reads: what it is, how many rows, and what produced it."""
+    from ..notebook import command_for, notebook_parameters
+    from ..results import PLANNED_FILE
+
+    rows = []
+    files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
+        REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib",
+        runs_root(root) / PLANNED_FILE]
+    for path in files:
+        if not path.is_file():
+            continue
+        rel = str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+        origin = next((o for prefix, o in _DATA_ORIGINS if rel.startswith(prefix)), "not described yet")
+        rows.append({"file": rel, "what": "data" if "data" in path.parts else "book input", "rows": _rows_in(path),
+                     "produced_by": origin})
+    for folder in sorted(p for p in runs_root(root).glob("*") if p.is_dir()):
+        params = notebook_parameters(folder)
+        cmd = (f"`{command_for(params)}` (papermill parameters saved in the notebook)"
+               if params and {"setup", "models"} <= set(params) else "no executed notebook with parameters beside it")
+        if (folder / "evidence" / "README.md").exists():  # a results file grows over many runs: name them all
+            cmd = f"the runs listed in `{folder.name}/evidence/README.md`; the last: {cmd}"
+        for path in sorted(folder.glob("*")):
+            if path.suffix in (".jsonl", ".ipynb"):
+                what, by = _RUN_FILES.get(path.name, ("benchmark results", None))
+                rows.append({"file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
+                             "what": what, "rows": _rows_in(path), "produced_by": by or cmd})
+    df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
+    df["rows"] = df["rows"].astype("Int64")
+    return df

@@ -1,0 +1,130 @@
+"""How good is the smart search: its configurations beside the exhaustive search's, with the rules that
+skipped the rest (``results.skipped.jsonl``)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+
+from ..methods import exclusion_reason
+from ..results import SET_ASIDE
+
+from .frame import SETTING, runs_root
+
+
+# --- how good is the smart search? --------------------------------------------------------------------------
+
+SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exhaustive_complete", "exhaustive_best",
+                  "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped", "smart_complete",
+                  "smart_best", "smart_days", "smart_gpu_s", "gap", "gpu_time_share"]
+
+
+def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per configuration a smart search skipped: setup, config_id, timing, mode, category, reason, and
+    when (``at``)."""
+    from ..results import load_skipped
+
+    cols = ["setup", "config_id", "search", "timing", "mode", "category", "reason", "at"]
+    return pd.DataFrame([{k: s.get(k) for k in cols} for s in load_skipped(runs_root(root))], columns=cols)
+
+
+class _SearchedSetting(NamedTuple):
+    key: tuple  # setup, model, gpu, n_gpus
+    valid: set[str]  # ids of the setting's valid combinations
+    rows: pd.DataFrame  # the synced step rows measured of them (any search; 'not run' rows left out)
+    skipped: set[str]  # ids a smart search skipped
+    smart_ran: bool  # whether a smart search ran on the setting at all
+
+
+def ruled_out_mask(df: pd.DataFrame, skips: Mapping[tuple, Mapping]) -> pd.Series:
+    """Which failed rows (timeout, error) a smart search re-deciding the configuration later (a retry) skipped
+    as unable to fit: its memory model says why the attempt failed (h100x1's Pythia-6.9B with ZeRO-Offload died
+    without a log; the host-memory rule, added since, puts its offloaded states above the machine's memory)."""
+    from ..results import is_not_run, skip_is_latest, skip_key
+
+    def ruled_out(row: dict) -> bool:
+        skip = skips.get(skip_key(row))
+        return (skip is not None and str(skip.get("category")).startswith("cannot fit")
+                and row["outcome"] in ("timeout", "error") and not is_not_run(row) and skip_is_latest(skip, row))
+
+    return pd.Series([ruled_out(x) for x in df.to_dict("records")], index=df.index, dtype=bool)
+
+
+def not_run_mask(df: pd.DataFrame) -> pd.Series:
+    """Which rows hold no measurement still to be used: a time budget never started them
+    (``results.is_not_run``), or a correction of the engine set their measurement aside
+    (``results.set_aside_reason``); either way the configuration is still to measure."""
+    return df["status"].isin(["not run", SET_ASIDE]).astype(bool)
+
+
+def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
+    """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
+    from ..sweep import plan  # sweep imports the launcher: only load it when asked
+
+    ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
+    for key, _ in ex.groupby(["setup", *SETTING], sort=True):
+        setup, model, gpu, n = key
+        valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
+        rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
+                  & (df["mode"] == "step")]
+        rows = rows[~not_run_mask(rows)]
+        skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
+                       & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
+        yield _SearchedSetting(key, valid, rows, set(skip["config_id"]),
+                               not skip.empty or bool((rows["search"] == "smart").any()))
+
+
+def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+    """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
+    time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
+    them first). Smart measures every valid combination it did not skip. ``gap`` = smart days / exhaustive days
+    - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
+    configurations (``*_complete``), its figures cover only those measured so far."""
+    out = []
+    for (setup, model, gpu, n), valid, rows, skip, smart_ran in _exhaustive_settings(df, skipped):
+        smart_ids = valid - skip
+        best_ex, best_sm = _fastest_row(rows), _fastest_row(rows[rows["config_id"].isin(smart_ids)])
+        ex_s = rows["duration_s"].sum()
+        sm_s = rows[rows["config_id"].isin(smart_ids)]["duration_s"].sum()
+        out.append({
+            "setup": setup, "model": model, "gpu": gpu, "n_gpus": n, "combinations": len(valid),
+            "exhaustive_measured": len(rows), "exhaustive_complete": len(rows) == len(valid),
+            "exhaustive_best": best_ex["methods_label"] if best_ex is not None else None,
+            "exhaustive_days": best_ex["days"] if best_ex is not None else math.nan, "exhaustive_gpu_s": ex_s,
+            "smart_measured": int(rows["config_id"].isin(smart_ids).sum()) if smart_ran else 0,
+            "smart_skipped": len(skip), "smart_complete": smart_ran and smart_ids <= set(rows["config_id"]),
+            "smart_best": best_sm["methods_label"] if smart_ran and best_sm is not None else None,
+            "smart_days": best_sm["days"] if smart_ran and best_sm is not None else math.nan,
+            "smart_gpu_s": sm_s if smart_ran else math.nan})
+    res = pd.DataFrame(out, columns=SEARCH_COLUMNS)
+    res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
+    res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
+    return res
+
+
+COMBINATION_COLUMNS = ["setup", *SETTING, "config_id", "methods_label", "outcome", "micro_batch", "days",
+                       "gpu_minutes", "smart", "best"]
+
+
+def search_combinations(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+    """Every measured combination of each exhaustive search, one row each: its days, the GPU minutes its
+    measurement took, what the smart search did with it (``smart``: "measured" or "skipped"; "not run" where
+    no smart search ran on the setting) and whether it is the setting's optimum (``best``)."""
+    out = []
+    for (setup, model, gpu, n), _, rows, skip, smart_ran in _exhaustive_settings(df, skipped):
+        best = _fastest_row(rows)
+        for r in rows.itertuples():
+            out.append({"setup": setup, "model": model, "gpu": gpu, "n_gpus": n, "config_id": r.config_id,
+                        "methods_label": r.methods_label, "outcome": r.outcome, "micro_batch": r.micro_batch,
+                        "days": r.days, "gpu_minutes": r.duration_s / 60,
+                        "smart": ("skipped" if r.config_id in skip else "measured") if smart_ran else "not run",
+                        "best": best is not None and r.config_id == best["config_id"]})
+    return pd.DataFrame(out, columns=COMBINATION_COLUMNS)
+
+
+def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
+    ok = rows[(rows["outcome"] == "ok") & rows["days"].notna()]
+    return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]
