@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -23,7 +22,6 @@ class GPU:
     price_source: str
     spec_source: str
     match: str = ""  # substring of the driver's device name that identifies this GPU
-    detected: bool = False  # True when built from the driver with no catalog entry
 
     @property
     def supports_tf32(self) -> bool:
@@ -84,29 +82,3 @@ def match_name(device_name: str) -> GPU | None:
                 return None  # a different card: 40 GB of memory
             return gpu
     return None
-
-
-def detect(index: int = 0) -> GPU | None:
-    """The GPU in hand: a catalog entry, or what the driver reports plus a warning; None with no GPU."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    props = torch.cuda.get_device_properties(index)
-    known = match_name(props.name)
-    if known is not None:
-        return known
-    warnings.warn(
-        f"GPU {props.name!r} is not in the catalog ({', '.join(catalog())}); using what the driver reports. "
-        "Peak TFLOP/s, power and price are unknown, so MFU and cost are not computed.", stacklevel=2)
-    return from_driver(props.name, props.total_memory, props.major + props.minor / 10)
-
-
-def from_driver(name: str, total_memory_bytes: int, compute_capability: float) -> GPU:
-    nan = float("nan")
-    return GPU(
-        key=name.lower().replace(" ", "-"), name=name, memory_gb=total_memory_bytes / 1e9,
-        architecture="unknown", compute_capability=compute_capability,
-        peak_tflops={p: nan for p in PRECISIONS}, board_power_w=nan, price_usd=None,
-        price_source="unknown", spec_source="driver", detected=True,
-    )
