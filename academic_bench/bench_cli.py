@@ -175,7 +175,8 @@ def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
     results file beside ``out`` (or ``--micro-batch``); or, for ``--methods best``, the fastest measured there
     that the profiler can take (no sharding, no offloading)."""
     from .measure.profile import profilable
-    from .notebook import RESULTS_FILE, best_row
+    from .benchmark_params import RESULTS_FILE
+    from .notebook import best_row
 
     results = out.with_name(RESULTS_FILE)
     rows = latest_rows(ResultStore(results).rows())

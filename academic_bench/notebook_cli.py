@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .notebook import MAX_STREAM_LINES
+from .benchmark_params import MAX_STREAM_LINES
 from .results import DEFAULT_RUNS
 
 EXIT_FAILED = 1
@@ -44,7 +44,8 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_notebook(args: argparse.Namespace) -> None:
-    from .notebook import NotebookFailed, TEMPLATE, run_notebook
+    from .benchmark_params import TEMPLATE
+    from .notebook import NotebookFailed, run_notebook
 
     try:
         path = run_notebook(args.setup, overrides_from(args), output_root=args.output_root,
@@ -58,7 +59,7 @@ def _cmd_notebook(args: argparse.Namespace) -> None:
 
 
 def _cmd_runs_readme(args: argparse.Namespace) -> None:
-    from .notebook import README_FILE
+    from .benchmark_params import README_FILE
     from .runs_report import runs_readme, write_runs_readme
 
     root = Path(args.root)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .hardware import get_gpu
-from .notebook import (ENV_SOFTWARE, NOTEBOOK_FILE, README_FILE, RESULTS_FILE, BenchmarkRun, check_parameters,
-                       command_for, notebook_parameters, setup_parameters, template_parameters)
+from .benchmark_params import (ENV_SOFTWARE, NOTEBOOK_FILE, README_FILE, RESULTS_FILE, check_parameters, command_for,
+                               notebook_parameters, setup_parameters, template_parameters)
+from .notebook import BenchmarkRun
 from .results import (DEFAULT_RUNS, SET_ASIDE, ResultStore, is_settled, latest_rows, latest_skips, load_planned,
                       read_lines, set_aside_reason, skip_is_latest, skip_key, state_of, status_of)
 

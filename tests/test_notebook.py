@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from academic_bench import notebook as nb, runs_report as report
+from academic_bench import benchmark_params as params_mod, notebook as nb, runs_report as report
 from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
@@ -39,12 +39,12 @@ def _outputs(path, output_type: str) -> list:
 # --- the template and its parameters -------------------------------------------------------------------------
 
 def test_template_parameters_are_the_documented_ones():
-    defaults = nb.template_parameters()
-    assert tuple(defaults) == nb.PARAMETERS
-    book = nbformat.read(str(nb.TEMPLATE), as_version=4)
-    assert book.metadata.kernelspec.name == nb.KERNEL
+    defaults = params_mod.template_parameters()
+    assert tuple(defaults) == params_mod.PARAMETERS
+    book = nbformat.read(str(params_mod.TEMPLATE), as_version=4)
+    assert book.metadata.kernelspec.name == params_mod.KERNEL
     assert not any(c.get("outputs") for c in book.cells if c.cell_type == "code"), "the template is saved clean"
-    params = nb.resolve_parameters("h200x2", {"models": ["pythia-1b"]})
+    params = params_mod.resolve_parameters("h200x2", {"models": ["pythia-1b"]})
     assert params["n_gpus"] == 2 and params["output_dir"] == "."
 
 
@@ -69,13 +69,13 @@ def test_runner_rejects_bad_input_before_any_work(tmp_path, capsys, argv, expect
 def test_rerun_command_gives_back_the_same_parameters():
     from academic_bench.notebook_cli import overrides_from
 
-    params = nb.resolve_parameters("h200x2", {
+    params = params_mod.resolve_parameters("h200x2", {
         "models": ["pythia-1b", "vit-large"], "preset": ["naive", "smart"], "exhaustive_models": ["pythia-1b"],
         "unsynced_models": ["vit-large"], "time_budget_s": None, "tiny": True, "gpu": "h200"})
-    argv = shlex.split(nb.command_for(params))
+    argv = shlex.split(params_mod.command_for(params))
     assert argv[:2] == ["academic-bench", "notebook"]
     args = build_parser().parse_args(argv[1:])
-    assert nb.resolve_parameters(args.setup, overrides_from(args)) == params
+    assert params_mod.resolve_parameters(args.setup, overrides_from(args)) == params
 
 
 # --- the time budget ------------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
                            validate_classes=True,
                            time_budget_s=0, timeout_s=60, retry=[], tiny=True, device="cpu",
                            output_dir=str(tmp_path))
-    rows = ResultStore(tmp_path / nb.RESULTS_FILE).rows()  # validated against the schema
+    rows = ResultStore(tmp_path / params_mod.RESULTS_FILE).rows()  # validated against the schema
     assert {r["config"]["model"] for r in rows} == {"pythia-160m", "vit-large", "roberta-large"}
     # A configuration a budget never started is "not run", never a timeout: nothing ran, so nothing timed out.
     assert {r["outcome"] for r in rows} == {"not run", "invalid"}
@@ -110,7 +110,7 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
 def test_a_resumed_sweep_relaunches_configurations_never_started_but_not_real_timeouts(tmp_path):
     configs = [Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH)]
     phase = nb.Phase("test", configs, "naive")
-    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+    store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
     store.append(make_row(configs[0], setup="t", outcome="timeout", search="naive",
                           reason="no result within the time limit of 60 s"))
     assert nb._record_not_run(store.path, "t", phase, [c.id for c in configs], budget_s=5) == 1
@@ -126,7 +126,7 @@ def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path,
     # A GPU machine is planned by the budget: a validation that would run past it is recorded as not run
     # (re-running the notebook measures it), rather than started and cut off with nothing saved.
     config = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
-    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+    store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
     store.append(make_row(config, setup="t", outcome="ok", search="naive", micro_batch=4, gas=2, step_time_s=10.0,
                           days=1.0, duration_s=100.0))
     params = {"validate_models": ["pythia-160m"], "validate_steps": 3}
@@ -150,7 +150,7 @@ def test_tidy_notebook_collapses_progress_bars_and_cuts_long_streams(tmp_path):
         new_output("stream", name="stdout", text="the end\n"),
     ])
     path = tmp_path / "run.ipynb"
-    meta = {"papermill": {"input_path": str(nb.TEMPLATE), "output_path": str(path)}}
+    meta = {"papermill": {"input_path": str(params_mod.TEMPLATE), "output_path": str(path)}}
     nbformat.write(new_notebook(cells=[cell], metadata=meta), str(path))
     assert nb.tidy_notebook(path, max_lines=20) > 400
     streams = _outputs(path, "stream")
@@ -172,7 +172,7 @@ GPU_ENV = {"gpu_name": "NVIDIA H100 80GB HBM3", "driver": "570.86.15", "cuda": "
 
 def _synthetic_run(folder) -> None:
     """A results file in the row schema (no measured value: the numbers are placeholders for the generator)."""
-    store = ResultStore(folder / nb.RESULTS_FILE)
+    store = ResultStore(folder / params_mod.RESULTS_FILE)
     c = lambda m, methods: Config(m, "h100-80gb", 1, methods=methods)  # noqa: E731
     base = dict(setup="h100x1", env=GPU_ENV, started_at="2026-11-23T10:00:00+00:00")
     store.append(make_row(c("pythia-160m", NAIVE), outcome="ok", search="naive", micro_batch=4, gas=256,
@@ -184,9 +184,9 @@ def _synthetic_run(folder) -> None:
     store.append(make_row(c("vit-large", Methods(offload=True)), outcome="invalid", search="smart",
                           reason="invalid combination (...): offloading is only allowed when sharding is enabled",
                           **{**base, "started_at": "2026-11-24T09:00:00+00:00"}))
-    params = nb.resolve_parameters("h100x1", {"models": ["vit-large"], "gpu": "h100-80gb", "time_budget_s": 600})
+    params = params_mod.resolve_parameters("h100x1", {"models": ["vit-large"], "gpu": "h100-80gb", "time_budget_s": 600})
     book = new_notebook(metadata={"papermill": {"parameters": params}})
-    nbformat.write(book, str(folder / nb.NOTEBOOK_FILE))
+    nbformat.write(book, str(folder / params_mod.NOTEBOOK_FILE))
 
 
 def test_progress_bars_are_text_and_quiet_in_a_kernel_without_ipywidgets(monkeypatch):
@@ -232,7 +232,7 @@ def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
     from academic_bench.notebook_cli import overrides_from
 
     args = build_parser().parse_args(shlex.split(whole)[1:])
-    params = nb.resolve_parameters(args.setup, overrides_from(args))
+    params = params_mod.resolve_parameters(args.setup, overrides_from(args))
     assert (params["models"], params["gpu"], params["preset"]) == (["pythia-160m", "pythia-6.9b", "vit-large"],
                                                                     "h100-80gb", ["naive", "free-lunch", "smart"])
     assert "The last run here, as its executed notebook records it:" in text
@@ -249,7 +249,7 @@ def test_days_chart_is_a_static_svg_or_else_an_offline_altair_chart(tmp_path, mo
 
     (tmp_path / "h100x1").mkdir()
     _synthetic_run(tmp_path / "h100x1")
-    results = tmp_path / "h100x1" / nb.RESULTS_FILE
+    results = tmp_path / "h100x1" / params_mod.RESULTS_FILE
     svg = report.days_chart(results)
     assert svg.data.startswith("<svg") and "pythia-160m" in svg.data
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)  # a machine without vl-convert
@@ -264,7 +264,7 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     """A budget's 'not run' rows are not timeouts; one a smart search then skipped is settled (*skipped*), but
     the same configuration left by an exhaustive search is still to run."""
     folder = tmp_path / "h100x1"
-    store = ResultStore(folder / nb.RESULTS_FILE)
+    store = ResultStore(folder / params_mod.RESULTS_FILE)
     base = dict(setup="h100x1", env=GPU_ENV, started_at="2026-11-23T10:00:00+00:00")
     zero1 = Methods(compile=True, kernels=True, tf32=True, sharding="zero1", offload=True)
     offload = lambda m: Config(m, "h100-80gb", 1, methods=zero1)  # noqa: E731
@@ -280,7 +280,7 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     store.append(make_row(offload("pythia-2.8b"), outcome="error", search="smart", reason="exit status 1", **base))
     skips.append({**skips[0], "config_id": offload("pythia-2.8b").id, "config": offload("pythia-2.8b").to_dict(),
                   "category": "cannot fit (host memory model)", "reason": "host memory"})
-    skipped_path(folder / nb.RESULTS_FILE).write_text("".join(json.dumps(s) + "\n" for s in skips))
+    skipped_path(folder / params_mod.RESULTS_FILE).write_text("".join(json.dumps(s) + "\n" for s in skips))
     text = report.runs_readme(tmp_path)
     assert "### What the smart search skipped" in text
     assert f"| pythia-160m | smart | cannot win | synthetic pythia-160m | 1: {zero1.label()} |" in text
@@ -298,7 +298,7 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     outcomes = report.summary_table(folder).set_index(["model", "search"])["outcomes"].to_dict()
     assert outcomes == {("pythia-160m", "smart"): "skipped 1", ("pythia-1b", "exhaustive"): "not run 1",
                         ("pythia-2.8b", "smart"): "error 1", ("vit-large", "smart"): "timeout 1"}
-    failures = report.failures_table(folder / nb.RESULTS_FILE)
+    failures = report.failures_table(folder / params_mod.RESULTS_FILE)
     assert sorted(zip(failures["model"], failures["outcome"])) == [
         ("pythia-1b", "not run"), ("pythia-2.8b", "error"), ("vit-large", "timeout")], "the failure itself stays"
 
@@ -342,7 +342,7 @@ def test_a_malformed_planned_setups_file_names_its_line_and_the_choices(tmp_path
 def test_a_failing_cell_keeps_the_notebook_and_exits_1(tmp_path, capsys):
     _needs_kernel()
     template = tmp_path / "template.ipynb"
-    params = new_code_cell("\n".join(f"{k} = {v!r}" for k, v in nb.template_parameters().items()),
+    params = new_code_cell("\n".join(f"{k} = {v!r}" for k, v in params_mod.template_parameters().items()),
                            metadata={"tags": ["parameters"]})
     nbformat.write(new_notebook(cells=[params, new_code_cell("raise RuntimeError('evidence')")],
                                 metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
@@ -352,7 +352,7 @@ def test_a_failing_cell_keeps_the_notebook_and_exits_1(tmp_path, capsys):
               "--output-root", str(tmp_path / "runs")])
     assert exc.value.code == 1
     assert "RuntimeError: evidence" in capsys.readouterr().err
-    errors = _outputs(tmp_path / "runs" / "broken" / nb.NOTEBOOK_FILE, "error")
+    errors = _outputs(tmp_path / "runs" / "broken" / params_mod.NOTEBOOK_FILE, "error")
     assert [e.evalue for e in errors] == ["evidence"]
 
 
@@ -361,26 +361,26 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_configurations_n
     root = tmp_path / "runs"
     folder = root / "cpu-tiny"
     # An earlier run whose budget was spent before anything started: a 'not run' row, and no launch.
-    params = nb.resolve_parameters("cpu-tiny", {"models": ["pythia-160m"], "gpu": "h100-80gb", "preset": ["naive"],
+    params = params_mod.resolve_parameters("cpu-tiny", {"models": ["pythia-160m"], "gpu": "h100-80gb", "preset": ["naive"],
                                                 "tiny": True, "device": "cpu", "time_budget_s": 0})
     nb.run_benchmark(**{**params, "output_dir": str(folder)})
     assert main(["notebook", "--setup", "cpu-tiny", *CPU_FLAGS, "-p", "time_budget_s", "900",
                  "-p", "timeout_s", "600", "--output-root", str(root)]) == 0
-    rows = ResultStore(folder / nb.RESULTS_FILE).rows()
+    rows = ResultStore(folder / params_mod.RESULTS_FILE).rows()
     assert [(r["config"]["model"], r["search"], r["mode"], r["outcome"], r["setup"]) for r in rows] == [
         ("pythia-160m", "naive", "step", "not run", "cpu-tiny"), ("pythia-160m", "naive", "step", "ok", "cpu-tiny"),
         ("pythia-160m", "single", "validate", "ok", "cpu-tiny")]  # the validation net: the one class that ran
     assert abs(rows[2]["validate"]["rel_error"]) < 1
     assert is_not_run(rows[0]) and rows[0]["config_id"] == rows[1]["config_id"]
     assert rows[1]["config"]["tiny"] and rows[1]["step_time_s"] > 0
-    executed = folder / nb.NOTEBOOK_FILE
+    executed = folder / params_mod.NOTEBOOK_FILE
     book = nbformat.read(str(executed), as_version=4)
     assert book.metadata.papermill.parameters["models"] == ["pythia-160m"]
     assert "widgets" not in book.metadata, "progress bars are saved as text, not as widget state"
     assert not _outputs(executed, "error")
     assert book.cells[0].source.startswith("# Benchmark run: cpu-tiny\n")
     assert any("image/svg+xml" in o.data for o in _outputs(executed, "execute_result"))
-    assert all(len(o.text.split("\n")) <= nb.MAX_STREAM_LINES for o in _outputs(executed, "stream"))
+    assert all(len(o.text.split("\n")) <= params_mod.MAX_STREAM_LINES for o in _outputs(executed, "stream"))
     assert executed.stat().st_size < 200_000
     assert str(tmp_path) not in json.dumps(book.metadata.papermill), "no local paths saved"
     assert main(["runs-readme", "--root", str(root)]) == 0
@@ -390,7 +390,7 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_configurations_n
 def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each_method_class(tmp_path):
     from academic_bench.methods import parse_methods
 
-    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+    store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
 
     def measured(spec, step_s, duration_s, mode="step", engine=None, validate=None):
         config = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec))
@@ -423,7 +423,7 @@ def test_an_unsynced_timing_waits_for_an_ok_synced_twin(tmp_path, capsys):
     # Seen on 2 x H200: the synced free-lunch row timed out, and its unsynced twin searched a micro-batch of
     # its own and was timed alone -- GPU time spent on a figure that pairs with nothing.
     config = Config("pythia-160m", "h100-80gb", 1, methods=FREE_LUNCH, tiny=True)
-    store = ResultStore(tmp_path / nb.RESULTS_FILE)
+    store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
     store.append(make_row(config, setup="t", outcome="timeout", search="free-lunch",
                           reason="no result within the time limit of 60 s"))
     phase = nb.Phase("unsynced", [config], "free-lunch", timing="unsynced")

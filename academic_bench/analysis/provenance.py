@@ -58,7 +58,7 @@ _RUN_FILES = {
 
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
-    from ..notebook import command_for, notebook_parameters
+    from ..benchmark_params import command_for, notebook_parameters
     from ..results import PLANNED_FILE
 
     rows = []
