@@ -375,17 +375,9 @@ def skip_is_latest(skip: Mapping, row: Mapping | None) -> bool:
 
 def latest_rows(rows: Iterable[dict]) -> list[dict]:
     """The last row per (setup, configuration, timing, mode): the store is append-only, so a re-measurement
-    (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row. A row that an engine
-    correction set aside (``set_aside_reason``) timed nothing, so an earlier valid measurement of the
-    configuration stands against it (an earlier failure does not: the set-aside row still shows it runs)."""
-    last: dict[tuple, dict] = {}
-    for r in rows:
-        key = (r.get("setup"), r["config_id"], r["timing"], r["mode"])
-        before = last.get(key)
-        if before is not None and set_aside_reason(r) and before.get("outcome") == "ok" \
-                and not set_aside_reason(before):
-            continue
-        last[key] = r
+    (a retried failure, a 'not run' row of a spent time budget) supersedes the earlier row, and a row a correction
+    of the engine set aside supersedes it too: the configuration is measured again by the current engine."""
+    last = {(r.get("setup"), r["config_id"], r["timing"], r["mode"]): r for r in rows}
     return list(last.values())
 
 

@@ -72,7 +72,29 @@ def test_the_sustained_run_streams_its_batches_while_timed_phases_take_batches_p
     micro_steps.clear()
     worker.validate(stepper, cfg, "cpu", steps=2)
     assert len(taken) == len(micro_steps) == 3 * cfg.per_gpu_batch // 2, "one streamed batch per micro-step"
-    assert worker.DATA_WORKERS >= 1, "batches are prepared by worker processes, as in a training run"
+
+
+def test_the_sustained_run_s_batches_are_collated_in_data_worker_processes(monkeypatch, tmp_path):
+    """A training run's DataLoader prepares batches in worker processes, so the main thread, which drives the GPU,
+    only takes them: the sustained run's loader must too (each sample read writes down the process reading it)."""
+    import os
+
+    import torch.utils.data as data
+
+    readers = tmp_path / "readers"
+
+    class Recorded(data.TensorDataset):
+        def __getitem__(self, index):
+            with open(readers, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            return super().__getitem__(index)
+
+    monkeypatch.setattr(data, "TensorDataset", Recorded)
+    stream = worker.micro_batches(tiny(), 2, "cpu", seed=0)
+    for _ in range(3):
+        next(stream)
+    pids = set(readers.read_text().split())
+    assert pids and str(os.getpid()) not in pids, "collated in worker processes, not the main one"
 
 
 def test_a_streamed_micro_batch_is_a_whole_batch_of_the_model_and_the_stream_cycles():
@@ -322,7 +344,7 @@ def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_dea
     assert worker.steady_block(cfg, gas) > 1, "the tiny recipe accumulates enough for a block"
     stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
                               optimizer_step=lambda: None)
-    monkeypatch.setattr(worker, "micro_batches", lambda cfg, mbs, device, seed: iter(lambda: {}, None))
+    monkeypatch.setattr(worker, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
     phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=worker.time.time() - 1)
     assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
     assert any("timing stopped after 1 of 3" in n for n in stepper.ran.notes), stepper.ran.notes

@@ -3,8 +3,8 @@
 Everything starts from ``runs_frame()`` (``frame``): one row per result row of every shipped run
 (``notebooks/runs/<setup>/results.jsonl``), flattened into columns. Rows timed without synchronising with the GPU
 (``timing == "unsynced"``) exist only for the honesty comparison (``sync_pairs``); every result table uses synced
-step-mode rows. The submodules, in the order data flows through them: ``frame``, ``facts``, ``counted``, ``honesty``, ``best``,
-``profiles``, ``search``, ``versus_paper``, ``provenance``; their public names are this package's.
+step-mode rows. The submodules, in the order data flows through them: ``frame``, ``facts``, ``counted``, ``search``, ``best``,
+``honesty``, ``profiles``, ``versus_paper``, ``provenance``; their public names are this package's.
 """
 from .frame import (  # noqa: F401
     COLUMNS,

@@ -99,11 +99,13 @@ DATA_WORKERS = 2
 
 def micro_batches(cfg: Config, mbs: int, device: str, seed: int) -> Iterator[dict[str, torch.Tensor]]:
     """Micro-batches as a training run gets them: a DataLoader whose worker processes collate them and, on a
-    GPU, a thread that pins them; each micro-step copies its batch to the device. Collating and pinning on the
-    main thread (engine revisions up to 5) made the sustained step of a host-bound configuration slower than any
-    training run with data workers would be, and inside synchronized phases it exposed host work that a
-    training run overlaps (revision 5, one H100, ZeRO-1 + offload: +8.3%); so the timed phases take batches
-    pinned in advance and the sustained run takes them from here."""
+    GPU, a thread that pins them; each micro-step copies its batch to the device. Up to engine revision 5 the
+    sustained run collated on the main thread, which also drives the GPU and, under offload, the optimizer: for
+    host-bound ZeRO-3 + offload its sustained step was 3.5% longer than the extrapolation (one H100, revision 4)
+    and with data workers 0.6% (one H200, revision 6). Inside synchronized phases the same main-thread work was
+    exposed where a training run overlaps it (revision 5, one H100, ZeRO-1 + offload: +8.3%), so the timed phases
+    take batches pinned in advance. The stream is a loop over 8 batches: each pass waits for the workers' first
+    batch, about a millisecond every 8 micro-steps."""
     from torch.utils.data import DataLoader, TensorDataset
 
     pool = host_batches(cfg, mbs * STREAM_BATCHES, 1, seed)[0]
