@@ -104,8 +104,9 @@ def micro_batches(cfg: Config, mbs: int, device: str, seed: int) -> Iterator[dic
     host-bound ZeRO-3 + offload its sustained step was 3.5% longer than the extrapolation (one H100, revision 4)
     and with data workers 0.6% (one H200, revision 6). Inside synchronized phases the same main-thread work was
     exposed where a training run overlaps it (revision 5, one H100, ZeRO-1 + offload: +8.3%), so the timed phases
-    take batches pinned in advance. The stream is a loop over 8 batches: each pass waits for the workers' first
-    batch, about a millisecond every 8 micro-steps."""
+    take batches pinned in advance (the rows: notebooks/runs/h100x1 and h200x1, ``evidence/README.md``). The
+    stream is a loop over 8 batches: each pass waits for the workers' first batch, about a millisecond every 8
+    micro-steps."""
     from torch.utils.data import DataLoader, TensorDataset
 
     pool = host_batches(cfg, mbs * STREAM_BATCHES, 1, seed)[0]
