@@ -76,13 +76,12 @@ def default_device() -> str:
 
 
 def build_request(config: Config, *, timing: str = "synced", validate: int = 0, device: str = "cuda",
-                  warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, simulate: dict | None = None) -> dict:
+                  warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS) -> dict:
     """The worker's REQ.json."""
     if warmup < 2 or reps < 5:
         raise ValueError(f"warm-up must be >= 2 and repetitions >= 5 (got {warmup}, {reps})")
-    sim = {"oom_above_micro_batch": None, "crash": False, "hang": False, "sigkill": False, **(simulate or {})}
     return {"config": config.to_dict(), "timing": timing, "validate_steps": int(validate), "warmup": warmup,
-            "reps": reps, "device": device, "simulate": sim}
+            "reps": reps, "device": device}
 
 
 def torchrun_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
@@ -371,7 +370,7 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
-               warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, simulate: dict | None = None,
+               warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
                extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE,
                micro_batch: int | None = None) -> dict | None:
     """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
@@ -395,8 +394,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     request, result = tmp / "request.json", tmp / "result.json"
     log = Path(log_path) if log_path else tmp / "run.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps,
-                        simulate=simulate)
+    req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps)
     if micro_batch:
         req.update(micro_batch=int(micro_batch), mbs_search=None)
     env = child_env(config, extra_env)

@@ -25,7 +25,8 @@ import psutil
 
 from .config import Config
 from .hardware import get_gpu
-from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, Rendezvous, run
+from .launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
+                     Rendezvous, run)
 from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
 from .models import get_model
 from .results import (RETRY_OUTCOMES, ResultStore, _clean, append_line, fastest_row, is_not_run, latest_skips,
@@ -300,8 +301,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
               executor: str = "local", device: str | None = None, progress: bool = True,
               budget_s: float | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
               rdzv: Rendezvous | None = None, slurm_params: dict[str, Any] | None = None,
-              retry: Sequence[str] = (), simulate: dict[str, dict] | None = None,
-              micro_batches: dict[str, int] | None = None) -> dict:
+              retry: Sequence[str] = (), micro_batches: dict[str, int] | None = None,
+              worker: str = WORKER_MODULE) -> dict:
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
@@ -310,7 +311,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
     ``budget_s`` stops launching new configurations once spent.
-    ``simulate`` (tests) maps a configuration id to the worker's simulated failure. ``micro_batches`` maps a
+    ``worker``: the module torchrun runs in each rank (an instrumented one, e.g. the tests' faulty worker).
+    ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an
     unsynced timing it defaults to the micro-batches of the store's synced rows.
     """
@@ -366,7 +368,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                     bar.done(c, "skipped")
                     continue
                 bar.start(c)
-                extra = {"simulate": simulate[c.id]} if simulate and c.id in simulate else {}
+                extra: dict[str, Any] = {"worker": worker}
                 if micro_batches and micro_batches.get(c.id):
                     extra["micro_batch"] = micro_batches[c.id]
                 row = run(c, executor=executor, folder=out.parent / "submitit", slurm_params=slurm_params,

@@ -1,7 +1,7 @@
 """Launching one configuration in fresh processes: every outcome classified, nothing left running.
 
 These run the real worker (``academic_bench.measure.worker``) under torchrun on tiny models on the CPU
-(gloo); failures are the worker's simulated ones (``simulate`` in the request). Each launch costs a few
+(gloo); failures are made to order by the tests' faulty worker (``tests/faulty_worker.py``). Each launch costs a few
 seconds of Python start-up, so the count is kept small.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import tempfile
 import psutil
 import pytest
 from conftest import skip_or_fail
+from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER, faults_env
 
 from academic_bench import cli
 from academic_bench.config import Config
@@ -23,6 +24,15 @@ from academic_bench.methods import parse_methods
 from academic_bench.results import ResultStore, check_row, make_row
 
 FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
+
+
+@pytest.fixture
+def faults(monkeypatch):
+    """``run_config(c, **faults({...}))``: the run's workers fail as asked (``tests/faulty_worker.py``)."""
+    def given(table: dict) -> dict:
+        monkeypatch.setenv(FAULTS_ENV, faults_env({"*": table}))
+        return {"worker": FAULTY_WORKER}
+    return given
 
 
 def tiny(n_gpus: int = 1, methods: str = "naive", micro_batch: int | None = None, model: str = "pythia-160m"):
@@ -132,7 +142,7 @@ def test_the_row_records_the_multicast_switches_the_workers_got(tmp_path, no_mul
 def test_request_passes_timing_and_validation_through():
     req = build_request(tiny(), timing="unsynced", validate=7, device="cpu")
     assert (req["timing"], req["validate_steps"], req["device"]) == ("unsynced", 7, "cpu")
-    assert req["simulate"] == {"oom_above_micro_batch": None, "crash": False, "hang": False, "sigkill": False}
+    assert "simulate" not in req, "the worker holds no test hooks (tests/faulty_worker.py)"
     with pytest.raises(ValueError, match="warm-up must be >= 2"):
         build_request(tiny(), warmup=1)
 
@@ -190,29 +200,29 @@ def test_cli_bench_unsynced_runs_at_the_synced_rows_micro_batch(tmp_path, capsys
     assert (row["timing"], row["config_id"], row["micro_batch"], row["mbs_search"]) == ("unsynced", c.id, 2, None)
 
 
-def test_crash_is_an_error_with_the_cause_and_log_tail(private_tmp):
+def test_crash_is_an_error_with_the_cause_and_log_tail(private_tmp, faults):
     c = tiny(micro_batch=8)
-    row = run_config(c, simulate={"crash": True}, **FAST)
+    row = run_config(c, **faults({"crash": True}), **FAST)
     assert row["outcome"] == "error"
     assert row["reason"].startswith("exit status 1, no result file: RuntimeError: simulated crash")
     assert "Last lines of the log" in row["reason"] and "[rank0]" in row["reason"]
     assert leftovers(private_tmp) == []
 
 
-def test_hang_times_out_and_every_process_is_killed(private_tmp):
+def test_hang_times_out_and_every_process_is_killed(private_tmp, faults):
     c = tiny(n_gpus=2, micro_batch=4)  # rank 0 sleeps, rank 1 waits for it: two workers in their own sessions
-    row = run_config(c, simulate={"hang": True}, timeout_s=15, **FAST)
+    row = run_config(c, **faults({"hang": True}), timeout_s=15, **FAST)
     assert row["outcome"] == "timeout" and "time limit of 15 s" in row["reason"]
     assert row["duration_s"] < 45
     assert leftovers(private_tmp) == []
 
 
-def test_search_with_ranks_out_of_step_measures_at_the_size_every_rank_ran(private_tmp):
+def test_search_with_ranks_out_of_step_measures_at_the_size_every_rank_ran(private_tmp, faults):
     """Near the memory limit one rank can run out of memory while the other waits in a collective it never
     joins (seen on 2 x H200): the search's short collective timeout ends it, and the micro-batch every rank
     ran is measured, its neighbour recorded as out of memory on the one rank."""
     sim = {"oom_above_micro_batch": 1, "oom_rank": 0, "collective_timeout_s": 5}
-    row = run_config(tiny(n_gpus=2), simulate=sim, timeout_s=120, **FAST)
+    row = run_config(tiny(n_gpus=2), **faults(sim), timeout_s=120, **FAST)
     assert row["outcome"] == "ok", row.get("reason")
     assert row["micro_batch"] == 1
     assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(1, "ok"), (2, "oom")]
@@ -221,11 +231,11 @@ def test_search_with_ranks_out_of_step_measures_at_the_size_every_rank_ran(priva
     assert leftovers(private_tmp) == []
 
 
-def test_a_search_split_at_its_first_size_searches_again_below_it(private_tmp):
+def test_a_search_split_at_its_first_size_searches_again_below_it(private_tmp, faults):
     """The ranks disagree at the first size tried (nothing below it known yet): the search runs again from
     half that size, and the row's search log keeps the split size with its note."""
     sim = {"start_micro_batch": 4, "oom_above_micro_batch": 2, "oom_rank": 0, "collective_timeout_s": 5}
-    row = run_config(tiny(n_gpus=2), simulate=sim, timeout_s=120, **FAST)
+    row = run_config(tiny(n_gpus=2), **faults(sim), timeout_s=120, **FAST)
     assert row["outcome"] == "ok", row.get("reason")
     assert row["micro_batch"] == 2
     assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(2, "ok"), (4, "oom")]
@@ -233,12 +243,12 @@ def test_a_search_split_at_its_first_size_searches_again_below_it(private_tmp):
     assert leftovers(private_tmp) == []
 
 
-def test_a_micro_batch_that_runs_out_of_memory_when_timed_is_measured_at_half(private_tmp, tmp_path):
+def test_a_micro_batch_that_runs_out_of_memory_when_timed_is_measured_at_half(private_tmp, tmp_path, faults):
     """The search's largest fitting size can still run out of memory in the timed run, a few GB under the limit
     (seen with Pythia-2.8B on one H100): the run measures half that size instead of giving up, and says so."""
     sim = {"start_micro_batch": 4, "oom_above_micro_batch": 4, "timed_oom_above_micro_batch": 2}
     log = tmp_path / "run.log"
-    row = run_config(tiny(), simulate=sim, timeout_s=120, log_path=log, **FAST)
+    row = run_config(tiny(), **faults(sim), timeout_s=120, log_path=log, **FAST)
     assert row["outcome"] == "ok", row.get("reason")
     assert (row["micro_batch"], row["gas"]) == (2, 4)
     assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(4, "ok"), (8, "oom"), (4, "oom")]
@@ -249,7 +259,7 @@ def test_a_micro_batch_that_runs_out_of_memory_when_timed_is_measured_at_half(pr
     assert leftovers(private_tmp) == []
 
 
-def test_one_gpu_searches_and_times_in_one_launch_unless_a_trial_ran_out_of_memory(private_tmp, tmp_path):
+def test_one_gpu_searches_and_times_in_one_launch_unless_a_trial_ran_out_of_memory(private_tmp, tmp_path, faults):
     """On one GPU the search's warm stepper is timed in place: one launch, one build, one compile. After an
     out-of-memory trial the size found is timed in fresh processes, from a clean GPU."""
     log = tmp_path / "clean.log"
@@ -258,7 +268,7 @@ def test_one_gpu_searches_and_times_in_one_launch_unless_a_trial_ran_out_of_memo
     assert log.read_text().count("starts at") == 1 and "(search and measure)" in log.read_text()
     assert row["ran"]["search_s"] > 0 and row["ran"]["timing_s"] > 0
     log = tmp_path / "oom.log"
-    row = run_config(tiny(), simulate={"oom_above_micro_batch": 4}, timeout_s=120, log_path=log, **FAST)
+    row = run_config(tiny(), **faults({"oom_above_micro_batch": 4}), timeout_s=120, log_path=log, **FAST)
     assert row["outcome"] == "ok" and row["micro_batch"] == 4 and row["ran"]["in_place"] is False
     assert log.read_text().count("starts at") == 2 and "(measure)" in log.read_text()
     assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(1, "ok"), (2, "ok"), (4, "ok"),
@@ -284,10 +294,10 @@ def test_eight_processes_with_validation(private_tmp):
     assert leftovers(private_tmp) == []
 
 
-def test_submitit_local_executor_and_out_of_memory(tmp_path):
+def test_submitit_local_executor_and_out_of_memory(tmp_path, faults):
     """The SLURM path (submitit) run by submitit's local executor; the worker finds no micro-batch that fits."""
     row = run(tiny(), executor="submitit-local", folder=tmp_path / "submitit",
-              simulate={"oom_above_micro_batch": 0}, timeout_s=120, **FAST)
+              **faults({"oom_above_micro_batch": 0}), timeout_s=120, **FAST)
     assert row["outcome"] == "oom" and row["setup"] == "cpu-test", row["reason"]
     assert row["mbs_search"][0] == {"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}
     check_row(row)
@@ -308,10 +318,10 @@ def test_slurm_job_script(tmp_path, monkeypatch):
         assert f"#SBATCH {line}" in script
 
 
-def test_a_worker_killed_from_outside_is_named_as_the_host_memory_killer(private_tmp):
+def test_a_worker_killed_from_outside_is_named_as_the_host_memory_killer(private_tmp, faults):
     """On one H100 with 128 GiB the out-of-memory killer ended an offloading run with no Python error: the row
     says which signal ended it and what most likely sent it, not just "exit status 1"."""
-    row = run_config(tiny(micro_batch=8), simulate={"sigkill": True}, timeout_s=120, **FAST)
+    row = run_config(tiny(micro_batch=8), **faults({"sigkill": True}), timeout_s=120, **FAST)
     assert row["outcome"] == "error"
     assert row["reason"].startswith("exit status 1, no result file: a worker was killed by signal 9 (SIGKILL)")
     assert "out-of-memory killer" in row["reason"] and "GB of memory" in row["reason"]

@@ -11,6 +11,7 @@ import types
 import pytest
 import torch
 
+import faulty_worker
 from academic_bench.config import Config
 from academic_bench.measure import worker
 from academic_bench.measure.apply import (MAMBA_MODELING, Ran, Unsupported, apply_compile, apply_kernels_check,
@@ -138,23 +139,26 @@ def test_mfu_uses_model_flops_and_the_precisions_peak():
     assert out["mfu"] == pytest.approx(expected)
 
 
-def test_micro_batch_search_finds_the_largest_power_of_two_that_fits():
+def test_micro_batch_search_finds_the_largest_power_of_two_that_fits(monkeypatch):
     cfg = tiny()
-    found = worker.find_micro_batch(cfg, "cpu", {"oom_above_micro_batch": 2})
+    faulty_worker.install({"oom_above_micro_batch": 2}, monkeypatch.setattr)
+    found = worker.find_micro_batch(cfg, "cpu")
     assert found.micro_batch == 2 and found.stepper is None
     assert [(e["micro_batch"], e["outcome"]) for e in found.log] == [(1, "ok"), (2, "ok"), (4, "oom")]
 
 
-def test_micro_batch_search_reports_when_nothing_fits():
-    found = worker.find_micro_batch(tiny(), "cpu", {"oom_above_micro_batch": 0})
+def test_micro_batch_search_reports_when_nothing_fits(monkeypatch):
+    faulty_worker.install({"oom_above_micro_batch": 0}, monkeypatch.setattr)
+    found = worker.find_micro_batch(tiny(), "cpu")
     assert found.micro_batch is None and found.log == [{"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}]
 
 
-def test_a_search_that_never_ran_out_of_memory_keeps_its_stepper_to_time_in_place():
+def test_a_search_that_never_ran_out_of_memory_keeps_its_stepper_to_time_in_place(monkeypatch):
     cfg = tiny()  # per-GPU batch 8: 1, 2, 4, 8 all fit, the last one tried is kept, warm
-    found = worker.find_micro_batch(cfg, "cpu", {}, keep=True)
+    found = worker.find_micro_batch(cfg, "cpu", keep=True)
     assert found.micro_batch == 8 and found.stepper is not None and found.stepper.mbs == 8
-    found = worker.find_micro_batch(cfg, "cpu", {"oom_above_micro_batch": 4}, keep=True)
+    faulty_worker.install({"oom_above_micro_batch": 4}, monkeypatch.setattr)
+    found = worker.find_micro_batch(cfg, "cpu", keep=True)
     assert found.micro_batch == 4 and found.stepper is None, "after an out-of-memory trial, fresh processes time it"
 
 
@@ -171,7 +175,7 @@ def test_the_memory_model_spares_a_trial_that_can_only_run_out_of_memory(monkeyp
     tried = []
     monkeypatch.setattr(worker, "try_micro_batch", lambda c, m, *a, **k: (tried.append(m) or (True, 1.0, None)))
     monkeypatch.setattr(worker, "start_guess", lambda c: huge // 2)
-    found = worker.find_micro_batch(cfg, "cpu", {})
+    found = worker.find_micro_batch(cfg, "cpu")
     assert tried == [huge // 2] and found.micro_batch == huge // 2 and found.notes == [why]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import skip_or_fail
+from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER, faults_env
 
 from academic_bench import cli
 from academic_bench.config import Config
@@ -208,11 +209,12 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     assert [k["category"] for k in lines[-2:]] == ["cannot fit", "cannot win (batch already fits)"], lines
 
 
-def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path):
+def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path, monkeypatch):
     out = tmp_path / "results.jsonl"
     hung, more = tiny("naive"), tiny("naive+ckpt")
+    monkeypatch.setenv(FAULTS_ENV, faults_env({hung.id: {"hang": True}}))
     s = run_sweep([hung, more], out, "cpu-test", search="smart", device="cpu", progress=False, timeout_s=10,
-                  simulate={hung.id: {"hang": True}})
+                  worker=FAULTY_WORKER)
     assert s["outcomes"] == {"timeout": 1} and s["skip_reasons"] == {"cannot finish (measured)": 1}, s
     assert "within this sweep's 10 s limit" in s["skipped"][0]["reason"]
     log = (tmp_path / ResultStore(out).rows()[-1]["log"]).read_text()  # where the time went, for the reader
@@ -220,7 +222,7 @@ def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path):
 
 
 SWEEP_SCRIPT = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     from academic_bench.config import Config
     from academic_bench.methods import NAIVE
     from academic_bench.sweep import run_sweep
@@ -228,10 +230,10 @@ SWEEP_SCRIPT = textwrap.dedent("""
     a = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, micro_batch=8, tiny=True)
     b = Config("pythia-160m", "h100-80gb", 2, methods=NAIVE, micro_batch=4, tiny=True)
     fast = {"oom_above_micro_batch": 0}  # a quick, real outcome
-    sim = {a.id: fast, b.id: {"hang": True} if mode == "hang" else fast}
+    os.environ["ACADEMIC_BENCH_FAULTS"] = json.dumps({a.id: fast, b.id: {"hang": True} if mode == "hang" else fast})
     try:
         s = run_sweep([a, b], out, "cpu-test", search="naive", device="cpu", progress=False, timeout_s=300,
-                      warmup=2, reps=5, simulate=sim)
+                      warmup=2, reps=5, worker="tests.faulty_worker")
     except KeyboardInterrupt:
         sys.exit(130)
     print("SUMMARY", json.dumps({"ids": [a.id, b.id], "resumed": s["resumed"], "ran": s["ran"]}))
@@ -258,7 +260,7 @@ def _start_and_wait_for_b(script: Path, out: Path, tmp: Path) -> subprocess.Pope
     while time.monotonic() < deadline:  # until B's workers run (they start in sessions of their own)
         cmds = [" ".join(p.info["cmdline"]) for p in _processes_under(tmp)]
         if any("--nproc_per_node 2" in c for c in cmds) and \
-                any("academic_bench.measure.worker" in c and "torch.distributed.run" not in c for c in cmds):
+                any(FAULTY_WORKER in c and "torch.distributed.run" not in c for c in cmds):
             return proc
         assert proc.poll() is None, "the sweep ended before the second configuration started"
         time.sleep(0.5)

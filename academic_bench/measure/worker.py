@@ -13,7 +13,6 @@ import datetime
 import itertools
 import json
 import os
-import signal
 import statistics
 import sys
 import time
@@ -29,10 +28,6 @@ from ..units import days_for
 from .apply import Unsupported
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import any_rank, several_ranks, slowest_rank, summary, synchronize, time_chain, timed
-
-
-class SimulatedOOM(torch.OutOfMemoryError):
-    """Raised by the CPU twin to exercise the out-of-memory path without a GPU."""
 
 
 # How long a collective may wait for the other ranks before the process group gives up. The micro-batch
@@ -65,9 +60,8 @@ def _rank() -> int:
 
 
 def collective_timeout_s(req: dict) -> float:
-    """The search's short collective timeout, the measurement's long one (a test may set its own)."""
-    simulated = (req.get("simulate") or {}).get("collective_timeout_s")
-    return simulated or (SEARCH_COLLECTIVE_TIMEOUT_S if req.get("search_only") else COLLECTIVE_TIMEOUT_S)
+    """The search's short collective timeout, the measurement's long one."""
+    return SEARCH_COLLECTIVE_TIMEOUT_S if req.get("search_only") else COLLECTIVE_TIMEOUT_S
 
 
 def note_trial(folder: str | None, mbs: int, ok: bool, peak: float | None) -> None:
@@ -140,36 +134,13 @@ def gather_memory(value: float | None, device: str) -> list[float] | None:
 
 # --- one micro-batch size: does it fit? ---------------------------------------------------------------
 
-def _simulated_oom(mbs: int, simulate: dict) -> None:
-    """The CPU twin's out of memory above a micro-batch: on every rank, or on ``oom_rank`` only, while the
-    other ranks stay stuck as if in a collective the failed rank never joins."""
-    limit = simulate.get("oom_above_micro_batch")
-    if limit is None or mbs <= limit:
-        return
-    only = simulate.get("oom_rank")
-    if only is None or only == _rank():
-        raise SimulatedOOM(f"simulated out of memory at micro-batch {mbs} (limit {limit})")
-    time.sleep(10**6)
-
-
-def _simulated_timed_oom(mbs: int, simulate: dict) -> None:
-    """The CPU twin's out of memory in the timed run: above ``oom_above_micro_batch`` (a micro-batch given
-    without a search) or ``timed_oom_above_micro_batch`` (one that fit in the search)."""
-    for key in ("oom_above_micro_batch", "timed_oom_above_micro_batch"):
-        limit = simulate.get(key)
-        if limit is not None and mbs > limit:
-            raise SimulatedOOM(f"simulated at {mbs}")
-
-
-def try_micro_batch(cfg: Config, mbs: int, device: str, simulate: dict, trials: str | None = None,
-                    keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
+def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None, keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
     """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,
     compiled, ready to be timed in this process). Every rank must agree to stay in step."""
     stepper, ok = None, True
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     try:
-        _simulated_oom(mbs, simulate)
         gas = cfg.per_gpu_batch // mbs
         stepper = Stepper(cfg, mbs, gas, device)
         batch = host_batches(cfg, mbs, 1, seed=0)[0]
@@ -243,8 +214,8 @@ class Search:
     stepper: Stepper | None = None
 
 
-def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | None = None,
-                     known: list[dict] | None = None, keep: bool = False) -> Search:
+def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known: list[dict] | None = None,
+                     keep: bool = False) -> Search:
     """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step, starting at the
     memory model's prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
     (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
@@ -256,7 +227,7 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
     notes: list[str] = []
     kept: Stepper | None = None
     oomed = False  # memory an out-of-memory trial left fragmented would skew a timing in this process
-    mbs = simulate.get("start_micro_batch") or start_guess(cfg)
+    mbs = start_guess(cfg)
     too_big = [m for m, (ok, _) in tried.items() if not ok]
     if too_big:
         mbs = min(mbs, min(too_big) // 2)
@@ -264,7 +235,7 @@ def find_micro_batch(cfg: Config, device: str, simulate: dict, trials: str | Non
         if mbs not in tried:
             if kept is not None:  # a larger size needs the memory the smaller one holds
                 free_after_oom(kept, device)
-            ok, peak, kept = try_micro_batch(cfg, mbs, device, simulate, trials, keep)
+            ok, peak, kept = try_micro_batch(cfg, mbs, device, trials, keep)
             tried[mbs] = (ok, peak)
             oomed = oomed or not ok
         ok, _ = tried[mbs]
@@ -476,19 +447,11 @@ def measure(req: dict, device: str, rank: int) -> dict:
     Otherwise, and when the timed run in place runs out of memory, the result says ``searched_only`` and the
     launcher times that size in fresh processes, as it does after a ``search_only`` request."""
     cfg = Config.from_dict(req["config"])
-    simulate = req.get("simulate") or {}
-    if simulate.get("crash") and rank == 0:
-        raise RuntimeError("simulated crash (test hook)")
-    if simulate.get("hang") and rank == 0:
-        time.sleep(10**6)
-    if simulate.get("sigkill") and rank == 0:  # as the host's out-of-memory killer ends a process
-        os.kill(os.getpid(), signal.SIGKILL)
     t_start = time.perf_counter()
     mbs_log, notes, stepper = req.get("mbs_search"), list(req.get("search_notes") or []), None
     mbs = cfg.micro_batch or req.get("micro_batch")
     if not mbs:
-        found = find_micro_batch(cfg, device, simulate, req.get("trials"), req.get("known"),
-                                 keep=bool(req.get("in_place")))
+        found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=bool(req.get("in_place")))
         mbs, mbs_log, notes, stepper = found.micro_batch, found.log, notes + found.notes, found.stepper
         if mbs is None:
             return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
@@ -499,7 +462,6 @@ def measure(req: dict, device: str, rank: int) -> dict:
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     try:
-        _simulated_timed_oom(mbs, simulate)
         stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
         t_ready = time.perf_counter()
         row = time_and_validate(stepper, cfg, mbs, req, device)

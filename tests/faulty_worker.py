@@ -1,0 +1,98 @@
+"""The measurement worker with failures made to order, for the launcher's and the sweep's CPU tests.
+
+    ACADEMIC_BENCH_FAULTS='{"<configuration id>" or "*": {"crash": true}}' \
+        python -m torch.distributed.run ... -m tests.faulty_worker --request REQ.json --result RES.json
+
+It runs the real ``academic_bench.measure.worker`` with some of its functions replaced (``install``), so that the
+worker holds no test hooks. The faults:
+    crash, hang, sigkill        rank 0, before any work (sigkill: as the host's out-of-memory killer ends a process)
+    oom_above_micro_batch       building a model above this micro-batch runs out of memory: on every rank, or on
+                                ``oom_rank`` only while the other ranks wait as if in a collective it never joins
+    timed_oom_above_micro_batch above this micro-batch the timed run runs out of memory (the search fit)
+    start_micro_batch           the micro-batch search's first size
+    collective_timeout_s        the process group's timeout
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from academic_bench.config import Config
+from academic_bench.measure import worker
+
+FAULTS_ENV = "ACADEMIC_BENCH_FAULTS"
+MODULE = "tests.faulty_worker"  # what ``run_config(worker=...)`` and ``run_sweep(worker=...)`` take
+
+
+class SimulatedOOM(torch.OutOfMemoryError):
+    """An out of memory made to order (the worker treats it as a real one)."""
+
+
+def faults_env(table: dict[str, dict]) -> str:
+    """The environment value that gives each configuration id (or "*", every one) its faults."""
+    return json.dumps(table)
+
+
+def faults_for(config_id: str) -> dict:
+    table = json.loads(os.environ.get(FAULTS_ENV) or "{}")
+    return {**table.get("*", {}), **table.get(config_id, {})}
+
+
+def install(faults: dict, patch: Callable[[object, str, object], None] = setattr) -> None:
+    """Replace the worker's functions that ``faults`` need (``patch``: ``setattr``, or a test's
+    ``monkeypatch.setattr`` to undo it afterwards)."""
+    real_measure, real_stepper, real_timing = worker.measure, worker.Stepper, worker.time_and_validate
+
+    def measure(req: dict, device: str, rank: int) -> dict:
+        if rank == 0 and faults.get("crash"):
+            raise RuntimeError("simulated crash (test double)")
+        if rank == 0 and faults.get("hang"):
+            time.sleep(10**6)
+        if rank == 0 and faults.get("sigkill"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_measure(req, device, rank)
+
+    class Stepper(real_stepper):
+        def __init__(self, cfg, micro_batch, gas, device):
+            limit = faults.get("oom_above_micro_batch")
+            if limit is not None and micro_batch > limit:
+                only = faults.get("oom_rank")
+                if only is None or only == worker._rank():
+                    raise SimulatedOOM(f"simulated out of memory at micro-batch {micro_batch} (limit {limit})")
+                time.sleep(10**6)
+            super().__init__(cfg, micro_batch, gas, device)
+
+    def time_and_validate(stepper, cfg, mbs, req, device):
+        limit = faults.get("timed_oom_above_micro_batch")
+        if limit is not None and mbs > limit:
+            raise SimulatedOOM(f"simulated out of memory when timed at {mbs}")
+        return real_timing(stepper, cfg, mbs, req, device)
+
+    patch(worker, "measure", measure)
+    patch(worker, "Stepper", Stepper)
+    patch(worker, "time_and_validate", time_and_validate)
+    if faults.get("start_micro_batch"):
+        patch(worker, "start_guess", lambda cfg: faults["start_micro_batch"])
+    if faults.get("collective_timeout_s"):
+        patch(worker, "collective_timeout_s", lambda req: faults["collective_timeout_s"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()  # the worker parses its own arguments; this only reads the request
+    ap.add_argument("--request", type=Path)
+    args, _ = ap.parse_known_args()
+    req = json.loads(args.request.read_text())
+    install(faults_for(Config.from_dict(req["config"]).id))
+    return worker.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
