@@ -115,7 +115,7 @@ def _text(d: dict) -> str:
         more = f", and {len(alts) - SHOW_ALTERNATIVES} more (--json lists all)" if len(alts) > SHOW_ALTERNATIVES else ""
         lines.append("Predicted to fit instead: " + (shown + more if alts else
                      f"nothing on {d['n_gpus']} GPU(s) of this type; try more GPUs or a larger GPU"))
-    lines.append("(An analytic estimate; measured runs are the answer. Memory model: academic_bench/estimate.py.)")
+    lines.append("(An analytic estimate; measured runs are the answer. Memory model: academic_bench/estimate/memory.py.)")
     return "\n".join(lines)
 
 

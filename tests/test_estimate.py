@@ -69,7 +69,7 @@ def _forward_flops(model: str, tiny: bool) -> int:
         net = spec.build(tiny).train()
     counter = FlopCounterMode(display=False)
     with counter:
-        loss_of(net, est._meta_batch(spec, tiny))
+        loss_of(net, est.meta_batch(spec, tiny))
     return counter.get_total_flops()
 
 
