@@ -24,21 +24,17 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+import torch.distributed as dist
 
 from academic_bench.config import Config
 from academic_bench.measure import worker
 
-FAULTS_ENV = "ACADEMIC_BENCH_FAULTS"
+FAULTS_ENV = "ACADEMIC_BENCH_FAULTS"  # JSON: {"<configuration id>" or "*": {fault: value}}
 MODULE = "tests.faulty_worker"  # what ``run_config(worker=...)`` and ``run_sweep(worker=...)`` take
 
 
 class SimulatedOOM(torch.OutOfMemoryError):
     """An out of memory made to order (the worker treats it as a real one)."""
-
-
-def faults_env(table: dict[str, dict]) -> str:
-    """The environment value that gives each configuration id (or "*", every one) its faults."""
-    return json.dumps(table)
 
 
 def faults_for(config_id: str) -> dict:
@@ -65,7 +61,7 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
             limit = faults.get("oom_above_micro_batch")
             if limit is not None and micro_batch > limit:
                 only = faults.get("oom_rank")
-                if only is None or only == worker._rank():
+                if only is None or only == (dist.get_rank() if dist.is_initialized() else 0):
                     raise SimulatedOOM(f"simulated out of memory at micro-batch {micro_batch} (limit {limit})")
                 time.sleep(10**6)
             super().__init__(cfg, micro_batch, gas, device)

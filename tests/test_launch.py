@@ -14,7 +14,7 @@ import tempfile
 import psutil
 import pytest
 from conftest import skip_or_fail
-from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER, faults_env
+from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
 from academic_bench.config import Config
@@ -30,7 +30,7 @@ FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
 def faults(monkeypatch):
     """``run_config(c, **faults({...}))``: the run's workers fail as asked (``tests/faulty_worker.py``)."""
     def given(table: dict) -> dict:
-        monkeypatch.setenv(FAULTS_ENV, faults_env({"*": table}))
+        monkeypatch.setenv(FAULTS_ENV, json.dumps({"*": table}))
         return {"worker": FAULTY_WORKER}
     return given
 

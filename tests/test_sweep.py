@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import skip_or_fail
-from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER, faults_env
+from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
 from academic_bench.config import Config
@@ -212,7 +212,7 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
 def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path, monkeypatch):
     out = tmp_path / "results.jsonl"
     hung, more = tiny("naive"), tiny("naive+ckpt")
-    monkeypatch.setenv(FAULTS_ENV, faults_env({hung.id: {"hang": True}}))
+    monkeypatch.setenv(FAULTS_ENV, json.dumps({hung.id: {"hang": True}}))
     s = run_sweep([hung, more], out, "cpu-test", search="smart", device="cpu", progress=False, timeout_s=10,
                   worker=FAULTY_WORKER)
     assert s["outcomes"] == {"timeout": 1} and s["skip_reasons"] == {"cannot finish (measured)": 1}, s

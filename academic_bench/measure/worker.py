@@ -84,23 +84,16 @@ def host_batches(cfg: Config, mbs: int, n: int, seed: int) -> list[dict[str, tor
     return out
 
 
-# The sustained run's data: a small pre-made dataset (cycled; the data are random anyway), prepared by DataLoader
-# worker processes as in a training run, so that the main thread, which drives the GPU (and under offload the
-# optimizer), only takes ready pinned batches.
-STREAM_BATCHES = 8
-DATA_WORKERS = 2
+STREAM_BATCHES = 8  # the sustained run's dataset, in micro-batches, cycled (the data are random anyway)
+DATA_WORKERS = 2  # DataLoader worker processes that collate it
 
 
 def micro_batches(cfg: Config, mbs: int, device: str, seed: int) -> Iterator[dict[str, torch.Tensor]]:
     """Micro-batches as a training run gets them: a DataLoader whose worker processes collate them and, on a
-    GPU, a thread that pins them; each micro-step copies its batch to the device. Up to engine revision 5 the
-    sustained run collated on the main thread, which also drives the GPU and, under offload, the optimizer: for
-    host-bound ZeRO-3 + offload its sustained step was 3.5% longer than the extrapolation (one H100, revision 4)
-    and with data workers 0.6% (one H200, revision 6). Inside synchronized phases the same main-thread work was
-    exposed where a training run overlaps it (revision 5, one H100, ZeRO-1 + offload: +8.3%), so the timed phases
-    take batches pinned in advance (the rows: notebooks/runs/h100x1 and h200x1, ``evidence/README.md``). The
-    stream is a loop over 8 batches: each pass waits for the workers' first batch, about a millisecond every 8
-    micro-steps."""
+    GPU, a thread that pins them; each micro-step copies its batch to the device. Only the sustained run reads
+    them: collated on the main thread, which drives the GPU and under offload the optimizer, they slowed
+    host-bound configurations, and inside synchronized phases that work was exposed where a training run overlaps
+    it (``results.ENGINE_REVISION`` 5 and 6). The stream loops over ``STREAM_BATCHES`` batches."""
     from torch.utils.data import DataLoader, TensorDataset
 
     pool = host_batches(cfg, mbs * STREAM_BATCHES, 1, seed)[0]
@@ -134,7 +127,8 @@ def gather_memory(value: float | None, device: str) -> list[float] | None:
 
 # --- one micro-batch size: does it fit? ---------------------------------------------------------------
 
-def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None, keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
+def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None,
+                    keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
     """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,
     compiled, ready to be timed in this process). Every rank must agree to stay in step."""
     stepper, ok = None, True
