@@ -81,10 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     cli_args.add_gpu(p, required=False)
     p.set_defaults(func=_cmd_space)
 
-    from . import bench_cli, cost_cli, estimate_cli, notebook_cli  # loaded when a parser is built, not on import
+    # loaded when a parser is built, not on import
+    from . import bench_cli, cost_cli, estimate_cli, notebook_cli, run_check_cli
 
-    for module in (cost_cli, estimate_cli, bench_cli, notebook_cli):  # cost/plan, estimate, bench/sweep/export,
-        module.register(sub)                                           # notebook/runs-readme
+    # cost/plan, estimate, bench/sweep/export, notebook/runs-readme, check-run
+    for module in (cost_cli, estimate_cli, bench_cli, notebook_cli, run_check_cli):
+        module.register(sub)
     return parser
 
 

@@ -1,0 +1,166 @@
+"""``check-run``: a contributed run folder is accepted when clean and each broken one is rejected with its reason.
+
+Every folder is built here in ``tmp_path`` (never under notebooks/runs, so nothing reaches the book).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from academic_bench.analysis import MFU_IMPLAUSIBLE, VALIDATION_TOLERANCE
+from academic_bench.cli import main
+from academic_bench.config import Config
+from academic_bench.methods import preset
+from academic_bench.results import make_row
+from academic_bench.run_check import ERROR, EVIDENCE_README, NOTEBOOK, RESULTS, WARNING, check_run
+
+SETUP = "h100x1"
+ENV = {"gpu_name": "NVIDIA H100 80GB HBM3", "torch": "2.14.1", "git_commit": "0123456789abcdef", "cuda": "13.0"}
+STEP_S = 1.0
+SAFE_MFU = MFU_IMPLAUSIBLE / 2  # a plausible utilisation, derived from the threshold
+
+
+def _row(methods: str = "naive", mode: str = "step", mfu: float = SAFE_MFU, env: dict | None = None,
+         rel_error: float | None = None) -> dict:
+    config = Config("pythia-160m", "h100-80gb", 1, methods=preset(methods))
+    row = make_row(config, setup=SETUP, outcome="ok", mode=mode, micro_batch=1, gas=1, step_time_s=STEP_S,
+                   mfu=mfu, days=1.0, env=dict(ENV if env is None else env), status="measured")
+    if rel_error is not None:
+        row["validate"] = {"steps": 2, "sustained_step_s": STEP_S / (1 + rel_error), "predicted_step_s": STEP_S,
+                           "rel_error": rel_error}
+    return row
+
+
+def _good_rows() -> list[dict]:
+    """A measurement and a validation within the tolerance for each of two method classes."""
+    within = VALIDATION_TOLERANCE / 2
+    return [_row("naive"), _row("naive", "validate", rel_error=within),
+            _row("free-lunch"), _row("free-lunch", "validate", rel_error=within)]
+
+
+def _folder(tmp_path: Path, rows: list[dict] | None = None, lines: list[str] | None = None,
+            notebook: bool = True, executed: bool = True, readme: bool = True) -> Path:
+    folder = tmp_path / SETUP
+    folder.mkdir()
+    text = [json.dumps(r) for r in (_good_rows() if rows is None else rows)] + (lines or [])
+    (folder / RESULTS).write_text("\n".join(text) + "\n")
+    if notebook:
+        cell = {"cell_type": "code", "execution_count": 1 if executed else None, "source": "", "outputs": [],
+                "metadata": {}}
+        (folder / NOTEBOOK).write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                   "nbformat_minor": 5}))
+    if readme:
+        (folder / EVIDENCE_README).parent.mkdir()
+        (folder / EVIDENCE_README).write_text("# how this run was made\n")
+    return folder
+
+
+def _main(*argv: str) -> int:
+    """The command's exit status: ``cli.main`` returns 0 or 2; an exit 1 is raised (``SystemExit``)."""
+    try:
+        return main(list(argv))
+    except SystemExit as exc:
+        return int(exc.code)
+
+
+def _errors(folder: Path) -> list[str]:
+    return [p.line() for p in check_run(folder).errors]
+
+
+def test_a_good_folder_passes(tmp_path, capsys) -> None:
+    folder = _folder(tmp_path)
+    check = check_run(folder)
+    assert check.ok and not check.problems
+    assert check.summary["rows"] == len(_good_rows())
+    assert set(check.summary["validated_classes"]) == {"naive", "free-lunch"}
+    assert _main("check-run", str(folder)) == 0
+    out = capsys.readouterr().out
+    assert "ok" in out.splitlines()[0] and "rows:" in out
+
+
+def test_a_malformed_line_is_named(tmp_path) -> None:
+    errors = _errors(_folder(tmp_path, lines=["{not json"]))
+    assert len(errors) == 1
+    assert f"{RESULTS}:{len(_good_rows()) + 1}" in errors[0] and "not valid JSON" in errors[0]
+
+
+def test_a_row_breaking_the_schema_is_named(tmp_path) -> None:
+    broken = _row()
+    del broken["env"]
+    errors = _errors(_folder(tmp_path, rows=[*_good_rows(), broken]))
+    assert len(errors) == 1 and "schema" in errors[0] and "env" in errors[0] and broken["config_id"] in errors[0]
+
+
+@pytest.mark.parametrize("missing", ["git_commit", "gpu_name"])
+def test_a_row_without_its_environment_is_rejected(tmp_path, missing) -> None:
+    rows = _good_rows()
+    rows[0]["env"] = {k: v for k, v in ENV.items() if k != missing}
+    errors = _errors(_folder(tmp_path, rows=rows))
+    assert len(errors) == 1 and f"{RESULTS}:1 (config {rows[0]['config_id']})" in errors[0]
+    assert f"without {missing}" in errors[0]
+
+
+def test_a_superseded_row_without_its_environment_is_a_warning(tmp_path) -> None:
+    old = _row("naive", env={})
+    check = check_run(_folder(tmp_path, rows=[old, *_good_rows()]))
+    assert check.ok
+    assert [p.where for p in check.warnings] == [f"{RESULTS}:1 (config {old['config_id']})"]
+
+
+def test_an_implausible_mfu_is_rejected(tmp_path, capsys) -> None:
+    rows = _good_rows()
+    rows[2]["mfu"] = (1 + MFU_IMPLAUSIBLE) / 2  # between the threshold and the peak
+    folder = _folder(tmp_path, rows=rows)
+    errors = _errors(folder)
+    assert len(errors) == 1 and rows[2]["config_id"] in errors[0] and "MFU" in errors[0]
+    assert _main("check-run", str(folder)) == 1
+    assert "MFU" in capsys.readouterr().out
+
+
+def test_an_unsynchronized_mfu_is_not_a_result_and_passes(tmp_path) -> None:
+    unsynced = {**_row("naive"), "timing": "unsynced", "mfu": 1 + MFU_IMPLAUSIBLE}
+    assert check_run(_folder(tmp_path, rows=[*_good_rows(), unsynced])).ok
+
+
+@pytest.mark.parametrize("kwargs, reason", [({"notebook": False}, f"{NOTEBOOK}: missing"),
+                                            ({"executed": False}, f"{NOTEBOOK}: not executed"),
+                                            ({"readme": False}, f"{EVIDENCE_README}: missing")])
+def test_missing_evidence_files_are_rejected(tmp_path, kwargs, reason) -> None:
+    errors = _errors(_folder(tmp_path, **kwargs))
+    assert len(errors) == 1 and reason in errors[0]
+
+
+def test_a_method_class_without_validation_is_a_warning(tmp_path, capsys) -> None:
+    rows = [r for r in _good_rows() if not (r["mode"] == "validate" and r["config"]["methods"]["compile"])]
+    folder = _folder(tmp_path, rows=rows)
+    check = check_run(folder)
+    assert check.ok
+    assert [(p.level, p.where) for p in check.problems] == [(WARNING, "method class free-lunch")]
+    assert _main("check-run", str(folder)) == 0
+    assert "no validation" in capsys.readouterr().out
+
+
+def test_a_validation_outside_the_rule_is_a_warning(tmp_path) -> None:
+    rows = _good_rows()
+    rows[1] = _row("naive", "validate", rel_error=2 * VALIDATION_TOLERANCE)
+    check = check_run(_folder(tmp_path, rows=rows))
+    assert check.ok and [p.where for p in check.warnings] == ["method class naive"]
+    assert "do not count" in check.warnings[0].what
+
+
+def test_not_a_run_folder_exits_2(tmp_path, capsys) -> None:
+    assert _main("check-run", str(tmp_path / "nowhere")) == 2
+    assert "not a folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert _main("check-run", str(tmp_path / "empty")) == 2
+    assert RESULTS in capsys.readouterr().err
+
+
+def test_json_output_lists_every_problem(tmp_path, capsys) -> None:
+    folder = _folder(tmp_path, lines=["{not json"], readme=False)
+    assert _main("check-run", str(folder), "--json") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["errors"] == 2
+    assert {p["level"] for p in data["problems"]} == {ERROR}
