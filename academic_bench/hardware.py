@@ -22,6 +22,18 @@ class GPU:
     price_source: str
     spec_source: str
     match: str = ""  # substring of the driver's device name that identifies this GPU
+    # What the transfer model scales by (``transfer``), each with its datasheet source in data/gpus.csv.
+    memory_bandwidth_gbps: float | None = None  # HBM/GDDR bandwidth, GB/s
+    nvlink_gbps: float | None = None  # NVLink, GB/s as the datasheet states it (both directions together)
+    nvlink_scope: str = ""  # "all": every GPU of the machine (NVSwitch); "pairs": a bridge joins two cards only
+    pcie_gbps: float | None = None  # host link, GB/s per direction
+
+    def link_gbps(self, n_gpus: int) -> float | None:
+        """GB/s per direction between the GPUs of an ``n_gpus`` machine of this type: NVLink where it joins them
+        all (a bridge joins only a pair, so from three GPUs on the ring also crosses PCIe), else PCIe."""
+        if self.nvlink_gbps and (self.nvlink_scope == "all" or n_gpus <= 2):
+            return self.nvlink_gbps / 2  # datasheets quote both directions together
+        return self.pcie_gbps
 
     @property
     def supports_tf32(self) -> bool:
@@ -58,7 +70,13 @@ def _row_to_gpu(row: dict[str, str]) -> GPU:
         board_power_w=float(row["board_power_w"]),
         price_usd=float(row["price_usd"]) if row["price_usd"] else None,
         price_source=row["price_source"], spec_source=row["spec_source"], match=row["match"],
+        memory_bandwidth_gbps=_number(row.get("memory_bandwidth_gbps")), nvlink_gbps=_number(row.get("nvlink_gbps")),
+        nvlink_scope=row.get("nvlink_scope") or "", pcie_gbps=_number(row.get("pcie_gbps")),
     )
+
+
+def _number(text: str | None) -> float | None:
+    return float(text) if text else None
 
 
 def gpu_names() -> list[str]:

@@ -8,8 +8,16 @@ The MFU is the one *we measured* on that setup for the Pythia decoders, interpol
 log(parameters) between the two nearest measured sizes (held flat beyond the smallest and largest). Its range is
 the lowest and highest MFU of those two sizes (at a measured size, or beyond the ends, of that size and its
 neighbours), so the days come with the spread of the measurements they rest on. With no measurement on the
-setup it falls back to the MFU *implied by the paper's days* (Table 1), and says so: the paper's timings did not
-synchronise with the GPU, and many imply more than 75% of the dense peak, a measurement error, not a result.
+setup it uses the MFU the *transfer model* predicts there for the measured decoders (``transfer``: each measured
+step scaled part by part to the target GPU and count, with a range), labelled "predicted" with the setups it rests
+on. Only where nothing was measured for any decoder does it fall back to the MFU *implied by the paper's days*
+(Table 1), and says so: the paper's timings did not synchronise with the GPU, and many imply more than 75% of
+the dense peak, a measurement error, not a result. Such a cell (MFU above ``MFU_IMPLAUSIBLE``) is never an
+answer: it stays visible as the paper's (``paper_implied_mfu``, ``model_answer``'s ``paper_mfu``).
+
+``model_answer`` answers a catalog model on a setup with a label: "measured" (a complete search on that setup),
+"predicted" (the transfer model, with its range and the setup it rests on) or "paper" (its implied MFU is at
+most ``MFU_IMPLAUSIBLE``); ``answer_table`` gives one row per model and setup.
 
 Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
 Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
@@ -31,7 +39,8 @@ from .hardware import catalog as gpu_catalog
 ASPECT = 128  # hidden / layers for a decoder whose shape is not given
 DEFAULT_VOCAB = 50_304  # Pythia's (padded) vocabulary
 DECODER_FAMILIES = ("pythia",)
-MFU_SOURCES = ("ours", "paper")
+MFU_SOURCES = ("ours", "predicted", "paper")
+LABELS = ("measured", "predicted", "paper")
 
 
 # --- FLOPs ---------------------------------------------------------------------------------------------------
@@ -115,6 +124,24 @@ def paper_implied_mfu() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MFU_COLUMNS)
 
 
+def predicted_mfu(gpu: str, n_gpus: int, root: str | None = None) -> pd.DataFrame:
+    """The MFU the transfer model predicts for each measured decoder on ``n_gpus`` x ``gpu``
+    (``transfer_validation.predict_setting``), its range from the predicted step's range; empty with the columns
+    where no decoder has a complete search anywhere."""
+    from .models import CATALOG
+    from .transfer_validation import predict_setting
+
+    rows = []
+    for model in (m for m in CATALOG if _is_decoder(m)):
+        p = predict_setting(model, gpu, n_gpus, root)
+        if p is None or p.mfu is None:
+            continue
+        rows.append({"model": model, "params": _params(model), "gpu": p.gpu, "n_gpus": p.n_gpus, "mfu": p.mfu,
+                     "mfu_low": p.mfu * p.step_time_s / p.step_high_s, "mfu_high": p.mfu * p.step_time_s / p.step_low_s,
+                     "source": f"predicted (transfer model, from {p.source_setup})"})
+    return pd.DataFrame(rows, columns=MFU_COLUMNS)
+
+
 def _is_decoder(model: str) -> bool:
     from .models import CATALOG
 
@@ -188,12 +215,18 @@ def interpolate_mfu(points: pd.DataFrame, params: float) -> MFUEstimate:
 
 def mfu_points(gpu: str, n_gpus: int, prefer: tuple[str, ...] = MFU_SOURCES,
                root: str | None = None) -> pd.DataFrame:
-    """The decoder MFU points for one setup from the first source in ``prefer`` that has any."""
+    """The decoder MFU points for one setup from the first source in ``prefer`` that has any. The paper's
+    points above ``MFU_IMPLAUSIBLE`` are left out: an impossible MFU is never an answer."""
     key, n = gpu_key(gpu), check_gpus(n_gpus)
     for source in prefer:
         if source not in MFU_SOURCES:
             raise ValueError(f"unknown MFU source {source!r}; choose from: {', '.join(MFU_SOURCES)}")
-        table = measured_mfu(root) if source == "ours" else paper_implied_mfu()
+        if source == "predicted":
+            table = predicted_mfu(key, n, root)
+        else:
+            table = measured_mfu(root) if source == "ours" else paper_implied_mfu()
+        if source == "paper":
+            table = table[table["mfu"] <= MFU_IMPLAUSIBLE]
         pts = table[(table["gpu"] == key) & (table["n_gpus"] == n)]
         if not pts.empty:
             return pts.reset_index(drop=True)
@@ -221,6 +254,7 @@ class Plan:
     days_at_peak: float  # 100% MFU: the analytic lower bound
     mfu: MFUEstimate | None
     note: str
+    label: str | None = None  # "measured", "predicted" or "paper" (LABELS); None: only the lower bound
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -237,16 +271,21 @@ def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: i
     pts = mfu_points(key, n, prefer, root)
     if pts.empty:
         return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,
-                    f"no measured or paper MFU for {n} x {key}: only the analytic lower bound "
-                    f"({at_peak:.1f} days at 100% of peak)")
+                    f"no measured, predicted or plausible paper MFU for {n} x {key}: only the analytic lower "
+                    f"bound ({at_peak:.1f} days at 100% of peak)")
     est = interpolate_mfu(pts, params)
+    if est.mfu > MFU_IMPLAUSIBLE:  # interpolating plausible points cannot exceed them; a guard all the same
+        est = MFUEstimate(MFU_IMPLAUSIBLE, min(est.low, MFU_IMPLAUSIBLE), min(est.high, MFU_IMPLAUSIBLE), est.source,
+                          est.basis + f", capped at {MFU_IMPLAUSIBLE:.0%}", True, est.points)
+    label = "measured" if est.source.startswith("ours") else est.source.split(" ")[0].replace("-implied", "")
     note = f"MFU {est.mfu:.0%} from {est.source}, {est.basis}"
-    if est.source.startswith("paper"):
-        note += "; the paper's timings did not synchronise with the GPU, so these days are likely too few"
+    if label == "paper":
+        note += ("; the paper's timings did not synchronise with the GPU, so these days are likely too few "
+                 f"(its cells above {MFU_IMPLAUSIBLE:.0%} MFU are left out)")
     if est.implausible:
         note += f"; MFU above {MFU_IMPLAUSIBLE:.0%} of peak is a measurement error, not a result"
     return Plan(params, tokens, seq_len, key, n, precision, flops, at_peak / est.mfu, at_peak / est.high,
-                at_peak / est.low, at_peak, est, note)
+                at_peak / est.low, at_peak, est, note, label)
 
 
 def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable[str] | None = None,
@@ -260,5 +299,74 @@ def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable
                          "days_high": p.days_high, "days_at_peak": p.days_at_peak,
                          "mfu": p.mfu.mfu if p.mfu else None, "mfu_low": p.mfu.low if p.mfu else None,
                          "mfu_high": p.mfu.high if p.mfu else None, "mfu_source": p.mfu.source if p.mfu else None,
-                         "implausible": p.mfu.implausible if p.mfu else None, "note": p.note})
+                         "implausible": p.mfu.implausible if p.mfu else None, "label": p.label, "note": p.note})
     return pd.DataFrame(rows)
+
+
+# --- a catalog model's answer, labelled ------------------------------------------------------------------------
+
+ANSWER_TABLE_COLUMNS = ["model", "gpu", "n_gpus", "label", "days", "days_low", "days_high", "mfu", "basis",
+                        "paper_days", "paper_mfu"]
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    model: str
+    gpu: str
+    n_gpus: int
+    label: str | None  # LABELS, or None: no answer (the paper's cell, if any, stays in paper_days/paper_mfu)
+    days: float | None
+    days_low: float | None
+    days_high: float | None
+    mfu: float | None  # never above MFU_IMPLAUSIBLE
+    basis: str
+    paper_days: float | None  # the paper's Table 1 cell, shown as the paper's whatever its MFU
+    paper_mfu: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def model_answer(model: str, gpu: str, n_gpus: int, root: str | None = None) -> ModelAnswer:
+    """Days for a catalog model on ``n_gpus`` x ``gpu``: measured (its search complete on that setup), else
+    predicted by the transfer model (range and the setup it rests on), else the paper's Table 1 days where their
+    implied MFU is plausible (at most ``MFU_IMPLAUSIBLE``), else no answer."""
+    from .analysis import paper_cells
+    from .transfer_validation import measured, predict_setting
+
+    key, n = gpu_key(gpu), check_gpus(n_gpus)
+    cells = paper_cells("table1")
+    cell = cells[(cells["model"] == model) & (cells["gpu"] == key) & (cells["n_gpus"] == n) & cells["days"].notna()]
+    paper_days = float(cell["days"].iloc[0]) if len(cell) else None
+    paper_mfu = float(cell["mfu"].iloc[0]) if len(cell) else None
+    base = dict(model=model, gpu=key, n_gpus=n, paper_days=paper_days, paper_mfu=paper_mfu)
+    best, _ = measured(root)
+    if not best.empty:
+        mine = best[(best["model"] == model) & (best["gpu"] == key) & (best["n_gpus"] == n)]
+        if len(mine):
+            r = mine.iloc[0]
+            # The spread of the timed repetitions (the days themselves where a row has none).
+            lo, hi = (float(r["days"]) * float(r[c]) / float(r["step_time_s"]) if pd.notna(r[c]) else float(r["days"])
+                      for c in ("step_lo_s", "step_hi_s"))
+            return ModelAnswer(label="measured", days=float(r["days"]), days_low=lo, days_high=hi,
+                               mfu=float(r["mfu"]), basis=f"measured on {r['setup']} ({r['methods_label']})", **base)
+    p = predict_setting(model, key, n, root)
+    if p is not None and p.days is not None:
+        return ModelAnswer(label="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
+                           basis=p.basis, **base)
+    if paper_mfu is not None and paper_mfu <= MFU_IMPLAUSIBLE:
+        return ModelAnswer(label="paper", days=paper_days, days_low=None, days_high=None, mfu=paper_mfu,
+                           basis="the paper's Table 1 (its timings did not synchronise with the GPU)", **base)
+    why = (f"the paper's cell implies MFU {paper_mfu:.0%}, above {MFU_IMPLAUSIBLE:.0%}: not an answer"
+           if paper_mfu is not None else "nothing measured, predicted or in the paper's Table 1")
+    return ModelAnswer(label=None, days=None, days_low=None, days_high=None, mfu=None, basis=why, **base)
+
+
+def answer_table(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
+                 counts: Iterable[int] = GPU_COUNTS, root: str | None = None) -> pd.DataFrame:
+    """``model_answer`` for every model, GPU and count: one labelled row each."""
+    from .models import CATALOG
+
+    rows = [model_answer(m, g, int(n), root).to_dict() for m in (models or CATALOG)
+            for g in (gpus or gpu_catalog()) for n in counts]
+    return pd.DataFrame(rows, columns=ANSWER_TABLE_COLUMNS)

@@ -1,0 +1,152 @@
+"""The transfer model (``transfer``) checked against measurements it did not see, and the measured configuration
+each prediction starts from.
+
+- ``held_out``: predict one measured setup from another (h100x1 -> h200x1: same peak FLOP/s, more memory and
+  bandwidth; h200x1 -> h200x2: one GPU to two, the collectives from the communication model) for every model
+  whose search is complete on both, and compare with the target's measured answer. Nothing is fitted on the
+  target: each prediction uses the source setup's best row and profiles and the GPU catalog only.
+- ``paper_beside_predictions``: the paper's Table 1 cells whose implied MFU is plausible (<= 0.6), beside our
+  prediction for the same cell (the ratio is context, not a target: the paper's clock under-counts).
+- ``choose_source``/``predict_setting``: the measured configuration a prediction for any (model, GPU, count)
+  rests on, used by the planner (``planning``).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import pandas as pd
+
+from .hardware import get_gpu
+from .transfer import Prediction, predict, source_from_row
+
+VALIDATION_COLUMNS = ["model", "source_setup", "target_setup", "source_methods", "target_methods", "split_basis",
+                      "predicted_micro_batch", "measured_micro_batch", "predicted_step_s", "measured_step_s",
+                      "predicted_days", "predicted_days_low", "predicted_days_high", "measured_days", "predicted_mfu",
+                      "measured_mfu", "capped", "in_range", "error", "abs_error"]
+PAPER_MFU_PLAUSIBLE = 0.6  # the paper's cells shown beside predictions: implied MFU at most this
+PAPER_COLUMNS = ["model", "gpu", "n_gpus", "paper_days", "paper_mfu", "source_setup", "predicted_days",
+                 "predicted_days_low", "predicted_days_high", "predicted_mfu", "capped", "ratio"]
+
+
+@lru_cache(maxsize=8)
+def measured(root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the best row per setup and model whose search is complete, the profiles): what predictions rest on.
+    Cached per runs folder: the planner asks for many settings."""
+    from .analysis import SETTING, fastest, profiles, results, runs_frame, skipped_frame
+    from .answers import answers
+
+    df = runs_frame(root)
+    if df.empty:
+        return df, pd.DataFrame()
+    done = answers(df, skipped_frame(root))
+    done = done[done["status"] == "search complete"][["setup", "model"]]
+    best = fastest(results(df), ["setup", *SETTING]).merge(done, on=["setup", "model"])
+    return best.reset_index(drop=True), profiles(root)
+
+
+def _prediction(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int) -> tuple[Prediction, str]:
+    src = source_from_row(row.to_dict(), prof)
+    return predict(src, gpu, n_gpus), src.split_basis
+
+
+def held_out(source_setup: str, target_setup: str, root: str | None = None) -> pd.DataFrame:
+    """Per model whose search is complete on both setups: the prediction of ``target_setup`` from
+    ``source_setup``'s best configuration beside the target's measured best. ``error`` = predicted days /
+    measured days - 1; ``in_range``: the measured days lie within the predicted range."""
+    best, prof = measured(root)
+    if best.empty:
+        return pd.DataFrame(columns=VALIDATION_COLUMNS)
+    src, tgt = best[best["setup"] == source_setup], best[best["setup"] == target_setup].set_index("model")
+    rows = []
+    for _, s in src[src["model"].isin(tgt.index)].iterrows():
+        t = tgt.loc[s["model"]]
+        p, basis = _prediction(s, prof, str(t["gpu"]), int(t["n_gpus"]))
+        rows.append({"model": s["model"], "source_setup": source_setup, "target_setup": target_setup,
+                     "source_methods": s["methods_label"], "target_methods": t["methods_label"],
+                     "split_basis": basis, "predicted_micro_batch": p.micro_batch,
+                     "measured_micro_batch": int(t["micro_batch"]), "predicted_step_s": p.step_time_s,
+                     "measured_step_s": float(t["step_time_s"]), "predicted_days": p.days,
+                     "predicted_days_low": p.days_low, "predicted_days_high": p.days_high,
+                     "measured_days": float(t["days"]), "predicted_mfu": p.mfu, "measured_mfu": float(t["mfu"]),
+                     "capped": p.capped})
+    out = pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
+    return add_errors(out)
+
+
+def add_errors(frame: pd.DataFrame) -> pd.DataFrame:
+    """``error``, ``abs_error`` and ``in_range`` computed from each row's predicted and measured days."""
+    out = frame.copy()
+    pred, meas = out["predicted_days"].astype(float), out["measured_days"].astype(float)
+    out["error"] = pred / meas - 1
+    out["abs_error"] = out["error"].abs()
+    out["in_range"] = (out["predicted_days_low"].astype(float) <= meas) & (meas <= out["predicted_days_high"])
+    return out
+
+
+def error_summary(frame: pd.DataFrame) -> dict[str, float | int]:
+    """Models compared, median and worst |error|, and how many measured days fall in the predicted range."""
+    e = frame["abs_error"].dropna()
+    return {"models": int(len(e)), "median_abs_error": float(e.median()) if len(e) else math.nan,
+            "worst_abs_error": float(e.max()) if len(e) else math.nan,
+            "in_range": int(frame.loc[e.index, "in_range"].sum()) if len(e) else 0}
+
+
+def h100_to_h200(root: str | None = None) -> pd.DataFrame:
+    """The held-out check on one GPU: h200x1 predicted from h100x1 alone."""
+    return held_out("h100x1", "h200x1", root)
+
+
+def one_to_two_gpus(root: str | None = None) -> pd.DataFrame:
+    """The held-out check of the communication model: h200x2 predicted from h200x1 (models whose search is
+    complete on both; empty with the columns when none is)."""
+    return held_out("h200x1", "h200x2", root)
+
+
+def choose_source(model: str, gpu: str, n_gpus: int, root: str | None = None) -> pd.Series | None:
+    """The measured configuration (complete search) a prediction for ``model`` on ``n_gpus`` x ``gpu`` starts
+    from: the same GPU at the nearest count first, then the same architecture, then the nearest memory size (so
+    the micro-batch changes least), then the nearest count; None where the model has no complete search."""
+    best, _ = measured(root)
+    if best.empty:
+        return None
+    mine = best[best["model"] == model]
+    if mine.empty:
+        return None
+    target = get_gpu(gpu)
+
+    def rank(r: pd.Series) -> tuple:
+        g = get_gpu(str(r["gpu"]))
+        return (g.key != target.key, g.architecture != target.architecture, abs(g.memory_gb - target.memory_gb),
+                abs(math.log(int(r["n_gpus"]) / n_gpus)), str(r["setup"]))
+
+    return min((r for _, r in mine.iterrows()), key=rank)
+
+
+@lru_cache(maxsize=1024)
+def predict_setting(model: str, gpu: str, n_gpus: int, root: str | None = None) -> Prediction | None:
+    """The transfer model's prediction for a catalog model on ``n_gpus`` x ``gpu`` from ``choose_source``
+    (cached, as ``measured`` is: a prediction is a frozen value)."""
+    row = choose_source(model, gpu, n_gpus, root)
+    if row is None:
+        return None
+    return _prediction(row, measured(root)[1], gpu, n_gpus)[0]
+
+
+def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU_PLAUSIBLE) -> pd.DataFrame:
+    """The paper's Table 1 cells whose implied MFU is at most ``max_mfu``, each beside our prediction for the same
+    model and setup (``predict_setting``). ``ratio`` = predicted days / the paper's days."""
+    from .analysis import paper_cells
+
+    cells = paper_cells("table1")
+    cells = cells[cells["days"].notna() & (cells["mfu"] <= max_mfu)]
+    rows = []
+    for c in cells.itertuples():
+        p = predict_setting(c.model, c.gpu, int(c.n_gpus), root)
+        if p is None or p.days is None:
+            continue
+        rows.append({"model": c.model, "gpu": c.gpu, "n_gpus": int(c.n_gpus), "paper_days": float(c.days),
+                     "paper_mfu": float(c.mfu), "source_setup": p.source_setup, "predicted_days": p.days,
+                     "predicted_days_low": p.days_low, "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
+                     "capped": p.capped, "ratio": p.days / float(c.days)})
+    return pd.DataFrame(rows, columns=PAPER_COLUMNS)

@@ -1,0 +1,123 @@
+"""The transfer model: a measured step scaled part by part to a GPU the study did not measure, and its check
+against held-out measurements. CPU only: synthetic sources, the GPU catalog, and the shipped runs."""
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from academic_bench import transfer, transfer_validation as tv
+from academic_bench.hardware import UnknownGPUError, get_gpu
+from academic_bench.methods import preset
+
+
+def _source(split: dict, flops: float = 1e15, **kw) -> transfer.Source:
+    """Pythia-160M free-lunch on one H100 (global batch 1024 = 32 x 32), a 10 s step split as given."""
+    base = dict(setup="synthetic", model="pythia-160m", gpu="h100-80gb", n_gpus=1, methods=preset("free-lunch"),
+                micro_batch=32, gas=32, step_time_s=10.0, model_flops_per_step=flops, split=split,
+                split_basis="configuration")
+    return transfer.Source(**(base | kw))
+
+
+def _with_gpu(monkeypatch, key: str, **changes) -> None:
+    """Make ``transfer`` see ``key`` in the catalog as the H100 with ``changes``."""
+    fake = dataclasses.replace(get_gpu("h100-80gb"), key=key, **changes)
+    real = transfer.get_gpu
+    monkeypatch.setattr(transfer, "get_gpu", lambda k: fake if k == key else real(k))
+
+
+def test_a_doubled_peak_halves_the_matrix_part_and_leaves_the_memory_part(monkeypatch):
+    h100 = get_gpu("h100-80gb")
+    _with_gpu(monkeypatch, "h100-2x", peak_tflops={p: 2 * v for p, v in h100.peak_tflops.items()})
+    only_flop = transfer.predict(_source({"flop": 1.0}), "h100-2x", 1)
+    assert only_flop.step_time_s == pytest.approx(5.0)
+    mixed = transfer.predict(_source({"flop": 0.6, "memory": 0.4}), "h100-2x", 1)
+    assert mixed.step_time_s == pytest.approx(0.6 * 10 / 2 + 0.4 * 10)
+    assert mixed.step_low_s <= mixed.step_time_s <= mixed.step_high_s
+
+
+def test_a_doubled_bandwidth_halves_the_memory_part(monkeypatch):
+    _with_gpu(monkeypatch, "h100-fastmem", memory_bandwidth_gbps=2 * get_gpu("h100-80gb").memory_bandwidth_gbps)
+    p = transfer.predict(_source({"flop": 0.5, "memory": 0.5}), "h100-fastmem", 1)
+    assert p.step_time_s == pytest.approx(0.5 * 10 + 0.5 * 10 / 2)
+
+
+def test_an_mfu_answer_never_exceeds_the_cap():
+    """A source whose scaled step would beat 75% of the target's peak is capped there, and says so."""
+    h100 = get_gpu("h100-80gb")
+    flops = 0.9 * 10.0 * h100.peak_flops("fp16", tf32=True)  # 90% MFU on the source already
+    for gpu in ("rtx3090", "a6000", "a100-80gb", "h100-80gb", "h200"):
+        p = transfer.predict(_source({"flop": 1.0}, flops=flops), gpu, 2)
+        assert p.capped and p.mfu == pytest.approx(transfer.MFU_CAP) and "capped" in p.basis
+        assert p.step_low_s >= p.step_time_s - 1e-12 and p.days_low <= p.days <= p.days_high
+
+
+@pytest.mark.parametrize("gpu", ["tpu-v5", "", "H100 80GB"])
+def test_an_unknown_gpu_gives_the_catalogs_error(gpu):
+    with pytest.raises(UnknownGPUError) as e:
+        transfer.predict(_source({"flop": 1.0}), gpu, 1)
+    assert f"unknown GPU {gpu!r}" in str(e.value) and "h100-80gb" in str(e.value)
+
+
+@pytest.mark.parametrize("n", [0, -2, 1.5])
+def test_a_bad_gpu_count_is_refused(n):
+    with pytest.raises(ValueError, match="at least 1"):
+        transfer.predict(_source({"flop": 1.0}), "h200", n)
+
+
+def test_more_gpus_split_the_work_and_add_the_collectives():
+    src = _source({"flop": 1.0})
+    one, two = transfer.predict(src, "h100-80gb", 1), transfer.predict(src, "h100-80gb", 2)
+    assert two.step_time_s > one.step_time_s / 2  # half the work each, plus the gradient all-reduce
+    assert transfer.collective_s("none", 2, 450, 1.6e8, "fp16", 16) == pytest.approx(2 * 0.5 * 1.6e8 * 4 / 450e9)
+    # a bridge joins two cards only: from three GPUs, RTX 3090s talk over PCIe
+    assert get_gpu("rtx3090").link_gbps(2) > get_gpu("rtx3090").link_gbps(4) == get_gpu("rtx3090").pcie_gbps
+
+
+def test_without_a_profile_the_default_split_widens_the_range():
+    own = transfer.predict(_source(None, split_basis="configuration"), "a100-80gb", 1)
+    default = transfer.predict(_source(None, split_basis="default"), "a100-80gb", 1)
+    assert own.step_time_s == pytest.approx(default.step_time_s)
+    assert default.step_high_s - default.step_low_s > own.step_high_s - own.step_low_s
+
+
+def test_the_catalog_carries_bandwidths_with_their_sources():
+    import csv
+    from importlib import resources
+
+    rows = list(csv.DictReader(resources.files("academic_bench").joinpath("data/gpus.csv").read_text().splitlines()))
+    for r in rows:
+        assert float(r["memory_bandwidth_gbps"]) > 0 and r["memory_bandwidth_source"]
+        assert float(r["pcie_gbps"]) > 0 and r["pcie_source"] and r["nvlink_source"]
+    assert get_gpu("h200").memory_bandwidth_gbps == 4800 and get_gpu("a6000").memory_bandwidth_gbps == 768
+
+
+# --- validation --------------------------------------------------------------------------------------------
+
+def test_errors_are_computed_from_the_rows():
+    frame = pd.DataFrame({"predicted_days": [9.0, 12.0], "predicted_days_low": [8.0, 11.0],
+                          "predicted_days_high": [11.0, 13.0], "measured_days": [10.0, 10.0]})
+    out = tv.add_errors(frame)
+    assert out["error"].tolist() == pytest.approx([-0.1, 0.2])
+    assert out["in_range"].tolist() == [True, False]
+    s = tv.error_summary(out)
+    assert s["median_abs_error"] == pytest.approx(0.15) and s["worst_abs_error"] == pytest.approx(0.2)
+
+
+def test_the_held_out_frame_on_the_shipped_runs():
+    """h200x1 predicted from h100x1: one row per model complete on both, errors from its own columns."""
+    df = tv.h100_to_h200()
+    assert list(df.columns) == tv.VALIDATION_COLUMNS and len(df) >= 5
+    assert (df["source_setup"] == "h100x1").all() and (df["target_setup"] == "h200x1").all()
+    assert df["error"].to_numpy() == pytest.approx((df["predicted_days"] / df["measured_days"] - 1).to_numpy())
+    assert (df["predicted_mfu"] <= transfer.MFU_CAP).all()
+    assert (df["predicted_days_low"] <= df["predicted_days"]).all()
+    assert (df["predicted_days"] <= df["predicted_days_high"]).all()
+
+
+def test_the_paper_frame_keeps_plausible_cells_only():
+    df = tv.paper_beside_predictions()
+    assert list(df.columns) == tv.PAPER_COLUMNS and len(df)
+    assert (df["paper_mfu"] <= tv.PAPER_MFU_PLAUSIBLE).all() and (df["predicted_mfu"] <= transfer.MFU_CAP).all()
+    assert df["ratio"].to_numpy() == pytest.approx((df["predicted_days"] / df["paper_days"]).to_numpy())
