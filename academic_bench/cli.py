@@ -95,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> None:
     """Names before work: unknown model/GPU and counts < 1 stop here."""
     if getattr(args, "model", None) is not None:
+        config_ok = getattr(args, "accepts_config", False)  # commands that read a config.json themselves
         for name in str(args.model).split(","):
-            if name not in CATALOG:
-                raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}")
+            if name not in CATALOG and not (config_ok and cli_args.is_config_path(name)):
+                raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}"
+                                        + (", or a decoder's PATH/config.json" if config_ok else ""))
     if getattr(args, "gpu", None) is not None and args.gpu not in gpu_catalog():
         raise UnknownGPUError(f"unknown GPU {args.gpu!r}; choose one of: {', '.join(gpu_catalog())}")
     if getattr(args, "gpus", None) is not None and args.gpus < 1:

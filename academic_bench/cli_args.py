@@ -31,6 +31,16 @@ def add_model(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--model", required=required, type=str.lower, help=f"one of: {', '.join(CATALOG)}")
 
 
+def is_config_path(name: str) -> bool:
+    """A ``--model`` that names a Hugging Face config.json file rather than a catalog model."""
+    return str(name).lower().endswith(".json")
+
+
+def model_or_config(text: str) -> str:
+    """``--model``'s type where a config.json is accepted: catalog names fold to lower case, paths do not."""
+    return text if is_config_path(text) else text.lower()
+
+
 def add_gpu(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--gpu", required=required, type=str.lower, help=f"one of: {', '.join(gpu_catalog())}")
 

@@ -1,6 +1,13 @@
 """The ``estimate`` sub-command: analytic days, predicted memory per GPU, max micro-batch and feasibility.
 
     academic-bench estimate --model pythia-1b --gpu h100-80gb --gpus 8 --methods free-lunch+zero3 [--json]
+    academic-bench estimate --model PATH/config.json --tokens 3e11 --seq-len 2048 --gpu h100-80gb --gpus 4
+
+A catalog model trains its recipe, at an assumed MFU (``--mfu``). A Hugging Face decoder's config.json
+(``models.from_config``: built with transformers on the meta device, never downloaded) trains ``--tokens`` tokens
+in sequences of ``--seq-len``; its FLOPs, memory and micro-batch come from the same code as the catalog's, and
+its days come with a range (``decoder_mfu``): JSON ``days`` (a number) and ``days_range`` ([low, high]), the
+analytic detail under ``days_analytic``.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from . import estimate as est
 from .config import Config
 from .hardware import get_gpu
 from .methods import InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
+from .models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES, ConfigError, decoder_spec
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
                ("activations", "activations"), ("buffers", "comm. buckets"), ("overhead", "overhead"),
@@ -90,17 +98,38 @@ def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
     }
 
 
+def _days_lines(d: dict) -> list[str]:
+    if "days_range" not in d:  # a catalog model: its recipe at an assumed MFU
+        days = d["days"]
+        return [f"Days:     {days['at_mfu']:,.1f} at {days['mfu']:.0%} MFU (an assumed utilisation, not a "
+                "measurement; --mfu to change)",
+                f"          {days['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is faster)"]
+    m, (low, high) = d["mfu"], d["days_range"]
+    return [f"Days:     {d['days']:,.1f} (range {low:,.1f} to {high:,.1f}) at {m['value']:.0%} MFU "
+            f"(range {m['low']:.0%} to {m['high']:.0%})",
+            f"          MFU from {m['source']}: {m['basis']}",
+            f"          {d['days_analytic']['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is faster)"]
+
+
 def _text(d: dict) -> str:
     gpu = get_gpu(d["gpu"])
-    f, days = d["flops"], d["days"]
-    lines = [
+    f = d["flops"]
+    lines = []
+    if "architecture" in d:
+        a = d["architecture"]
+        lines.append(f"{d['config_file']}: {a['model_type']}, {d['params'] / 1e6:,.1f}M parameters, {a['layers']} "
+                     f"layers x {a['hidden']} hidden, {a['heads']} heads ({a['kv_heads']} key-value), {a['mlp']} MLP "
+                     f"of {a['intermediate']}, vocabulary {a['vocab']:,}, embeddings "
+                     f"{'tied' if a['tied_embeddings'] else 'untied'}; {a['tokens']:.3g} tokens = {a['steps']:,} "
+                     f"steps x {a['global_batch']} x {a['seq_len']}")
+        if a["positions_extended_to"]:
+            lines.append(f"          (positions extended from the config's {a['max_positions']} to {a['seq_len']})")
+    lines += [
         f"{d['display']} on {d['n_gpus']} x {gpu.name}, methods: {d['methods_label']} (--methods {d['methods']})",
         f"Compute:  {f['total']:.3g} FLOPs = {f['steps']:,} steps x {f['per_step']:.3g} FLOPs/step",
         f"          (model FLOPs, fwd + bwd: {f['convention']})",
         f"Peak:     {d['peak_flops_per_gpu'] / 1e12:,.1f} TFLOP/s per GPU ({d['precision']}, dense spec)",
-        f"Days:     {days['at_mfu']:,.1f} at {days['mfu']:.0%} MFU (an assumed utilisation, not a measurement; "
-        "--mfu to change)",
-        f"          {days['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is faster)",
+        *_days_lines(d),
         f"Memory per GPU at micro-batch {d['micro_batch']} (predicted, GiB):",
     ]
     mem = d["memory_gib"]
@@ -119,22 +148,96 @@ def _text(d: dict) -> str:
     return "\n".join(lines)
 
 
+def decoder_mfu(gpu: str, n_gpus: int, params: float) -> dict:
+    """The MFU a config.json decoder's days rest on, with its range: what the planner uses for comparable
+    decoders (``planning.mfu_points``, ``interpolate_mfu``: the Pythia decoders' MFU on this setup, linear in
+    log(parameters) between the nearest sizes), with points above ``MFU_IMPLAUSIBLE`` (paper-implied timings that
+    did not synchronise) left out. ``low``/``high`` are the lowest and highest MFU of the sizes it rests on,
+    widened by each point's spread of timed repetitions: the days' range is the spread of the measurements
+    behind it, not a bound. Where the setup has no plausible point, every setup's measured decoders stand in,
+    and the range widens to all of them (another GPU or count transfers with that uncertainty). With no
+    measured decoder at all, ``DEFAULT_MFU`` is assumed, and said."""
+    from .analysis import MFU_IMPLAUSIBLE
+    from .planning import interpolate_mfu, measured_mfu, mfu_points
+
+    pts = mfu_points(gpu, n_gpus)
+    plausible = pts[pts["mfu"] <= MFU_IMPLAUSIBLE]
+    left_out = len(pts) - len(plausible)
+    note = f"; {left_out} paper-implied point(s) above {MFU_IMPLAUSIBLE:.0%} left out" if left_out else ""
+    if not plausible.empty:
+        e = interpolate_mfu(plausible, params)
+        return {"value": e.mfu, "low": e.low, "high": e.high, "source": e.source, "basis": e.basis + note}
+    every = measured_mfu()
+    every = every[every["mfu"] <= MFU_IMPLAUSIBLE]
+    if every.empty:
+        return {"value": est.DEFAULT_MFU, "low": est.DEFAULT_MFU, "high": est.DEFAULT_MFU,
+                "source": "assumed", "basis": f"no measured decoder to rest on: an assumed MFU{note}"}
+    e = interpolate_mfu(every, params)
+    return {"value": e.mfu, "low": min(e.low, float(every["mfu_low"].min())),
+            "high": max(e.high, float(every["mfu_high"].max())), "source": e.source,
+            "basis": f"no plausible point for {n_gpus} x {gpu}: every measured setup's decoders, "
+                     f"range over all of them; {e.basis}{note}"}
+
+
+CONFIG_ONLY = ("tokens", "seq_len", "global_batch", "precision")
+
+
+def config_estimate(args: argparse.Namespace) -> dict:
+    """``estimate_summary`` for the decoder a config.json describes, with days as a number and a range."""
+    missing = [f"--{k.replace('_', '-')}" for k in ("tokens", "seq_len") if getattr(args, k) is None]
+    if missing:
+        raise ConfigError(f"a config.json needs {' and '.join(missing)}: the tokens to train on and the sequence "
+                          "length")
+    decoder = decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
+                           global_batch=args.global_batch or DEFAULT_GLOBAL_BATCH, precision=args.precision)
+    config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
+    params = est.model_stats(decoder.spec).params
+    mfu = ({"value": args.mfu, "low": args.mfu, "high": args.mfu, "source": "given", "basis": "--mfu"}
+           if args.mfu is not None else decoder_mfu(config.gpu, config.n_gpus, params))
+    data = estimate_summary(config, mfu["value"])
+    analytic = data.pop("days")
+    at_peak = analytic["lower_bound"]
+    analytic["mfu_is_assumed"] = mfu["source"] in ("given", "assumed")
+    return {"config_file": decoder.path, "architecture": decoder.facts, "params": params, **data,
+            "days": at_peak / mfu["value"], "days_range": [at_peak / mfu["high"], at_peak / mfu["low"]],
+            "mfu": mfu, "days_analytic": analytic}
+
+
 def _cmd_estimate(args: argparse.Namespace) -> None:
-    config = _config(args)
-    if not 0 < args.mfu <= 1:
+    if args.mfu is not None and not 0 < args.mfu <= 1:
         raise ValueError(f"--mfu must be in (0, 1], got {args.mfu}")
-    data = estimate_summary(config, args.mfu)
+    if cli_args.is_config_path(args.model):
+        data = config_estimate(args)
+    else:
+        given = [f"--{k.replace('_', '-')}" for k in CONFIG_ONLY if getattr(args, k) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
+        data = estimate_summary(_config(args), est.DEFAULT_MFU if args.mfu is None else args.mfu)
     cli_args.emit(args, data, lambda: _text(data))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from .models import CATALOG
+
     p = sub.add_parser("estimate", help="analytic days, predicted memory, max micro-batch and feasibility")
-    cli_args.add_setting(p)
+    cli_args.add_json(p)
+    p.add_argument("--model", required=True, type=cli_args.model_or_config,
+                   help=f"one of: {', '.join(CATALOG)}; or a Hugging Face decoder's PATH/config.json")
+    cli_args.add_gpu(p)
+    cli_args.add_gpus(p)
     cli_args.add_methods(p)
     p.add_argument("--micro-batch", type=int, default=None,
                    help="micro-batch per GPU (default: the largest predicted to fit)")
-    p.add_argument("--mfu", type=float, default=est.DEFAULT_MFU,
-                   help=f"assumed model-FLOPs utilisation for the days estimate (default {est.DEFAULT_MFU})")
-    p.set_defaults(func=_cmd_estimate)
+    p.add_argument("--mfu", type=float, default=None,
+                   help=f"model-FLOPs utilisation for the days (default: {est.DEFAULT_MFU}, assumed, for a catalog "
+                        "model; the measured decoders' for a config.json)")
+    g = p.add_argument_group("a config.json decoder")
+    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11)")
+    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
+    g.add_argument("--global-batch", type=int, default=None,
+                   help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
+    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
+                   help="training precision (default: the config's dtype, else bf16)")
+    p.set_defaults(func=_cmd_estimate, accepts_config=True)
 
 

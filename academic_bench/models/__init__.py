@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .spec import ModelSpec, Optimizer, Recipe, loss_of
 from . import mamba, pythia, roberta, vision
+from .from_config import REGISTERED
 
 CATALOG: dict[str, ModelSpec] = {m.key: m for fam in (pythia, roberta, mamba, vision) for m in fam.MODELS}
 
@@ -17,9 +18,10 @@ class UnknownModelError(KeyError):
 
 
 def get_model(key: str) -> ModelSpec:
-    """The catalog entry for ``key``; an unknown key names the valid ones."""
+    """The catalog entry for ``key`` (or a spec registered from a config.json, ``from_config``); an unknown
+    key names the valid ones."""
     try:
-        return CATALOG[key.lower()]
+        return CATALOG.get(key.lower()) or REGISTERED[key.lower()]
     except KeyError:
         raise UnknownModelError(f"unknown model {key!r}; choose one of: {', '.join(CATALOG)}") from None
 

@@ -1,0 +1,207 @@
+"""Any decoder from its Hugging Face ``config.json``: a ``ModelSpec`` built with transformers, never downloaded.
+
+The spec is registered under a key of its own (``<name>@<digest>``, the digest of the config and the training
+settings), so that every estimate that takes a catalog key (FLOPs, memory, days, ``Config``) takes it too, and a
+changed file or setting never reuses another's cached numbers. Registered specs are not in ``CATALOG``: they
+never appear in the catalog's listings, sweeps or book.
+
+A file is refused before any model is built, with a ``ConfigError`` naming what is wrong: not JSON, not a
+Hugging Face config (no ``model_type``), an architecture that is no decoder-only language model (vision models,
+encoders such as BERT, encoder-decoders), a missing or non-positive shape key, or heads that do not divide.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .spec import ModelSpec, Optimizer, Recipe
+
+# Sequences per optimizer step when not given: the catalog decoders' recipe (paper Table 3, Pythia).
+DEFAULT_GLOBAL_BATCH = 1024
+DEFAULT_PRECISION = "bf16"
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+# Shape keys every decoder config must state (or under the config class's alias, e.g. GPT-2's n_layer): filled
+# from a config class's defaults instead, a missing layer count would silently become another model's.
+REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
+SOURCE = "estimate for a config.json decoder: not a replication recipe"
+
+REGISTERED: dict[str, ModelSpec] = {}  # specs made from config files, by key (models.get_model reads it)
+
+
+class ConfigError(ValueError):
+    """A config.json that cannot be estimated: the message says what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class ConfigDecoder:
+    """A decoder read from a config.json: its registered spec and what the file says about its shape."""
+
+    spec: ModelSpec
+    path: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config.json must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _decoder_class(path: Path, data: dict):
+    """The config class of a decoder-only language model, or a ConfigError saying why the file is not one."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    kind = data.get("model_type")
+    if not isinstance(kind, str) or not kind:
+        raise ConfigError(f"{path}: no 'model_type': not a Hugging Face model config")
+    if data.get("is_encoder_decoder"):
+        raise ConfigError(f"{path}: model_type {kind!r} is an encoder-decoder; only decoder-only language models "
+                          "can be estimated")
+    if kind in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # BERT-like encoders also have a causal-LM head class
+        raise ConfigError(f"{path}: model_type {kind!r} is an encoder (masked language model), not a decoder")
+    if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        known = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+        raise ConfigError(f"{path}: model_type {kind!r} is not a decoder-only language model; decoders "
+                          f"transformers knows include {', '.join(k for k in _COMMON if k in known)} "
+                          f"({len(known)} in all)")
+    try:
+        return type(AutoConfig.for_model(kind))
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"{path}: transformers cannot read model_type {kind!r} ({exc})") from None
+
+
+_COMMON = ("gpt2", "gpt_neox", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "phi3", "olmo")
+
+
+def _stated(data: dict, cls, key: str) -> Any:
+    """The value the file states for ``key``, under its own name or the config class's alias; None if absent."""
+    if key in data:
+        return data[key]
+    alias = getattr(cls, "attribute_map", {}).get(key)
+    return data.get(alias) if alias else None
+
+
+def _check_shape(path: Path, data: dict, cls) -> None:
+    required = list(REQUIRED)
+    if "intermediate_size" in cls().to_dict():  # gated and GPT-NeoX MLPs state it; GPT-2's n_inner may be null
+        required.append("intermediate_size")
+    missing = [k for k in required if _stated(data, cls, k) is None]
+    if missing:
+        raise ConfigError(f"{path}: missing {', '.join(missing)}: a decoder config states its shape "
+                          f"({', '.join(required)})")
+    for key in [*required, "num_key_value_heads"]:
+        value = _stated(data, cls, key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ConfigError(f"{path}: {key} must be a whole number of at least 1, got {value!r}")
+    hidden, heads = _stated(data, cls, "hidden_size"), _stated(data, cls, "num_attention_heads")
+    kv = _stated(data, cls, "num_key_value_heads") or heads
+    if hidden % heads or heads % kv:
+        raise ConfigError(f"{path}: hidden_size {hidden} must divide into num_attention_heads {heads}, and the "
+                          f"heads into num_key_value_heads {kv}")
+
+
+def _precision(path: Path, data: dict, given: str | None) -> str:
+    if given is not None:
+        if given not in DTYPES.values():
+            raise ConfigError(f"precision {given!r} is not one of: {', '.join(DTYPES.values())}")
+        return given
+    dtype = data.get("dtype") or data.get("torch_dtype")
+    return DTYPES.get(str(dtype), DEFAULT_PRECISION)
+
+
+def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
+    """'gated' (three projections: SwiGLU/GeGLU as in Llama, Qwen, Mistral) or 'plain' (two: GELU as in
+    GPT-NeoX/Pythia), read from the built model's first block."""
+    from torch import nn
+
+    block = next(m for m in net.modules() if type(m).__name__ in block_types)
+    # The MLP child: the one named like it that holds projections (GPT-NeoX also has a 'post_mlp_dropout').
+    counts = [sum(isinstance(m, nn.Linear) for m in child.modules()) for name, child in block.named_children()
+              if "mlp" in name.lower() or "feed_forward" in name.lower()]
+    n = max(counts, default=0)
+    return {3: "gated", 2: "plain"}.get(n, f"other ({n} projections)")
+
+
+def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch: int = DEFAULT_GLOBAL_BATCH,
+                 precision: str | None = None) -> ConfigDecoder:
+    """The spec of the decoder ``path`` describes, trained on ``tokens`` tokens in sequences of ``seq_len`` at
+    ``global_batch`` sequences per step (steps rounded up), registered for ``models.get_model``."""
+    path = Path(path)
+    data = _read_json(path)
+    cls = _decoder_class(path, data)
+    _check_shape(path, data, cls)
+    for label, value in (("--seq-len", seq_len), ("--tokens", tokens), ("--global-batch", global_batch)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 1:
+            raise ConfigError(f"{label} must be at least 1, got {value!r}")
+    precision = _precision(path, data, precision)
+    steps = math.ceil(tokens / (global_batch * seq_len))
+    positions = _stated(data, cls, "max_position_embeddings")
+    extended = positions is not None and seq_len > positions
+    settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
+                "precision": precision}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    name = (path.parent.name if path.name == "config.json" and path.parent.name else path.stem) or "config"
+    key = f"{name}@{digest}".lower()
+
+    def make_config():
+        from transformers import AutoConfig
+
+        cfg = AutoConfig.for_model(data["model_type"], **{k: v for k, v in data.items() if k != "model_type"})
+        cfg.use_cache = False  # training: a KV cache only costs memory
+        if extended:  # as the catalog's Pythia does for its 2048 + 1 tokens; learned positions grow with it
+            setattr(cfg, getattr(cls, "attribute_map", {}).get("max_position_embeddings",
+                                                                "max_position_embeddings"), seq_len)
+        return cfg
+
+    def build(tiny: bool = False, attn: str = "sdpa"):
+        from transformers import AutoModelForCausalLM
+
+        if tiny:
+            raise ValueError(f"{key} comes from a config.json and has no tiny variant")
+        cfg = make_config()
+        cfg._attn_implementation = attn
+        return AutoModelForCausalLM.from_config(cfg)
+
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    model_cls = MODEL_FOR_CAUSAL_LM_MAPPING[cls]
+    blocks = tuple(getattr(model_cls, "_no_split_modules", None) or ())
+    layers, hidden = _stated(data, cls, "num_hidden_layers"), _stated(data, cls, "hidden_size")
+    opt = Optimizer("adamw", 3e-4, (0.9, 0.95), 1e-8, 0.1,
+                    source=f"{SOURCE}; the memory model counts Adam's two moments and an fp32 master copy")
+    recipe = Recipe(global_batch=global_batch, steps=steps, precision=precision, optimizer=opt, seq_len=seq_len,
+                    vocab_size=_stated(data, cls, "vocab_size"), sources={"all": f"{path} and the command line"})
+    spec = ModelSpec(key=key, family=f"config:{data['model_type']}", display=f"{name} ({data['model_type']})",
+                     paper_params=0.0, task="causal-lm", recipe=recipe, build=build, tiny_recipe=recipe,
+                     transformer_shape=lambda tiny: (layers, hidden), block_types=blocks)
+    import torch
+
+    try:
+        with torch.device("meta"):
+            net = build()
+    except Exception as exc:  # transformers' own checks of the config: a file it cannot build is a bad file
+        raise ConfigError(f"{path}: transformers cannot build a {data['model_type']!r} model from it: {exc}") from None
+    if not blocks or not any(type(m).__name__ in blocks for m in net.modules()):
+        raise ConfigError(f"{path}: cannot find the repeated decoder layer of {model_cls.__name__}")
+    heads = _stated(data, cls, "num_attention_heads")
+    facts = {"model_type": data["model_type"], "layers": layers, "hidden": hidden, "heads": heads,
+             "kv_heads": _stated(data, cls, "num_key_value_heads") or heads,
+             "intermediate": _stated(data, cls, "intermediate_size"), "mlp": _mlp_kind(net, blocks),
+             "vocab": recipe.vocab_size, "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False)),
+             "max_positions": positions, "positions_extended_to": seq_len if extended else None,
+             "block": blocks[0], "tokens": steps * global_batch * seq_len, "global_batch": global_batch,
+             "seq_len": seq_len, "steps": steps, "precision": precision}
+    REGISTERED[key] = spec
+    return ConfigDecoder(spec, str(path), facts)
