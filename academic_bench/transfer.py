@@ -44,6 +44,8 @@ DEFAULT_SPLIT = {"flop": 0.65, "scan": 0.0, "memory": 0.32, "comm": 0.0, "idle":
 # own profile: another configuration of the same model on the source setup, the median split of the source
 # setup's profiles of other models, or DEFAULT_SPLIT.
 WIDEN = {"configuration": 0.0, "model": 0.05, "setup": 0.10, "default": 0.15}
+SPLIT_WORDS = {"configuration": "its own profile", "model": "the profile of another configuration of the model",
+               "setup": "the median profile of the setup", "default": "the default split"}
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     b_ratio = _ratio(source, target, "memory_bandwidth_gbps")
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
     mbs = target_micro_batch(src, target.key, n_gpus)
-    basis = f"scaled from {src.setup} ({src.methods_label}, split from the {src.split_basis}'s profile)"
+    basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
                           None, None, False, basis + "; no micro-batch fits the target's memory")
@@ -221,7 +223,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     parts = [  # (central, low, high) seconds on the target
         tuple(flop * p_ratio * share * f for f in (1.0, lo_f, hi_f)),
         tuple(scan * cuda_ratio * share * f for f in (1.0, lo_f, hi_f)),
-        (memory * b_ratio * share, memory * b_ratio * share, memory * max(b_ratio, p_ratio) * share),
+        (memory * b_ratio * share, memory * min(b_ratio, p_ratio) * share, memory * max(b_ratio, p_ratio) * share),
         tuple(idle * gas / src.gas * f for f in (1.0, 0.8, 1.25)),
     ]
     # The optimizer step: host Adam plus PCIe copies with offloading; GPU kernels (bandwidth-bound) without.

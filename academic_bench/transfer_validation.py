@@ -70,8 +70,11 @@ def held_out(source_setup: str, target_setup: str, root: str | None = None) -> p
                      "predicted_days_low": p.days_low, "predicted_days_high": p.days_high,
                      "measured_days": float(t["days"]), "predicted_mfu": p.mfu, "measured_mfu": float(t["mfu"]),
                      "capped": p.capped})
+    from .models import model_rank
+
     out = pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
-    return add_errors(out)
+    out = out.iloc[sorted(range(len(out)), key=lambda i: model_rank(out["model"].iloc[i]))]  # catalog order
+    return add_errors(out.reset_index(drop=True))
 
 
 def add_errors(frame: pd.DataFrame) -> pd.DataFrame:

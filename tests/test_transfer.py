@@ -10,6 +10,7 @@ import pytest
 from academic_bench import transfer, transfer_validation as tv
 from academic_bench.hardware import UnknownGPUError, get_gpu
 from academic_bench.methods import preset
+from academic_bench.models import model_rank
 
 
 def _source(split: dict, flops: float = 1e15, **kw) -> transfer.Source:
@@ -110,6 +111,7 @@ def test_the_held_out_frame_on_the_shipped_runs():
     df = tv.h100_to_h200()
     assert list(df.columns) == tv.VALIDATION_COLUMNS and len(df) >= 5
     assert (df["source_setup"] == "h100x1").all() and (df["target_setup"] == "h200x1").all()
+    assert list(df["model"]) == sorted(df["model"], key=model_rank)  # the catalog's order, as every table
     assert df["error"].to_numpy() == pytest.approx((df["predicted_days"] / df["measured_days"] - 1).to_numpy())
     assert (df["predicted_mfu"] <= transfer.MFU_CAP).all()
     assert (df["predicted_days_low"] <= df["predicted_days"]).all()
