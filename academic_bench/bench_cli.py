@@ -18,7 +18,8 @@ from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
 from .methods import parse_methods
 from .results import RETRY_OUTCOMES, ResultStore, latest_rows, synced_micro_batches
-from .sweep import SWEEP_PRESETS, format_summary, log_path, plan, run_sweep
+from .plans import SWEEP_PRESETS, plan
+from .sweep import format_summary, log_path, run_sweep
 
 EXIT_INTERRUPTED = 130
 

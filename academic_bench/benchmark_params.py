@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 import shlex
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ from .env import REPO_ROOT, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
 from .results import RETRY_OUTCOMES
+
+log = logging.getLogger(__name__)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -82,7 +84,7 @@ def _number(p: dict, name: str, *, minimum: float, integer: bool = False, allow_
 
 def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
     """The parameters, checked and normalised; a bad one raises before any work, naming the valid choices."""
-    from .sweep import SWEEP_PRESETS
+    from .plans import SWEEP_PRESETS
 
     unknown = sorted(set(params) - set(PARAMETERS))
     missing = [k for k in PARAMETERS if k not in params]
@@ -146,8 +148,8 @@ def resolve_gpu(gpu: str, device: str) -> str:
     if gpu != "auto":
         key = get_gpu(gpu).key
         if found is not None and found.key != key:
-            print(f"warning: the GPU in hand is {name} ({found.key}) but the configurations name {key}: peak FLOP/s "
-                  "(MFU) and memory limits follow the named one", file=sys.stderr, flush=True)
+            log.warning("the GPU in hand is %s (%s) but the configurations name %s: peak FLOP/s (MFU) and memory "
+                        "limits follow the named one", name, found.key, key)
         return key
     if name is None:
         raise ValueError("gpu='auto' but no CUDA GPU was found (nvidia-smi): run on a GPU machine, or use "
@@ -199,7 +201,7 @@ def setup_parameters(setup: str, rows: list[dict], device: str | None = None, **
     template's order), the searches its synced step rows came from, and the models it searched exhaustively,
     timed without synchronising and validated; the template's budget and limits, and ``device``. ``fixed``
     parameters replace those read from the rows (a planned setup's ``gpu`` and ``n_gpus``)."""
-    from .sweep import SWEEP_PRESETS
+    from .plans import SWEEP_PRESETS
 
     defaults = template_parameters()
     order = {m: i for i, m in enumerate(defaults["models"])}

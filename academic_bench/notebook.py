@@ -67,7 +67,7 @@ def plan_phases(p: dict[str, Any], gpu: str) -> list[Phase]:
     """The sweeps, in order: each preset for every model (breadth first, so a short budget still reaches every
     model), the exhaustive search for ``exhaustive_models``, then the synced/unsynced pairs (eager: naive,
     compiled: free-lunch) for ``unsynced_models``. Validation is planned after these, from their results."""
-    from .sweep import plan
+    from .plans import plan
 
     n, tiny = p["n_gpus"], p["tiny"]
     phases = [Phase(f"{preset} for {', '.join(p['models'])}", plan(p["models"], gpu, n, preset, tiny), preset)

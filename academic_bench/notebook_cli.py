@@ -77,7 +77,7 @@ def _cmd_runs_readme(args: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from .models import CATALOG
-    from .sweep import SWEEP_PRESETS
+    from .plans import SWEEP_PRESETS
 
     p = sub.add_parser("notebook", help="run the benchmark notebook for a hardware setup (papermill)",
                        description="Execute notebooks/benchmark.ipynb into <output-root>/<setup>/benchmark.ipynb, "

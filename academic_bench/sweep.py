@@ -3,7 +3,7 @@
 Presets: ``naive`` (all methods off), ``free-lunch`` (compile + kernels + TF32), ``exhaustive`` (every
 memory-saving combination with free-lunch on: 12 valid on one GPU, 22 on more, and the excluded ones recorded
 as ``invalid`` rows with their rule) and ``smart`` (the same candidates, fastest-looking first, skipping those
-that cannot fit or cannot win; see ``SmartPruner``).
+that cannot fit or cannot win; see ``smart.SmartPruner``). The plans are ``plans.plan``.
 
 Smart skips are *not* rows of the store: a skipped configuration was never attempted, and a later exhaustive
 sweep into the same store must still measure it (the store's ids are what a resumed sweep skips). Each skip is
@@ -21,198 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import psutil
-
 from .config import Config
-from .hardware import get_gpu
 from .launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      Rendezvous, run)
-from .methods import FREE_LUNCH, NAIVE, Methods, all_memory_combinations, exclusion_reason
-from .models import get_model
-from .results import (RETRY_OUTCOMES, ResultStore, _clean, append_line, fastest_row, is_not_run, latest_skips,
-                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, state_of,
+from .methods import Methods
+from .results import (RETRY_OUTCOMES, ResultStore, append_line, fastest_row, is_not_run, json_safe, latest_skips,
+                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
                       synced_micro_batches)
+from .smart import SmartPruner, oom_above_smallest
 
-SWEEP_PRESETS = ("naive", "free-lunch", "exhaustive", "smart")
-# How much memory each sharding saves (ZeRO-2 ~ FSDP shard-grad-op, ZeRO-3 ~ FSDP full-shard).
-SHARD_LEVEL = {"none": 0, "zero1": 1, "zero2": 2, "fsdp_shard_grad_op": 2, "zero3": 3, "fsdp_full_shard": 3}
-FIT_MARGIN = 0.10  # skip as "cannot fit" only when the model predicts 10% more than the GPU holds
-
-
-# --- plans --------------------------------------------------------------------------------------------
-
-def _model_list(models: str | Sequence[str]) -> list[str]:
-    names = [m.strip() for m in models.split(",")] if isinstance(models, str) else list(models)
-    return [get_model(m).key for m in names if m]
-
-
-def speed_rank(m: Methods) -> tuple:
-    """A guess of how slow a memory-saving combination is (lower first): offloading moves the optimizer to
-    the CPU, checkpointing recomputes the forward pass, deeper sharding adds communication."""
-    return (m.offload, m.checkpointing, SHARD_LEVEL[m.sharding], m.uses_fsdp)
-
-
-def plan(models: str | Sequence[str], gpu: str, n_gpus: int, preset: str, tiny: bool = False, nodes: int = 1,
-         micro_batch: int | None = None) -> list[Config]:
-    """The configurations a preset measures (exhaustive and smart include the invalid ones, last for smart)."""
-    if preset not in SWEEP_PRESETS:
-        raise ValueError(f"unknown sweep preset {preset!r}; choose one of: {', '.join(SWEEP_PRESETS)}")
-    gpu = get_gpu(gpu).key
-    configs = []
-    for model in _model_list(models):
-        if preset in ("naive", "free-lunch"):
-            methods = [NAIVE if preset == "naive" else FREE_LUNCH]
-        else:
-            methods = all_memory_combinations(FREE_LUNCH)
-            if preset == "smart":
-                methods.sort(key=lambda m: (exclusion_reason(m, n_gpus) is not None, speed_rank(m)))
-        configs += [Config(model, gpu, n_gpus, nodes, m, micro_batch, tiny) for m in methods]
-    return configs
-
-
-# --- smart pruning ------------------------------------------------------------------------------------
-
-def _setting(c: Config) -> tuple:
-    m = c.methods
-    return (c.model, c.gpu, c.n_gpus, c.nodes, c.tiny, c.micro_batch, m.compile, m.kernels, m.tf32)
-
-
-def saves_at_least(a: Methods, b: Methods) -> bool:
-    """a saves at least as much memory as b in every dimension (checkpointing, sharding depth, offloading)."""
-    return (a.checkpointing >= b.checkpointing and SHARD_LEVEL[a.sharding] >= SHARD_LEVEL[b.sharding]
-            and a.offload >= b.offload)
-
-
-def saves_more(a: Methods, b: Methods) -> bool:
-    return saves_at_least(a, b) and not saves_at_least(b, a)
-
-
-def _oom_above_smallest(row: dict) -> bool:
-    """Out of memory when timed at a searched micro-batch above 1: it says nothing about smaller sizes."""
-    return row["outcome"] == "oom" and row["config"].get("micro_batch") is None and (row.get("micro_batch") or 0) > 1
-
-
-def _power_of_two_floor(n: int) -> int:
-    return 1 << (max(1, n).bit_length() - 1)
-
-
-class SmartPruner:
-    """Skips candidates that cannot fit or cannot win, with a reason for each.
-
-    Rules (candidates compared only within one setting: model, GPU, count, free-lunch switches):
-    1. cannot fit: the memory model predicts that micro-batch 1 needs more than the GPU's memory (+10%), or
-       that the states a node's ranks offload need more than the host memory of the machine running the sweep
-       (seen on one H100 with 128 GiB: Pythia-6.9B's ZeRO-1 offload was killed by the out-of-memory killer);
-    2. cannot fit: a measured configuration that saves at least as much memory ran out at micro-batch 1;
-    3. cannot win: a measured configuration that saves less memory already runs the whole per-GPU batch in one
-       micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
-    4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration that saves
-       less memory (predictions compared with predictions, so the model's bias cancels), so again only overhead;
-    5. cannot finish: a configuration that saves less memory ran at least this sweep's time limit without a
-       result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
-       search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
-       ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
-    Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
-    """
-
-    def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 host_memory_gb: float | None = None) -> None:
-        self.measured: dict[tuple, list[tuple[Config, dict]]] = {}
-        self.timeout_s = timeout_s
-        self.host_gb = host_memory_gb if host_memory_gb is not None else psutil.virtual_memory().total / 1e9
-        self.estimate = None
-        if use_memory_model:
-            try:
-                from . import estimate
-
-                self.estimate = estimate
-            except ImportError:
-                self.estimate = None
-
-    def observe(self, config: Config, row: dict) -> None:
-        if row.get("outcome") in ("ok", "oom") or (row.get("outcome") == "timeout" and not is_not_run(row)):
-            self.measured.setdefault(_setting(config), []).append((config, row))
-
-    def _predicted_gb(self, c: Config, micro_batch: int) -> float | None:
-        try:
-            mem = self.estimate.predict_memory(c, micro_batch)
-        except Exception:  # noqa: BLE001  (no prediction, no skip)
-            return None
-        total = getattr(mem, "total", mem)
-        return float(total) / 1e9 if total is not None else None
-
-    def _host_need_gb(self, c: Config) -> float | None:
-        try:
-            return float(self.estimate.host_memory_need(c)) / 1e9
-        except Exception:  # noqa: BLE001  (no prediction, no skip)
-            return None
-
-    def _usable_gb(self, gpu_gb: float) -> float:
-        try:
-            return float(self.estimate.usable_bytes(gpu_gb)) / 1e9
-        except Exception:  # noqa: BLE001  (an estimate without the helper: the nominal size)
-            return gpu_gb
-
-    def _predicted_max(self, c: Config) -> int | None:
-        try:
-            n = self.estimate.max_micro_batch(c, get_gpu(c.gpu).memory_gb)
-        except Exception:  # noqa: BLE001
-            return None
-        return None if n is None else min(int(n), c.per_gpu_batch)
-
-    def skip(self, c: Config) -> tuple[str, str] | None:
-        """(category, reason) when ``c`` should be skipped, else None."""
-        if exclusion_reason(c.methods, c.n_gpus) is not None:
-            return None  # invalid ones get an invalid row, not a skip
-        gpu_gb = None if c.tiny else get_gpu(c.gpu).memory_gb
-        if self.estimate is not None and gpu_gb is not None:
-            need, usable = self._predicted_gb(c, 1), self._usable_gb(gpu_gb)
-            if need is not None and need > usable * (1 + FIT_MARGIN):
-                return ("cannot fit (memory model)",
-                        f"smart: skipped because the memory model predicts {need:.1f} GB at micro-batch 1, more "
-                        f"than the {usable:.1f} GB usable on the {gpu_gb:g} GB GPU (+{FIT_MARGIN:.0%} margin)")
-            host = self._host_need_gb(c)
-            if host is not None and host > self.host_gb:
-                return ("cannot fit (host memory model)",
-                        f"smart: skipped because the memory model puts the states offloaded on one node at "
-                        f"{host:.1f} GB (with DeepSpeed's {self.estimate.HOST_BUFFER_FACTOR:g}x buffer), more "
-                        f"than this machine's {self.host_gb:.1f} GB of host memory")
-        for other, row in self.measured.get(_setting(c), []):
-            m, o = c.methods, other.methods
-            if row["outcome"] == "oom" and not _oom_above_smallest(row) and saves_at_least(o, m):
-                at = "the smallest micro-batch" if c.micro_batch is None else f"micro-batch {c.micro_batch}"
-                return ("cannot fit (measured)",
-                        f"smart: skipped because {o.label()}, which saves at least as much memory, ran out of "
-                        f"memory at {at}")
-            if (row["outcome"] == "timeout" and saves_more(m, o)
-                    and (row.get("duration_s") or 0) >= self.timeout_s):
-                return ("cannot finish (measured)",
-                        f"smart: skipped because {o.label()}, which saves less memory, ran "
-                        f"{row['duration_s']:.0f} s without a result; saving more memory only adds work, so it "
-                        f"would not finish within this sweep's {self.timeout_s:g} s limit either")
-            if row["outcome"] != "ok" or not saves_more(m, o):
-                continue
-            if row.get("gas") == 1 or c.micro_batch is not None:
-                what = ("already fits the whole per-GPU batch" if c.micro_batch is None
-                        else "already runs the same fixed micro-batch")
-                return ("cannot win (batch already fits)",
-                        f"smart: skipped because {o.label()} {what} ({row['micro_batch']}) at "
-                        f"{row['step_time_s']:.4g} s/step; more memory saving only adds overhead")
-            if self.estimate is not None and gpu_gb is not None:
-                mine, theirs = self._predicted_max(c), self._predicted_max(other)
-                if mine is not None and theirs and _power_of_two_floor(mine) <= _power_of_two_floor(theirs):
-                    return ("cannot win (no larger micro-batch)",
-                            f"smart: skipped because the memory model predicts no larger micro-batch for it "
-                            f"(<= {_power_of_two_floor(mine)}) than for {o.label()}, measured at "
-                            f"{row['step_time_s']:.4g} s/step; more memory saving would only add overhead")
-        return None
-
-
-# --- running -------------------------------------------------------------------------------------------
-
-def skipped_path(out: str | os.PathLike) -> Path:
-    out = Path(out)
-    return out.with_name(out.stem + ".skipped.jsonl")
+__all__ = ["Interrupted", "format_summary", "log_path", "run_sweep"]
 
 
 def log_path(out: str | os.PathLike, config: Config, timing: str, mode: str) -> Path:
@@ -278,7 +96,7 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     """An unsynced row at another micro-batch than its synced twin's latest: it times other work, so the
     pair is timed again. Or a row that ran out of memory when timed at a searched micro-batch above 1 before
     the timed run fell back to half that size (no note in its search log): measured again, it gets a size."""
-    if _oom_above_smallest(row) and not any(t.get("note") == TIMED_OOM_NOTE for t in row.get("mbs_search") or []):
+    if oom_above_smallest(row) and not any(t.get("note") == TIMED_OOM_NOTE for t in row.get("mbs_search") or []):
         return True
     want = (micro_batches or {}).get(row["config_id"]) if row["timing"] == "unsynced" else None
     return want is not None and row.get("micro_batch") != want
@@ -409,7 +227,7 @@ def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why:
     last = already.get(skip_key(entry))
     if last is not None and skip_is_latest(last, row) and last.get("category") == why[0]:
         return
-    append_line(path, (json.dumps(_clean(entry), separators=(",", ":")) + "\n").encode())
+    append_line(path, (json.dumps(json_safe(entry), separators=(",", ":")) + "\n").encode())
     already[skip_key(entry)] = entry
 
 

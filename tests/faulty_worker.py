@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from academic_bench.config import Config
-from academic_bench.measure import worker
+from academic_bench.measure import microbatch, worker
 
 FAULTS_ENV = "ACADEMIC_BENCH_FAULTS"  # JSON: {"<configuration id>" or "*": {fault: value}}
 MODULE = "tests.faulty_worker"  # what ``run_config(worker=...)`` and ``run_sweep(worker=...)`` take
@@ -74,9 +74,10 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
 
     patch(worker, "measure", measure)
     patch(worker, "Stepper", Stepper)
+    patch(microbatch, "Stepper", Stepper)  # the search builds one per trial
     patch(worker, "time_and_validate", time_and_validate)
     if faults.get("start_micro_batch"):
-        patch(worker, "start_guess", lambda cfg: faults["start_micro_batch"])
+        patch(microbatch, "start_guess", lambda cfg: faults["start_micro_batch"])
     if faults.get("collective_timeout_s"):
         patch(worker, "collective_timeout_s", lambda req: faults["collective_timeout_s"])
 

@@ -239,7 +239,7 @@ def _search_frames(days: list[float], smart_measures: int, drop: int = 0):
     """Synthetic rows: every valid combination of Pythia-160M on one H100 measured (100 s of GPU time each)
     with the given days; the smart search measured the first ``smart_measures`` and skipped the rest."""
     from academic_bench.methods import exclusion_reason
-    from academic_bench.sweep import plan
+    from academic_bench.plans import plan
 
     valid = [c for c in plan("pythia-160m", "h100-80gb", 1, "exhaustive") if exclusion_reason(c.methods, 1) is None]
     rows = [_row(c.id, c.to_dict()["methods"], days=d, search="smart" if i < smart_measures else "exhaustive",

@@ -125,7 +125,7 @@ def test_the_row_records_the_multicast_switches_the_workers_got(tmp_path, no_mul
         no_multicast_vars.setenv(NO_NVLS_OPT_IN, opt_in)
     seen = tmp_path / "worker-env.json"
     keys = [NO_NVLS_OPT_IN, *NO_NVLS_ENV]
-    no_multicast_vars.setattr(launch, "torchrun_command", lambda config, request, result, **_: [
+    no_multicast_vars.setattr(launch.local, "torchrun_command", lambda config, request, result, **_: [
         sys.executable, "-c", f"import json, os; open({str(seen)!r}, 'w').write(json.dumps("
                               f"{{k: os.environ.get(k) for k in {keys!r}}}))"])
     row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
@@ -149,14 +149,14 @@ def test_request_passes_timing_and_validation_through():
 
 def test_the_measurement_is_told_when_its_time_limit_ends(tmp_path, monkeypatch):
     """Each launch's request carries the time limit's end, less a reserve for tearing down, so that a slow
-    configuration stops timing early (``worker.time_phases``) instead of being killed with nothing."""
+    configuration stops timing early (``measure.timing.time_phases``) instead of being killed with nothing."""
     import sys
     import time
 
     import academic_bench.launch as launch
 
     seen = tmp_path / "request-seen.json"
-    monkeypatch.setattr(launch, "torchrun_command", lambda config, request, result, **_: [
+    monkeypatch.setattr(launch.local, "torchrun_command", lambda config, request, result, **_: [
         sys.executable, "-c", f"import shutil; shutil.copy({str(request)!r}, {str(seen)!r})"])
     before = time.time()
     row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)

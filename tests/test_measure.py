@@ -6,6 +6,7 @@ tests/test_launch.py; these call the worker's functions directly in this process
 from __future__ import annotations
 
 import sys
+import time
 import types
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 
 import faulty_worker
 from academic_bench.config import Config
-from academic_bench.measure import worker
+from academic_bench.measure import data, extrapolation, microbatch, timing, worker
 from academic_bench.measure.apply import (MAMBA_MODELING, Ran, Unsupported, apply_compile, apply_kernels_check,
                                           deepspeed_config)
 from academic_bench.measure.stepper import Stepper
@@ -28,11 +29,11 @@ def tiny(model="pythia-160m", methods=Methods(kernels=True), **kw) -> Config:
 def test_phases_are_timed_at_least_five_times_after_warmup():
     cfg = tiny()
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
-    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
     assert set(phases) == {"accumulate_first", "accumulate", "boundary", "optimizer"}
     assert all(len(v) == 5 and all(t > 0 for t in v) for v in phases.values())
     stepper = Stepper(cfg, 4, 2, "cpu")  # two micro-steps a step: no steady accumulating one to time
-    assert set(worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)) == {"accumulate_first", "boundary",
+    assert set(timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)) == {"accumulate_first", "boundary",
                                                                              "optimizer"}
 
 
@@ -41,11 +42,11 @@ def test_timing_near_its_deadline_keeps_five_repetitions_and_says_it_stopped():
 
     cfg = tiny()
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
-    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time())
-    assert len(phases["boundary"]) == worker.MIN_REPS == 5 and len(phases["accumulate"]) == 5
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time())
+    assert len(phases["boundary"]) == timing.MIN_REPS == 5 and len(phases["accumulate"]) == 5
     assert stepper.ran.notes[-1] == "timing stopped after 5 of 8 repetitions to end within the time limit"
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
-    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time() + 3600)
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=8, deadline=time.time() + 3600)
     assert len(phases["boundary"]) == 8 and not any("timing stopped" in n for n in stepper.ran.notes)
 
 
@@ -57,21 +58,21 @@ def test_the_sustained_run_streams_its_batches_while_timed_phases_take_batches_p
     cfg = tiny()
     stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
     taken = []
-    real = worker.micro_batches
+    real = timing.micro_batches
 
     def counted(cfg, mbs, device, seed):
         for batch in real(cfg, mbs, device, seed):
             taken.append(seed)
             yield batch
 
-    monkeypatch.setattr(worker, "micro_batches", counted)
+    monkeypatch.setattr(timing, "micro_batches", counted)
     micro_steps = []
     original = stepper.micro_step
     monkeypatch.setattr(stepper, "micro_step", lambda batch, sync: micro_steps.append(sync) or original(batch, sync))
-    worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
+    timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
     assert taken == [] and len(micro_steps) == 7 * 3
     micro_steps.clear()
-    worker.validate(stepper, cfg, "cpu", steps=2)
+    timing.validate(stepper, cfg, "cpu", steps=2)
     assert len(taken) == len(micro_steps) == 3 * cfg.per_gpu_batch // 2, "one streamed batch per micro-step"
 
 
@@ -91,7 +92,7 @@ def test_the_sustained_run_s_batches_are_collated_in_data_worker_processes(monke
             return super().__getitem__(index)
 
     monkeypatch.setattr(data, "TensorDataset", Recorded)
-    stream = worker.micro_batches(tiny(), 2, "cpu", seed=0)
+    stream = timing.micro_batches(tiny(), 2, "cpu", seed=0)
     for _ in range(3):
         next(stream)
     pids = set(readers.read_text().split())
@@ -100,8 +101,8 @@ def test_the_sustained_run_s_batches_are_collated_in_data_worker_processes(monke
 
 def test_a_streamed_micro_batch_is_a_whole_batch_of_the_model_and_the_stream_cycles():
     cfg = tiny()
-    stream = worker.micro_batches(cfg, 2, "cpu", seed=0)
-    first = [next(stream) for _ in range(worker.STREAM_BATCHES)]
+    stream = timing.micro_batches(cfg, 2, "cpu", seed=0)
+    first = [next(stream) for _ in range(data.STREAM_BATCHES)]
     again = next(stream)
     assert all(len(v) == 2 for b in first for v in b.values())
     assert set(first[0]) == set(cfg.spec.make_batch(2, tiny=True))
@@ -112,9 +113,9 @@ def test_a_streamed_micro_batch_is_a_whole_batch_of_the_model_and_the_stream_cyc
 def test_step_time_is_the_first_accumulation_and_gas_minus_two_more_plus_boundary_plus_optimizer():
     cfg = tiny()  # per-GPU batch 8
     phases = {"accumulate_first": [0.75] * 5, "accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}
-    out = worker.extrapolate(cfg, 2, phases, "synced")
+    out = extrapolation.extrapolate(cfg, 2, phases, "synced")
     assert out["gas"] == 4 and out["step_time_s"] == pytest.approx(0.75 + 2 * 1.0 + 2.0 + 0.5)
-    assert worker.extrapolate(cfg, 8, {k: v for k, v in phases.items() if "acc" not in k}, "synced")[
+    assert extrapolation.extrapolate(cfg, 8, {k: v for k, v in phases.items() if "acc" not in k}, "synced")[
         "step_time_s"] == pytest.approx(2.5)  # one micro-step a step: the boundary and the optimizer
     r = cfg.recipe
     assert out["days"] == pytest.approx(r.steps * out["step_time_s"] / 86400)
@@ -124,14 +125,14 @@ def test_step_time_is_the_first_accumulation_and_gas_minus_two_more_plus_boundar
 def test_unsynced_extrapolation_is_the_papers_formula():
     cfg = tiny()
     phases = {"boundary": [2.0, 2.0, 2.0], "optimizer": [0.5, 0.5, 0.5]}
-    out = worker.extrapolate(cfg, 2, phases, "unsynced")
+    out = extrapolation.extrapolate(cfg, 2, phases, "unsynced")
     assert out["step_time_s"] == pytest.approx(2.0 * 4 + 0.5)  # every micro-step timed as a syncing one
 
 
 def test_mfu_uses_model_flops_and_the_precisions_peak():
     cfg = Config("pythia-1b", "h100-80gb", 2, methods=FREE_LUNCH)
     phases = {"accumulate": [1.0] * 5, "boundary": [1.0] * 5, "optimizer": [1.0] * 5}
-    out = worker.extrapolate(cfg, 8, phases, "synced")
+    out = extrapolation.extrapolate(cfg, 8, phases, "synced")
     from academic_bench.estimate import model_flops_per_step
     from academic_bench.hardware import get_gpu
 
@@ -142,23 +143,23 @@ def test_mfu_uses_model_flops_and_the_precisions_peak():
 def test_micro_batch_search_finds_the_largest_power_of_two_that_fits(monkeypatch):
     cfg = tiny()
     faulty_worker.install({"oom_above_micro_batch": 2}, monkeypatch.setattr)
-    found = worker.find_micro_batch(cfg, "cpu")
+    found = microbatch.find_micro_batch(cfg, "cpu")
     assert found.micro_batch == 2 and found.stepper is None
     assert [(e["micro_batch"], e["outcome"]) for e in found.log] == [(1, "ok"), (2, "ok"), (4, "oom")]
 
 
 def test_micro_batch_search_reports_when_nothing_fits(monkeypatch):
     faulty_worker.install({"oom_above_micro_batch": 0}, monkeypatch.setattr)
-    found = worker.find_micro_batch(tiny(), "cpu")
+    found = microbatch.find_micro_batch(tiny(), "cpu")
     assert found.micro_batch is None and found.log == [{"micro_batch": 1, "outcome": "oom", "peak_memory_gb": None}]
 
 
 def test_a_search_that_never_ran_out_of_memory_keeps_its_stepper_to_time_in_place(monkeypatch):
     cfg = tiny()  # per-GPU batch 8: 1, 2, 4, 8 all fit, the last one tried is kept, warm
-    found = worker.find_micro_batch(cfg, "cpu", keep=True)
+    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
     assert found.micro_batch == 8 and found.stepper is not None and found.stepper.mbs == 8
     faulty_worker.install({"oom_above_micro_batch": 4}, monkeypatch.setattr)
-    found = worker.find_micro_batch(cfg, "cpu", keep=True)
+    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
     assert found.micro_batch == 4 and found.stepper is None, "after an out-of-memory trial, fresh processes time it"
 
 
@@ -168,14 +169,14 @@ def test_the_memory_model_spares_a_trial_that_can_only_run_out_of_memory(monkeyp
 
     cfg = Config("pythia-160m", "h100-80gb", 1, methods=FREE_LUNCH)
     usable = estimate.usable_bytes(80)
-    assert worker.predicted_overflow(cfg, 1) is None
+    assert microbatch.predicted_overflow(cfg, 1) is None
     huge = next(m for m in (2 ** k for k in range(12)) if estimate.predict_memory(cfg, m).total > 1.3 * usable)
-    why = worker.predicted_overflow(cfg, huge)
+    why = microbatch.predicted_overflow(cfg, huge)
     assert why and why.startswith(f"micro-batch {huge} not tried: the memory model predicts")
     tried = []
-    monkeypatch.setattr(worker, "try_micro_batch", lambda c, m, *a, **k: (tried.append(m) or (True, 1.0, None)))
-    monkeypatch.setattr(worker, "start_guess", lambda c: huge // 2)
-    found = worker.find_micro_batch(cfg, "cpu")
+    monkeypatch.setattr(microbatch, "try_micro_batch", lambda c, m, *a, **k: (tried.append(m) or (True, 1.0, None)))
+    monkeypatch.setattr(microbatch, "start_guess", lambda c: huge // 2)
+    found = microbatch.find_micro_batch(cfg, "cpu")
     assert tried == [huge // 2] and found.micro_batch == huge // 2 and found.notes == [why]
 
 
@@ -327,13 +328,13 @@ def test_zero3_with_offload_times_its_whole_steady_run_as_one_block():
     def cfg(spec):
         return Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec), tiny=True)
 
-    assert worker.steady_block(cfg("free-lunch+zero3+offload"), 32) == 30
-    assert [worker.steady_block(cfg(s), 32) for s in ("free-lunch", "free-lunch+zero3", "free-lunch+zero2+offload",
+    assert timing.steady_block(cfg("free-lunch+zero3+offload"), 32) == 30
+    assert [timing.steady_block(cfg(s), 32) for s in ("free-lunch", "free-lunch+zero3", "free-lunch+zero2+offload",
                                                       "free-lunch+fsdp_full_shard+offload")] == [1, 1, 1, 1]
     calls = []
     stepper = SimpleNamespace(gas=32, micro_step=lambda batch, sync: calls.append((batch, sync)),
                               optimizer_step=lambda: calls.append("opt"))
-    phases = dict(worker.step_phases(stepper, iter(range(100)), block=30))
+    phases = dict(timing.step_phases(stepper, iter(range(100)), block=30))
     phases["accumulate"]()
     assert calls == [(j, False) for j in range(30)], "30 accumulating micro-steps, each with the next batch"
 
@@ -345,10 +346,10 @@ def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_dea
 
     cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch+zero3+offload"), tiny=True)
     gas = cfg.per_gpu_batch // 1
-    assert worker.steady_block(cfg, gas) > 1, "the tiny recipe accumulates enough for a block"
+    assert timing.steady_block(cfg, gas) > 1, "the tiny recipe accumulates enough for a block"
     stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
                               optimizer_step=lambda: None)
-    monkeypatch.setattr(worker, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
-    phases = worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=worker.time.time() - 1)
+    monkeypatch.setattr(timing, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=time.time() - 1)
     assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
     assert any("timing stopped after 1 of 3" in n for n in stepper.ran.notes), stepper.ran.notes

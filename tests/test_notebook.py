@@ -20,7 +20,8 @@ from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
 from academic_bench.results import PLANNED_FILE, ResultStore, is_not_run, latest_rows, make_row
-from academic_bench.sweep import run_sweep, skipped_path
+from academic_bench.results import skipped_path
+from academic_bench.sweep import run_sweep
 from conftest import skip_or_fail
 
 CPU_FLAGS = ["--models", "pythia-160m", "--gpu", "h100-80gb", "--preset", "naive", "--tiny", "--device", "cpu"]

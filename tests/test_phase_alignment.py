@@ -23,7 +23,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from academic_bench.config import Config
-from academic_bench.measure import apply, worker
+from academic_bench.measure import apply, timing
 from academic_bench.measure.stepper import Stepper
 from academic_bench.methods import parse_methods
 
@@ -98,11 +98,11 @@ def _child(rank: int, spec: str, store_path: str, out: str) -> None:
                 out.append((name, 1.0))
             return out
 
-        worker.time_chain = chain
-        worker.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
+        timing.time_chain = chain
+        timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=5)
         timed = [(name, sorted(events)) for name, events in probe.runs]
         probe.runs, probe.counts = [], Counter()
-        worker.validate(stepper, cfg, "cpu", steps=2)  # and its warm-up step: three optimizer steps
+        timing.validate(stepper, cfg, "cpu", steps=2)  # and its warm-up step: three optimizer steps
         engine_gas = stepper.engine.gradient_accumulation_steps() if stepper.engine is not None else None
         if rank == 0:
             Path(out).write_text(json.dumps({"gas": gas, "timed": timed, "engine_gas": engine_gas,
@@ -136,7 +136,7 @@ def test_each_timed_phase_is_the_work_it_names(spec, parallel, tmp_path):
     assert not wrong, f"phases doing other work than they name (index, phase, what ran): {wrong[:6]}"
     names = Counter(name for name, _ in got["timed"])
     # 2 warm-up + 5 timed; ZeRO-3 + offload times its whole steady run as one block: 1 warm-up + BLOCK_REPS
-    n = 1 + worker.BLOCK_REPS if spec.endswith("zero3+offload") else 7
+    n = 1 + timing.BLOCK_REPS if spec.endswith("zero3+offload") else 7
     assert names == {"accumulate_first": n, "accumulate": n, "boundary": n, "optimizer": n}
     assert got["sustained_optimizer_steps"] == 3
     if parallel == "deepspeed":  # DeepSpeed scales its loss by its own count: the real one

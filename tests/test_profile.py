@@ -1,6 +1,7 @@
 """Where a step's time goes (``academic-bench profile``): kernel names sorted into kinds of work, and the CPU
 twin of a profile (a tiny model, its ATen operators timed by torch.profiler) through the command, the
-analysis and the chart. The GPU's kernels are profiled on the GPU machines (``jobs/h100x1-run9.sh``)."""
+analysis and the chart. The GPU's kernels are profiled on the GPU machines (``academic-bench profile``, each
+run recorded in its setup's evidence README)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import pytest
 from academic_bench import analysis, charts
 from academic_bench.cli import main
 from academic_bench.config import Config
-from academic_bench.measure.profile import KIND_NAMES, kind_of
+from academic_bench.kernels import KIND_NAMES, kind_of
 from academic_bench.methods import NAIVE
 from academic_bench.results import ResultStore, load_profiles, make_row
 

@@ -21,7 +21,10 @@ from academic_bench.config import Config
 from academic_bench.launch import TIMED_OOM_NOTE
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
 from academic_bench.results import ResultStore, make_row, synced_micro_batches
-from academic_bench.sweep import SmartPruner, format_summary, plan, run_sweep, skipped_path
+from academic_bench.plans import plan
+from academic_bench.results import skipped_path
+from academic_bench.smart import SmartPruner
+from academic_bench.sweep import format_summary, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,7 @@ FORBIDDEN = [re.compile(p, re.IGNORECASE) for p in (
 
 ALLOWED = [re.compile(p, re.IGNORECASE) for p in (
     # Unix process sessions (setsid / start_new_session): a worker or job started in its own session
-    # outlives its parent's process group (launch.py, start_background.sh, scripts/offline-gpu/README.md,
+    # outlives its parent's process group (launch/processes.py, start_background.sh, scripts/offline-gpu/README.md,
     # tests/test_launch.py, tests/test_sweep.py).
     r"\bin (?:its|their) own (?:process )?sessions?\b",
     r"\bin (?:a )?sessions? of (?:its|their) own\b",

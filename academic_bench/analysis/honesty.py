@@ -93,8 +93,8 @@ ENGINE_COST_COLUMNS = ["setup", "model", "methods_label", "engine", "micro_batch
 
 def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
     """What one configuration costs the engine, per revision, on the same configurations: the rows of each
-    setup's ``evidence/engine/results-revision<N>.jsonl`` (made by ``scripts/offline-gpu/jobs/*-engine-check.sh``,
-    outside the setup's results). ``launches``: 1 when the search's stepper was timed in place or no search ran
+    setup's ``evidence/engine/results-revision<N>.jsonl`` (made by the engine checks that the setup's evidence
+    README records, outside the setup's results). ``launches``: 1 when the search's stepper was timed in place or no search ran
     (the micro-batch was given), else 2."""
     from ..results import ResultStore
 

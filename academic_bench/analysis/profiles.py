@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..kernels import FLOP_KINDS, KIND_NAMES, kind_of
 from ..methods import Methods
 
 from .counted import results
@@ -18,10 +19,8 @@ PROFILE_COLUMNS = [*SETTING, "setup", "config_id", "methods_label", "micro_batch
 
 
 def _kinds_now(profile: dict) -> dict[str, float]:
-    """Seconds per kind of work, sorted with today's patterns (``measure.profile.KINDS``): the kernels the line
+    """Seconds per kind of work, sorted with today's patterns (``kernels.KINDS``): the kernels the line
     names (``top``) move to the kind their name has now; the unnamed rest keeps the kind it was given."""
-    from ..measure.profile import KIND_NAMES, kind_of
-
     seconds = dict.fromkeys(KIND_NAMES, 0.0)
     for k in profile["kinds"]:
         seconds[k["kind"]] = seconds.get(k["kind"], 0.0) + k["seconds"]
@@ -58,8 +57,6 @@ def profiles(root: str | Path | None = None) -> pd.DataFrame:
 def largest_kernels(root: str | Path | None = None) -> pd.DataFrame:
     """The single kernel (or operator) that takes the most of each profiled configuration's busy time: its
     name, today's kind of work for it, and its share. The latest profile of each configuration counts."""
-    from ..measure.profile import kind_of
-
     cols = ["setup", "config_id", "model", "methods_label", "micro_batch", "timer", "tiny", "name", "kind", "share"]
     rows = [{"setup": p["setup"], "config_id": p["config_id"], "model": p["config"]["model"],
              "methods_label": Methods.from_dict(p["config"]["methods"]).label(),
@@ -73,11 +70,9 @@ def largest_kernels(root: str | Path | None = None) -> pd.DataFrame:
 def mfu_factors(df: pd.DataFrame, prof: pd.DataFrame) -> pd.DataFrame:
     """What holds each profiled configuration's MFU below 1, as three factors whose product is its MFU (times
     the measured over the profiled step time, near 1): the share of the step the device is busy, the share of
-    that busy time in the kernels that do the counted FLOPs (``measure.profile.FLOP_KINDS``), and the rate
+    that busy time in the kernels that do the counted FLOPs (``kernels.FLOP_KINDS``), and the rate
     those kernels reach, as a share of the GPU's peak. Only profiles at the micro-batch of a measured result
     (the synced step row of the same configuration) count; GPU profiles only."""
-    from ..measure.profile import FLOP_KINDS
-
     cols = [*SETTING, "setup", "methods_label", "micro_batch", "mfu", "busy_share", "flop_share", "flop_rate",
             "other_kind", "other_share", "step_time_s", "step_wall_s", "peak_flops"]
     gpu = prof[~prof["tiny"] & (prof["timer"] == "gpu kernels")]

@@ -11,7 +11,6 @@ import pandas as pd
 
 from ..methods import exclusion_reason
 from ..results import SET_ASIDE
-
 from .frame import SETTING, runs_root
 
 
@@ -62,7 +61,7 @@ def not_run_mask(df: pd.DataFrame) -> pd.Series:
 
 def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
     """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
-    from ..sweep import plan  # sweep imports the launcher: only load it when asked
+    from ..plans import plan  # the model catalog behind it imports torch: loaded only when asked
 
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
     for key, _ in ex.groupby(["setup", *SETTING], sort=True):

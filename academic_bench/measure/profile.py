@@ -13,7 +13,6 @@ bound for a run without it.
 """
 from __future__ import annotations
 
-import re
 import time
 from collections import defaultdict
 
@@ -21,37 +20,11 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from ..config import Config
+from ..kernels import KIND_NAMES, kind_of
+from .data import host_batches
 from .stepper import Stepper
 from .timing import synchronize
 
-# (kind of work, pattern on a kernel's or operator's name): the first that matches names it. Checked against
-# the kernels of our own H100 and H200 traces (notebooks/runs/*/profiles.jsonl): cuBLAS's nvjet/xmma/CUTLASS matrix products; cuDNN's
-# convolutions (implicit-GEMM fprop/dgrad/wgrad, and the direct kernel of a depthwise weight gradient); cuDNN's
-# SDPA, FlashAttention and PyTorch's memory-efficient attention; mamba-ssm's selective-scan and causal-conv1d
-# kernels; the Triton kernels torch.compile writes, named for the operators they fuse
-# ("triton_per_fused_native_layer_norm_0"): a pointwise or reduction one ("poi", "per", "red") never does a
-# matrix product or a convolution, even when its name carries the matmul's bias add ("fused_add_addmm");
-# dtype casts (ATen's copy kernels); and, on a CPU, the ATen operators themselves.
-_NOT_FUSED_TRITON = r"^(?!triton_(poi|per|red)_)"
-KINDS: list[tuple[str, str]] = [
-    ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter"),
-    ("attention", r"flash|fmha|attention|sdpa|scaled_dot_product"),
-    ("state-space scan", r"selective_scan|causal_conv1d|selective_state_update|chunk_scan|chunk_state|state_passing"),
-    ("convolution", _NOT_FUSED_TRITON + r".*(conv(?!ert)|wgrad|dgrad|implicit_gemm)"),
-    ("matrix multiplication", _NOT_FUSED_TRITON +
-     r".*(gemm|nvjet|cutlass|xmma|cublas|(^|[_:])(mm|addmm|bmm|baddbmm|matmul|linear)([_(]|$))"),
-    ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
-    ("loss and softmax", r"cross_entropy|log_softmax|softmax|nll_loss"),
-    ("optimizer", r"adam|multi_tensor|foreach|_fused_sgd"),
-    ("memory copy", r"^memcpy|^memset|copy_kernel|tensorTransform|^triton_poi_fused__to_copy_\d+$"
-     r"|^aten::(copy_|_to_copy|to|clone|contiguous)$"),
-    ("elementwise and other", r""),
-]
-KIND_NAMES = [k for k, _ in KINDS]
-# The kinds whose kernels do the FLOPs the MFU counts (``estimate``: matrix products, convolutions and the
-# attention term); a state-space scan's work is not counted (Mamba's FLOPs are its reference path's matmuls).
-FLOP_KINDS = ("matrix multiplication", "convolution", "attention")
-_PATTERNS = [(k, re.compile(p, re.IGNORECASE)) for k, p in KINDS]
 # Every name with at least this share of the busy time is kept, by name, in the profile's line (at most
 # TOP_KERNELS): enough to sort a profile again when the patterns improve (``analysis.profiles`` does).
 TOP_MIN_SHARE = 0.001
@@ -60,11 +33,6 @@ TOP_KERNELS = 80
 
 class ProfileError(ValueError):
     """A configuration the profiler cannot take (it names why and what would do)."""
-
-
-def kind_of(name: str) -> str:
-    """The kind of work a kernel or operator does, from its name (``KINDS``)."""
-    return next(k for k, p in _PATTERNS if p.search(name))
 
 
 def profilable(cfg: Config) -> bool:
@@ -113,8 +81,6 @@ def _profiled(run, device: str, reps: int) -> tuple[dict[str, float], float]:
 def profile_step(cfg: Config, micro_batch: int, device: str, reps: int = 3, warmup: int = 2) -> dict:
     """The profile of one training step of ``cfg`` at ``micro_batch``: seconds per kind of work and the top
     kernels, weighted as a step runs them, and the share of the step's wall time the device was busy."""
-    from .worker import host_batches
-
     check_profilable(cfg)
     if micro_batch < 1 or cfg.per_gpu_batch % micro_batch:
         raise ProfileError(f"micro-batch {micro_batch} does not divide the per-GPU batch {cfg.per_gpu_batch}")

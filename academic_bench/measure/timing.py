@@ -1,4 +1,5 @@
-"""Timing phases of a training step.
+"""Timing the phases of a training step, and the sustained run of real optimizer steps that validates their
+extrapolation.
 
 Synchronized (ours): the GPU is synchronized (every stream) at the end of each timed phase on every rank, and
 the slowest rank counts. Unsynchronized (the paper's released method, for comparison only): wall clock around
@@ -6,12 +7,20 @@ host-side enqueueing, never waiting for the GPU, rank 0 only.
 """
 from __future__ import annotations
 
+import itertools
+import logging
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 import torch.distributed as dist
+
+from ..config import Config
+from .data import host_batches, micro_batches
+from .stepper import Stepper
+
+log = logging.getLogger(__name__)
 
 
 def synchronize(device: str) -> None:
@@ -79,3 +88,125 @@ def summary(values: list[float]) -> dict:
     """Median and spread of repeated measurements."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values),
             "mean": statistics.fmean(values)}
+
+
+# --- the phases of a step, timed ---------------------------------------------------------------------------
+
+MIN_REPS = 5  # the fewest timed repetitions a measurement keeps, even when a time limit is near
+DEADLINE_MARGIN = 1.5  # how much longer than its estimate work may take, when judging if it ends in time
+
+
+def would_pass(deadline: float | None, seconds: float, device: str) -> bool:
+    """Whether work of about ``seconds``, started now, could end past ``deadline`` (a ``time.time()``); the
+    ranks agree, so that they all take the same path."""
+    return any_rank(deadline is not None and time.time() + DEADLINE_MARGIN * seconds > deadline, device)
+
+
+def note(stepper: Stepper, text: str) -> None:
+    """A note in the row's record of what ran, and in the run's log."""
+    stepper.ran.notes.append(text)
+    log.info("%s", text)
+
+
+# DeepSpeed ZeRO-3 with offload is host-bound: each micro-step fetches every module's weights from host memory.
+# Its micro-steps cost more over a whole accumulation than in a short pattern (one process, three rounds: the
+# extrapolation from single micro-steps was 2.4-6.5% under the sustained step, from blocks of 8 still 2.5-5.5%;
+# notebooks/runs/h100x1/evidence/engine/drift-*.json), so its steady phase is the whole run of them, as one block.
+BLOCK_REPS = 3  # repetitions of a whole-accumulation block (each already averages GAS - 2 micro-steps)
+
+
+def steady_block(cfg: Config, gas: int) -> int:
+    """How many consecutive accumulating micro-steps the steady phase times as one: 1, or for DeepSpeed ZeRO-3
+    with offload the whole steady run of a real step (GAS - 2)."""
+    m = cfg.methods
+    return max(gas - 2, 1) if m.sharding == "zero3" and m.offload else 1
+
+
+def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> list[tuple[str, Callable[[], None]]]:
+    """The head of a real training step, phase by phase: the first accumulating micro-step after an optimizer
+    step (where libraries start their accumulation: DeepSpeed's offload copies gradients out rather than adding
+    to them), ``block`` more (the steady state the other GAS - 2 repeat; timed together), the boundary micro-step
+    and the optimizer step; fewer accumulating ones when GAS is smaller. Each micro-step takes the next of
+    ``batches`` (pinned in advance) and copies it to the device inside its phase."""
+    gas = stepper.gas
+
+    def steady() -> None:
+        for _ in range(block):
+            stepper.micro_step(next(batches), sync=False)
+
+    accumulating = [("accumulate_first", lambda: stepper.micro_step(next(batches), sync=False))] if gas >= 2 else []
+    if gas >= 3:
+        accumulating.append(("accumulate", steady))
+    return accumulating + [("boundary", lambda: stepper.micro_step(next(batches), sync=True)),
+                           ("optimizer", stepper.optimizer_step)]
+
+
+def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
+                deadline: float | None = None) -> dict[str, list[float]]:
+    """Per-phase times (``step_phases``) over ``reps`` repetitions after ``warmup`` untimed ones, each phase
+    ending with the device synchronized (``timing.time_chain``); the slowest rank counts. ``deadline`` (a
+    ``time.time()``): after ``MIN_REPS`` repetitions, stop before one that would end past it, and say so in
+    the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed.
+    A steady block of several micro-steps (``steady_block``) is timed ``BLOCK_REPS`` times after one warm-up, and
+    its samples are per micro-step."""
+    block = steady_block(cfg, stepper.gas)
+    if block > 1:
+        warmup, reps = 1, BLOCK_REPS
+        note(stepper, f"steady phase: the whole run of {block} accumulating micro-steps timed as one block "
+                       f"({BLOCK_REPS} repetitions; per micro-step in the times)")
+    fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
+    phases = step_phases(stepper, itertools.cycle(host_batches(cfg, stepper.mbs, 2, seed=1)), block)
+    samples: dict[str, list[float]] = {name: [] for name, _ in phases}
+    for i in range(warmup + reps):
+        t0 = time.time()
+        for name, seconds in time_chain(phases, device):
+            if i >= warmup:
+                samples[name].append(seconds / block if name == "accumulate" else seconds)
+        done = i + 1 - warmup
+        if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
+            note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
+            break
+    return slowest_rank(samples, device)
+
+
+def time_unsynced(stepper: Stepper, cfg: Config, device: str) -> dict[str, list[float]]:
+    """The paper's released method: 1 warm-up, 3 micro-steps that each synchronize gradients and 3
+    optimizer steps, wall clock without waiting for the GPU, batch copied before the timer, rank 0 only."""
+    batch = host_batches(cfg, stepper.mbs, 1, seed=1)[0]
+    samples: dict[str, list[float]] = {"boundary": [], "optimizer": []}
+    for i in range(1 + 3):
+        on_device = {k: v.to(device) for k, v in batch.items()}
+        t_bnd = timed(lambda: stepper.micro_step(on_device, sync=True), device, False)
+        t_opt = timed(stepper.optimizer_step, device, False)
+        if i >= 1:
+            samples["boundary"].append(t_bnd)
+            samples["optimizer"].append(t_opt)
+    synchronize(device)
+    return samples
+
+
+def validation_fits(stepper: Stepper, steps: int, step_s: float, deadline: float | None, device: str) -> bool:
+    """Whether ``steps`` validation steps (and their warm-up step) of about ``step_s`` each end before
+    ``deadline``; if not, the validation is skipped and the notes say so, so that the measured row is written
+    rather than killed with it."""
+    if would_pass(deadline, (steps + 1) * step_s, device):
+        note(stepper, f"validation skipped: {steps} real steps of about {step_s:.3g} s would not end within the "
+                       "time limit")
+        return False
+    return True
+
+
+def validate(stepper: Stepper, cfg: Config, device: str, steps: int) -> list[float]:
+    """Sustained time of real optimizer steps: real accumulation, batches from a DataLoader with worker
+    processes (``micro_batches``), one warm-up step."""
+    gas = cfg.per_gpu_batch // stepper.mbs
+    stepper.set_gas(gas)
+    batches = micro_batches(cfg, stepper.mbs, device, seed=2)
+
+    def one_step():
+        for j in range(gas):
+            stepper.micro_step(next(batches), sync=j == gas - 1)
+        stepper.optimizer_step()
+
+    times = [timed(one_step, device, True) for _ in range(steps + 1)][1:]
+    return slowest_rank({"step": times}, device)["step"]

@@ -5,7 +5,7 @@
 # so that they never match this command's own shell, whose command line contains them.
 set -u
 [ -d /tmp/w ] || exec bash "$(dirname "$0")/collect.sh" 0 "$@"  # no job here: say so, as collect.sh does
-pkill -TERM -f "[b]ash scripts/offline-gpu/jobs/"
+pkill -TERM -f "[b]ash scripts/offline-gpu/job.sh"
 pkill -INT -f "[a]cademic_bench (notebook|sweep|bench)"
 for _ in $(seq 1 12); do pgrep -f "[a]cademic_bench (notebook|sweep|bench)" > /dev/null || break; sleep 5; done
 pkill -KILL -f "[t]orchrun"

@@ -2,9 +2,9 @@
 
     python3 scripts/offline-gpu/zero3_drift.py [MODEL] [METHODS] [MICRO_BATCH] [ROUNDS]
 
-Alternates, ROUNDS times in one process: the engine's phase timing (``worker.time_phases``, extrapolated as a
+Alternates, ROUNDS times in one process: the engine's phase timing (``timing.time_phases``, extrapolated as a
 row is), a block of consecutive accumulating micro-steps timed as one (synchronized at its end only, as a
-sustained step runs them), and the engine's validation (``worker.validate``, real steps through a DataLoader).
+sustained step runs them), and the engine's validation (``timing.validate``, real steps through a DataLoader).
 If the phases and the sustained steps agree in every round, a validation miss of this configuration comes from
 the run, not the method; if they disagree in every round, the method is what to fix.
 """
@@ -20,8 +20,10 @@ import torch.distributed as dist
 
 from academic_bench.config import Config
 from academic_bench.measure.stepper import Stepper
-from academic_bench.measure.timing import synchronize
-from academic_bench.measure.worker import extrapolate, host_batches, init, time_phases, validate
+from academic_bench.measure.data import host_batches
+from academic_bench.measure.extrapolation import extrapolate
+from academic_bench.measure.timing import synchronize, time_phases, validate
+from academic_bench.measure.worker import init
 from academic_bench.methods import parse_methods
 
 BLOCK = 8  # accumulating micro-steps per timed block

@@ -19,7 +19,8 @@ import torch.distributed as dist
 
 from academic_bench.config import Config
 from academic_bench.measure.stepper import Stepper
-from academic_bench.measure.worker import host_batches, init
+from academic_bench.measure.data import host_batches
+from academic_bench.measure.worker import init
 from academic_bench.methods import parse_methods
 
 

@@ -1,0 +1,23 @@
+"""Run one configuration in fresh processes (torchrun) under a time limit, and classify what happened.
+
+    run_config(config, setup="h100x1") -> result row   (outcome ok | oom | invalid | error | timeout | unsupported)
+
+Each configuration gets new processes, so a crash, an NCCL error, a CUDA fault or a hang in one cannot leak into
+the next: the parent only waits, reads the result file the worker writes (``measure/worker.py``), keeps the
+log, and kills everything on timeout. The default executor runs torchrun here; ``slurm`` submits the same
+call as a SLURM job through submitit (``submitit-local`` runs that path with submitit's local executor, for
+tests and for machines without SLURM).
+"""
+from __future__ import annotations
+
+from .jobs import EXECUTORS, make_executor, run, run_config_submitit
+from .local import (DEADLINE_RESERVE_S, DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, TIMED_OOM_NOTE, build_request,
+                    run_config)
+from .outcome import failure_cause, log_tail
+from .processes import (LAUNCH_ENV_KEYS, NO_NVLS_ENV, NO_NVLS_OPT_IN, WORKER_MODULE, Rendezvous, child_env,
+                        default_device, kill_tree, launch_env_record, no_nvls_requested, torchrun_command)
+
+__all__ = ["DEADLINE_RESERVE_S", "DEFAULT_REPS", "DEFAULT_TIMEOUT_S", "DEFAULT_WARMUP", "EXECUTORS", "LAUNCH_ENV_KEYS",
+           "NO_NVLS_ENV", "NO_NVLS_OPT_IN", "TIMED_OOM_NOTE", "WORKER_MODULE", "Rendezvous", "build_request",
+           "child_env", "default_device", "failure_cause", "kill_tree", "launch_env_record", "log_tail",
+           "make_executor", "no_nvls_requested", "run", "run_config", "run_config_submitit", "torchrun_command"]

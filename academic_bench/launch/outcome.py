@@ -1,0 +1,113 @@
+"""What a launch's files say happened: the worker's result merged into the row, or the failure read from the log
+(a crash's last exception, a signal that killed a worker, a time limit)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import psutil
+
+from ..config import Config
+from ..units import days_for
+
+TAIL_LINES = 30
+# Fields of the row that the parent owns; a worker's result never overrides them.
+PARENT_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search", "env", "started_at",
+               "duration_s", "log")
+
+
+def _read_tail(path: Path, max_bytes: int = 256 * 1024) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - max_bytes))
+            return f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+# torchrun's own post-mortem (its traceback and a "Root Cause" box) follows the workers' output; the workers'
+# last lines are what explains the failure.
+_AGENT_REPORT = re.compile(r"torch/distributed/elastic/.*failed \(exitcode")
+_CAUSE = re.compile(r"^(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES, max_chars: int = 6000) -> str:
+    """The last lines of the workers' output (torchrun's post-mortem cut off), or '(empty log)'."""
+    text = _read_tail(path)
+    cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
+    tail = "\n".join(text[:cut][-lines:] or text[-lines:])
+    return tail[-max_chars:] or "(empty log)"
+
+
+# torchrun's post-mortem names a worker that a signal ended: "exitcode: -9" / "Signal 9 (SIGKILL) received".
+_KILLED = re.compile(r"exitcode\s*:\s*-(\d+)")
+
+
+def _killed_reason(signum: int) -> str:
+    reason = f"a worker was killed by signal {signum}"
+    if signum == signal.SIGKILL:
+        host_gb = psutil.virtual_memory().total / 1e9
+        reason += (" (SIGKILL) from outside the run, not by its time limit: most likely the host's "
+                   f"out-of-memory killer (this machine has {host_gb:.0f} GB of memory)")
+    return reason
+
+
+def failure_cause(path: Path) -> str | None:
+    """What ended the workers: the signal torchrun says killed one (a kill prints no exception), else the last
+    exception line the workers printed, e.g. 'RuntimeError: NCCL error ...'."""
+    text = _read_tail(path)
+    cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
+    signals = [int(m.group(1)) for line in text[cut:] if (m := _KILLED.search(line))]
+    if signals:
+        return _killed_reason(signals[-1])
+    causes = [m.group(1) for line in text[:cut] if (m := _CAUSE.match(line.strip()))]
+    return causes[-1][:500] if causes else None
+
+
+def _merge(row: dict, result: dict) -> None:
+    for key, value in result.items():
+        if key not in PARENT_KEYS:
+            row[key] = value
+
+
+def fill_derived(row: dict, config: Config) -> None:
+    """Fields that follow from the measurement, when the worker left them out."""
+    r = config.recipe
+    row["throughput_unit"] = row.get("throughput_unit") or f"{r.unit}/s"
+    step = row.get("step_time_s")
+    if row["outcome"] == "ok" and isinstance(step, (int, float)) and step > 0:
+        if row.get("days") is None:
+            row["days"] = days_for(r.steps, step)
+        if row.get("gpu_days") is None:
+            row["gpu_days"] = row["days"] * config.n_gpus
+    if row["outcome"] == "oom" and not row.get("reason"):
+        row["reason"] = "even the smallest micro-batch does not fit in memory"
+
+
+def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log: Path,
+              timeout_s: float) -> None:
+    if timed_out:
+        row.update(outcome="timeout", reason=f"no result within the time limit of {timeout_s:g} s; every process "
+                   f"of the run was killed. Last lines of the log:\n{log_tail(log)}")
+        return
+    data = None
+    if result.exists():
+        try:
+            data = json.loads(result.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            row.update(outcome="error", reason=f"unreadable result file ({exc}). Last lines of the log:\n"
+                       f"{log_tail(log)}")
+            return
+    if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
+        what = f"exit status {proc_rc}" + ("" if data else ", no result file")
+        cause = failure_cause(log)
+        row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")
+                   + f". Last lines of the log:\n{log_tail(log)}")
+        return
+    _merge(row, data)
+
+

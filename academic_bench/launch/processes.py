@@ -1,0 +1,154 @@
+"""The processes of one launch: torchrun's command line, the workers' environment (with the opt-in that switches
+NVLink multicast off), and killing a whole process tree on a time limit."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from ..config import Config
+from ..env import REPO_ROOT
+
+WORKER_MODULE = "academic_bench.measure.worker"
+# Opt-in for machines whose NVLink multicast (NVLS/SHARP) cannot be used, e.g. GPUs shared through a
+# virtualisation layer: there NCCL/NVSHMEM multicast set-up hung or failed (the study's shared multi-GPU
+# machines, whose ``scripts/offline-gpu/gpu_prelude.sh`` exports it). ACADEMIC_BENCH_NO_NVLS=1 switches
+# multicast off for the workers. Without it NCCL's own defaults stand, since switching NVLS off slows all-reduce
+# on an NVSwitch machine that has it and would bias its multi-GPU timings; variables the user exported pass through.
+NO_NVLS_OPT_IN = "ACADEMIC_BENCH_NO_NVLS"
+NO_NVLS_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+# The variables a row's ``env["launch"]`` records as the workers got them (None: unset, the library's default).
+LAUNCH_ENV_KEYS = (NO_NVLS_OPT_IN, *NO_NVLS_ENV)
+# Linux only: torchrun gets SIGTERM when this process dies (even by SIGKILL), and then stops its workers.
+_PDEATHSIG_EXEC = ("import ctypes,os,sys;"
+                   "ctypes.CDLL(None).prctl(1,15);"  # 1 = PR_SET_PDEATHSIG
+                   "os.getppid()!=int(sys.argv[1]) and sys.exit(143);"  # the parent died before prctl
+                   "os.execv(sys.executable,[sys.executable]+sys.argv[2:])")
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """torchrun's multi-node options for this node (the same endpoint on every node; node 0 writes the row)."""
+
+    nnodes: int
+    node_rank: int
+    endpoint: str  # host:port reachable from every node
+
+    def args(self, run_id: str) -> list[str]:
+        return ["--nnodes", str(self.nnodes), "--node_rank", str(self.node_rank),
+                "--rdzv_endpoint", self.endpoint, "--rdzv_id", run_id]
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def torchrun_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
+                     worker: str = WORKER_MODULE) -> list[str]:
+    nproc = config.n_gpus // config.nodes
+    where = rdzv.args(config.id) if rdzv else ["--standalone"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), *where,
+           "--max_restarts", "0", "-m", worker, "--request", str(request), "--result", str(result)]
+    return cmd
+
+
+def with_parent_death_signal(cmd: list[str]) -> list[str]:
+    """Start ``cmd`` (a python command) so that it gets SIGTERM if this process dies (Linux)."""
+    if sys.platform != "linux" or cmd[0] != sys.executable:
+        return cmd
+    return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd[1:]]
+
+
+def no_nvls_requested(environ: dict[str, str] | None = None) -> bool:
+    """Whether ``ACADEMIC_BENCH_NO_NVLS`` (in ``environ``, default the process's) asks to switch multicast off."""
+    value = (os.environ if environ is None else environ).get(NO_NVLS_OPT_IN, "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def launch_env_record(env: dict[str, str]) -> dict[str, str | None]:
+    """What a row records of the workers' environment: the multicast switches and the opt-in, as set."""
+    return {key: env.get(key) for key in LAUNCH_ENV_KEYS}
+
+
+def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of torchrun and its workers (multicast switched off only on ``ACADEMIC_BENCH_NO_NVLS=1``)."""
+    env = dict(os.environ)
+    # torchrun sets OMP_NUM_THREADS=1 when it is unset, which leaves CPU offloading's optimizer on one core
+    # (the paper's handicap); give each rank its share of the cores instead.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    env["OMP_NUM_THREADS"] = str(max(1, cores // (config.n_gpus // config.nodes)))
+    if no_nvls_requested({**env, **(extra or {})}):
+        env.update(NO_NVLS_ENV)
+    # Fewer fragmentation failures near the memory limit (torchtitan's default too); a user's choice stands.
+    env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
+    if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    env.update(extra or {})
+    return env
+
+
+def _tree(root: psutil.Process) -> set[psutil.Process]:
+    try:
+        return {root, *root.children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """Kill torchrun, its process group and every descendant.
+
+    torchrun starts each worker in a session of its own, so killing torchrun's process group alone would
+    leave the workers running (and holding the GPUs). The tree is frozen first so nothing forks meanwhile.
+    """
+    try:
+        root = psutil.Process(proc.pid)
+    except psutil.NoSuchProcess:
+        root = None
+    members: set[psutil.Process] = set()
+    for _ in range(5):
+        found = _tree(root) if root else set()
+        for p in list(members):
+            try:
+                found |= {p, *p.children(recursive=True)}
+            except psutil.NoSuchProcess:
+                pass
+        new = found - members
+        for p in new:
+            try:
+                p.suspend()
+            except psutil.NoSuchProcess:
+                pass
+        members |= found
+        if not new:
+            break
+    groups = {proc.pid}
+    for p in members:
+        try:
+            groups.add(os.getpgid(p.pid))
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    groups.discard(os.getpgrp())  # never our own group
+    for g in groups:
+        try:
+            os.killpg(g, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for p in members:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(list(members), timeout=10)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+

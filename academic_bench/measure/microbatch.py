@@ -1,0 +1,161 @@
+"""The micro-batch search: the largest power-of-two micro-batch that runs a full step, starting at the memory
+model's prediction; every rank agrees on each trial, and writes its own outcome down first."""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ..config import Config
+from .data import host_batches
+from .stepper import Stepper, free_after_oom, is_oom
+from .timing import any_rank, synchronize
+
+log = logging.getLogger(__name__)
+
+
+def note_trial(folder: str | None, mbs: int, ok: bool, peak: float | None) -> None:
+    """Write down this rank's own outcome of one trial before the ranks agree on it, so that the launcher can
+    still tell which micro-batch ran out of memory if the agreement never comes (see ``init``)."""
+    if not folder:
+        return
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    line = json.dumps({"rank": rank, "micro_batch": mbs, "ok": ok, "peak_memory_gb": peak})
+    with open(Path(folder) / f"trials-rank{rank}.jsonl", "a") as f:
+        f.write(line + "\n")
+
+
+def peak_memory_gb(device: str) -> float | None:
+    return torch.cuda.max_memory_allocated() / 1e9 if device == "cuda" else None
+
+
+def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None,
+                    keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
+    """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,
+    compiled, ready to be timed in this process). Every rank must agree to stay in step."""
+    stepper, ok = None, True
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        gas = cfg.per_gpu_batch // mbs
+        stepper = Stepper(cfg, mbs, gas, device)
+        batch = host_batches(cfg, mbs, 1, seed=0)[0]
+        for _ in range(2):  # the second step shows the steady state, with optimizer states allocated
+            if gas > 1:
+                stepper.micro_step(batch, sync=False)
+            stepper.micro_step(batch, sync=True)
+            stepper.optimizer_step()
+        synchronize(device)
+    except Exception as exc:  # noqa: BLE001  (only out-of-memory is expected here)
+        if not is_oom(exc):
+            raise
+        ok = False
+    peak = peak_memory_gb(device)
+    log.info("micro-batch %d: %s, peak %s GB", mbs, "fits" if ok else "out of memory", peak)
+    note_trial(trials, mbs, ok, peak)
+    ok = not any_rank(not ok, device)  # a rank that ran out of memory decides for all
+    if ok and keep:
+        return ok, peak, stepper
+    free_after_oom(stepper, device)
+    return ok, peak, None
+
+
+def start_guess(cfg: Config) -> int:
+    """The memory model's largest predicted micro-batch, to save attempts (the search still verifies)."""
+    if cfg.tiny:
+        return 1
+    try:
+        from ..estimate import max_micro_batch
+        from ..hardware import get_gpu
+
+        guess = max_micro_batch(cfg, get_gpu(cfg.gpu).memory_gb)
+    except Exception:  # noqa: BLE001  (the estimate is only a starting point)
+        return 1
+    return max(1, min(guess or 1, cfg.per_gpu_batch))
+
+
+# The memory model's prediction over the usable memory above which a micro-batch is not tried: of the shipped
+# searches, every size predicted at 1.16 or more ran out of memory and none above 1.10 fit, so 1.25 leaves a
+# margin while sparing most searches a trial that can only fail (and the fresh processes that follow one).
+PREDICTED_OVERFLOW = 1.25
+
+
+def predicted_overflow(cfg: Config, mbs: int) -> str | None:
+    """Why ``mbs`` is not worth trying (the memory model puts it far above the GPU's usable memory), or None.
+    Tiny models and a model that cannot predict never skip."""
+    if cfg.tiny:
+        return None
+    try:
+        from ..estimate import predict_memory, usable_bytes
+        from ..hardware import get_gpu
+
+        need, usable = predict_memory(cfg, mbs).total, usable_bytes(get_gpu(cfg.gpu).memory_gb)
+    except Exception:  # noqa: BLE001  (no prediction, no skip)
+        return None
+    if need <= PREDICTED_OVERFLOW * usable:
+        return None
+    return (f"micro-batch {mbs} not tried: the memory model predicts {need / 1e9:.1f} GB, more than "
+            f"{PREDICTED_OVERFLOW:g} x the {usable / 1e9:.1f} GB usable")
+
+
+@dataclass
+class Search:
+    """What the micro-batch search found: the largest size that ran a full step (None: not even 1), each size's
+    outcome, notes (sizes the memory model ruled out) and, when asked to keep it, the stepper of that size if it
+    was the last tried and no trial ran out of memory (its GPU memory is clean to time in place)."""
+
+    micro_batch: int | None
+    log: list[dict]
+    notes: list[str] = field(default_factory=list)
+    stepper: Stepper | None = None
+
+
+def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known: list[dict] | None = None,
+                     keep: bool = False) -> Search:
+    """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step, starting at the
+    memory model's prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
+    (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
+    not tried again; the search starts below the smallest size known not to fit. ``keep``: return the stepper
+    of the size found when no trial ran out of memory."""
+    known = known or []
+    tried: dict[int, tuple[bool, float | None]] = {
+        k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
+    notes: list[str] = []
+    kept: Stepper | None = None
+    oomed = False  # memory an out-of-memory trial left fragmented would skew a timing in this process
+    mbs = start_guess(cfg)
+    too_big = [m for m, (ok, _) in tried.items() if not ok]
+    if too_big:
+        mbs = min(mbs, min(too_big) // 2)
+    while mbs >= 1:
+        if mbs not in tried:
+            if kept is not None:  # a larger size needs the memory the smaller one holds
+                free_after_oom(kept, device)
+            ok, peak, kept = try_micro_batch(cfg, mbs, device, trials, keep)
+            tried[mbs] = (ok, peak)
+            oomed = oomed or not ok
+        ok, _ = tried[mbs]
+        bigger = mbs * 2
+        if ok and bigger <= cfg.per_gpu_batch and cfg.per_gpu_batch % bigger == 0 and bigger not in tried:
+            why = predicted_overflow(cfg, bigger)
+            if why:
+                notes.append(why)
+                break
+            mbs = bigger
+        elif not ok and mbs > 1 and mbs // 2 not in tried:
+            mbs //= 2
+        else:
+            break
+    fits = [m for m, (ok, _) in tried.items() if ok]
+    given = {k["micro_batch"]: k for k in known}  # kept as they came (with their notes)
+    log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
+           for m, (ok, p) in sorted(tried.items())]
+    best = max(fits) if fits else None
+    if kept is not None and (kept.mbs != best or oomed):
+        free_after_oom(kept, device)
+        kept = None
+    return Search(best, log, notes, kept)

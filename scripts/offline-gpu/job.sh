@@ -1,0 +1,42 @@
+# The one job a GPU machine runs for a setup, in parts, in the order that matters when the machine's time runs out:
+#   bash scripts/offline-gpu/job.sh SETUP GPU N [HARD_MODEL]        e.g. h100x1 h100-80gb 1 pythia-2.8b
+# PARTS picks them (default "search exhaustive"):
+#   bench       each `;`-separated argument list of BENCH run as `academic-bench bench --gpu GPU --gpus N
+#               --out notebooks/runs/SETUP/results.jsonl ARGS`, e.g. validations at a given micro-batch:
+#               BENCH="--model pythia-160m --methods free-lunch+zero3+offload --micro-batch 32 --validate 3"
+#   search      the benchmark notebook's naive and smart searches of MODELS (default: every model), with the
+#               validation net (the cheapest configuration of every method class that ran and has no
+#               validation yet); rows a correction of the engine set aside and configurations a time budget
+#               never started are measured again;
+#   exhaustive  the exhaustive search of Pythia-160M, Pythia-1B and HARD_MODEL (a model where free-lunch does
+#               not win trivially; default pythia-2.8b), and the synchronized vs unsynchronized Pythia-1B pair.
+# Each notebook run resumes from notebooks/runs/SETUP/results.jsonl. BUDGET1_S/HARD1_S (search) and
+# BUDGET2_S/HARD2_S (exhaustive) bound the two notebook runs: the budget stops new configurations from
+# starting, the hard limit stops the notebook (SIGINT, no half row), so make the hard limit at least the budget
+# plus one configuration's time limit (TIMEOUT_S, default 600 s). RETRY (e.g. "[error]") measures rows with those
+# outcomes again.
+set -u
+SETUP=$1 GPU=$2 N=$3 HARD=${4:-pythia-2.8b}
+TIMEOUT_S=${TIMEOUT_S:-600}
+export MACHINE_TXT=${MACHINE_TXT:-/tmp/w/machine.txt}
+source scripts/offline-gpu/gpu_prelude.sh
+notebook_args=(-p validate_steps 3 -p timeout_s $TIMEOUT_S ${RETRY:+-p retry "$RETRY"})
+for part in ${PARTS:-search exhaustive}; do
+  case $part in
+    bench)
+      IFS=';' read -ra lists <<< "${BENCH:-}"
+      for args in "${lists[@]}"; do
+        timeout $((TIMEOUT_S + 100)) python3 -m academic_bench bench --gpu $GPU --gpus $N --timeout $TIMEOUT_S \
+          --out notebooks/runs/$SETUP/results.jsonl $args
+        echo "bench rc=$?"
+      done ;;
+    search)
+      bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET1_S:-1000} ${HARD1_S:-1600} --preset naive smart \
+        ${MODELS:+--models $MODELS} "${notebook_args[@]}" ;;
+    exhaustive)
+      bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET2_S:-600} ${HARD2_S:-1200} --preset naive smart \
+        --models pythia-1b -p exhaustive_models "[pythia-160m, pythia-1b, $HARD]" -p unsynced_models '[pythia-1b]' \
+        "${notebook_args[@]}" ;;
+    *) echo "unknown part $part: choose among bench, search, exhaustive" >&2; exit 2 ;;
+  esac
+done
