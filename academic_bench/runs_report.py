@@ -51,7 +51,7 @@ def _with_states(rows: Iterable[dict], skips: Mapping[tuple, Mapping]) -> list[t
 
 def _skips(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
     """The latest skip of each configuration a smart search skipped, from the file beside the results."""
-    from .sweep import skipped_path
+    from .results import skipped_path
 
     path = skipped_path(_results_path(run))
     return latest_skips(s for _, s in read_lines(path)) if path.exists() else {}
