@@ -17,7 +17,8 @@ from . import cli_args
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
 from .methods import parse_methods
-from .results import RETRY_OUTCOMES, ResultStore, latest_rows, synced_micro_batches
+from .models import CATALOG
+from .results import RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
 from .plans import SWEEP_PRESETS, plan
 from .sweep import format_summary, log_path, run_sweep
 
@@ -41,9 +42,9 @@ def _slurm_params(items: list[str]) -> dict:
 
 def _retry(text: str) -> tuple[str, ...]:
     names = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [n for n in names if n not in RETRY_OUTCOMES]
+    bad = [n for n in names if n not in RETRY_CHOICES]
     if bad:
-        raise ValueError(f"--retry: unknown outcome {bad[0]!r}; choose from: {', '.join(RETRY_OUTCOMES)}")
+        raise ValueError(f"--retry: unknown outcome {bad[0]!r}; choose from: {', '.join(RETRY_CHOICES)}")
     return names
 
 
@@ -87,9 +88,27 @@ def _interrupted(out: str) -> None:
 
 # --- commands -----------------------------------------------------------------------------------------
 
+def _model_key(args: argparse.Namespace) -> str:
+    """The catalog model, or the key of the decoder a config.json describes (registered for this run and, through
+    the request, for its workers)."""
+    from .models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec
+
+    given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len), ("--global-batch",
+                                                                                     args.global_batch)) if v]
+    if not cli_args.is_config_path(args.model):
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
+        return args.model
+    if not (args.tokens and args.seq_len):
+        raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
+                          "length, which set the steps and the batch's shape")
+    return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
+                        global_batch=args.global_batch or DEFAULT_GLOBAL_BATCH).spec.key
+
+
 def _cmd_bench(args: argparse.Namespace) -> None:
-    config = Config(args.model, args.gpu, args.gpus, args.nodes, parse_methods(args.methods), args.micro_batch,
-                    args.tiny)
+    config = Config(_model_key(args), args.gpu, args.gpus, args.nodes, parse_methods(args.methods),
+                    args.micro_batch, args.tiny)
     config.check()
     _check_run_args(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
@@ -262,11 +281,19 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
-    cli_args.add_setting(p)
+    cli_args.add_json(p)
+    p.add_argument("--model", required=True, type=cli_args.model_or_config,
+                   help=f"one of: {', '.join(CATALOG)}; or a decoder's PATH/config.json (with --tokens and --seq-len)")
+    cli_args.add_gpu(p)
+    cli_args.add_gpus(p)
     cli_args.add_methods(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
+    g = p.add_argument_group("a decoder from its config.json")
+    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11): the days' steps")
+    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
+    g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
     _run_args(p)
-    p.set_defaults(func=_cmd_bench)
+    p.set_defaults(func=_cmd_bench, accepts_config=True)
 
     p = sub.add_parser("sweep", help="measure a preset of configurations (resumable)")
     cli_args.add_json(p)

@@ -18,7 +18,7 @@ from typing import Any
 from .env import REPO_ROOT, gpu_info
 from .hardware import catalog as gpu_catalog, get_gpu, match_name
 from .models import get_model
-from .results import RETRY_OUTCOMES
+from .results import RETRY_CHOICES
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,9 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
                          "are for (its memory and peak set the search and the MFU), one of: "
                          f"{', '.join(gpu_catalog())}")
     retry = [p["retry"]] if isinstance(p["retry"], str) else p["retry"]
-    if not isinstance(retry, (list, tuple)) or any(o not in RETRY_OUTCOMES for o in retry):
-        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes, from: {', '.join(RETRY_OUTCOMES)}")
+    if not isinstance(retry, (list, tuple)) or any(o not in RETRY_CHOICES for o in retry):
+        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes (or 'uncommitted'), from: "
+                         f"{', '.join(RETRY_CHOICES)}")
     p["retry"] = list(dict.fromkeys(retry))
     _number(p, "time_budget_s", minimum=0, allow_none=True)
     _number(p, "timeout_s", minimum=1)

@@ -6,6 +6,7 @@ the valid choices and exits with status 2, before any work.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from . import cli_args
@@ -107,7 +108,8 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-
+    # The package reports progress through logging; a command shows it on stderr (a caller's own setup stands).
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser().parse_args(argv)
     try:
         _validate(args)

@@ -17,6 +17,7 @@ the ``retry`` parameter; a new attempt adds a row, and readers take the latest r
 """
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from contextlib import contextmanager
@@ -30,6 +31,8 @@ from .benchmark_params import (ENV_SOFTWARE, KERNEL, MAX_STREAM_LINES, MODEL_LIS
 from .env import REPO_ROOT, capture_env
 from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, ResultStore, fastest_row, latest_rows, make_row,
                       status_of, synced_micro_batches, validation_class_of)
+
+log = logging.getLogger(__name__)
 
 # --- running the sweeps ---------------------------------------------------------------------------------------
 
@@ -371,7 +374,7 @@ def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_
     out_dir.mkdir(parents=True, exist_ok=True)
     nb_path = out_dir / NOTEBOOK_FILE
     if echo:
-        print(f"executing {template} into {nb_path}\n  {command_for(params)}", file=sys.stderr, flush=True)
+        log.info("executing %s into %s\n  %s", template, nb_path, command_for(params))
     failure: PapermillExecutionError | None = None
     try:
         # The kernel runs in the run's folder: output_dir "." puts results.jsonl beside the notebook, and no

@@ -25,7 +25,7 @@ from .config import Config
 from .launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      Rendezvous, run)
 from .methods import Methods
-from .results import (RETRY_OUTCOMES, ResultStore, append_line, fastest_row, is_not_run, json_safe, latest_skips,
+from .results import (RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_skips,
                       now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
                       synced_micro_batches)
 from .smart import SmartPruner, oom_above_smallest
@@ -124,7 +124,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
-    in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one) or the row only
+    in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one; "uncommitted": the
+    row names no commit, ``results.is_uncommitted``) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
@@ -138,9 +139,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     store, out = ResultStore(out), Path(out)
     mode = "validate" if validate else "step"
-    bad = set(retry) - set(RETRY_OUTCOMES)
+    bad = set(retry) - set(RETRY_CHOICES)
     if bad:
-        raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(RETRY_OUTCOMES)}")
+        raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(RETRY_CHOICES)}")
     stored = store.rows()
     if micro_batches is None and timing == "unsynced":
         micro_batches = synced_micro_batches(stored)
@@ -149,7 +150,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
     existing = {cid: r for cid, r in last_row.items()
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
-                and not set_aside_reason(r)}
+                and not set_aside_reason(r) and not (UNCOMMITTED in retry and is_uncommitted(r))}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}

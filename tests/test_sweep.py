@@ -367,6 +367,23 @@ def test_retry_reruns_listed_outcomes_only(tmp_path):
         run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("crashed",))
 
 
+def test_retry_uncommitted_measures_again_only_the_rows_that_name_no_commit(tmp_path):
+    """A row whose environment records no commit cannot name the code that made it (``check-run`` rejects it):
+    ``retry=("uncommitted",)`` measures such configurations again, and leaves rows that name theirs."""
+    out = tmp_path / "results.jsonl"
+    named, unnamed = tiny("naive+zero3"), tiny("naive+zero2")  # invalid both: recorded without a launch
+    assert run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False)["ran"] == 2
+    rows = ResultStore(out).rows()
+    out.unlink()
+    for r in rows:
+        r["env"]["git_commit"] = "0" * 40 if r["config_id"] == named.id else None
+        ResultStore(out).append(r)
+    assert run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False)["ran"] == 0
+    s = run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False, retry=("uncommitted",))
+    assert s["ran"] == 1
+    assert [r["config_id"] for r in ResultStore(out).rows()][-1] == unnamed.id
+
+
 def test_a_row_out_of_memory_only_when_timed_before_halving_is_measured_again(tmp_path):
     """Such a row (Pythia-2.8B with checkpointing on one H100, run 6) named no usable size; resumed, the
     configuration runs again (now falling back to half), and a row that already fell back is kept."""

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from ..config import Config
+from ..models.from_config import made_with
 from ..results import make_row
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_tree, launch_env_record,
@@ -27,7 +28,7 @@ def build_request(config: Config, *, timing: str = "synced", validate: int = 0, 
     if warmup < 2 or reps < 5:
         raise ValueError(f"warm-up must be >= 2 and repetitions >= 5 (got {warmup}, {reps})")
     return {"config": config.to_dict(), "timing": timing, "validate_steps": int(validate), "warmup": warmup,
-            "reps": reps, "device": device}
+            "reps": reps, "device": device, "model_config": made_with(config.model)}
 
 
 def _searched(result: Path) -> dict | None:

@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 
 from ..config import Config
+from ..models.from_config import decoder_spec
 from .apply import Unsupported
 from .extrapolation import extrapolate, predicted_memory_gb
 from .microbatch import find_micro_batch, peak_memory_gb
@@ -82,6 +83,8 @@ def measure(req: dict, device: str, rank: int) -> dict:
     no trial ran out of memory (``find_micro_batch(keep=True)``): no second launch, no second build or compile.
     Otherwise, and when the timed run in place runs out of memory, the result says ``searched_only`` and the
     launcher times that size in fresh processes, as it does after a ``search_only`` request."""
+    if req.get("model_config"):  # a decoder from its config.json: registered here as in the launching process
+        decoder_spec(**req["model_config"])
     cfg = Config.from_dict(req["config"])
     t_start = time.perf_counter()
     mbs_log, notes, stepper = req.get("mbs_search"), list(req.get("search_notes") or []), None

@@ -30,6 +30,7 @@ REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_si
 SOURCE = "estimate for a config.json decoder: not a replication recipe"
 
 REGISTERED: dict[str, ModelSpec] = {}  # specs made from config files, by key (models.get_model reads it)
+MADE_WITH: dict[str, dict] = {}  # the arguments of ``decoder_spec`` that made each registered spec, by key
 
 
 class ConfigError(ValueError):
@@ -204,4 +205,12 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
              "block": blocks[0], "tokens": steps * global_batch * seq_len, "global_batch": global_batch,
              "seq_len": seq_len, "steps": steps, "precision": precision}
     REGISTERED[key] = spec
+    MADE_WITH[key] = {"path": str(path.resolve()), "seq_len": seq_len, "tokens": tokens,
+                      "global_batch": global_batch, "precision": precision}
     return ConfigDecoder(spec, str(path), facts)
+
+
+def made_with(key: str) -> dict | None:
+    """How the spec registered as ``key`` was made (``decoder_spec``'s arguments), or None for a catalog model:
+    what a measurement's worker processes need to register it again (``measure.worker``)."""
+    return MADE_WITH.get(key.lower())

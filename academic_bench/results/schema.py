@@ -31,6 +31,10 @@ ENGINE_REVISION = 6
 OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run")
 # What a sweep may be asked to measure again (a "not run" row always is).
 RETRY_OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported")
+# What a sweep's ``retry`` may name: those outcomes, and "uncommitted": rows whose environment names no commit, so
+# that the code which made them cannot be named (``state.is_uncommitted``; ``check-run`` reports them).
+UNCOMMITTED = "uncommitted"
+RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED)
 # A row's run state, the one thing readers ask of it (``status_of``): "measured" (a result, outcome ok),
 # "failed" (its outcome names the kind: oom, error, timeout, unsupported), "not run", "invalid" (an excluded
 # combination, classified by its rule without running), or "set aside" (a measurement a later correction of the

@@ -88,6 +88,11 @@ def state_of(row: Mapping, status: str | None = None) -> str:
     return status if status in ("not run", SET_ASIDE) else row["outcome"]
 
 
+def is_uncommitted(row: Mapping) -> bool:
+    """A row whose environment records no commit: the code that made it cannot be named."""
+    return not (row.get("env") or {}).get("git_commit")
+
+
 def is_not_run(row: Mapping) -> bool:
     """A row recording that a time budget was spent before the configuration started: nothing was measured,
     so every later sweep launches it again."""

@@ -13,14 +13,16 @@
 # Each notebook run resumes from notebooks/runs/SETUP/results.jsonl. BUDGET1_S/HARD1_S (search) and
 # BUDGET2_S/HARD2_S (exhaustive) bound the two notebook runs: the budget stops new configurations from
 # starting, the hard limit stops the notebook (SIGINT, no half row), so make the hard limit at least the budget
-# plus one configuration's time limit (TIMEOUT_S, default 600 s). RETRY (e.g. "[error]") measures rows with those
-# outcomes again.
+# plus one configuration's time limit (TIMEOUT_S, default 600 s). RETRY (e.g. "[error]", or "[uncommitted]" for rows
+# that name no commit) measures those rows again; UNSYNCED (e.g. "[pythia-1b]") adds the search part's unsynchronized
+# timings of those models.
 set -u
 SETUP=$1 GPU=$2 N=$3 HARD=${4:-pythia-2.8b}
 TIMEOUT_S=${TIMEOUT_S:-600}
 export MACHINE_TXT=${MACHINE_TXT:-/tmp/w/machine.txt}
 source scripts/offline-gpu/gpu_prelude.sh
 notebook_args=(-p validate_steps 3 -p timeout_s $TIMEOUT_S ${RETRY:+-p retry "$RETRY"})
+search_args=(${UNSYNCED:+-p unsynced_models "$UNSYNCED"})
 for part in ${PARTS:-search exhaustive}; do
   case $part in
     bench)
@@ -32,7 +34,7 @@ for part in ${PARTS:-search exhaustive}; do
       done ;;
     search)
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET1_S:-1000} ${HARD1_S:-1600} --preset naive smart \
-        ${MODELS:+--models $MODELS} "${notebook_args[@]}" ;;
+        ${MODELS:+--models $MODELS} "${notebook_args[@]}" "${search_args[@]}" ;;
     exhaustive)
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET2_S:-600} ${HARD2_S:-1200} --preset naive smart \
         --models pythia-1b -p exhaustive_models "[pythia-160m, pythia-1b, $HARD]" -p unsynced_models '[pythia-1b]' \

@@ -1,0 +1,53 @@
+"""``bench --model PATH/config.json``: a decoder outside the catalog measured like a catalog model (the CPU twin of
+the GPU runs that check ``estimate --model PATH/config.json``). Its spec is made from the file in the launching
+process and again, from the request, in every worker process (``models.from_config.made_with``)."""
+from __future__ import annotations
+
+import json
+import math
+
+from academic_bench.cli import main
+from academic_bench.models.from_config import decoder_spec, made_with
+from academic_bench.results import ResultStore
+from academic_bench.units import days_for
+
+# A Llama-shaped decoder small enough for a CPU step: gated MLP, grouped-query attention, untied embeddings.
+TINY_LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 64,
+              "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "float32"}
+TOKENS, SEQ, BATCH = 1e6, 32, 8
+
+
+def _config_file(tmp_path):
+    path = tmp_path / "tiny-llama" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(TINY_LLAMA))
+    return path
+
+
+def test_a_config_json_decoder_is_measured_in_worker_processes_and_its_days_follow_its_tokens(tmp_path):
+    path, out = _config_file(tmp_path), tmp_path / "runs" / "results.jsonl"
+    rc = main(["bench", "--model", str(path), "--tokens", str(TOKENS), "--seq-len", str(SEQ), "--global-batch",
+               str(BATCH), "--gpu", "h100-80gb", "--gpus", "1", "--methods", "naive", "--micro-batch", "2",
+               "--device", "cpu", "--timeout", "300", "--out", str(out)])
+    assert rc == 0
+    (row,) = ResultStore(out).rows()
+    key = decoder_spec(path, seq_len=SEQ, tokens=TOKENS, global_batch=BATCH).spec.key
+    assert row["outcome"] == "ok", row["reason"]
+    assert row["config"]["model"] == key and made_with(key)["path"] == str(path.resolve())
+    steps = math.ceil(TOKENS / (BATCH * SEQ))
+    assert (row["micro_batch"], row["gas"]) == (2, BATCH // 2)
+    assert math.isclose(row["days"], days_for(steps, row["step_time_s"]))
+
+
+def test_config_only_options_and_a_config_without_its_tokens_stop_before_any_work(tmp_path, capsys):
+    path, out = _config_file(tmp_path), tmp_path / "results.jsonl"
+    common = ["--gpu", "h100-80gb", "--gpus", "1", "--device", "cpu", "--out", str(out)]
+    assert main(["bench", "--model", "pythia-160m", "--tokens", "1e9", *common]) == 2
+    assert "--tokens only apply to a decoder's config.json" in capsys.readouterr().err
+    assert main(["bench", "--model", str(path), *common]) == 2
+    assert "needs --tokens and --seq-len" in capsys.readouterr().err
+    assert main(["bench", "--model", str(tmp_path / "missing.json"), "--tokens", "1e9", "--seq-len", "32",
+                 *common]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert not out.exists()
