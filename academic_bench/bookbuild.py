@@ -115,6 +115,9 @@ def setup(app) -> dict:  # noqa: ANN001
     app.connect("env-get-outdated", _reread_all)
     app.connect("build-finished", _save_fingerprint)
     app.connect("html-page-context", _drop_thebe)
+    from .run_pages import on_page
+
+    app.connect("html-page-context", on_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
 
 

@@ -1,123 +1,15 @@
-"""Altair charts for the book and notebooks, and the offline renderer that shows them without a CDN.
-
-Altair's default HTML output loads vega, vega-lite and vega-embed from public CDNs, so an offline book
-would show "Error loading script" in place of every chart. ``enable_offline()`` registers a renderer that
-emits a plain div plus a script calling ``window.vegaEmbed``; the library itself is one local file
-(``vendor_bundle``) that the book serves from its own static folder (``academic_bench.bookbuild``).
-Charts stay interactive (tooltips, bound sliders and menus) with no kernel and no network.
-"""
+"""The book's figures, chapter by chapter: survey, training time, methods, honest measurement, cost."""
 from __future__ import annotations
-
-import hashlib
-import itertools
-import json
-from pathlib import Path
-from typing import Any
 
 import altair as alt
 import pandas as pd
 
-from .analysis import COVERAGE_STATUSES, MFU_IMPLAUSIBLE
+from ..analysis import COVERAGE_STATUSES, MFU_IMPLAUSIBLE
+from .common import SOURCE_COLORS, _empty, by_model, gpu_color, gpu_names, gpu_shape, model_order
 
-BUNDLE_NAME = "vega-bundle.js"
-RENDERER = "academic-bench-offline"
-CHART_CLASS = "ab-chart"  # every chart div carries it; the browser tests look for it
-
-_counter = itertools.count()
-
-
-# --- the offline renderer ---------------------------------------------------------------------------------
-
-def vendor_bundle(folder: str | Path) -> Path:
-    """Write vega + vega-lite + vega-embed (matched to the installed Altair) into ``folder``.
-
-    The bundle is wrapped in a function scope because its top-level ``const _`` clashes with Sphinx's
-    global ``_``; it publishes ``window.vegaEmbed`` itself. The file is rewritten only when it changes.
-    """
-    import vl_convert
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    text = "(function(){\n" + vl_convert.javascript_bundle() + "\n})();\n"
-    path = folder / BUNDLE_NAME
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return path
-
-
-def _html(spec: dict, **_: Any) -> dict[str, str]:
-    """A div and a script that draws ``spec`` with the locally served vega-embed."""
-    blob = json.dumps(spec, sort_keys=True)
-    div = f"ab-chart-{next(_counter)}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
-    safe = blob.replace("</", "<\\/")  # a "</script>" inside a label must not end the script
-    html = f"""<div id="{div}" class="{CHART_CLASS}"></div>
-<script type="text/javascript">
-(function () {{
-  var spec = {safe};
-  function draw() {{
-    var el = document.getElementById("{div}");
-    if (!window.vegaEmbed) {{
-      el.textContent = "The chart library is missing: build the book with `make book`.";
-      console.error("vegaEmbed is not loaded");
-      return;
-    }}
-    window.vegaEmbed(el, spec, {{actions: false, renderer: "svg"}}).catch(function (err) {{
-      el.textContent = "Chart error: " + err;
-      console.error(err);
-    }});
-  }}
-  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}
-  else {{ draw(); }}
-}})();
-</script>"""
-    return {"text/html": html}
-
-
-def enable_offline() -> None:
-    """Make every Altair chart displayed from now on render with the local vega bundle (no CDN)."""
-    if RENDERER not in alt.renderers.names():
-        alt.renderers.register(RENDERER, _html)
-    alt.renderers.enable(RENDERER)
-
-
-# --- shared pieces -----------------------------------------------------------------------------------------
-
-SOURCE_COLORS = alt.Scale(domain=["paper", "ours"], range=["#9e9e9e", "#1f77b4"])
-
-
-def model_order(values) -> list:
-    """The distinct models in ``values`` (keys or display labels) in catalog order, for a chart's ``sort=``:
-    each family by size (Pythia-160M, -410M, -1B, -2.8B, -6.9B), never alphabetical."""
-    from .models import model_rank
-
-    return sorted(dict.fromkeys(v for v in values if isinstance(v, str)), key=model_rank)
-
-
-def by_model(df: pd.DataFrame, col: str = "model", within: tuple[str, ...] = ()) -> pd.DataFrame:
-    """``df``'s rows with the models in ``col`` (keys or display labels) in catalog order; rows of one model keep
-    their order. ``within`` names columns to group by first (sorted by their own values)."""
-    from .models import model_rank
-
-    if df.empty:
-        return df
-    ranked = df.assign(_model_rank=df[col].map(model_rank))
-    return ranked.sort_values([*within, "_model_rank"], kind="stable").drop(columns="_model_rank")
-
-
-def model_list(models) -> str:
-    """Models (keys, or one comma-separated string of keys) as their display labels in catalog order, joined."""
-    from .analysis import model_label
-
-    if isinstance(models, str):
-        models = [m.strip() for m in models.split(",") if m.strip()]
-    return ", ".join(model_label(m) for m in model_order(models))
-
-
-def _empty(message: str) -> alt.Chart:
-    """A small chart that says why there is nothing to draw (so a page never shows a blank box)."""
-    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=14, color="#555").encode(
-        text="text:N").properties(width=520, height=60)
-
+__all__ = ["availability_heatmap", "share_bars", "days_by_gpus", "mfu_strip", "feasibility_grid", "COVERAGE_COLORS",
+           "coverage_grid", "speedup_bars", "SMART_COLORS", "search_bars", "profile_bars", "scatter_vs",
+           "cost_vs_days"]
 
 # --- the survey --------------------------------------------------------------------------------------------
 
@@ -156,9 +48,11 @@ def share_bars(df: pd.DataFrame, category: str, title: str, value: str = "share"
 # --- training time ------------------------------------------------------------------------------------------
 
 def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") -> alt.Chart:
-    """Days (log scale) vs GPU count, one line per model, paper and ours side by side.
+    """Days (log scale) vs GPU count, one line per model, paper and ours side by side, one panel per GPU (two
+    panels a row, so the chart fits a page's column).
 
-    ``df`` columns: model, gpu, n_gpus, days, source ("paper"/"ours").
+    ``df`` columns: model, gpu (display label), n_gpus, days, source ("paper"/"ours"), and optionally mfu and
+    status (what the search behind a point of ours reached, for its tooltip).
     """
     if df.empty:
         return _empty("No training times to show yet.")
@@ -168,8 +62,11 @@ def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") ->
         color=alt.Color("model:N", sort=model_order(df["model"])),
         strokeDash=alt.StrokeDash("source:N", title="source"),
         tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("days:Q", format=",.1f"),
-                 *([alt.Tooltip("mfu:Q", format=".2f")] if "mfu" in df.columns else [])],
-    ).properties(width=230, height=180).facet(column=alt.Column("gpu:N", title=None)).properties(title=title)
+                 *([alt.Tooltip("mfu:Q", format=".2f")] if "mfu" in df.columns else []),
+                 *(["status"] if "status" in df.columns else [])],
+    ).properties(width=250, height=160).facet(
+        facet=alt.Facet("gpu:N", title=None, sort=[g for g in gpu_names() if g in set(df["gpu"])]), columns=2,
+    ).properties(title=title)
 
 
 def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt.Chart:
@@ -183,7 +80,7 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
         x=alt.X("mfu:Q", title="model FLOPs utilisation (fraction of dense spec peak)"),
         y=alt.Y("model:N", title=None, sort=model_order(df["model"])),
         color=alt.Color("source:N", scale=SOURCE_COLORS, title="source"),
-        shape=alt.Shape("gpu:N", title="GPU"),
+        shape=gpu_shape(),
         tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("mfu:Q", format=".2f"),
                  *([alt.Tooltip("days:Q", format=",.1f")] if "days" in df.columns else [])],
     )
@@ -237,16 +134,17 @@ def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None
     has_source = "source" in df.columns
     base = alt.Chart()  # data comes from the layer, so a facet splits bars and the reference line alike
     bars = base.mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None, sort=model_order(df[x]) if x == "model" else None),
+        x=alt.X(f"{x}:N", title=None, sort=model_order(df[x]) if x == "model" else list(dict.fromkeys(df[x])),
+              axis=alt.Axis(labelAngle=-30 if x != "model" else 0)),
         y=alt.Y("speedup:Q", title="speed-up (x)"),
         color=alt.Color("source:N", scale=SOURCE_COLORS) if has_source else alt.value("#4c78a8"),
         xOffset=alt.XOffset("source:N") if has_source else alt.XOffset(),
         tooltip=[c for c in df.columns if c in (x, "speedup", "source", "model", "gpu", "n_gpus", "label")],
     )
     one = base.mark_rule(color="black").encode(y=alt.datum(1.0))
-    layered = alt.layer(bars, one, data=df).properties(width=200 if column else 480, height=220)
+    layered = alt.layer(bars, one, data=df).properties(width=260 if column else 480, height=220)
     if column:
-        return layered.facet(column=alt.Column(f"{column}:N", title=None)).properties(title=title)
+        return layered.facet(facet=alt.Facet(f"{column}:N", title=None), columns=2).properties(title=title)
     return layered.properties(title=title)
 
 
@@ -262,7 +160,7 @@ def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaust
         x=alt.X("days:Q", title="training days"),
         y=alt.Y("methods_label:N", title=None, sort=alt.EncodingSortField("days", order="ascending"),
                 axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("smart:N", scale=SMART_COLORS, title="smart search", legend=alt.Legend(orient="top")),
+        color=alt.Color("smart:N", scale=SMART_COLORS, title="smart search", legend=alt.Legend(orient="bottom")),
         tooltip=["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
                  alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"],
     ).properties(width=300, height=alt.Step(16)).facet(  # settings above their panels: the page is narrow
@@ -286,13 +184,13 @@ def profile_bars(df: pd.DataFrame, title: str = "Where the device's time goes in
     return alt.Chart(df.assign(order=df["kind"].map({k: i for i, k in enumerate(kinds)}))).mark_bar().encode(
         x=alt.X("share:Q", title="share of the device's busy time", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("setting:N", title=None, sort=_settings_order(df), axis=alt.Axis(labelLimit=360)),
-        color=alt.Color("kind:N", title="kind of work", sort=kinds, legend=alt.Legend(orient="top", columns=4)),
+        y=alt.Y("setting:N", title=None, sort=_settings_order(df), axis=alt.Axis(labelLimit=300)),
+        color=alt.Color("kind:N", title="kind of work", sort=kinds, legend=alt.Legend(orient="bottom", columns=3)),
         order=alt.Order("order:Q"),
         tooltip=["setting", "kind", alt.Tooltip("share:Q", format=".1%"),
                  alt.Tooltip("seconds:Q", format=",.3g", title="seconds per step"),
                  alt.Tooltip("busy_share:Q", format=".0%", title="device busy")],
-    ).properties(width=460, height=alt.Step(22), title=title)
+    ).properties(width=360, height=alt.Step(22), title=title)
 
 
 # --- measuring honestly -------------------------------------------------------------------------------------
@@ -326,109 +224,10 @@ def cost_vs_days(df: pd.DataFrame, cost: str, title: str, cost_title: str) -> al
     return alt.Chart(df).mark_point(filled=True, size=80).encode(
         x=alt.X("days:Q", title="training days", scale=alt.Scale(zero=False)),
         y=alt.Y(f"{cost}:Q", title=cost_title, axis=alt.Axis(format="$,.0f")),
-        color=alt.Color("gpu:N", title="GPU"),
+        color=gpu_color(),
         shape=alt.Shape("source:N", title="times from") if "source" in df.columns else alt.value("circle"),
         tooltip=["label", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip(f"{cost}:Q", format="$,.0f")]
         + (["source"] if "source" in df.columns else []),
     ).properties(width=480, height=300, title=title)
 
 
-# --- tables ---------------------------------------------------------------------------------------------------
-
-NO_VALUE = "—"  # what a table shows where a value is missing (never pandas' "NaN" or "None")
-_MISSING_TEXT = {"nan", "NaN", "None", "<NA>", "NaT"}
-
-
-def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict[str, str] | None = None,
-          empty: str = "Nothing to show yet.", escape: bool = True, na: str = NO_VALUE):
-    """A compact HTML table for a page: chosen columns renamed, numbers formatted, no index.
-
-    ``columns`` maps column -> heading (order kept); ``formats`` maps column -> format spec (e.g. ",.1f");
-    a missing value (NaN, None, or such a value already turned into text) shows as ``na``.
-    """
-    from IPython.display import HTML
-
-    if df.empty:
-        return HTML(f'<p class="ab-empty"><em>{empty}</em></p>')
-    columns = columns or {c: c for c in df.columns}
-    out = df[list(columns)].copy()
-    for col, spec in (formats or {}).items():
-        if col in out.columns:
-            out[col] = out[col].map(lambda v, s=spec: na if _missing(v) else format(v, s))
-    out = out.astype(object).map(lambda v: na if _missing(v) else v)
-    out = out.map(lambda v: {True: "yes", False: "no"}.get(v, v) if isinstance(v, bool) else v)
-    out = out.rename(columns=columns)
-    return HTML(out.to_html(index=False, escape=escape, border=0, classes="ab-table"))
-
-
-def _missing(v) -> bool:
-    """A missing value: None, NaN, pd.NA or NaT, or one that was already printed as text ("nan", "None")."""
-    if isinstance(v, str):
-        return v.strip() in _MISSING_TEXT
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):  # a list or array in a cell is a value
-        return False
-
-
-def grid_html(long: pd.DataFrame, value: str, models: list[str], gpus: list[str], model_names: dict[str, str],
-              gpu_names: dict[str, str], counts: tuple[int, ...] = (1, 2, 4, 8)):
-    """The paper's Table 1 layout (models x GPU type x count), each cell ours and/or the paper's.
-
-    ``long`` is ``analysis.table1_long``; ``value`` is "days" or "mfu". Our numbers are bold blue, the paper's
-    grey italic; MFU above the plausibility threshold is red; a dash is infeasible, "?" unreadable in the paper.
-    """
-    from IPython.display import HTML
-
-    index = {(r.model, r.gpu, int(r.n_gpus)): r for r in long.itertuples()}
-
-    def fmt(v: float, ours: bool) -> str:
-        if value == "mfu":
-            return f"{v:.2f}"
-        # The paper prints whole days; ours keep a decimal where it matters.
-        return f"{v:,.1f}" if ours and v < 10 else f"{v:,.0f}"
-
-    def num(v: float, cls: str) -> str:
-        flag = value == "mfu" and v > MFU_IMPLAUSIBLE
-        text = fmt(v, cls == "ab-ours")
-        return f'<span class="{cls}{" ab-flag" if flag else ""}">{text}{" ⚠" if flag else ""}</span>'
-
-    def cell(key: tuple) -> str:
-        r = index.get(key)
-        if r is None:
-            return ""
-        ours, paper = getattr(r, f"ours_{value}"), getattr(r, f"paper_{value}")
-        parts = []
-        if ours == ours and ours is not None:
-            parts.append(num(ours, "ab-ours"))
-        if paper == paper and paper is not None:
-            parts.append(num(paper, "ab-paper"))
-        elif r.paper_status == "infeasible":
-            parts.append('<span class="ab-paper">—</span>')
-        elif r.paper_status == "unreadable":
-            parts.append('<span class="ab-paper">?</span>')
-        return "<br>".join(parts)
-
-    cols = pd.MultiIndex.from_tuples([(gpu_names.get(g, g), n) for g in gpus for n in counts], names=["GPU", "count"])
-    rows = [[cell((m, g, n)) for g in gpus for n in counts] for m in models]
-    out = pd.DataFrame(rows, index=[model_names.get(m, m) for m in models], columns=cols)
-    return HTML('<div class="ab-scroll">' + out.to_html(escape=False, border=0, classes="ab-table ab-grid")
-                + "</div>")
-
-
-def count(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and the noun, singular or plural as ``n`` asks: '1 setting', '3 settings' (never 'setting(s)')."""
-    n = int(n)
-    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
-
-
-def glue(name: str, value) -> None:
-    """Glue a value into a page's prose (``{glue:text}`name:.1f```) as a plain Python number or text.
-
-    numpy scalars would be glued by their repr (``np.float64(...)``), which the format spec cannot read.
-    """
-    from myst_nb import glue as _glue
-
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    _glue(name, value, display=False)

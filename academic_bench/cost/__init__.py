@@ -1,0 +1,15 @@
+"""What a pre-training run costs: buying the machine, running it, or renting the GPUs instead.
+
+| module | holds |
+| --- | --- |
+| ``model`` | the cost model: its assumptions with their sources, prices, purchase, energy, cloud, ``cost_of`` |
+| ``setups`` | days per setup (ours, the paper's, analytic), their costs and plausibility, the budget questions |
+
+Every public name of both is importable from here (``from academic_bench.cost import cost_of``).
+"""
+from __future__ import annotations
+
+from .model import *  # noqa: F401,F403
+from .model import __doc__ as _model_doc  # noqa: F401
+from .model import _assumption_summary, _lookup, _non_negative  # noqa: F401
+from .setups import *  # noqa: F401,F403

@@ -1,0 +1,24 @@
+"""Explorers of cost and training time: Altair charts for the book, ipywidgets for live notebooks.
+
+The book's explorers are Altair charts whose controls are bound parameters: the data table is computed here in
+Python (days, prices, MFU per setup) and the arithmetic that depends on a control runs in the browser as Vega
+expressions, so they work with no kernel and no network. Each has a line of text that states its computed
+answer, which the browser tests read back and compare with the same answer computed by ``cost``/``planning``.
+
+The live explorers (``cost_explorer()``, ``plan_explorer()``) are ipywidgets around the same Python functions,
+for JupyterLab, Voila and workshops; they need a running kernel.
+
+| module | holds |
+| --- | --- |
+| ``common`` | the setups table (with each setup's implied MFU), bound controls, the answer line |
+| ``budget`` | the budget explorer and the cost explorer, with their answers computed in Python |
+| ``planner`` | the planner: days for a decoder of any size |
+| ``live`` | the ipywidgets explorers |
+"""
+from __future__ import annotations
+
+from .budget import COST_SLIDERS, budget_answer, budget_chart, cost_answer, cost_chart  # noqa: F401
+from .common import (DEFAULT_MODEL, SOURCE_KINDS, assumptions_table, cloud_prices_table,  # noqa: F401
+                     explorer_setups)
+from .live import CostExplorer, PlanExplorer, cost_explorer, plan_explorer  # noqa: F401
+from .planner import PLAN_PARAMS_B, plan_answer, plan_chart, plan_grid  # noqa: F401

@@ -1,0 +1,106 @@
+"""The planner explorer: days for a decoder of any size on every setup, from the MFU measured nearest to it."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..cost import GPU_COUNTS, setup_label
+from ..hardware import catalog as gpu_catalog
+from ..planning import decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops, plan_decoder
+from ..units import SECONDS_PER_DAY
+from .common import _answer_text, _select, _selected_answer, _setup_options, _slider
+
+
+# --- (3) planner: days for a decoder of any size, from the MFU we measured ----------------------------------
+
+PLAN_PARAMS_B = np.round(np.arange(0.1, 10.0001, 0.1), 1)  # the slider's values, in billions of parameters
+
+
+def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> pd.DataFrame:
+    """Per setup and model size on the slider: MFU (estimate, low, high, source) and the FLOPs terms.
+
+    The browser multiplies these out for the chosen tokens and sequence length (``planning.plan_decoder`` does
+    the same in Python).
+    """
+    rows = []
+    for g in gpu_catalog():
+        for n in GPU_COUNTS:
+            pts = mfu_points(g, n, root=root)
+            if pts.empty:
+                continue
+            for pb in params_b:
+                est = interpolate_mfu(pts, pb * 1e9)
+                base, per_pos = decoder_flops_terms(pb * 1e9)
+                rows.append({"gpu": g, "n_gpus": n, "key": f"{n} x {g}", "setup": setup_label(g, n),
+                             "params_b": float(pb), "mfu": est.mfu, "mfu_low": est.low, "mfu_high": est.high,
+                             "mfu_source": est.source, "flops_base": base, "flops_per_position": per_pos,
+                             "peak_flops": peak_flops(g, "bf16")})
+    df = pd.DataFrame(rows)
+    # Six significant digits keep the page small and move the days by less than a millionth.
+    for col in ("mfu", "mfu_low", "mfu_high"):
+        df[col] = df[col].map(lambda v: float(f"{v:.6g}"))
+    return df
+
+
+def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b: float = 3000,
+               seq_len: int = 2048, setup: str = "8 x h100-80gb") -> alt.VConcatChart:
+    """Days (with the MFU range) for a custom decoder on every setup with an MFU, from sliders."""
+    df = plan_grid() if grid is None else grid
+    options, labels = _setup_options(df)
+    params = [_slider("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
+                      "Parameters (billions) "),
+              _slider("plan_tokens_b", tokens_b, 10, 15_000, 10, "Training tokens (billions) "),
+              _select("plan_seq", [512, 1024, 2048, 4096, 8192], seq_len, "Sequence length "),
+              _select("plan_setup", options, setup if setup in options else options[0], "Setup ", labels)]
+    calc = dict(
+        at_peak=f"(datum.flops_base + datum.flops_per_position * plan_seq) * plan_tokens_b * 1e9 "
+                f"/ (datum.n_gpus * datum.peak_flops) / {SECONDS_PER_DAY}",
+        days="datum.at_peak / datum.mfu", days_low="datum.at_peak / datum.mfu_high",
+        days_high="datum.at_peak / datum.mfu_low",
+    )
+    base = _plan_rows(df)
+    for k, v in calc.items():
+        base = base.transform_calculate(**{k: v})
+    y = alt.Y("setup:N", title=None, sort=alt.EncodingSortField("days", order="descending"))
+    color = alt.Color("mfu_source:N", title="MFU from")
+    bars = base.mark_rule(strokeWidth=3).encode(
+        y=y, x=alt.X("days_low:Q", title="training days (log scale; bar = range from the nearest MFUs)",
+                     scale=alt.Scale(type="log")), x2="days_high:Q", color=color)
+    dots = base.mark_circle(size=80).encode(
+        y=y, x="days:Q", color=color,
+        tooltip=["setup:N", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip("days_low:Q", format=",.1f"),
+                 alt.Tooltip("days_high:Q", format=",.1f"), alt.Tooltip("mfu:Q", format=".0%"), "mfu_source:N"])
+    answer = _plan_rows(df, _answer_text(df.iloc[:0], 520))
+    answer = _selected_answer(
+        answer, calc, "plan_setup",
+        "datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
+        "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
+        "format(datum.mfu, '.0%') + ' from ' + datum.mfu_source : 'No MFU for ' + plan_setup")
+    plot = alt.layer(bars, dots).properties(width=520, height=alt.Step(16))
+    return alt.vconcat(answer, plot).add_params(*params).properties(title=alt.Title(
+        "How long would a decoder of this size take?",
+        subtitle=["MFU: ours where we measured the setup, interpolated between Pythia sizes; else the MFU the",
+                  "paper's days imply, which is too high (unsynchronised timing), so those days are too few."]))
+
+
+def _plan_rows(grid: pd.DataFrame, chart: alt.Chart | None = None) -> alt.Chart:
+    """The grid's rows for the chosen size, as three small tables joined in the browser (a smaller page)."""
+    main = grid[["key", "params_b", "mfu", "mfu_low", "mfu_high"]]
+    setups = grid[["key", "setup", "n_gpus", "peak_flops", "mfu_source"]].drop_duplicates("key")
+    sizes = grid[["params_b", "flops_base", "flops_per_position"]].drop_duplicates("params_b")
+    chart = alt.Chart(main) if chart is None else chart.properties(data=main)
+    return chart.transform_filter("abs(datum.params_b - plan_params_b) < 0.05").transform_lookup(
+        lookup="key", from_=alt.LookupData(setups, "key", ["setup", "n_gpus", "peak_flops", "mfu_source"])
+    ).transform_lookup(
+        lookup="params_b", from_=alt.LookupData(sizes, "params_b", ["flops_base", "flops_per_position"]))
+
+
+def plan_answer(params_b: float, tokens_b: float, seq_len: int, setup: str, root: str | None = None) -> str:
+    """The planner chart's answer line, from ``planning.plan_decoder`` (the browser tests compare the two)."""
+    n, gpu = setup.split(" x ")
+    p = plan_decoder(params_b * 1e9, tokens_b * 1e9, gpu, int(n), seq_len, root=root)
+    if p.mfu is None:
+        return f"No MFU for {setup}"
+    return (f"{setup_label(gpu, int(n))}: {p.days:,.1f} days ({p.days_low:,.1f}-{p.days_high:,.1f}), "
+            f"MFU {p.mfu.mfu:.0%} from {p.mfu.source}")
