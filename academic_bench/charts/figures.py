@@ -133,13 +133,20 @@ def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None
         return _empty("No speed-ups to show yet: they need runs of both settings.")
     has_source = "source" in df.columns
     base = alt.Chart()  # data comes from the layer, so a facet splits bars and the reference line alike
+    tips = [c for c in df.columns if c in (x, "speedup", "source", "model", "gpu", "n_gpus", "label")]
+    if x != "model":  # long labels (one bar per setting): horizontal bars, one setting a row, in the frame's order
+        bars = base.mark_bar().encode(
+            y=alt.Y(f"{x}:N", title=None, sort=list(dict.fromkeys(df[x]))),
+            x=alt.X("speedup:Q", title="speed-up (x)"),
+            color=alt.Color("source:N", scale=SOURCE_COLORS) if has_source else alt.value("#4c78a8"),
+            yOffset=alt.YOffset("source:N") if has_source else alt.YOffset(), tooltip=tips)
+        one = base.mark_rule(color="black").encode(x=alt.datum(1.0))
+        return alt.layer(bars, one, data=df).properties(width=300, height=alt.Step(16), title=title)
     bars = base.mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None, sort=model_order(df[x]) if x == "model" else list(dict.fromkeys(df[x])),
-              axis=alt.Axis(labelAngle=-30 if x != "model" else 0)),
+        x=alt.X(f"{x}:N", title=None, sort=model_order(df[x])),
         y=alt.Y("speedup:Q", title="speed-up (x)"),
         color=alt.Color("source:N", scale=SOURCE_COLORS) if has_source else alt.value("#4c78a8"),
-        xOffset=alt.XOffset("source:N") if has_source else alt.XOffset(),
-        tooltip=[c for c in df.columns if c in (x, "speedup", "source", "model", "gpu", "n_gpus", "label")],
+        xOffset=alt.XOffset("source:N") if has_source else alt.XOffset(), tooltip=tips,
     )
     one = base.mark_rule(color="black").encode(y=alt.datum(1.0))
     layered = alt.layer(bars, one, data=df).properties(width=260 if column else 480, height=220)

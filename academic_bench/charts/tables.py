@@ -1,6 +1,9 @@
 """HTML tables for the book's pages (no index, no NaN), the paper's Table 1 grid, counts and glue."""
 from __future__ import annotations
 
+import html
+import re
+
 import pandas as pd
 
 from ..analysis import MFU_IMPLAUSIBLE
@@ -32,9 +35,20 @@ def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict
     out = out.astype(object).map(lambda v: na if _missing(v) else v)
     out = out.map(lambda v: {True: "yes", False: "no"}.get(v, v) if isinstance(v, bool) else v)
     out = out.rename(columns=columns)
+    if escape:  # escaped here, so that long paths, commands and URLs can get break opportunities
+        out = out.map(lambda v: _breakable(html.escape(v, quote=False)) if isinstance(v, str) else v)
     classes = "ab-table ab-verbatim" if verbatim else "ab-table"
-    return HTML('<div class="ab-scroll">' + out.to_html(index=False, escape=escape, border=0, classes=classes)
+    return HTML('<div class="ab-scroll">' + out.to_html(index=False, escape=False, border=0, classes=classes)
                 + "</div>")
+
+
+_LONG_TOKEN = re.compile(r"\S{24,}")
+
+
+def _breakable(text: str) -> str:
+    """``text`` with a line-break opportunity (``<wbr>``) after each /, _, . or = inside tokens of 24 or more
+    characters, so that a table of file paths or URLs fits its column without breaking numbers or words."""
+    return _LONG_TOKEN.sub(lambda m: re.sub(r"(?<=[/_.=])", "<wbr>", m.group(0)), text)
 
 
 def _missing(v) -> bool:
