@@ -153,3 +153,42 @@ def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU
                      "predicted_days_low": p.days_low, "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
                      "capped": p.capped, "ratio": p.days / float(c.days)})
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
+
+
+DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days (issue of the estimate command)
+DECODER_COLUMNS = ["decoder", "architecture", "params", "setup", "gpu", "n_gpus", "predicted_days",
+                   "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days", "measured_mfu",
+                   "micro_batch", "in_range", "error", "abs_error", "within"]
+
+
+def config_decoders(root: str | None = None) -> pd.DataFrame:
+    """Decoders outside the catalog, from their config.json: the days ``academic-bench estimate --model
+    PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written),
+    beside the days their measurement gives (``<setup>/evidence/decoders/results.jsonl``, rows of ``academic-bench
+    bench --model PATH/config.json``; a row's model key is ``<name>@<digest>``). Their rows stay out of the setup's
+    results, so no estimate or answer of the study rests on them. ``within``: |error| <= ``DECODER_TOLERANCE``."""
+    import json
+
+    from .analysis import runs_root
+    from .results import ResultStore, status_of
+
+    out = []
+    for path in sorted(runs_root(root).glob("*/evidence/decoders/results.jsonl")):
+        for row in ResultStore(path).rows():
+            name = row["config"]["model"].split("@")[0]
+            estimate = path.parent / name / "estimate.json"
+            if status_of(row) != "measured" or not estimate.exists():
+                continue
+            e = json.loads(estimate.read_text())
+            if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
+                continue  # an estimate for another setting says nothing about this row
+            out.append({"decoder": name, "architecture": e["architecture"]["model_type"], "params": e["params"],
+                        "setup": row["setup"], "gpu": row["config"]["gpu"], "n_gpus": row["config"]["n_gpus"],
+                        "predicted_days": e["days"], "predicted_days_low": e["days_range"][0],
+                        "predicted_days_high": e["days_range"][1], "predicted_mfu": e["mfu"]["value"],
+                        "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"]})
+    if not out:
+        return pd.DataFrame(columns=DECODER_COLUMNS)
+    frame = add_errors(pd.DataFrame(out))
+    frame["within"] = frame["abs_error"] <= DECODER_TOLERANCE
+    return frame[DECODER_COLUMNS]

@@ -123,3 +123,33 @@ def test_the_paper_frame_keeps_plausible_cells_only():
     assert list(df.columns) == tv.PAPER_COLUMNS and len(df)
     assert (df["paper_mfu"] <= tv.PAPER_MFU_PLAUSIBLE).all() and (df["predicted_mfu"] <= transfer.MFU_CAP).all()
     assert df["ratio"].to_numpy() == pytest.approx((df["predicted_days"] / df["paper_days"]).to_numpy())
+
+
+def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_path):
+    """``config_decoders`` reads each measured decoder's row beside the estimate kept for it, and computes the
+    error from the two files alone (an estimate for another GPU is not compared)."""
+    import json
+
+    from academic_bench.config import Config
+    from academic_bench.models.from_config import decoder_spec
+    from academic_bench.results import ResultStore, make_row
+
+    folder = tmp_path / "runs" / "h100x1" / "evidence" / "decoders"
+    (folder / "tiny").mkdir(parents=True)
+    cfg_file = folder / "tiny" / "config.json"
+    cfg_file.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+                                    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                                    "vocab_size": 256, "max_position_embeddings": 64}))
+    key = decoder_spec(cfg_file, seq_len=32, tokens=1e6, global_batch=8).spec.key
+    estimate = {"architecture": {"model_type": "llama"}, "params": 123, "gpu": "h100-80gb", "n_gpus": 1,
+                "days": 12.0, "days_range": [10.0, 13.0], "mfu": {"value": 0.5}}
+    (folder / "tiny" / "estimate.json").write_text(json.dumps(estimate))
+    config = Config(key, "h100-80gb", 1, methods=preset("free-lunch"))
+    row = make_row(config, setup="h100x1", outcome="ok", step_time_s=1.0, micro_batch=2, gas=4, days=10.0, mfu=0.6)
+    ResultStore(folder / "results.jsonl").append(row)
+    other = make_row(Config(key, "h200", 1, methods=preset("free-lunch")), setup="h200x1", outcome="ok",
+                     step_time_s=1.0, micro_batch=2, gas=4, days=9.0, mfu=0.6)
+    ResultStore(folder / "results.jsonl").append(other)
+    (got,) = tv.config_decoders(str(tmp_path / "runs")).to_dict("records")
+    assert (got["decoder"], got["predicted_days"], got["measured_days"]) == ("tiny", 12.0, 10.0)
+    assert got["error"] == pytest.approx(0.2) and not got["within"] and got["in_range"]
