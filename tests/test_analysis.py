@@ -409,3 +409,25 @@ def test_answers_give_days_only_where_the_smart_search_is_complete_in_catalog_or
     assert by.loc[("pythia-1b", "h200x1"), "days"] == 4.0, "each setup answers for itself"
     empty = answers.answers(analysis.frame_from_rows([]), analysis.skipped_frame("/nonexistent"))
     assert empty.empty and list(empty.columns) == answers.ANSWER_COLUMNS
+
+
+def test_configuration_cost_is_the_median_wall_time_of_what_ran_for_models_up_to_1b():
+    """The engine's cost per configuration, per setup and revision: synchronized step rows that ran (measured or
+    out of memory) of models up to about 1B parameters; validations, unsynchronized timings and larger models
+    are not counted."""
+    from academic_bench.config import Config
+    from academic_bench.methods import preset
+    from academic_bench.results import make_row
+
+    def row(model, duration, outcome="ok", timing="synced", mode="step"):
+        c = Config(model, "h100-80gb", 1, methods=preset("free-lunch"))
+        fields = dict(step_time_s=1.0, micro_batch=1, gas=1) if outcome == "ok" else {}
+        return {**make_row(c, setup="h100x1", outcome=outcome, timing=timing, mode=mode,
+                           reason=None if outcome in ("ok", "oom") else "x", **fields), "duration_s": duration}
+
+    rows = [row("pythia-160m", 10.0), row("pythia-1b", 40.0, outcome="oom"), row("pythia-410m", 30.0),
+            row("pythia-160m", 500.0, mode="validate"), row("pythia-160m", 500.0, timing="unsynced"),
+            row("pythia-2.8b", 500.0), row("pythia-410m", 500.0, outcome="error")]
+    cost = analysis.configuration_cost(analysis.frame_from_rows(rows))
+    assert cost[["setup", "engine", "configurations", "median_s", "max_s"]].values.tolist() == [
+        ["h100x1", ENGINE_REVISION, 3, 30.0, 40.0]]

@@ -34,6 +34,7 @@ from .counted import (  # noqa: F401
     results,
 )
 from .honesty import (  # noqa: F401
+    CONFIGURATION_COST_COLUMNS,
     ENGINE_COST_COLUMNS,
     FIT_COLUMNS,
     MEMORY_COLUMNS,
@@ -44,6 +45,7 @@ from .honesty import (  # noqa: F401
     VALIDATION_COLUMNS,
     VARIANCE_COLUMNS,
     allocator_reserve,
+    configuration_cost,
     engine_cost,
     fit_predictions,
     implausible,

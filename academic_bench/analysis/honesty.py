@@ -110,6 +110,27 @@ def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
     return df[ENGINE_COST_COLUMNS].sort_values(["setup", "model", "methods_label", "engine"]).reset_index(drop=True)
 
 
+CONFIGURATION_COST_COLUMNS = ["setup", "engine", "configurations", "median_s", "max_s"]
+SMALL_MODEL_PARAMS = 1.1e9  # "models up to 1B": the sizes the engine's cost target speaks of
+
+
+def configuration_cost(df: pd.DataFrame) -> pd.DataFrame:
+    """What measuring one configuration cost, per setup and engine revision: the median and longest wall time
+    (``duration_s``: launches, search, build, compile and timing together) of the synchronized step rows that ran
+    (measured, or out of memory) for models up to about 1B parameters. Different revisions measured different
+    configurations: ``engine_cost`` compares the same ones."""
+    from ..models import get_model
+
+    d = df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(["ok", "oom"])
+           & ~df["tiny"].astype(bool)] if not df.empty else df
+    d = d[[get_model(m).paper_params <= SMALL_MODEL_PARAMS for m in d["model"]]] if not d.empty else d
+    if d.empty:
+        return pd.DataFrame(columns=CONFIGURATION_COST_COLUMNS)
+    g = d.groupby(["setup", "engine"], sort=True)["duration_s"]
+    out = pd.DataFrame({"configurations": g.size(), "median_s": g.median(), "max_s": g.max()}).reset_index()
+    return out[CONFIGURATION_COST_COLUMNS]
+
+
 SET_ASIDE_COLUMNS = ["setup", "reason", "rows", "configurations"]
 
 
