@@ -91,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_help(name: str) -> str:
+    """A sub-command's help, as ``academic-bench NAME --help`` prints it (the book's "run it" page shows them)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # argparse keeps them here
+    if name not in sub.choices:
+        raise ValueError(f"unknown command {name!r}; choose one of: {', '.join(sub.choices)}")
+    return sub.choices[name].format_help()
 
 
 def _validate(args: argparse.Namespace) -> None:
