@@ -5,7 +5,7 @@ it again, and it shows only the last resume of its setup (a resume that measured
 it the book puts a summary of the whole folder, generated from ``results.jsonl`` when the book is built: every
 result (per model and search, all resumes), the best configuration per model across searches with what its
 search reached, and the validations against sustained steps. The notebook's own tables are shown as saved, in a
-wrapper that scrolls sideways, with pandas' "NaN" shown as a dash.
+wrapper that scrolls sideways, with pandas' "NaN" shown as a dash and without its index column.
 """
 from __future__ import annotations
 
@@ -66,10 +66,22 @@ _TABLE = re.compile(r"(<table[^>]*class=\"dataframe[^\"]*\"[^>]*>.*?</table>)", 
 _NAN_CELL = re.compile(r"<td>\s*(NaN|nan|None|&lt;NA&gt;)\s*</td>")
 
 
+_INDEX_HEAD = re.compile(r"(<thead>\s*<tr[^>]*>)\s*<th>\s*</th>")
+_INDEX_CELL = re.compile(r"(<tr[^>]*>)\s*<th>\s*\d+\s*</th>")
+
+
+def _without_index(table: str) -> str:
+    """A pandas table without its index column (an empty heading, then a row number heading each row)."""
+    if not _INDEX_HEAD.search(table):
+        return table
+    return _INDEX_CELL.sub(r"\1", _INDEX_HEAD.sub(r"\1", table))
+
+
 def decorate(body: str, summary: str) -> str:
-    """A run page's HTML body with the summary after its title, saved tables in scrolling wrappers, no NaN."""
+    """A run page's HTML body with the summary after its title; saved tables without pandas' index column and
+    NaN, in scrolling wrappers."""
     body = _NAN_CELL.sub("<td>—</td>", body)
-    body = _TABLE.sub(r'<div class="ab-scroll ab-evidence">\1</div>', body)
+    body = _TABLE.sub(lambda m: '<div class="ab-scroll ab-evidence">' + _without_index(m.group(1)) + "</div>", body)
     end = body.find("</h1>")
     if end < 0:
         return summary + body

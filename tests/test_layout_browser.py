@@ -3,7 +3,8 @@
 At 1400 px and 390 px, on every page: no chart, table or image is wider than the column that holds it (at the
 phone width only, a wide table may scroll inside its ``.ab-scroll`` wrapper, the last resort; the executed
 benchmark notebooks' saved tables scroll at both widths), no legend label is cut
-("..." or "…" at its end), and the rendered text holds none of the template artifacts "(s)", "NaN" or "\\$100k".
+("..." or "…" at its end), no table shows pandas' index column (row numbers under an empty heading), and the
+rendered text holds none of the template artifacts "(s)", "NaN" or "\\$100k".
 """
 from __future__ import annotations
 
@@ -92,3 +93,24 @@ def test_no_template_artifacts_in_the_text(built_site, open_page):
             problems[path] = [f"{f!r} in ...{(text + ' ' + svg)[max(0, (text + ' ' + svg).find(f) - 60):(text + ' ' + svg).find(f) + 40]!r}..." for f in found]
         visit.page.close()
     assert not problems, "\n".join(f"{page}: {item}" for page, items in problems.items() for item in items)
+
+
+# A pandas index column: an empty first heading, and body rows headed by their row number.
+_INDEX_JS = """() => Array.from(document.querySelectorAll('main table')).filter(t => {
+  const head = t.querySelector('thead tr th');
+  const rows = Array.from(t.querySelectorAll('tbody tr'));
+  return head && head.textContent.trim() === '' && rows.length > 0 &&
+         rows.every(r => r.firstElementChild && r.firstElementChild.tagName === 'TH' &&
+                         /^\\d+$/.test(r.firstElementChild.textContent.trim()));
+}).map(t => t.innerText.slice(0, 80))"""
+
+
+def test_no_table_shows_a_pandas_index(built_site, open_page):
+    problems = {}
+    for path in _pages(built_site):
+        visit = open_page(path)
+        found = visit.page.evaluate(_INDEX_JS)
+        if found:
+            problems[path] = found
+        visit.page.close()
+    assert not problems, "\n".join(f"{page}: {item!r}" for page, items in problems.items() for item in items)

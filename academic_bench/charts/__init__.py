@@ -15,7 +15,7 @@ from __future__ import annotations
 from .common import (SOURCE_COLORS, _empty, by_model, gpu_color, gpu_names, gpu_shape, model_list,  # noqa: F401
                      model_order)
 from .concept import clock_illustration, clock_illustration_frame  # noqa: F401
-from .labels import (OPTIMISED, dense16_peak, on_dense16, optimised_runs, peak_name, search_status,  # noqa: F401
+from .labels import (OPTIMISED, clock_ratio_summary, dense16_peak, on_dense16, optimised_runs, peak_name, search_status,  # noqa: F401
                      unoptimised, unoptimised_note)
 from .figures import *  # noqa: F401,F403
 from .figures import _settings_order  # noqa: F401

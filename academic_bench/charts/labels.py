@@ -73,3 +73,18 @@ def peak_name(gpu: str, peak_flops: float) -> str:
         return ""
     names = [k for k, v in catalog()[gpu].peak_tflops.items() if abs(v * 1e12 - peak_flops) < 1e9]
     return "/".join(names)
+
+
+# --- the two clocks, compared per configuration ------------------------------------------------------------
+
+def clock_ratio_summary(pairs: pd.DataFrame) -> dict:
+    """What ``analysis.sync_pairs`` allows one to say: per configuration, its unsynchronised days over its
+    synchronised days (a ratio of one configuration's own pair, never a ratio of two medians taken separately),
+    and the median, least and most of that ratio over the configurations; ``middle`` is the configuration whose
+    ratio is the median one (the lower middle for an even count)."""
+    if pairs.empty:
+        return {}
+    ratio = pairs["days_unsynced"] / pairs["days_synced"]
+    ordered = pairs.assign(ratio=ratio).sort_values(["ratio", "config_id"])
+    return {"n": len(pairs), "median": float(ratio.median()), "least": float(ratio.min()),
+            "most": float(ratio.max()), "middle": ordered.iloc[(len(ordered) - 1) // 2]}
