@@ -11,5 +11,5 @@ from __future__ import annotations
 
 from .model import *  # noqa: F401,F403
 from .model import __doc__ as _model_doc  # noqa: F401
-from .model import _assumption_summary, _lookup, _non_negative  # noqa: F401
+from .model import check_non_negative, lookup_price  # noqa: F401
 from .setups import *  # noqa: F401,F403

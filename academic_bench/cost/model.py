@@ -61,7 +61,7 @@ class Assumptions:
     cloud_usd_per_gpu_hour: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
-        _non_negative("price per kWh", self.kwh_price_usd)
+        check_non_negative("price per kWh", self.kwh_price_usd)
         if not self.lifespan_years > 0:
             raise ValueError(f"the hardware lifespan must be more than 0 years, got {self.lifespan_years}")
         if not self.pue >= 1:
@@ -71,15 +71,15 @@ class Assumptions:
         for label, table in (("GPU price", self.gpu_price_usd), ("machine cost", self.machine_cost_usd),
                              ("cloud price per GPU-hour", self.cloud_usd_per_gpu_hour)):
             for key, value in (table or {}).items():
-                _non_negative(f"{label} for {key}", value)
+                check_non_negative(f"{label} for {key}", value)
 
     def gpu_price(self, gpu: str) -> float:
         table = {**default_gpu_prices(), **(self.gpu_price_usd or {})}
-        return _lookup(table, gpu_key(gpu), "GPU price")
+        return lookup_price(table, gpu_key(gpu), "GPU price")
 
     def cloud_price(self, gpu: str) -> float:
         table = {**default_cloud_prices(), **(self.cloud_usd_per_gpu_hour or {})}
-        return _lookup(table, gpu_key(gpu), "cloud price per GPU-hour")
+        return lookup_price(table, gpu_key(gpu), "cloud price per GPU-hour")
 
     def machine_costs(self) -> dict[int, float]:
         return {**default_machine_costs(), **(self.machine_cost_usd or {})}
@@ -95,12 +95,12 @@ class Assumptions:
         return replace(self, **{k: v for k, v in kwargs.items() if v is not None})
 
 
-def _non_negative(label: str, value: float) -> None:
+def check_non_negative(label: str, value: float) -> None:
     if value is None or not math.isfinite(value) or value < 0:
         raise ValueError(f"{label} must be a non-negative number, got {value!r}")
 
 
-def _lookup(table: Mapping[str, float], key: str, label: str) -> float:
+def lookup_price(table: Mapping[str, float], key: str, label: str) -> float:
     if key not in table or table[key] is None:
         raise ValueError(f"no {label} for GPU {key!r}; known: {', '.join(sorted(table))} "
                          f"(pass one in Assumptions)")
@@ -185,8 +185,8 @@ def purchase_cost(gpu: str, n_gpus: int, assumptions: Assumptions | None = None)
 
 def per_experiment_cost(purchase_usd: float, days: float, lifespan_years: float = 5.0) -> float:
     """The purchase spread over the hardware's life: the share one run of ``days`` uses."""
-    _non_negative("purchase cost", purchase_usd)
-    _non_negative("training days", days)
+    check_non_negative("purchase cost", purchase_usd)
+    check_non_negative("training days", days)
     if not lifespan_years > 0:
         raise ValueError(f"the hardware lifespan must be more than 0 years, got {lifespan_years}")
     return purchase_usd * days / (lifespan_years * DAYS_PER_YEAR)
@@ -195,7 +195,7 @@ def per_experiment_cost(purchase_usd: float, days: float, lifespan_years: float 
 def energy_kwh(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None = None) -> float:
     """kWh drawn from the grid: board power x GPUs x hours x utilisation x PUE."""
     a = assumptions or Assumptions()
-    _non_negative("training days", days)
+    check_non_negative("training days", days)
     power_w = gpu_catalog()[gpu_key(gpu)].board_power_w
     return power_w / 1000 * check_gpus(n_gpus) * days * 24 * a.utilisation * a.pue
 
@@ -208,7 +208,7 @@ def energy_cost(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | N
 def cloud_cost(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None = None) -> float:
     """Renting the same GPUs on demand for the whole run."""
     a = assumptions or Assumptions()
-    _non_negative("training days", days)
+    check_non_negative("training days", days)
     return a.cloud_price(gpu) * check_gpus(n_gpus) * days * 24
 
 
@@ -241,7 +241,7 @@ def cost_of(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None 
     a = assumptions or Assumptions()
     key = gpu_key(gpu)
     check_gpus(n_gpus)
-    _non_negative("training days", days)
+    check_non_negative("training days", days)
     gpus_usd = n_gpus * a.gpu_price(key)
     machine_usd = a.machine_cost(n_gpus)
     purchase = gpus_usd + machine_usd

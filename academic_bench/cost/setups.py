@@ -13,7 +13,7 @@ from typing import Iterable
 import pandas as pd
 
 from ..hardware import catalog as gpu_catalog
-from .model import (DAYS_SOURCES, GPU_COUNTS, Assumptions, Cost, _non_negative, check_gpus, cost_of, gpu_key,
+from .model import (DAYS_SOURCES, GPU_COUNTS, Assumptions, Cost, check_non_negative, check_gpus, cost_of, gpu_key,
                     model_key)
 
 # --- days: ours, the paper's, or analytic --------------------------------------------------------------------
@@ -169,7 +169,7 @@ def fastest_within_budget(setups: pd.DataFrame, budget_usd: float, cost: str = "
                           plausible_only: bool = False) -> pd.DataFrame:
     """Setups whose ``cost`` fits the budget, fastest first (ties: cheaper first); with ``plausible_only`` (the
     book's questions) setups with an implausible implied MFU are passed over."""
-    _non_negative("budget", budget_usd)
+    check_non_negative("budget", budget_usd)
     setups = _plausible(setups) if plausible_only else setups
     fits = setups[setups[cost] <= budget_usd]
     return fits.sort_values(["days", cost, "n_gpus"]).reset_index(drop=True)
@@ -179,7 +179,7 @@ def cheapest_within_deadline(setups: pd.DataFrame, deadline_days: float, cost: s
                              plausible_only: bool = False) -> pd.DataFrame:
     """Setups that finish within the deadline, cheapest first (ties: faster first); with ``plausible_only``,
     setups with an implausible implied MFU are passed over."""
-    _non_negative("deadline (days)", deadline_days)
+    check_non_negative("deadline (days)", deadline_days)
     setups = _plausible(setups) if plausible_only else setups
     ok = setups[setups["days"] <= deadline_days]
     return ok.sort_values([cost, "days", "n_gpus"]).reset_index(drop=True)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..analysis import MFU_IMPLAUSIBLE, model_label
 from ..cost import DAYS_PER_YEAR, Assumptions, cost_of, fastest_within_budget
-from .common import (DEFAULT_MODEL, SOURCE_KINDS, _answer_text, _select, _selected_answer, _setup_options, _slider,
+from .common import (DEFAULT_MODEL, SOURCE_KINDS, answer_text, select_param, selected_answer, setup_options, slider_param,
                      explorer_setups)
 
 
@@ -22,9 +22,9 @@ def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
 
     models = sorted(df["model"].unique(), key=model_rank)
     kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
-    p_model = _select("budget_model", models, model, "Model ", [model_label(m) for m in models])
-    p_budget = _slider("budget_usd", budget_usd, 1_000, 260_000, 1_000, "Budget (USD) ")
-    p_kind = _select("budget_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds])
+    p_model = select_param("budget_model", models, model, "Model ", [model_label(m) for m in models])
+    p_budget = slider_param("budget_usd", budget_usd, 1_000, 260_000, 1_000, "Budget (USD) ")
+    p_kind = select_param("budget_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds])
     base = alt.Chart(df).transform_filter("datum.model == budget_model && datum.kind == budget_days_from")
     points = base.transform_calculate(
         fits="datum.implausible ? 'implausible days (MFU above " + f"{MFU_IMPLAUSIBLE:.2f}" + "): never picked' : "
@@ -43,7 +43,7 @@ def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
     rule = alt.Chart(pd.DataFrame({"one": [1]})).transform_calculate(b="budget_usd").mark_rule(
         color="#2ca02c", strokeDash=[5, 4]).encode(x="b:Q")
     # The answer: fitting setups first (fastest, then cheapest), else the cheapest of all.
-    answer = _answer_text(df, 520).transform_filter("datum.model == budget_model && datum.kind == budget_days_from"
+    answer = answer_text(df, 520).transform_filter("datum.model == budget_model && datum.kind == budget_days_from"
                                                     " && !datum.implausible").transform_calculate(
         fits="datum.purchase_usd <= budget_usd ? 0 : 1",
         key="datum.purchase_usd <= budget_usd ? datum.days : datum.purchase_usd",
@@ -95,11 +95,11 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
 
     models = sorted(df["model"].unique(), key=model_rank)
     kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
-    options, labels = _setup_options(df)
-    params = [_select("cost_model", models, model, "Model ", [model_label(m) for m in models]),
-              _select("cost_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds]),
-              _select("cost_setup", options, setup if setup in options else options[0], "Setup ", labels)]
-    params += [_slider(n, *v) for n, v in COST_SLIDERS.items()]
+    options, labels = setup_options(df)
+    params = [select_param("cost_model", models, model, "Model ", [model_label(m) for m in models]),
+              select_param("cost_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds]),
+              select_param("cost_setup", options, setup if setup in options else options[0], "Setup ", labels)]
+    params += [slider_param(n, *v) for n, v in COST_SLIDERS.items()]
     # The same arithmetic as cost.cost_of, written once more as Vega expressions for the browser.
     calc = dict(
         hardware="datum.n_gpus * datum.gpu_quote_usd * cost_gpu_pct / 100 + datum.machine_usd",
@@ -121,9 +121,9 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
         opacity=alt.condition("datum.key == cost_setup", alt.value(1.0), alt.value(0.45)),
         tooltip=["setup:N", "how:N", alt.Tooltip("usd:Q", format="$,.0f"), alt.Tooltip("days:Q", format=",.1f"),
                  "days_source:N"]).properties(width=520, height=alt.Step(9))
-    answer = _answer_text(df, 520)
+    answer = answer_text(df, 520)
     answer = answer.transform_filter("datum.model == cost_model && datum.kind == cost_days_from")
-    answer = _selected_answer(
+    answer = selected_answer(
         answer, calc, "cost_setup",
         "datum.sel == 0 ? datum.setup + ', ' + format(datum.days, ',.1f') + ' days: owned ' + "
         "format(datum.owned, '$,.0f') + ' per run (hardware ' + format(datum.per_run, '$,.0f') + "

@@ -45,17 +45,17 @@ def explorer_setups(root: str | None = None, assumptions: Assumptions | None = N
     return df[cols]
 
 
-def _select(name: str, options: list, value: Any, label: str, labels: list[str] | None = None) -> alt.Parameter:
+def select_param(name: str, options: list, value: Any, label: str, labels: list[str] | None = None) -> alt.Parameter:
     return alt.param(name=name, value=value,
                      bind=alt.binding_select(options=options, labels=labels or [str(o) for o in options],
                                              name=label))
 
 
-def _slider(name: str, value: float, lo: float, hi: float, step: float, label: str) -> alt.Parameter:
+def slider_param(name: str, value: float, lo: float, hi: float, step: float, label: str) -> alt.Parameter:
     return alt.param(name=name, value=value, bind=alt.binding_range(min=lo, max=hi, step=step, name=label))
 
 
-def _answer_text(data: pd.DataFrame | alt.Chart, width: int) -> alt.Chart:
+def answer_text(data: pd.DataFrame | alt.Chart, width: int) -> alt.Chart:
     """A one-line text chart; its ``label`` field is computed by the transforms the caller adds."""
     return alt.Chart(data).mark_text(align="left", baseline="middle", fontSize=13, fontWeight="bold",
                                      color="#222").encode(x=alt.value(0), y=alt.value(10), text="label:N"
@@ -63,7 +63,7 @@ def _answer_text(data: pd.DataFrame | alt.Chart, width: int) -> alt.Chart:
                                                                        view=alt.ViewBackground(stroke=None))
 
 
-def _selected_answer(answer: alt.Chart, calc: dict[str, str], param: str, label: str) -> alt.Chart:
+def selected_answer(answer: alt.Chart, calc: dict[str, str], param: str, label: str) -> alt.Chart:
     """Apply the explorer's calculations, keep the row of the setup picked in ``param`` (the fastest row
     stands in when that setup has none, so the label can say so) and compute its ``label``."""
     for k, v in calc.items():
@@ -94,7 +94,7 @@ def cloud_prices_table() -> pd.DataFrame:
     return df[["gpu", "usd_per_gpu_hour", "default", "provider", "product", "source_url", "as_of", "transcribed_in"]]
 
 
-def _setup_options(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+def setup_options(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The setups of ``df`` for a menu: their keys ("4 x h100-80gb", the values) and display labels."""
     keys = sorted({(g, int(n)) for g, n in zip(df["gpu"], df["n_gpus"])},
                   key=lambda k: (list(gpu_catalog()).index(k[0]), k[1]))

@@ -9,7 +9,7 @@ from ..cost import GPU_COUNTS, setup_label
 from ..hardware import catalog as gpu_catalog
 from ..planning import decoder_flops_terms, interpolate_mfu, mfu_points, peak_flops, plan_decoder
 from ..units import SECONDS_PER_DAY
-from .common import _answer_text, _select, _selected_answer, _setup_options, _slider
+from .common import answer_text, select_param, selected_answer, setup_options, slider_param
 
 
 # --- (3) planner: days for a decoder of any size, from the MFU we measured ----------------------------------
@@ -47,12 +47,12 @@ def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b
                seq_len: int = 2048, setup: str = "8 x h100-80gb") -> alt.VConcatChart:
     """Days (with the MFU range) for a custom decoder on every setup with an MFU, from sliders."""
     df = plan_grid() if grid is None else grid
-    options, labels = _setup_options(df)
-    params = [_slider("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
+    options, labels = setup_options(df)
+    params = [slider_param("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
                       "Parameters (billions) "),
-              _slider("plan_tokens_b", tokens_b, 10, 15_000, 10, "Training tokens (billions) "),
-              _select("plan_seq", [512, 1024, 2048, 4096, 8192], seq_len, "Sequence length "),
-              _select("plan_setup", options, setup if setup in options else options[0], "Setup ", labels)]
+              slider_param("plan_tokens_b", tokens_b, 10, 15_000, 10, "Training tokens (billions) "),
+              select_param("plan_seq", [512, 1024, 2048, 4096, 8192], seq_len, "Sequence length "),
+              select_param("plan_setup", options, setup if setup in options else options[0], "Setup ", labels)]
     calc = dict(
         at_peak=f"(datum.flops_base + datum.flops_per_position * plan_seq) * plan_tokens_b * 1e9 "
                 f"/ (datum.n_gpus * datum.peak_flops) / {SECONDS_PER_DAY}",
@@ -71,8 +71,8 @@ def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b
         y=y, x="days:Q", color=color,
         tooltip=["setup:N", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip("days_low:Q", format=",.1f"),
                  alt.Tooltip("days_high:Q", format=",.1f"), alt.Tooltip("mfu:Q", format=".0%"), "mfu_source:N"])
-    answer = _plan_rows(df, _answer_text(df.iloc[:0], 520))
-    answer = _selected_answer(
+    answer = _plan_rows(df, answer_text(df.iloc[:0], 520))
+    answer = selected_answer(
         answer, calc, "plan_setup",
         "datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
         "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
