@@ -12,13 +12,13 @@ HTML tables. Every public name of the submodules is importable from here (``from
 """
 from __future__ import annotations
 
-from .common import (SOURCE_COLORS, _empty, by_model, gpu_color, gpu_names, gpu_shape, model_list,  # noqa: F401
+from .common import (SOURCE_COLORS, empty_chart, by_model, gpu_color, gpu_names, gpu_shape, model_list,  # noqa: F401
                      model_order)
 from .concept import clock_illustration, clock_illustration_frame  # noqa: F401
 from .labels import (OPTIMISED, clock_ratio_summary, dense16_peak, on_dense16, optimised_runs, peak_name, search_status,  # noqa: F401
                      unoptimised, unoptimised_note)
 from .figures import *  # noqa: F401,F403
-from .figures import _settings_order  # noqa: F401
+from .figures import settings_order  # noqa: F401  (the setting labels in model order)
 from .render import (BOOK_CONFIG, BUNDLE_NAME, CHART_CLASS, RENDERER, enable_offline, vendor_bundle,  # noqa: F401
                      with_book_config)
 from .tables import NO_VALUE, count, glue, grid_html, table  # noqa: F401

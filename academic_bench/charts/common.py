@@ -62,7 +62,7 @@ def model_list(models) -> str:
     return ", ".join(model_label(m) for m in model_order(models))
 
 
-def _empty(message: str) -> alt.Chart:
+def empty_chart(message: str) -> alt.Chart:
     """A small chart that says why there is nothing to draw (so a page never shows a blank box)."""
     return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=14, color="#555").encode(
         text="text:N").properties(width=520, height=60)

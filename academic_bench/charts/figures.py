@@ -5,7 +5,7 @@ import altair as alt
 import pandas as pd
 
 from ..analysis import COVERAGE_STATUSES, MFU_IMPLAUSIBLE
-from .common import SOURCE_COLORS, _empty, by_model, gpu_color, gpu_names, gpu_shape, model_order
+from .common import SOURCE_COLORS, empty_chart, by_model, gpu_color, gpu_names, gpu_shape, model_order
 
 __all__ = ["availability_heatmap", "share_bars", "days_by_gpus", "mfu_strip", "feasibility_grid", "COVERAGE_COLORS",
            "coverage_grid", "speedup_bars", "SMART_COLORS", "search_bars", "profile_bars", "scatter_vs",
@@ -19,7 +19,7 @@ def availability_heatmap(df: pd.DataFrame, title: str) -> alt.Chart:
     ``df`` columns: n_gpus (str label), duration, share (0-1), and optionally count.
     """
     if df.empty:
-        return _empty("No survey answers to show.")
+        return empty_chart("No survey answers to show.")
     order = ["Hours", "Days", "Weeks", "Months", "Indefinitely"]
     base = alt.Chart(df).encode(
         x=alt.X("duration:N", sort=order, title="longest use per experiment"),
@@ -38,7 +38,7 @@ def availability_heatmap(df: pd.DataFrame, title: str) -> alt.Chart:
 def share_bars(df: pd.DataFrame, category: str, title: str, value: str = "share") -> alt.Chart:
     """Horizontal bars of a share (0-1) per category, labelled with the percentage."""
     if df.empty:
-        return _empty("No answers to show.")
+        return empty_chart("No answers to show.")
     base = alt.Chart(df).encode(y=alt.Y(f"{category}:N", sort="-x", title=None),
                                 x=alt.X(f"{value}:Q", axis=alt.Axis(format="%"), title="share of respondents"))
     return (base.mark_bar(color="#4c78a8") + base.mark_text(align="left", dx=3).encode(
@@ -55,7 +55,7 @@ def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") ->
     status (what the search behind a point of ours reached, for its tooltip).
     """
     if df.empty:
-        return _empty("No training times to show yet.")
+        return empty_chart("No training times to show yet.")
     return alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("n_gpus:O", title="GPUs"),
         y=alt.Y("days:Q", scale=alt.Scale(type="log"), title="days (log scale)"),
@@ -75,7 +75,7 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
     ``df`` columns: model, gpu, n_gpus, mfu, source.
     """
     if df.empty:
-        return _empty("No MFU values to show yet.")
+        return empty_chart("No MFU values to show yet.")
     points = alt.Chart(df).mark_point(filled=True, size=60, opacity=0.8).encode(
         x=alt.X("mfu:Q", title="model FLOPs utilisation (fraction of dense spec peak)"),
         y=alt.Y("model:N", title=None, sort=model_order(df["model"])),
@@ -92,7 +92,7 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
 def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
     """Which model x (GPU, count) settings are feasible; ``df``: model, setting, status."""
     if df.empty:
-        return _empty("No settings to show yet.")
+        return empty_chart("No settings to show yet.")
     return alt.Chart(df).mark_rect(stroke="white").encode(
         x=alt.X("setting:N", sort=None, title=None), y=alt.Y("model:N", sort=model_order(df["model"]), title=None),
         color=alt.Color("status:N", scale=alt.Scale(
@@ -109,7 +109,7 @@ def coverage_grid(df: pd.DataFrame, title: str = "What the shipped runs cover") 
     """One cell per setup (rows) and model (columns), one panel per search, coloured by its state;
     ``df`` is ``analysis.coverage`` with a ``model_name`` column."""
     if df.empty:
-        return _empty("No benchmark run is shipped yet.")
+        return empty_chart("No benchmark run is shipped yet.")
     return alt.Chart(df).mark_rect(stroke="white", strokeWidth=2).encode(
         x=alt.X("model_name:N", sort=model_order(df["model_name"]), title=None,
                 axis=alt.Axis(labelAngle=-40, orient="top")),
@@ -130,7 +130,7 @@ def coverage_grid(df: pd.DataFrame, title: str = "What the shipped runs cover") 
 def speedup_bars(df: pd.DataFrame, x: str, title: str, column: str | None = None) -> alt.Chart:
     """Speed-up factors (1 = no change) per category ``x``; ``df`` columns: x, speedup, and optionally source."""
     if df.empty:
-        return _empty("No speed-ups to show yet: they need runs of both settings.")
+        return empty_chart("No speed-ups to show yet: they need runs of both settings.")
     has_source = "source" in df.columns
     base = alt.Chart()  # data comes from the layer, so a facet splits bars and the reference line alike
     tips = [c for c in df.columns if c in (x, "speedup", "source", "model", "gpu", "n_gpus", "label")]
@@ -162,7 +162,7 @@ def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaust
     """Training days of each measured combination (one panel per setting), coloured by what the smart search
     did with it; ``df`` is ``analysis.search_combinations`` with a ``setting`` label column."""
     if df.empty:
-        return _empty("No exhaustive search to show yet.")
+        return empty_chart("No exhaustive search to show yet.")
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("days:Q", title="training days"),
         y=alt.Y("methods_label:N", title=None, sort=alt.EncodingSortField("days", order="ascending"),
@@ -171,13 +171,13 @@ def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaust
         tooltip=["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
                  alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"],
     ).properties(width=300, height=alt.Step(16)).facet(  # settings above their panels: the page is narrow
-        row=alt.Row("setting:N", title=None, sort=_settings_order(df),
+        row=alt.Row("setting:N", title=None, sort=settings_order(df),
                     header=alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold",
                                       labelFontSize=12)),
     ).resolve_scale(y="independent").properties(title=title)
 
 
-def _settings_order(df: pd.DataFrame) -> list[str]:
+def settings_order(df: pd.DataFrame) -> list[str]:
     """The ``setting`` labels in model order (catalog order of ``model``, where the frame has it)."""
     return list(dict.fromkeys((by_model(df) if "model" in df.columns else df)["setting"]))
 
@@ -186,12 +186,12 @@ def profile_bars(df: pd.DataFrame, title: str = "Where the device's time goes in
     """Each profiled configuration's busy device time split by kind of work, as stacked shares;
     ``df`` is ``analysis.profiles`` with a ``setting`` label column."""
     if df.empty:
-        return _empty("No profile yet: academic-bench profile measures one.")
+        return empty_chart("No profile yet: academic-bench profile measures one.")
     kinds = list(dict.fromkeys(df["kind"]))  # the profiler's order of kinds (``measure.profile.KINDS``)
     return alt.Chart(df.assign(order=df["kind"].map({k: i for i, k in enumerate(kinds)}))).mark_bar().encode(
         x=alt.X("share:Q", title="share of the device's busy time", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("setting:N", title=None, sort=_settings_order(df), axis=alt.Axis(labelLimit=300)),
+        y=alt.Y("setting:N", title=None, sort=settings_order(df), axis=alt.Axis(labelLimit=300)),
         color=alt.Color("kind:N", title="kind of work", sort=kinds, legend=alt.Legend(orient="bottom", columns=3)),
         order=alt.Order("order:Q"),
         tooltip=["setting", "kind", alt.Tooltip("share:Q", format=".1%"),
@@ -206,7 +206,7 @@ def scatter_vs(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, tit
                color: str = "model", log: bool = False) -> alt.Chart:
     """``y`` against ``x`` with the y = x line (predicted vs measured, synced vs unsynced...)."""
     if df.empty:
-        return _empty("No paired measurements yet.")
+        return empty_chart("No paired measurements yet.")
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     lo, hi = float(df[[x, y]].min().min()), float(df[[x, y]].max().max())
     diag = alt.Chart(pd.DataFrame({x: [lo, hi], y: [lo, hi]})).mark_line(color="#888", strokeDash=[4, 3]).encode(
@@ -227,7 +227,7 @@ def cost_vs_days(df: pd.DataFrame, cost: str, title: str, cost_title: str) -> al
     ``df`` columns: label, days, ``cost``, gpu, source.
     """
     if df.empty:
-        return _empty("No costs to show.")
+        return empty_chart("No costs to show.")
     return alt.Chart(df).mark_point(filled=True, size=80).encode(
         x=alt.X("days:Q", title="training days", scale=alt.Scale(zero=False)),
         y=alt.Y(f"{cost}:Q", title=cost_title, axis=alt.Axis(format="$,.0f")),
