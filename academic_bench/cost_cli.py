@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import math
+
+import pandas as pd
 
 from . import cli_args
+from .analysis import MFU_IMPLAUSIBLE
 from .hardware import catalog as gpu_catalog
 from .cost import (DAYS_SOURCES, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, cheapest_within_deadline, cost_of,
-                   days_for, days_table, fastest_within_budget, pareto_front, setups_frame)
+                   days_for, days_table, fastest_within_budget, pareto_front, plausibility, setups_frame)
 
 
 def _assumptions(args: argparse.Namespace) -> Assumptions:
@@ -29,6 +33,16 @@ def _prefer(text: str) -> tuple[str, ...]:
     return prefer
 
 
+def _predicted(prefer: tuple[str, ...], models: list[str], gpus: list[str] | None = None,
+               counts: tuple[int, ...] = GPU_COUNTS):
+    """The transfer model's days for these settings, when "predicted" is a source asked for."""
+    if "predicted" not in prefer:
+        return None
+    from .transfer_validation import predicted_days
+
+    return predicted_days(models, gpus or list(gpu_catalog()), counts)
+
+
 def _usd(x: float) -> str:
     return f"${x:,.0f}"
 
@@ -40,11 +54,21 @@ def _cmd_cost(args: argparse.Namespace) -> None:
     if args.days is not None:
         days, source = args.days, "given (--days)"
     else:
-        days, source = days_for(args.model, args.gpu, args.gpus, _prefer(args.days_from))
+        prefer = _prefer(args.days_from)
+        days, source = days_for(args.model, args.gpu, args.gpus, prefer,
+                                predicted=_predicted(prefer, [args.model], [args.gpu], (args.gpus,)))
         if days is None:
             raise ValueError(f"{source}; pass --days")
     c = cost_of(args.gpu, args.gpus, days, a, source, args.model)
-    data = {**c.to_dict(), "sources": DEFAULT_SOURCES}
+    # Days that imply more than MFU_IMPLAUSIBLE of the peak are no real run's: said beside the answer, never hidden.
+    this = pd.DataFrame([{"model": args.model, "gpu": args.gpu, "n_gpus": args.gpus, "days": days,
+                          "days_source": source}])
+    mfu = float(plausibility(setups_frame(this, a))["implied_mfu"].iloc[0]) if args.days is None else None
+    mfu = None if mfu is not None and math.isnan(mfu) else mfu
+    warning = (f"these days imply an MFU of {mfu:.0%} of the GPU's dense peak, more than any real run reaches: "
+               "`--days-from ours,predicted` answers from the study's measurements"
+               if mfu is not None and mfu > MFU_IMPLAUSIBLE else None)
+    data = {**c.to_dict(), "implied_mfu": mfu, "warning": warning, "sources": DEFAULT_SOURCES}
 
     def text() -> str:
         s = c.assumptions
@@ -59,6 +83,7 @@ def _cmd_cost(args: argparse.Namespace) -> None:
             f"${s['kwh_price_usd']:g}/kWh)",
             f"  owned, per run      {_usd(c.owned_per_experiment_usd):>12}  (per experiment + energy)",
             f"  cloud rental        {_usd(c.cloud_usd):>12}  (${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)",
+            *([f"warning: {warning}"] if warning else []),
             "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",
         ])
 
@@ -70,23 +95,31 @@ def _cmd_cost(args: argparse.Namespace) -> None:
 def _cmd_plan(args: argparse.Namespace) -> None:
     a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
                                      utilisation=args.utilisation)
-    setups = setups_frame(days_table([args.model], counts=GPU_COUNTS, prefer=_prefer(args.days_from)), a)
+    prefer = _prefer(args.days_from)
+    setups = setups_frame(days_table([args.model], counts=GPU_COUNTS, prefer=prefer,
+                                     predicted=_predicted(prefer, [args.model])), a)
     if setups.empty:
         raise ValueError(f"no days for {args.model} on any setup from: {args.days_from}")
     have = set(zip(setups["gpu"], setups["n_gpus"]))
     missing = [f"{n} x {g}" for g in gpu_catalog() for n in GPU_COUNTS if (g, n) not in have]
+    # A setup whose days imply an MFU above MFU_IMPLAUSIBLE (some of the paper's cells) is no answer: it is named
+    # as passed over, with its implied MFU.
+    marked = plausibility(setups)
+    passed_over = [f"{r.setup} ({r.days_source}: implied MFU {r.implied_mfu:.0%})"
+                   for r in marked[marked["implausible"]].itertuples()]
     if args.budget is not None:
         question = f"fastest setup for {args.model} within a budget of {_usd(args.budget)} (purchase)"
-        ranked = fastest_within_budget(setups, args.budget)
+        ranked = fastest_within_budget(setups, args.budget, plausible_only=True)
     else:
         question = f"cheapest setup (purchase) that trains {args.model} within {args.deadline:g} days"
-        ranked = cheapest_within_deadline(setups, args.deadline)
+        ranked = cheapest_within_deadline(setups, args.deadline, plausible_only=True)
     cols = ["setup", "gpu", "n_gpus", "days", "days_source", "purchase_usd", "per_experiment_usd",
             "owned_per_experiment_usd", "cloud_usd"]
     answer = ranked.iloc[0][cols].to_dict() if len(ranked) else None
     front = pareto_front(setups)[cols].to_dict("records")
     data = {"question": question, "answer": answer, "candidates": ranked[cols].to_dict("records"),
-            "pareto_front": front, "considered": len(setups), "no_days": missing, "days_from": args.days_from}
+            "pareto_front": front, "considered": len(setups), "no_days": missing, "days_from": args.days_from,
+            "passed_over": passed_over}
 
     def text() -> str:
         lines = [question + ":"]
@@ -103,6 +136,9 @@ def _cmd_plan(args: argparse.Namespace) -> None:
                   "purchase": _usd(r["purchase_usd"]), "per run": _usd(r["per_experiment_usd"]),
                   "cloud": _usd(r["cloud_usd"])} for r in rows]
         lines.append(cli_args.table(table, ["setup", "days", "source", "purchase", "per run", "cloud"]))
+        if passed_over:
+            lines.append(f"Passed over (days no real run reaches, above {MFU_IMPLAUSIBLE:.0%} MFU): "
+                         f"{', '.join(passed_over)}.")
         if missing:
             lines.append(f"Left out (no days from {args.days_from}): {', '.join(missing)}. "
                          "Add 'analytic' to --days-from to include 100%-of-peak lower bounds.")
@@ -128,7 +164,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cost", help="purchase, per-experiment, energy and cloud cost of one training run")
     cli_args.add_setting(p)
     p.add_argument("--days", type=float, default=None,
-                   help="training days (default: ours if measured, else paper Table 1, else analytic)")
+                   help="training days (default: ours if measured, else predicted from ours, else paper Table 1, "
+                        "else analytic)")
     p.add_argument("--gpu-price", type=float, default=None, help="USD per GPU (default: data/gpus.csv)")
     p.add_argument("--cloud-price", type=float, default=None,
                    help="USD per GPU-hour (default: data/cloud_prices.csv)")
@@ -142,7 +179,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--budget", type=float, help="USD available to buy a machine")
     q.add_argument("--deadline", type=float, help="days the run may take")
     # Analytic days assume 100% of peak: ranking them beside measured days would favour unmeasured setups.
-    _assumption_args(p, days_from=("ours", "paper"))
+    _assumption_args(p, days_from=("ours", "predicted", "paper"))
     p.set_defaults(func=_cmd_plan)
 
 

@@ -187,7 +187,7 @@ def test_unknown_names_and_counts_list_the_valid_choices():
         cost.cost_of("h100-80gb", 1, -1.0)
     with pytest.raises(ValueError, match="budget.*-5"):
         cost.fastest_within_budget(_toy(), -5)
-    with pytest.raises(ValueError, match="days source 'guess'.*ours, paper, analytic"):
+    with pytest.raises(ValueError, match="days source 'guess'.*ours, predicted, paper, analytic"):
         cost.days_for("pythia-1b", "h100-80gb", 1, prefer=("guess",))
 
 

@@ -15,10 +15,11 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_cost_from_the_paper_days(capsys):
-    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "8", "--json")
+    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "8", "--days-from",
+                     "paper", "--json")
     assert rc == 0
     data = json.loads(out)
-    assert (data["days"], data["days_source"]) == cost.days_for("pythia-1b", "a100-80gb", 8)
+    assert (data["days"], data["days_source"]) == cost.days_for("pythia-1b", "a100-80gb", 8, ("paper",))
     expected = cost.cost_of("a100-80gb", 8, data["days"])
     for key in ("purchase_usd", "per_experiment_usd", "energy_usd", "cloud_usd", "owned_per_experiment_usd"):
         assert data[key] == pytest.approx(getattr(expected, key))
@@ -49,13 +50,36 @@ def test_cost_text_names_its_sources(capsys):
         assert word in out
 
 
-def test_plan_budget_answers_the_papers_example(capsys):
+def test_plan_passes_over_the_papers_example_whose_days_no_real_run_reaches(capsys):
+    """The paper's answer to this question (8 x RTX 3090, 30 days) implies an MFU above 0.75 of the GPUs' peak: no
+    answer uses it, and the plan names it as passed over, with its implied MFU."""
+    from academic_bench.analysis import MFU_IMPLAUSIBLE, paper_cells
+
     rc, out, _ = run(capsys, "plan", "--model", "pythia-1b", "--budget", "40000", "--days-from", "paper", "--json")
     assert rc == 0
     data = json.loads(out)
-    assert (data["answer"]["gpu"], data["answer"]["n_gpus"], data["answer"]["days"]) == ("rtx3090", 8, 30.0)
+    cells = paper_cells("table1").set_index(["model", "gpu", "n_gpus"])["mfu"]
+    assert cells[("pythia-1b", "rtx3090", 8)] > MFU_IMPLAUSIBLE
+    assert (data["answer"]["gpu"], data["answer"]["n_gpus"]) != ("rtx3090", 8)
+    assert all(cells[("pythia-1b", c["gpu"], c["n_gpus"])] <= MFU_IMPLAUSIBLE for c in data["candidates"])
+    assert any(p.startswith("8 x RTX 3090 (paper Table 1: implied MFU") for p in data["passed_over"])
     assert all(c["purchase_usd"] <= 40_000 for c in data["candidates"])
     assert "1 x h200" in data["no_days"]
+
+
+def test_cost_answers_an_unmeasured_setup_with_a_prediction_and_flags_the_papers_impossible_days(capsys):
+    """Pythia-1B on 4 x A100: the default answer is the transfer model's prediction from our measurements; asked
+    for the paper's days, the command gives them with their implied MFU and a warning."""
+    from academic_bench.analysis import MFU_IMPLAUSIBLE
+
+    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4", "--json")
+    data = json.loads(out)
+    assert rc == 0 and data["days_source"].startswith("predicted from ") and data["warning"] is None
+    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4", "--days-from",
+                     "paper", "--json")
+    data = json.loads(out)
+    assert data["days_source"] == "paper Table 1" and data["implied_mfu"] > MFU_IMPLAUSIBLE
+    assert "more than any real run reaches" in data["warning"]
 
 
 def test_plan_deadline_and_text(capsys):
@@ -81,7 +105,7 @@ def test_plan_with_nothing_that_fits_shows_the_trade_off(capsys):
     (["cost", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "1", "--pue", "0.5"], ["PUE", "0.5"]),
     (["cost", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "1", "--days", "-2"], ["training days", "-2"]),
     (["cost", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "1", "--days-from", "guess"],
-     ["--days-from", "ours, paper, analytic"]),
+     ["--days-from", "ours, predicted, paper, analytic"]),
     (["plan", "--model", "pythia-1b", "--budget", "-5"], ["budget", "-5"]),
     (["plan", "--model", "nope", "--deadline", "5"], ["unknown model 'nope'"]),
 ])

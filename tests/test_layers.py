@@ -52,3 +52,32 @@ def test_the_books_readers_load_without_torch():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", f"loaded on import: {out.stdout.strip()}"
+
+
+def _private_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """``from <a module of the package> import _name`` in one file (a private name used outside its module)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("academic_bench")):
+            found += [f"{path.relative_to(root)}:{node.lineno}: {a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_private_name_is_imported_from_another_module_of_the_package():
+    """A name with a leading underscore belongs to its module: another module (or a book page) that needs it
+    needs a public one."""
+    files = [*(ROOT / "academic_bench").rglob("*.py"), *(ROOT / "book").glob("*.md")]
+    found = [hit for f in files if f.suffix == ".py" for hit in _private_imports(f)]
+    found += [f"{f.relative_to(ROOT)}: imports a private name" for f in files if f.suffix == ".md"
+              and any(line.lstrip().startswith(("from academic_bench", "import academic_bench"))
+                      and " _" in line.split("import", 1)[-1] for line in f.read_text().splitlines())]
+    assert not found, "\n".join(found)
+
+
+def test_the_private_import_check_sees_one(tmp_path):
+    bad = tmp_path / "probe.py"
+    bad.write_text("from .results import _hidden, public\nfrom academic_bench.cost import _lookup\nfrom os import _exit\n")
+    assert _private_imports(bad, tmp_path) == ["probe.py:1: _hidden", "probe.py:2: _lookup"]

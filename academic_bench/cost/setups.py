@@ -1,5 +1,5 @@
-"""Days for each setup (ours where a search is complete, else the paper's Table 1, else analytic), every setup's
-costs, the budget and deadline questions, and the paper's worked examples (Section 4.1).
+"""Days for each setup (ours where a search is complete, else predicted from ours by the transfer model, else the
+paper's Table 1, else analytic), every setup's costs, the budget and deadline questions, and the paper's worked examples (Section 4.1).
 
 A setup whose days imply an MFU above ``analysis.MFU_IMPLAUSIBLE`` cannot be a real training run: ``plausibility``
 marks it, and the questions that recommend a setup (``fastest_within_budget``, ``cheapest_within_deadline``,
@@ -61,8 +61,10 @@ def measured_days(root: str | None = None) -> pd.DataFrame:
 
 def days_table(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
                counts: Iterable[int] = GPU_COUNTS, prefer: tuple[str, ...] = DAYS_SOURCES,
-               root: str | None = None) -> pd.DataFrame:
-    """One row per (model, GPU, count) with the first source in ``prefer`` that has days for it."""
+               root: str | None = None, predicted: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (model, GPU, count) with the first source in ``prefer`` that has days for it. ``predicted``:
+    the transfer model's days (``transfer_validation.predicted_days``, which rests on this package's answers, so
+    the caller brings them); without them the source "predicted" has none."""
     from ..models import CATALOG
 
     models = [model_key(m) for m in (models or CATALOG)]
@@ -71,6 +73,7 @@ def days_table(models: Iterable[str] | None = None, gpus: Iterable[str] | None =
         if source not in DAYS_SOURCES:
             raise ValueError(f"unknown days source {source!r}; choose from: {', '.join(DAYS_SOURCES)}")
     tables = {"ours": measured_days(root) if "ours" in prefer else None,
+              "predicted": predicted if "predicted" in prefer else None,
               "paper": paper_days() if "paper" in prefer else None}
     index = {s: {(r.model, r.gpu, int(r.n_gpus)): (float(r.days), r.days_source) for r in t.itertuples()}
              for s, t in tables.items() if t is not None}
@@ -97,9 +100,9 @@ def _first_days(key: tuple[str, str, int], prefer: tuple[str, ...], index: dict)
 
 
 def days_for(model: str, gpu: str, n_gpus: int, prefer: tuple[str, ...] = DAYS_SOURCES,
-             root: str | None = None) -> tuple[float | None, str]:
+             root: str | None = None, predicted: pd.DataFrame | None = None) -> tuple[float | None, str]:
     """(days, where they come from) for one setup; (None, reason) when no source has them."""
-    df = days_table([model], [gpu], [check_gpus(n_gpus)], prefer, root)
+    df = days_table([model], [gpu], [check_gpus(n_gpus)], prefer, root, predicted)
     if df.empty:
         return None, f"no days for {model} on {n_gpus} x {gpu} from: {', '.join(prefer)}"
     return float(df["days"].iloc[0]), str(df["days_source"].iloc[0])
