@@ -76,3 +76,19 @@ def test_bound_controls_change_their_chart(built_site, open_page):
         assert not visit.problems, (path, visit.problems)
         page.close()
     assert checked > 0, "no chart with bound controls in the built book (the explorers have them)"
+
+
+def test_the_answer_for_pythia_1b_on_four_a100s_is_in_the_intros_first_screen(open_page):
+    """A reader asking "Pythia-1B on 4 x A100?" finds the days, with what they rest on, without scrolling, and the
+    answer grid below it responds to its model menu."""
+    visit = open_page("book/intro.html")
+    page = visit.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    answer = page.locator("strong", has_text="Pythia-1B on 4 x A100").first
+    box = answer.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 900, box
+    line = answer.locator("xpath=..").inner_text()
+    assert any(kind in line for kind in ("measured", "predicted", "the paper's")), line
+    assert "implied MFU" in line, line
+    assert page.locator(".vega-bind select").count() >= 1  # the grid's model menu (the test above moves it)
+    assert not visit.problems, visit.problems

@@ -1,0 +1,50 @@
+"""The intro's answer grid: every model x GPU x count of the study, each cell labelled by what its days rest on."""
+from __future__ import annotations
+
+import pytest
+
+from academic_bench import analysis, answers, explorers
+from academic_bench.hardware import catalog as gpu_catalog
+from academic_bench.models import CATALOG
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return explorers.answer_grid_frame()
+
+
+def test_every_model_gpu_and_count_has_a_labelled_cell(grid):
+    assert len(grid) == len(CATALOG) * len(gpu_catalog()) * 4
+    assert set(grid["kind"]) <= set(explorers.GRID_LABELS.values())
+    answered = grid[grid["kind"] != explorers.GRID_LABELS[None]]
+    assert answered["days"].notna().all() and grid.loc[grid["kind"] == "no answer", "days"].isna().all()
+
+
+def test_no_answer_rests_on_days_no_real_run_reaches(grid):
+    """Answered cells never carry an MFU above the plausibility line; the paper's cell beside it says when it
+    does."""
+    answered = grid[grid["days"].notna()]
+    assert (answered["mfu"].dropna() <= analysis.MFU_IMPLAUSIBLE).all()
+    flagged = grid[grid["paper_mfu"] > analysis.MFU_IMPLAUSIBLE]
+    assert len(flagged) and flagged["paper_note"].str.contains("no real run reaches it").all()
+    paper_answers = grid[grid["kind"] == explorers.GRID_LABELS["paper"]]
+    assert (paper_answers["paper_mfu"] <= analysis.MFU_IMPLAUSIBLE).all()
+    assert (paper_answers["days"] == paper_answers["paper_days"]).all()
+
+
+def test_measured_cells_are_the_studys_answers_for_complete_searches(grid):
+    """A cell is 'measured' exactly where the study's answer comes from a complete search, with those days."""
+    runs = analysis.runs_frame()
+    ans = answers.answers(runs, analysis.skipped_frame())
+    complete = ans[ans["status"] == "search complete"].set_index(["model", "gpu", "n_gpus"])["days"]
+    measured = grid[grid["kind"] == "measured"].set_index(["model", "gpu", "n_gpus"])["days"]
+    assert set(measured.index) <= set(complete.index)
+    for key, days in measured.items():
+        assert days == pytest.approx(complete[key])
+
+
+def test_the_chart_filters_by_the_model_menu(grid):
+    spec = explorers.answer_grid_chart(grid).to_dict()
+    assert any(p.get("name") == "grid_model" and p.get("bind", {}).get("input") == "select"
+               for p in spec.get("params", []))
+    assert "datum.model == grid_model" in str(spec)
