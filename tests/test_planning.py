@@ -155,3 +155,20 @@ def test_plan_explorer_recomputes_when_a_widget_changes(tmp_path):
     assert f"{expected.days:,.1f} days" in ex.output.value
     ex.gpu.value = "h200"  # no MFU for it: the explorer says so instead of guessing
     assert ex.result.days is None and "lower bound" in ex.output.value
+
+
+def test_a_naive_only_setting_is_no_point_of_the_planner(tmp_path):
+    """A setting measured only with the naive baseline has no optimum yet (``answers`` calls it "naive only"): its
+    low MFU must not pull the planner's answer for other sizes (a 0.4B model once got more days than a 1B one)."""
+    from academic_bench.config import Config
+    from academic_bench.methods import preset
+    from academic_bench.results import ResultStore, make_row
+
+    store = ResultStore(tmp_path / "two" / "results.jsonl")
+    for model, methods, search, mfu in (("pythia-160m", "free-lunch", "single", 0.35),
+                                        ("pythia-410m", "naive", "naive", 0.08)):
+        cfg = Config(model, "h200", 2, methods=preset(methods))
+        store.append(make_row(cfg, setup="two", outcome="ok", search=search, step_time_s=1.0, micro_batch=8,
+                              gas=64, days=10.0, gpu_days=20.0, mfu=mfu))
+    points = planning.measured_mfu(str(tmp_path))
+    assert points["model"].tolist() == ["pythia-160m"]
