@@ -93,17 +93,19 @@ def _model_key(args: argparse.Namespace) -> str:
     the request, for its workers)."""
     from .models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec
 
-    given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len), ("--global-batch",
-                                                                                     args.global_batch)) if v]
+    given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
+                            ("--global-batch", args.global_batch)) if v is not None]
     if not cli_args.is_config_path(args.model):
         if given:
             raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
         return args.model
-    if not (args.tokens and args.seq_len):
+    if args.tiny:
+        raise ConfigError("--tiny applies to the catalog's models; a config.json describes one model at full size")
+    if args.tokens is None or args.seq_len is None:
         raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
-                        global_batch=args.global_batch or DEFAULT_GLOBAL_BATCH).spec.key
+                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key
 
 
 def _cmd_bench(args: argparse.Namespace) -> None:

@@ -43,6 +43,33 @@ def _predicted(prefer: tuple[str, ...], models: list[str], gpus: list[str] | Non
     return predicted_days(models, gpus or list(gpu_catalog()), counts)
 
 
+def _paper_left_out(model: str, gpu: str, n_gpus: int, prefer: tuple[str, ...]) -> str:
+    """Why the paper's cell gave no days, when it exists but implies an MFU no real run reaches."""
+    from .analysis import paper_cells
+
+    if "paper" not in prefer:
+        return ""
+    cells = paper_cells("table1")
+    cell = cells[(cells["model"] == model) & (cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus) & cells["days"].notna()]
+    if cell.empty or not cell["mfu"].iloc[0] > MFU_IMPLAUSIBLE:
+        return ""
+    return (f" (the paper's Table 1 gives {cell['days'].iloc[0]:g} days, an implied MFU of {cell['mfu'].iloc[0]:.0%}: "
+            f"above {MFU_IMPLAUSIBLE:.0%} of the peak no real run reaches, so it is no answer)")
+
+
+def _paper_passed_over(model: str, prefer: tuple[str, ...]) -> list[str]:
+    """The paper's cells for ``model`` whose days imply an MFU no real run reaches: never an answer, named."""
+    from .analysis import paper_cells
+    from .cost import setup_label
+
+    if "paper" not in prefer:
+        return []
+    cells = paper_cells("table1")
+    bad = cells[(cells["model"] == model) & cells["days"].notna() & (cells["mfu"] > MFU_IMPLAUSIBLE)]
+    return [f"{setup_label(r.gpu, int(r.n_gpus))} (paper Table 1: {r.days:g} days, implied MFU {r.mfu:.0%})"
+            for r in bad.itertuples()]
+
+
 def _usd(x: float) -> str:
     return f"${x:,.0f}"
 
@@ -58,17 +85,12 @@ def _cmd_cost(args: argparse.Namespace) -> None:
         days, source = days_for(args.model, args.gpu, args.gpus, prefer,
                                 predicted=_predicted(prefer, [args.model], [args.gpu], (args.gpus,)))
         if days is None:
-            raise ValueError(f"{source}; pass --days")
+            raise ValueError(f"{source}{_paper_left_out(args.model, args.gpu, args.gpus, prefer)}; pass --days")
     c = cost_of(args.gpu, args.gpus, days, a, source, args.model)
-    # Days that imply more than MFU_IMPLAUSIBLE of the peak are no real run's: said beside the answer, never hidden.
     this = pd.DataFrame([{"model": args.model, "gpu": args.gpu, "n_gpus": args.gpus, "days": days,
                           "days_source": source}])
-    mfu = float(plausibility(setups_frame(this, a))["implied_mfu"].iloc[0]) if args.days is None else None
-    mfu = None if mfu is not None and math.isnan(mfu) else mfu
-    warning = (f"these days imply an MFU of {mfu:.0%} of the GPU's dense peak, more than any real run reaches: "
-               "`--days-from ours,predicted` answers from the study's measurements"
-               if mfu is not None and mfu > MFU_IMPLAUSIBLE else None)
-    data = {**c.to_dict(), "implied_mfu": mfu, "warning": warning, "sources": DEFAULT_SOURCES}
+    mfu = float(plausibility(setups_frame(this, a))["implied_mfu"].iloc[0]) if args.days is None else math.nan
+    data = {**c.to_dict(), "implied_mfu": None if math.isnan(mfu) else mfu, "sources": DEFAULT_SOURCES}
 
     def text() -> str:
         s = c.assumptions
@@ -83,7 +105,6 @@ def _cmd_cost(args: argparse.Namespace) -> None:
             f"${s['kwh_price_usd']:g}/kWh)",
             f"  owned, per run      {_usd(c.owned_per_experiment_usd):>12}  (per experiment + energy)",
             f"  cloud rental        {_usd(c.cloud_usd):>12}  (${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)",
-            *([f"warning: {warning}"] if warning else []),
             "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",
         ])
 
@@ -104,9 +125,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     missing = [f"{n} x {g}" for g in gpu_catalog() for n in GPU_COUNTS if (g, n) not in have]
     # A setup whose days imply an MFU above MFU_IMPLAUSIBLE (some of the paper's cells) is no answer: it is named
     # as passed over, with its implied MFU.
-    marked = plausibility(setups)
-    passed_over = [f"{r.setup} ({r.days_source}: implied MFU {r.implied_mfu:.0%})"
-                   for r in marked[marked["implausible"]].itertuples()]
+    passed_over = _paper_passed_over(args.model, prefer)
     if args.budget is not None:
         question = f"fastest setup for {args.model} within a budget of {_usd(args.budget)} (purchase)"
         ranked = fastest_within_budget(setups, args.budget, plausible_only=True)

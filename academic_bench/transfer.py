@@ -37,15 +37,16 @@ MFU_CAP = 0.75  # the study's plausibility threshold (analysis.MFU_IMPLAUSIBLE):
 FLOP_KINDS = ("matrix multiplication", "attention", "convolution")
 COMM_KIND = "communication"
 SCAN_KIND = "state-space scan"
-# The split used where the source setup has no profile at all: round numbers near the median of h100x1's
-# profiles (the first setup measured; never the setup a prediction is checked against).
-DEFAULT_SPLIT = {"flop": 0.65, "scan": 0.0, "memory": 0.32, "comm": 0.0, "idle": 0.03}
+# The split assumed where no profile exists at all (no setup was profiled): an assumption, not a measurement. All
+# of the step is taken to scale with the dense peak, and the range is the widest (WIDEN["default"]).
+DEFAULT_SPLIT = {"flop": 1.0, "scan": 0.0, "memory": 0.0, "comm": 0.0, "idle": 0.0}
 # How much wider the range is (each side, as a fraction of the step) when the split is not the configuration's
 # own profile: another configuration of the same model on the source setup, the median split of the source
-# setup's profiles of other models, or DEFAULT_SPLIT.
-WIDEN = {"configuration": 0.0, "model": 0.05, "setup": 0.10, "default": 0.15}
+# setup's profiles of other models, the median split of every other setup's profiles, or DEFAULT_SPLIT.
+WIDEN = {"configuration": 0.0, "model": 0.05, "setup": 0.10, "others": 0.10, "default": 0.15}
 SPLIT_WORDS = {"configuration": "its own profile", "model": "the profile of another configuration of the model",
-               "setup": "the median profile of the setup", "default": "the default split"}
+               "setup": "the median profile of the setup", "others": "the median profile of the other setups",
+               "default": "an assumed split (no profile at all)"}
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Source:
     optimizer_s: float = 0.0  # the optimizer step (median), inside step_time_s
     sync_s: float = 0.0  # boundary - accumulating micro-step: the exposed gradient synchronisation or offload copy
     split: Mapping[str, float] | None = None  # share of the step: flop, scan, memory, comm, idle (sum 1)
-    split_basis: str = "default"  # "configuration", "model", "setup" or "default" (WIDEN)
+    split_basis: str = "default"  # "configuration", "model", "setup", "others" or "default" (WIDEN)
 
     @property
     def methods_label(self) -> str:
@@ -97,11 +98,12 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Sourc
     """A ``Source`` from a results row (``analysis.fastest``/``best_per_setting``) and ``analysis.profiles()``:
     the configuration's own profile where one exists (same setup, model, methods and micro-batch), else the
     model's profile of another configuration on that setup, else the median split of the setup's profiles,
-    else ``DEFAULT_SPLIT`` (``split_basis`` says which; the range widens by ``WIDEN``)."""
+    else the median split of every other setup's profiles, else ``DEFAULT_SPLIT`` (``split_basis`` says which; the
+    range widens by ``WIDEN``)."""
     split, basis = None, "default"
     if profiles is not None and not profiles.empty:
-        setup = profiles[(profiles["setup"] == row["setup"]) & ~profiles["tiny"].astype(bool)
-                         & (profiles["timer"] == "gpu kernels")]
+        usable = profiles[~profiles["tiny"].astype(bool) & (profiles["timer"] == "gpu kernels")]
+        setup = usable[usable["setup"] == row["setup"]]
         mine = setup[setup["model"] == row["model"]]
         own = mine[(mine["methods_label"] == row["methods_label"]) & (mine["micro_batch"] == int(row["micro_batch"]))]
         if not own.empty:
@@ -111,6 +113,9 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Sourc
         elif not setup.empty:
             each = pd.DataFrame([split_of(g) for _, g in setup.groupby("config_id")]).median()
             split, basis = (each / each.sum()).to_dict(), "setup"
+        elif not usable.empty:
+            each = pd.DataFrame([split_of(g) for _, g in usable.groupby(["setup", "config_id"])]).median()
+            split, basis = (each / each.sum()).to_dict(), "others"
 
     def num(key: str) -> float:
         v = row.get(key)

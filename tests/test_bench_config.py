@@ -51,3 +51,24 @@ def test_config_only_options_and_a_config_without_its_tokens_stop_before_any_wor
                  *common]) == 2
     assert "no such file" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_config_names_the_same_spec_from_inside_its_folder_and_as_the_workers_absolute_path(tmp_path, monkeypatch):
+    """The workers register the spec again from the absolute path (``made_with``): given as "config.json" from its
+    own folder, the launching process must name the same key, or every worker fails to find the model."""
+    path = _config_file(tmp_path)
+    monkeypatch.chdir(path.parent)
+    here = decoder_spec("config.json", seq_len=SEQ, tokens=TOKENS, global_batch=BATCH).spec.key
+    again = decoder_spec(**made_with(here)).spec.key
+    assert here == again and here.startswith("tiny-llama@")
+
+
+def test_a_config_json_decoder_runs_as_a_submitit_job_too(tmp_path):
+    """A submitit job is a fresh process: the spec must reach it with the job, as it reaches the workers."""
+    path, out = _config_file(tmp_path), tmp_path / "runs" / "results.jsonl"
+    rc = main(["bench", "--model", str(path), "--tokens", str(TOKENS), "--seq-len", str(SEQ), "--global-batch",
+               str(BATCH), "--gpu", "h100-80gb", "--gpus", "1", "--methods", "naive", "--micro-batch", "2",
+               "--device", "cpu", "--timeout", "300", "--executor", "submitit-local", "--out", str(out)])
+    assert rc == 0
+    (row,) = ResultStore(out).rows()
+    assert row["outcome"] == "ok", row["reason"]

@@ -120,8 +120,11 @@ def test_worked_examples_from_our_days_handle_missing_setups(tmp_path):
 def test_days_prefer_ours_then_paper_then_analytic(tmp_path):
     root = write_synthetic_runs(tmp_path, [("pythia-1b", "h100-80gb", 1, 50.0, 0.4)])
     assert cost.days_for("pythia-1b", "h100-80gb", 1, root=root) == (50.0, "ours (synthetic)")
-    days, source = cost.days_for("pythia-1b", "a100-80gb", 8, root=root)
-    assert (days, source) == (9.0, "paper Table 1")
+    days, source = cost.days_for("pythia-1b", "h100-80gb", 4, root=root)
+    assert (days, source) == (8.0, "paper Table 1")
+    # The paper's 8 x A100 cell implies an MFU no real run reaches: no answer, unless a page asks to show it.
+    assert cost.days_for("pythia-1b", "a100-80gb", 8, root=root)[1].startswith("analytic")
+    assert cost.days_for("pythia-1b", "a100-80gb", 8, root=root, implausible_paper=True) == (9.0, "paper Table 1")
     days, source = cost.days_for("pythia-1b", "h200", 8, root=root)
     assert source.startswith("analytic") and 0 < days < 9
     assert cost.days_for("pythia-1b", "h200", 8, prefer=("ours", "paper"), root=root)[0] is None
@@ -196,14 +199,14 @@ def test_unknown_names_and_counts_list_the_valid_choices():
 def test_cost_explorer_recomputes_when_a_widget_changes(tmp_path):
     from academic_bench import explorers
 
-    ex = explorers.cost_explorer(model="pythia-1b", gpu="a100-80gb", n_gpus=8, root=str(tmp_path))
-    assert ex.result.days == 9.0 and ex.result.days_source == "paper Table 1"
+    ex = explorers.cost_explorer(model="pythia-1b", gpu="h100-80gb", n_gpus=4, root=str(tmp_path))
+    assert ex.result.days == 8.0 and ex.result.days_source == "paper Table 1"
     ex.lifespan.value = 3.0
-    expected = cost.cost_of("a100-80gb", 8, 9.0, Assumptions(lifespan_years=3.0))
+    expected = cost.cost_of("h100-80gb", 4, 8.0, Assumptions(lifespan_years=3.0))
     assert ex.result.per_experiment_usd == pytest.approx(expected.per_experiment_usd)
     assert f"${expected.per_experiment_usd:,.0f}" in ex.output.value
-    ex.gpu.value = "h100-80gb"  # the price boxes follow the GPU, and the days come from the paper's H100 cell
-    assert ex.gpu_price.value == Assumptions().gpu_price("h100-80gb")
-    assert ex.result.days == cost.days_for("pythia-1b", "h100-80gb", 8, root=str(tmp_path))[0]
+    ex.gpu.value = "a6000"  # the price boxes follow the GPU, and the days follow the setting
+    assert ex.gpu_price.value == Assumptions().gpu_price("a6000")
+    assert ex.result.days == cost.days_for("pythia-1b", "a6000", 4, root=str(tmp_path))[0]
     ex.gpu_price.value = 20_000.0
-    assert ex.result.gpus_usd == 8 * 20_000.0
+    assert ex.result.gpus_usd == 4 * 20_000.0

@@ -15,12 +15,12 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_cost_from_the_paper_days(capsys):
-    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "8", "--days-from",
+    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "4", "--days-from",
                      "paper", "--json")
     assert rc == 0
     data = json.loads(out)
-    assert (data["days"], data["days_source"]) == cost.days_for("pythia-1b", "a100-80gb", 8, ("paper",))
-    expected = cost.cost_of("a100-80gb", 8, data["days"])
+    assert (data["days"], data["days_source"]) == cost.days_for("pythia-1b", "h100-80gb", 4, ("paper",))
+    expected = cost.cost_of("h100-80gb", 4, data["days"])
     for key in ("purchase_usd", "per_experiment_usd", "energy_usd", "cloud_usd", "owned_per_experiment_usd"):
         assert data[key] == pytest.approx(getattr(expected, key))
     assert "kwh_price_usd" in data["sources"]
@@ -62,24 +62,25 @@ def test_plan_passes_over_the_papers_example_whose_days_no_real_run_reaches(caps
     assert cells[("pythia-1b", "rtx3090", 8)] > MFU_IMPLAUSIBLE
     assert (data["answer"]["gpu"], data["answer"]["n_gpus"]) != ("rtx3090", 8)
     assert all(cells[("pythia-1b", c["gpu"], c["n_gpus"])] <= MFU_IMPLAUSIBLE for c in data["candidates"])
-    assert any(p.startswith("8 x RTX 3090 (paper Table 1: implied MFU") for p in data["passed_over"])
+    assert any(p.startswith("8 x RTX 3090 (paper Table 1: 30 days, implied MFU") for p in data["passed_over"])
     assert all(c["purchase_usd"] <= 40_000 for c in data["candidates"])
     assert "1 x h200" in data["no_days"]
 
 
-def test_cost_answers_an_unmeasured_setup_with_a_prediction_and_flags_the_papers_impossible_days(capsys):
-    """Pythia-1B on 4 x A100: the default answer is the transfer model's prediction from our measurements; asked
-    for the paper's days, the command gives them with their implied MFU and a warning."""
-    from academic_bench.analysis import MFU_IMPLAUSIBLE
+def test_cost_answers_an_unmeasured_setup_with_a_prediction_and_never_with_the_papers_impossible_days(capsys):
+    """Pythia-1B on 4 x A100: the default answer is the transfer model's prediction from our measurements; the
+    paper's cell implies an MFU no real run reaches, so asked for the paper's days alone the command names that
+    cell and its implied MFU, and stops (exit 2) rather than price it."""
+    from academic_bench.analysis import MFU_IMPLAUSIBLE, paper_cells
 
     rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4", "--json")
     data = json.loads(out)
-    assert rc == 0 and data["days_source"].startswith("predicted from ") and data["warning"] is None
-    rc, out, _ = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4", "--days-from",
-                     "paper", "--json")
-    data = json.loads(out)
-    assert data["days_source"] == "paper Table 1" and data["implied_mfu"] > MFU_IMPLAUSIBLE
-    assert "more than any real run reaches" in data["warning"]
+    assert rc == 0 and data["days_source"].startswith("predicted from ")
+    cells = paper_cells("table1").set_index(["model", "gpu", "n_gpus"])["mfu"]
+    assert cells[("pythia-1b", "a100-80gb", 4)] > MFU_IMPLAUSIBLE
+    rc, out, err = run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4", "--days-from",
+                       "paper")
+    assert rc == 2 and out == "" and "implied MFU" in err and "no answer" in err and "--days" in err
 
 
 def test_plan_deadline_and_text(capsys):

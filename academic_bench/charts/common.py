@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-SOURCE_COLORS = alt.Scale(domain=["paper", "ours"], range=["#9e9e9e", "#1f77b4"])
+SOURCE_COLORS = alt.Scale(domain=["paper", "predicted", "ours"], range=["#9e9e9e", "#9ecae1", "#1f77b4"])
 
 # One marker and one colour per GPU on every page of the book, by display label (``analysis.gpu_label``), in the
 # catalog's order (oldest and smallest first).

@@ -21,12 +21,19 @@ from .model import (DAYS_SOURCES, GPU_COUNTS, Assumptions, Cost, check_non_negat
 DAYS_COLUMNS = ["model", "gpu", "n_gpus", "days", "days_source"]
 
 
-def paper_days() -> pd.DataFrame:
-    """The paper's Table 1 (optimal settings, days); infeasible settings are dropped."""
+def paper_days(plausible_only: bool = False) -> pd.DataFrame:
+    """The paper's Table 1 (optimal settings, days); infeasible settings are dropped, and with ``plausible_only``
+    so are the cells whose days imply an MFU above ``analysis.MFU_IMPLAUSIBLE`` (``analysis.paper_cells``)."""
     from ..paper import load_table1
 
     df = load_table1()
     df = df[df["days"].notna()].copy()
+    if plausible_only:
+        from ..analysis import MFU_IMPLAUSIBLE, paper_cells
+
+        cells = paper_cells("table1").set_index(["model", "gpu", "n_gpus"])["mfu"]
+        mfu = [cells.get((m, g, int(n)), float("nan")) for m, g, n in zip(df["model"], df["gpu"], df["n_gpus"])]
+        df = df[~(pd.Series(mfu, index=df.index) > MFU_IMPLAUSIBLE)]
     df["days_source"] = "paper Table 1"
     return df[DAYS_COLUMNS].reset_index(drop=True)
 
@@ -61,10 +68,13 @@ def measured_days(root: str | None = None) -> pd.DataFrame:
 
 def days_table(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
                counts: Iterable[int] = GPU_COUNTS, prefer: tuple[str, ...] = DAYS_SOURCES,
-               root: str | None = None, predicted: pd.DataFrame | None = None) -> pd.DataFrame:
+               root: str | None = None, predicted: pd.DataFrame | None = None,
+               implausible_paper: bool = False) -> pd.DataFrame:
     """One row per (model, GPU, count) with the first source in ``prefer`` that has days for it. ``predicted``:
     the transfer model's days (``transfer_validation.predicted_days``, which rests on this package's answers, so
-    the caller brings them); without them the source "predicted" has none."""
+    the caller brings them); without them the source "predicted" has none. The paper's cells whose days imply an
+    MFU above ``analysis.MFU_IMPLAUSIBLE`` are no answer and are left out, unless ``implausible_paper`` (a page that
+    shows them as the paper's, flagged)."""
     from ..models import CATALOG
 
     models = [model_key(m) for m in (models or CATALOG)]
@@ -74,7 +84,7 @@ def days_table(models: Iterable[str] | None = None, gpus: Iterable[str] | None =
             raise ValueError(f"unknown days source {source!r}; choose from: {', '.join(DAYS_SOURCES)}")
     tables = {"ours": measured_days(root) if "ours" in prefer else None,
               "predicted": predicted if "predicted" in prefer else None,
-              "paper": paper_days() if "paper" in prefer else None}
+              "paper": paper_days(plausible_only=not implausible_paper) if "paper" in prefer else None}
     index = {s: {(r.model, r.gpu, int(r.n_gpus)): (float(r.days), r.days_source) for r in t.itertuples()}
              for s, t in tables.items() if t is not None}
     rows = []
@@ -100,9 +110,10 @@ def _first_days(key: tuple[str, str, int], prefer: tuple[str, ...], index: dict)
 
 
 def days_for(model: str, gpu: str, n_gpus: int, prefer: tuple[str, ...] = DAYS_SOURCES,
-             root: str | None = None, predicted: pd.DataFrame | None = None) -> tuple[float | None, str]:
+             root: str | None = None, predicted: pd.DataFrame | None = None,
+             implausible_paper: bool = False) -> tuple[float | None, str]:
     """(days, where they come from) for one setup; (None, reason) when no source has them."""
-    df = days_table([model], [gpu], [check_gpus(n_gpus)], prefer, root, predicted)
+    df = days_table([model], [gpu], [check_gpus(n_gpus)], prefer, root, predicted, implausible_paper)
     if df.empty:
         return None, f"no days for {model} on {n_gpus} x {gpu} from: {', '.join(prefer)}"
     return float(df["days"].iloc[0]), str(df["days_source"].iloc[0])

@@ -63,7 +63,11 @@ class CostExplorer:
 
     def update(self, *_: Any) -> None:
         model, gpu, n = self.model.value, self.gpu.value, int(self.n_gpus.value)
-        days, source = days_for(model, gpu, n, root=self._root)  # ours, else the paper's, else analytic
+        from ..transfer_validation import predicted_days
+
+        # ours, else predicted from ours, else the paper's (where plausible), else analytic
+        days, source = days_for(model, gpu, n, root=self._root,
+                                predicted=predicted_days([model], [gpu], [n], self._root))
         a = Assumptions(lifespan_years=self.lifespan.value, kwh_price_usd=self.kwh.value, pue=self.pue.value,
                         gpu_price_usd={gpu: self.gpu_price.value},
                         cloud_usd_per_gpu_hour={gpu: self.cloud_price.value})

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from ..models.from_config import decoder_spec, made_with
 from ..results import make_row
 from .local import DEFAULT_TIMEOUT_S, run_config
 from .processes import Rendezvous
@@ -17,10 +18,14 @@ from .processes import Rendezvous
 EXECUTORS = ("local", "slurm", "submitit-local")
 
 
-def _job(config_dict: dict, kwargs: dict) -> dict | None:
-    """What a submitit job runs: the same run_config, on the job's node(s)."""
+def _job(config_dict: dict, kwargs: dict, model_config: dict | None = None) -> dict | None:
+    """What a submitit job runs: the same run_config, on the job's node(s). ``model_config``: how a decoder from
+    its config.json was registered in the submitting process (``models.from_config.made_with``); the job is a
+    fresh process and registers it again."""
     import submitit
 
+    if model_config:
+        decoder_spec(**model_config)
     config = Config.from_dict(config_dict)
     if config.nodes > 1:
         env = submitit.JobEnvironment()
@@ -57,7 +62,7 @@ def run_config_submitit(config: Config, *, executor: str, folder: str | os.PathL
     t0 = time.monotonic()
     kwargs.update(setup=setup, timeout_s=timeout_s)
     ex = make_executor(executor, folder, config, timeout_s, slurm_params, device=kwargs.get("device"))
-    job = ex.submit(_job, config.to_dict(), kwargs)
+    job = ex.submit(_job, config.to_dict(), kwargs, made_with(config.model))
     try:
         rows = [r for r in job.results() if r is not None]
         if rows:

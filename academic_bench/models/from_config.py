@@ -153,7 +153,10 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
                 "precision": precision}
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    name = (path.parent.name if path.name == "config.json" and path.parent.name else path.stem) or "config"
+    # Named from the resolved path, so that "config.json" given from inside its folder, "../x/config.json" and the
+    # absolute path the workers receive (``made_with``) all name the same key.
+    where = path.resolve()
+    name = (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
     key = f"{name}@{digest}".lower()
 
     def make_config():
