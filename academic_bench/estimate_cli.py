@@ -189,7 +189,8 @@ def config_estimate(args: argparse.Namespace) -> dict:
         raise ConfigError(f"a config.json needs {' and '.join(missing)}: the tokens to train on and the sequence "
                           "length")
     decoder = decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
-                           global_batch=args.global_batch or DEFAULT_GLOBAL_BATCH, precision=args.precision)
+                           global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
+                           precision=args.precision)
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = est.model_stats(decoder.spec).params
     mfu = ({"value": args.mfu, "low": args.mfu, "high": args.mfu, "source": "given", "basis": "--mfu"}
