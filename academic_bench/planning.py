@@ -89,23 +89,19 @@ def _positive(label: str, value: float) -> None:
 # mfu_low/mfu_high: the MFU at the slowest/fastest timed repetition of a measured step (equal to mfu where the
 # number has no spread, as the paper's do not).
 MFU_COLUMNS = ["model", "params", "gpu", "n_gpus", "mfu", "mfu_low", "mfu_high", "source"]
-NO_OPTIMUM = ("naive only", "search unfinished")  # ``answers`` statuses whose fastest row is no optimum
 
 
 def measured_mfu(root: str | None = None) -> pd.DataFrame:
     """MFU of our fastest measured setting per (decoder, GPU, count), leaving out settings that are naive only or
-    whose smart search is unfinished (their fastest-so-far is no optimum: ``answers.answers`` names them so, and
-    ``cost.measured_days`` leaves them out too); empty with the columns when none."""
-    from .analysis import best_per_setting, runs_frame, skipped_frame
-    from .answers import answers
+    whose smart search is unfinished (``analysis.without_optimum``: their fastest-so-far is no optimum); empty
+    with the columns when none."""
+    from .analysis import best_per_setting, runs_frame, skipped_frame, without_optimum
 
     runs = runs_frame(root)
     best = best_per_setting(runs)
     if best.empty:
         return pd.DataFrame(columns=MFU_COLUMNS)
-    ans = answers(runs, skipped_frame(root))
-    no_optimum = ans[ans["status"].isin(NO_OPTIMUM)]
-    left_out = set(zip(no_optimum["setup"], no_optimum["model"]))
+    left_out = without_optimum(runs, skipped_frame(root))
     best = best[[(s, m) not in left_out for s, m in zip(best["setup"], best["model"])]]
     df = best[best["mfu"].notna() & best["model"].map(_is_decoder)].copy()
     df["params"] = df["model"].map(_params)

@@ -74,6 +74,7 @@ from .best import (  # noqa: F401
     naive_per_setting,
     optimized_per_setting,
     optimized_speedup,
+    without_optimum,
     outcome_counts,
     planned_setups,
     step_breakdown,

@@ -164,6 +164,20 @@ def coverage(df: pd.DataFrame, skipped: pd.DataFrame, planned: Iterable[str] = (
 SPEEDUP_COLUMNS = [*SETTING, "baseline_days", "days", "speedup", "label"]
 
 
+def without_optimum(df: pd.DataFrame, skipped: pd.DataFrame) -> set[tuple[str, str]]:
+    """(setup, model) settings whose fastest measured row is no optimum yet (``coverage``): naive only (the smart
+    search has not run, the naive one has) or with a smart search still unfinished. ``answers`` calls them "naive
+    only" and "search unfinished"; neither the days of ``cost`` nor the planner's MFU points use them."""
+    cov = coverage(df, skipped).set_index(["setup", "model", "search"])["status"]
+    out = set()
+    for setup, model in {(s, m) for s, m, _ in cov.index}:
+        smart = cov.get((setup, model, "smart"), "not run yet")
+        naive = cov.get((setup, model, "naive"), "not run yet")
+        if smart == "measured, search unfinished" or (smart == "not run yet" and naive != "not run yet"):
+            out.add((setup, model))
+    return out
+
+
 def _ratio(base: pd.DataFrame, better: pd.DataFrame, label: str) -> pd.DataFrame:
     if base.empty or better.empty:
         return pd.DataFrame(columns=SPEEDUP_COLUMNS)

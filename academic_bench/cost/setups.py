@@ -42,22 +42,14 @@ def measured_days(root: str | None = None) -> pd.DataFrame:
     """Our fastest measured setting per (model, GPU, count), leaving out settings that are naive only or whose
     smart search is unfinished (``analysis.coverage``; ``answers`` calls them so); empty with the right columns
     when none exist."""
-    from ..analysis import best_per_setting, coverage, runs_frame, skipped_frame
+    from ..analysis import best_per_setting, runs_frame, skipped_frame, without_optimum
 
     runs = runs_frame(root)
     best = best_per_setting(runs)
     if best.empty:
         return pd.DataFrame(columns=DAYS_COLUMNS)
-    # A naive-only setting or one whose search is unfinished has no optimum yet: it gives no days here.
-    cov = coverage(runs, skipped_frame(root) if root else skipped_frame()).set_index(
-        ["setup", "model", "search"])["status"]
-
-    def optimised(setup: str, model: str) -> bool:  # as ``answers.answers`` decides "naive only" and "unfinished"
-        smart = cov.get((setup, model, "smart"), "not run yet")
-        naive = cov.get((setup, model, "naive"), "not run yet")
-        return smart != "measured, search unfinished" and not (smart == "not run yet" and naive != "not run yet")
-
-    best = best[[optimised(s, m) for s, m in zip(best["setup"], best["model"])]]
+    left_out = without_optimum(runs, skipped_frame(root))  # no optimum yet: no days here
+    best = best[[(s, m) not in left_out for s, m in zip(best["setup"], best["model"])]]
     df = best[best["days"].notna()].copy()
     df["days_source"] = "ours (" + df["setup"].astype(str) + ")"
     df["n_gpus"] = df["n_gpus"].astype(int)
