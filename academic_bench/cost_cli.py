@@ -10,7 +10,8 @@ from . import cli_args
 from .analysis import MFU_IMPLAUSIBLE
 from .hardware import catalog as gpu_catalog
 from .cost import (DAYS_SOURCES, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, cheapest_within_deadline, cost_of,
-                   days_for, days_table, fastest_within_budget, pareto_front, plausibility, setups_frame)
+                   days_for, days_table, fastest_within_budget, implausible_paper_cells, pareto_front, plausibility,
+                   setup_label, setups_frame)
 
 
 def _assumptions(args: argparse.Namespace) -> Assumptions:
@@ -43,15 +44,18 @@ def _predicted(prefer: tuple[str, ...], models: list[str], gpus: list[str] | Non
     return predicted_days(models, gpus or list(gpu_catalog()), counts)
 
 
+def _implausible_cells(model: str, prefer: tuple[str, ...]) -> pd.DataFrame:
+    """The paper's cells of ``model`` that are no answer (``cost.implausible_paper_cells``), when the paper is a
+    source asked for."""
+    cells = implausible_paper_cells()
+    return cells[cells["model"] == model] if "paper" in prefer else cells.iloc[:0]
+
+
 def _paper_left_out(model: str, gpu: str, n_gpus: int, prefer: tuple[str, ...]) -> str:
     """Why the paper's cell gave no days, when it exists but implies an MFU no real run reaches."""
-    from .analysis import paper_cells
-
-    if "paper" not in prefer:
-        return ""
-    cells = paper_cells("table1")
-    cell = cells[(cells["model"] == model) & (cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus) & cells["days"].notna()]
-    if cell.empty or not cell["mfu"].iloc[0] > MFU_IMPLAUSIBLE:
+    cells = _implausible_cells(model, prefer)
+    cell = cells[(cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus)]
+    if cell.empty:
         return ""
     return (f" (the paper's Table 1 gives {cell['days'].iloc[0]:g} days, an implied MFU of {cell['mfu'].iloc[0]:.0%}: "
             f"above {MFU_IMPLAUSIBLE:.0%} of the peak no real run reaches, so it is no answer)")
@@ -59,15 +63,8 @@ def _paper_left_out(model: str, gpu: str, n_gpus: int, prefer: tuple[str, ...]) 
 
 def _paper_passed_over(model: str, prefer: tuple[str, ...]) -> list[str]:
     """The paper's cells for ``model`` whose days imply an MFU no real run reaches: never an answer, named."""
-    from .analysis import paper_cells
-    from .cost import setup_label
-
-    if "paper" not in prefer:
-        return []
-    cells = paper_cells("table1")
-    bad = cells[(cells["model"] == model) & cells["days"].notna() & (cells["mfu"] > MFU_IMPLAUSIBLE)]
     return [f"{setup_label(r.gpu, int(r.n_gpus))} (paper Table 1: {r.days:g} days, implied MFU {r.mfu:.0%})"
-            for r in bad.itertuples()]
+            for r in _implausible_cells(model, prefer).itertuples()]
 
 
 def _usd(x: float) -> str:

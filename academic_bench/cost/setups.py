@@ -21,19 +21,25 @@ from .model import (DAYS_SOURCES, GPU_COUNTS, Assumptions, Cost, check_non_negat
 DAYS_COLUMNS = ["model", "gpu", "n_gpus", "days", "days_source"]
 
 
+def implausible_paper_cells() -> pd.DataFrame:
+    """The paper's Table 1 cells with days whose implied MFU is above ``analysis.MFU_IMPLAUSIBLE``
+    (``analysis.paper_cells``): no answer anywhere, shown only as the paper's."""
+    from ..analysis import MFU_IMPLAUSIBLE, paper_cells
+
+    cells = paper_cells("table1")
+    return cells[cells["days"].notna() & (cells["mfu"] > MFU_IMPLAUSIBLE)].reset_index(drop=True)
+
+
 def paper_days(plausible_only: bool = False) -> pd.DataFrame:
     """The paper's Table 1 (optimal settings, days); infeasible settings are dropped, and with ``plausible_only``
-    so are the cells whose days imply an MFU above ``analysis.MFU_IMPLAUSIBLE`` (``analysis.paper_cells``)."""
+    so are the ``implausible_paper_cells``."""
     from ..paper import load_table1
 
     df = load_table1()
     df = df[df["days"].notna()].copy()
     if plausible_only:
-        from ..analysis import MFU_IMPLAUSIBLE, paper_cells
-
-        cells = paper_cells("table1").set_index(["model", "gpu", "n_gpus"])["mfu"]
-        mfu = [cells.get((m, g, int(n)), float("nan")) for m, g, n in zip(df["model"], df["gpu"], df["n_gpus"])]
-        df = df[~(pd.Series(mfu, index=df.index) > MFU_IMPLAUSIBLE)]
+        bad = set(zip(*(implausible_paper_cells()[c] for c in ("model", "gpu", "n_gpus"))))
+        df = df[[(m, g, int(n)) not in bad for m, g, n in zip(df["model"], df["gpu"], df["n_gpus"])]]
     df["days_source"] = "paper Table 1"
     return df[DAYS_COLUMNS].reset_index(drop=True)
 
