@@ -22,7 +22,7 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .analysis import MFU_IMPLAUSIBLE, VALIDATION_TOLERANCE, frame_from_rows, validation_net
 from .results import latest_rows, row_problems, status_of
@@ -79,18 +79,22 @@ def _where(lineno: int, row: Any) -> str:
     return f"{RESULTS}:{lineno}" + (f" (config {cid})" if cid else "")
 
 
-def _read_rows(path: Path, problems: list[Problem]) -> list[tuple[int, dict]]:
-    """Every line that is a row following the schema; each other line is an error (all of them, not the first:
-    the store's own reader stops at the first)."""
-    rows = []
+def _json_lines(path: Path, name: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    """(line number, object) of every line that parses; each line that does not is an error (all of them, not the
+    first: the store's own reader, ``results.read_lines``, stops at the first)."""
     for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw.decode("utf-8"))
+            yield lineno, json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append(Problem(ERROR, f"{RESULTS}:{lineno}", f"not valid JSON ({exc})"))
-            continue
+            problems.append(Problem(ERROR, f"{name}:{lineno}", f"not valid JSON ({exc})"))
+
+
+def _read_rows(path: Path, problems: list[Problem]) -> list[tuple[int, dict]]:
+    """Every line that is a row following the schema; each other line is an error."""
+    rows = []
+    for lineno, row in _json_lines(path, RESULTS, problems):
         bad = row_problems(row)
         if bad:
             problems.append(Problem(ERROR, _where(lineno, row), "schema: " + "; ".join(bad)))
@@ -144,14 +148,7 @@ def _check_skipped(folder: Path, problems: list[Problem]) -> None:
     path = folder / SKIPPED
     if not path.exists():
         return  # only a smart search writes one
-    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append(Problem(ERROR, f"{SKIPPED}:{lineno}", f"not valid JSON ({exc})"))
-            continue
+    for lineno, obj in _json_lines(path, SKIPPED, problems):
         if not isinstance(obj, dict) or not obj.get("reason"):
             problems.append(Problem(ERROR, f"{SKIPPED}:{lineno}", "a skip must be an object with its reason"))
 
