@@ -52,32 +52,30 @@ def _pages(site):
             and not p.startswith("search")]
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_every_element_fits_its_column(built_site, open_page, width):
+def _found_on_every_page(site, open_page, width: int, script: str, arg=None) -> str:
+    """What ``script`` finds on each page at ``width`` px, one line per finding ('' when nothing anywhere)."""
     problems = {}
-    for path in _pages(built_site):
+    for path in _pages(site):
         visit = open_page(path)
         visit.page.set_viewport_size({"width": width, "height": 900})
         visit.page.wait_for_timeout(300)  # charts with container widths redraw on resize
-        wide = visit.page.evaluate(_OVERFLOW_JS, SCROLLABLE[width])
-        if wide:
-            problems[path] = wide[:8]
+        found = visit.page.evaluate(script, arg)
+        if found:
+            problems[path] = found[:8]
         visit.page.close()
-    assert not problems, "\n".join(f"{page}: {item}" for page, items in problems.items() for item in items)
+    return "\n".join(f"{page}: {item}" for page, items in problems.items() for item in items)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_element_fits_its_column(built_site, open_page, width):
+    found = _found_on_every_page(built_site, open_page, width, _OVERFLOW_JS, SCROLLABLE[width])
+    assert not found, found
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_legend_label_is_cut(built_site, open_page, width):
-    problems = {}
-    for path in _pages(built_site):
-        visit = open_page(path)
-        visit.page.set_viewport_size({"width": width, "height": 900})
-        visit.page.wait_for_timeout(300)
-        cut = visit.page.evaluate(_CLIPPED_LEGEND_JS)
-        if cut:
-            problems[path] = cut
-        visit.page.close()
-    assert not problems, "\n".join(f"{page}: {item}" for page, items in problems.items() for item in items)
+    found = _found_on_every_page(built_site, open_page, width, _CLIPPED_LEGEND_JS)
+    assert not found, found
 
 
 def test_no_template_artifacts_in_the_text(built_site, open_page):
