@@ -18,7 +18,7 @@ from . import cli_args
 from . import estimate as est
 from .config import Config
 from .hardware import get_gpu
-from .methods import InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
+from .methods import FREE_LUNCH, InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
 from .models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES, ConfigError, decoder_spec
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
@@ -193,8 +193,9 @@ def config_estimate(args: argparse.Namespace) -> dict:
                            precision=args.precision)
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = est.model_stats(decoder.spec).params
+    work = None if args.mfu is not None or config.methods != FREE_LUNCH else decoder_work_mfu(config)
     mfu = ({"value": args.mfu, "low": args.mfu, "high": args.mfu, "source": "given", "basis": "--mfu"}
-           if args.mfu is not None else decoder_mfu(config.gpu, config.n_gpus, params))
+           if args.mfu is not None else work or decoder_mfu(config.gpu, config.n_gpus, params))
     data = estimate_summary(config, mfu["value"])
     analytic = data.pop("days")
     at_peak = analytic["lower_bound"]
@@ -202,6 +203,21 @@ def config_estimate(args: argparse.Namespace) -> dict:
     return {"config_file": decoder.path, "architecture": decoder.facts, "params": params, **data,
             "days": at_peak / mfu["value"], "days_range": [at_peak / mfu["high"], at_peak / mfu["low"]],
             "mfu": mfu, "days_analytic": analytic}
+
+
+def decoder_work_mfu(config: Config) -> dict | None:
+    """The MFU of the work model's step (``decoder_work.predict_decoder``: the decoder's work by kind, at the
+    rates of the catalog decoders' profiles), with the range of its step; None where no profile calibrates it or
+    no micro-batch fits (``decoder_mfu`` answers then)."""
+    from .analysis import profiles
+    from .decoder_work import predict_decoder
+
+    p = predict_decoder(config.model, config.gpu, config.n_gpus, profiles())
+    if p is None or p.step_time_s is None:
+        return None
+    return {"value": p.mfu, "low": p.mfu * p.step_time_s / p.step_high_s,
+            "high": p.mfu * p.step_time_s / p.step_low_s, "source": f"work model ({p.source_setup} profiles)",
+            "basis": p.basis, "step_time_s": p.step_time_s, "micro_batch": p.micro_batch}
 
 
 def _cmd_estimate(args: argparse.Namespace) -> None:

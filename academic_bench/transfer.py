@@ -43,8 +43,9 @@ DEFAULT_SPLIT = {"flop": 1.0, "scan": 0.0, "memory": 0.0, "comm": 0.0, "idle": 0
 # How much wider the range is (each side, as a fraction of the step) when the split is not the configuration's
 # own profile: another configuration of the same model on the source setup, the median split of the source
 # setup's profiles of other models, the median split of every other setup's profiles, or DEFAULT_SPLIT.
-WIDEN = {"configuration": 0.0, "model": 0.05, "setup": 0.10, "others": 0.10, "default": 0.15}
-SPLIT_WORDS = {"configuration": "its own profile", "model": "the profile of another configuration of the model",
+WIDEN = {"configuration": 0.0, "work model": 0.0, "model": 0.05, "setup": 0.10, "others": 0.10, "default": 0.15}
+SPLIT_WORDS = {"configuration": "its own profile", "work model": "the work model's split (decoder_work)",
+               "model": "the profile of another configuration of the model",
                "setup": "the median profile of the setup", "others": "the median profile of the other setups",
                "default": "an assumed split (no profile at all)"}
 
@@ -65,7 +66,7 @@ class Source:
     optimizer_s: float = 0.0  # the optimizer step (median), inside step_time_s
     sync_s: float = 0.0  # boundary - accumulating micro-step: the exposed gradient synchronisation or offload copy
     split: Mapping[str, float] | None = None  # share of the step: flop, scan, memory, comm, idle (sum 1)
-    split_basis: str = "default"  # "configuration", "model", "setup", "others" or "default" (WIDEN)
+    split_basis: str = "default"  # "configuration", "work model", "model", "setup", "others" or "default" (WIDEN)
 
     @property
     def methods_label(self) -> str:
