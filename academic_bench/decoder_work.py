@@ -170,8 +170,8 @@ def _micro_batch(model: str, gpu: str) -> tuple[int, int] | None:
 def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with free-lunch
     settings on ``n_gpus`` x ``gpu``. On a profiled GPU alone this is the work model's step; anywhere else the
-    transfer model scales it from the profiled setup of the same GPU, else of the same architecture, else the one
-    with the most profiled decoders. None where no profile calibrates it or no micro-batch fits."""
+    transfer model scales it from the profiled setup of the same GPU, else of the same architecture, else of the
+    nearest memory size. None where no profile calibrates it or no micro-batch fits."""
     from .estimate import model_flops_per_step
     from .models import get_model
 
@@ -180,9 +180,10 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
     if not setups:
         return None
     target = get_gpu(gpu)
-    same_arch = [g for g in setups if get_gpu(g).architecture == target.architecture]
-    by_count = points.groupby("gpu").size().sort_values(ascending=False)
-    source_gpu = target.key if target.key in setups else (same_arch[0] if same_arch else str(by_count.index[0]))
+    # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
+    # nearest memory size (so the micro-batch changes least).
+    source_gpu = min(setups, key=lambda g: (g != target.key, get_gpu(g).architecture != target.architecture,
+                                            abs(get_gpu(g).memory_gb - target.memory_gb), g))
     fit = _micro_batch(model, source_gpu)
     if fit is None:
         return None

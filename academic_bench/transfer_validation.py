@@ -176,23 +176,31 @@ def predicted_days(models: Iterable[str], gpus: Iterable[str], counts: Iterable[
 
 
 DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days (issue of the estimate command)
-DECODER_COLUMNS = ["decoder", "architecture", "params", "setup", "gpu", "n_gpus", "predicted_days",
-                   "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days", "measured_mfu",
-                   "micro_batch", "in_range", "error", "abs_error", "within"]
+DECODER_COLUMNS = ["decoder", "architecture", "params", "setup", "gpu", "n_gpus", "estimated_with",
+                   "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days",
+                   "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within", "work_model_days",
+                   "work_model_error", "work_model_held_out"]
+WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
 def config_decoders(root: str | None = None) -> pd.DataFrame:
     """Decoders outside the catalog, from their config.json: the days ``academic-bench estimate --model
-    PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written),
-    beside the days their measurement gives (``<setup>/evidence/decoders/results.jsonl``, rows of ``academic-bench
-    bench --model PATH/config.json``; a row's model key is ``<name>@<digest>``). Their rows stay out of the setup's
-    results, so no estimate or answer of the study rests on them. ``within``: |error| <= ``DECODER_TOLERANCE``."""
+    PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written;
+    ``estimated_with`` says by which method), beside the days their measurement gives
+    (``<setup>/evidence/decoders/results.jsonl``, rows of ``academic-bench bench --model PATH/config.json``; a
+    row's model key is ``<name>@<digest>``). Their rows stay out of the setup's results, so no estimate or answer
+    of the study rests on them. ``within``: |error| <= ``DECODER_TOLERANCE``. ``work_model_days`` is today's
+    work-model answer (``decoder_work``) for every decoder; ``work_model_held_out`` is True only where the estimate
+    kept was made by the work model, i.e. before the decoder was measured."""
     import json
 
-    from .analysis import runs_root
+    from .analysis import profiles, runs_root
+    from .decoder_work import predict_decoder
+    from .models.from_config import decoder_spec
     from .results import ResultStore, status_of
 
     out = []
+    prof = profiles(root)
     for path in sorted(runs_root(root).glob("*/evidence/decoders/results.jsonl")):
         for row in ResultStore(path).rows():
             name = row["config"]["model"].split("@")[0]
@@ -202,13 +210,55 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             e = json.loads(estimate.read_text())
             if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
                 continue  # an estimate for another setting says nothing about this row
-            out.append({"decoder": name, "architecture": e["architecture"]["model_type"], "params": e["params"],
+            a = e["architecture"]
+            spec = decoder_spec(path.parent / name / "config.json", seq_len=a["seq_len"], tokens=a["tokens"],
+                                global_batch=a["global_batch"], precision=a["precision"]).spec
+            now = predict_decoder(spec.key, e["gpu"], e["n_gpus"], prof)
+            made_by = str(e["mfu"].get("source", ""))
+            method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
+            out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
                         "setup": row["setup"], "gpu": row["config"]["gpu"], "n_gpus": row["config"]["n_gpus"],
-                        "predicted_days": e["days"], "predicted_days_low": e["days_range"][0],
+                        "estimated_with": method, "predicted_days": e["days"], "predicted_days_low": e["days_range"][0],
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": e["mfu"]["value"],
-                        "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"]})
+                        "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
+                        "work_model_days": now.days if now is not None else math.nan,
+                        "work_model_held_out": method == WORK_MODEL})
     if not out:
         return pd.DataFrame(columns=DECODER_COLUMNS)
     frame = add_errors(pd.DataFrame(out))
     frame["within"] = frame["abs_error"] <= DECODER_TOLERANCE
+    frame["work_model_error"] = frame["work_model_days"] / frame["measured_days"] - 1
     return frame[DECODER_COLUMNS]
+
+
+WORK_MODEL_COLUMNS = ["setup", "gpu", "model", "micro_batch", "predicted_step_s", "predicted_step_low_s",
+                      "predicted_step_high_s", "profiled_step_s", "in_range", "error", "abs_error"]
+
+
+def work_model_leave_one_out(root: str | None = None) -> pd.DataFrame:
+    """The work model (``decoder_work``) on the catalog decoders it is calibrated on, each left out in turn: its
+    profiled step on a setup predicted from the rates of the setup's other profiled decoders, at its own
+    micro-batch."""
+    from .analysis import profiles
+    from .decoder_work import calibration_points, predict_on_setup
+
+    prof = profiles(root)
+    points = calibration_points(prof)
+    rows = []
+    for _, r in points.iterrows():
+        others = points[(points["setup"] == r["setup"]) & (points["model"] != r["model"])]
+        if others.empty:
+            continue
+        gas = int(prof.loc[prof["config_id"] == r["config_id"], "gas"].iloc[0])
+        p = predict_on_setup(r["model"], r["setup"], points, int(r["micro_batch"]), gas, leave_out=r["model"])
+        rows.append({"setup": r["setup"], "gpu": r["gpu"], "model": r["model"], "micro_batch": int(r["micro_batch"]),
+                     "predicted_step_s": p.step_s, "predicted_step_low_s": p.low_s, "predicted_step_high_s": p.high_s,
+                     "profiled_step_s": r["step_wall_s"]})
+    if not rows:
+        return pd.DataFrame(columns=WORK_MODEL_COLUMNS)
+    out = pd.DataFrame(rows)
+    out["error"] = out["predicted_step_s"] / out["profiled_step_s"] - 1
+    out["abs_error"] = out["error"].abs()
+    out["in_range"] = ((out["predicted_step_low_s"] <= out["profiled_step_s"])
+                       & (out["profiled_step_s"] <= out["predicted_step_high_s"]))
+    return out[WORK_MODEL_COLUMNS]

@@ -141,8 +141,10 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
                                     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
                                     "vocab_size": 256, "max_position_embeddings": 64}))
     key = decoder_spec(cfg_file, seq_len=32, tokens=1e6, global_batch=8).spec.key
-    estimate = {"architecture": {"model_type": "llama"}, "params": 123, "gpu": "h100-80gb", "n_gpus": 1,
-                "days": 12.0, "days_range": [10.0, 13.0], "mfu": {"value": 0.5}}
+    estimate = {"architecture": {"model_type": "llama", "seq_len": 32, "tokens": 1e6, "global_batch": 8,
+                                 "precision": "bf16"},
+                "params": 123, "gpu": "h100-80gb", "n_gpus": 1, "days": 12.0, "days_range": [10.0, 13.0],
+                "mfu": {"value": 0.5, "source": "ours (h100x1)"}}
     (folder / "tiny" / "estimate.json").write_text(json.dumps(estimate))
     config = Config(key, "h100-80gb", 1, methods=preset("free-lunch"))
     row = make_row(config, setup="h100x1", outcome="ok", step_time_s=1.0, micro_batch=2, gas=4, days=10.0, mfu=0.6)
@@ -153,3 +155,6 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     (got,) = tv.config_decoders(str(tmp_path / "runs")).to_dict("records")
     assert (got["decoder"], got["predicted_days"], got["measured_days"]) == ("tiny", 12.0, 10.0)
     assert got["error"] == pytest.approx(0.2) and not got["within"] and got["in_range"]
+    # No profile in this runs folder calibrates the work model, and the estimate kept was not made by it.
+    assert got["estimated_with"] == "MFU interpolated in parameters" and not got["work_model_held_out"]
+    assert got["work_model_days"] != got["work_model_days"]  # NaN

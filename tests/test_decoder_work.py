@@ -1,0 +1,127 @@
+"""The work model (``decoder_work``): a decoder's step from the kinds of work its shape implies, at the seconds
+per unit of work of the catalog decoders' profiles. Synthetic profiles stand in for the measured ones."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from academic_bench import decoder_work as dw
+from academic_bench import transfer
+from academic_bench import transfer_validation as tv
+from academic_bench.analysis.profiles import PROFILE_COLUMNS
+from academic_bench.models import get_model
+from academic_bench.models.from_config import decoder_spec
+from academic_bench.units import days_for
+
+KINDS = {"matrix multiplication": "matmul", "attention": "attention", "loss and softmax": "loss",
+         "elementwise and other": "memory", "optimizer": "optimizer"}
+RATES = {"matmul": 1.4e-15, "attention": 2.2e-14, "loss": 1.1e-11, "memory": 1.3e-11, "optimizer": 1e-11,
+         "idle": 4e-4}  # seconds per unit: the order of magnitude of an H100's
+
+
+def _profile(model: str, micro_batch: int, gas: int, setup: str = "h100x1", gpu: str = "h100-80gb",
+             rates: dict = RATES, config_id: str | None = None) -> pd.DataFrame:
+    """One configuration's profile rows whose every kind takes ``rates`` x the model's units of work."""
+    w = dw.work(model, micro_batch, gas)
+    seconds = {kind: rates[k] * w.get(k) for kind, k in KINDS.items()}
+    busy = sum(seconds.values())
+    wall = busy + rates["idle"] * w.idle
+    rows = [{"model": model, "gpu": gpu, "n_gpus": 1, "setup": setup, "config_id": config_id or f"{model}-{setup}",
+             "methods_label": "free-lunch", "micro_batch": micro_batch, "gas": gas, "kind": kind, "seconds": t,
+             "share": t / busy, "busy_s": busy, "busy_share": busy / wall, "step_wall_s": wall,
+             "timer": "gpu kernels", "tiny": False, "at": "2026-01-01T00:00:00+00:00"}
+            for kind, t in seconds.items()]
+    return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
+
+
+def _decoder(tmp_path, name: str, **shape) -> str:
+    data = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 2048,
+            "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16", **shape}
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / "config.json"
+    path.write_text(json.dumps(data))
+    return decoder_spec(path, seq_len=512, tokens=1e9, global_batch=64).spec.key
+
+
+def test_a_profiled_decoder_is_predicted_at_its_profiled_step():
+    """Calibrated on its own profile alone, a decoder's predicted step is its profiled wall time, range and all:
+    the kinds of work cover every second of the profile."""
+    prof = _profile("pythia-160m", 32, 32)
+    points = dw.calibration_points(prof)
+    p = dw.predict_on_setup("pythia-160m", "h100x1", points, 32, 32)
+    wall = float(prof["step_wall_s"].iloc[0])
+    assert (p.step_s, p.low_s, p.high_s) == pytest.approx((wall, wall, wall))
+    assert p.calibration == ("pythia-160m",)
+
+
+def test_work_follows_the_vocabulary_the_mlp_width_and_the_sequences(tmp_path):
+    """What a parameter count misses: a larger vocabulary adds loss work and the LM head's products, a wider MLP
+    adds memory-bound work, and the units grow with the tokens of the step."""
+    base = _decoder(tmp_path, "base")
+    vocab = _decoder(tmp_path, "vocab", vocab_size=4000)
+    wide = _decoder(tmp_path, "wide", intermediate_size=1376)
+    a, b, c = dw.work(base, 2, 4), dw.work(vocab, 2, 4), dw.work(wide, 2, 4)
+    tokens = 2 * 4 * 512
+    assert b.loss / a.loss == pytest.approx(4.0)
+    assert b.matmul - a.matmul == pytest.approx(6 * 3000 * 256 * tokens)  # the untied head only
+    assert c.memory - a.memory == pytest.approx(4 * (1376 - 688) * tokens)  # 4 layers
+    assert (b.memory, b.attention) == (a.memory, a.attention)
+    assert dw.work(base, 4, 4).matmul == pytest.approx(2 * a.matmul)
+    assert dw.work(base, 2, 8).idle == 2 * a.idle  # idle is per micro-step and layer
+
+
+def test_a_decoder_of_another_shape_is_predicted_from_the_rates_alone(tmp_path):
+    """Two catalog decoders profiled at the same rates: any decoder's step is those rates times its work."""
+    prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64)])
+    points = dw.calibration_points(prof)
+    for kind in dw.KINDS:
+        assert points[kind].to_numpy() == pytest.approx([RATES[kind]] * 2)
+    key = _decoder(tmp_path, "other", vocab_size=8000)
+    p = dw.predict_on_setup(key, "h100x1", points, 8, 8)
+    w = dw.work(key, 8, 8)
+    assert p.step_s == pytest.approx(sum(RATES[k] * w.get(k) for k in dw.KINDS))
+    assert p.low_s == pytest.approx(p.step_s) and p.high_s == pytest.approx(p.step_s)
+
+
+def test_the_range_spans_the_lowest_and_highest_rates():
+    slow = {k: 2 * v for k, v in RATES.items()}
+    prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64, rates=slow)])
+    p = dw.predict_on_setup("pythia-1b", "h100x1", dw.calibration_points(prof), 16, 64)
+    assert p.high_s == pytest.approx(2 * p.low_s) and p.low_s < p.step_s < p.high_s
+
+
+def test_on_the_profiled_gpu_the_days_are_the_steps_days_and_elsewhere_the_transfer_models(tmp_path):
+    prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64)])
+    key = _decoder(tmp_path, "d")
+    steps = get_model(key).recipe.steps
+    here = dw.predict_decoder(key, "h100-80gb", 1, prof)
+    assert here.source_setup == "h100x1" and here.days == pytest.approx(days_for(steps, here.step_time_s))
+    assert here.basis.startswith("work model") and "scaled from" not in here.basis
+    there = dw.predict_decoder(key, "a100-80gb", 4, prof)
+    assert there.source_setup == "h100x1" and there.n_gpus == 4 and "scaled from h100x1" in there.basis
+    assert there.days_low <= there.days <= there.days_high and there.mfu <= transfer.MFU_CAP
+
+
+def test_without_a_profile_of_a_catalog_decoder_there_is_no_prediction(tmp_path):
+    key = _decoder(tmp_path, "d")
+    assert dw.predict_decoder(key, "h100-80gb", 1, pd.DataFrame(columns=PROFILE_COLUMNS)) is None
+    # Profiles of other families or other settings calibrate nothing.
+    vit = _profile("pythia-160m", 32, 32).assign(model="vit-large")
+    naive = _profile("pythia-160m", 32, 32).assign(methods_label="naive")
+    assert dw.predict_decoder(key, "h100-80gb", 1, pd.concat([vit, naive])) is None
+
+
+def test_leave_one_out_predicts_each_calibration_decoder_from_the_others(monkeypatch):
+    from academic_bench import analysis
+
+    prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64),
+                      _profile("pythia-1b", 16, 64, rates={**RATES, "memory": 2 * RATES["memory"]})])
+    monkeypatch.setattr(analysis, "profiles", lambda root=None: prof)
+    got = tv.work_model_leave_one_out().set_index("model")
+    assert list(got.columns) == [c for c in tv.WORK_MODEL_COLUMNS if c != "model"]
+    assert got.loc["pythia-1b", "error"] < 0 and not got.loc["pythia-1b", "in_range"]  # its slower memory work
+    assert got.loc["pythia-160m", "in_range"] and got.loc["pythia-160m", "predicted_step_high_s"] > \
+        got.loc["pythia-160m", "profiled_step_s"]
