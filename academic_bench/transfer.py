@@ -163,11 +163,21 @@ def _params(model: str) -> float:
 
 
 def target_micro_batch(src: Source, gpu: str, n_gpus: int) -> int | None:
-    """The largest power-of-two micro-batch the memory model fits on the target (None: not even 1 fits)."""
+    """The largest power-of-two micro-batch that fits the target (None: not even 1 fits): the memory model's, or
+    the source's measured micro-batch where each target GPU holds no more than a source GPU did and has at least
+    its memory. That holds at the source's count, and on several GPUs at any count for plain data parallelism
+    (each holds it all) or at a larger count for sharding; from one GPU to several it does not, since data
+    parallelism adds its gradient buckets. A measurement that fitted outranks the model that says it would not."""
     from .config import Config
     from .estimate import max_micro_batch
 
-    return max_micro_batch(Config(src.model, gpu, n_gpus, methods=src.methods), get_gpu(gpu).memory_gb)
+    target = get_gpu(gpu)
+    modelled = max_micro_batch(Config(src.model, gpu, n_gpus, methods=src.methods), target.memory_gb)
+    holds_no_more = n_gpus == src.n_gpus or (src.n_gpus > 1 and (src.methods.sharding == "none"
+                                                                  or n_gpus >= src.n_gpus))
+    known = src.micro_batch if holds_no_more and target.memory_gb >= get_gpu(src.gpu).memory_gb else None
+    fits = [m for m in (modelled, known) if m is not None]
+    return max(fits) if fits else None
 
 
 def collective_s(sharding: str, n_gpus: int, link_gbps: float, params: float, precision: str, gas: int) -> float:

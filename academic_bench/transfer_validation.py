@@ -13,6 +13,7 @@ each prediction starts from.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 from typing import Iterable
 
@@ -44,6 +45,21 @@ def measured(root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     done = done[done["status"] == "search complete"][["setup", "model"]]
     best = fastest(results(df), ["setup", *SETTING]).merge(done, on=["setup", "model"])
     return best.reset_index(drop=True), profiles(root)
+
+
+@lru_cache(maxsize=8)
+def configurations(root: str | None = None) -> pd.DataFrame:
+    """The fastest row of every measured method combination per setup and model whose search is complete: what
+    a prediction falls back on where the best configuration does not fit the target (``predict_setting``)."""
+    from .analysis import SETTING, fastest, results, runs_frame
+    from .answers import answers
+
+    df = runs_frame(root)
+    if df.empty:
+        return df
+    best, _ = measured(root)
+    rows = fastest(results(df), ["setup", *SETTING, "methods_label"])
+    return rows.merge(best[["setup", "model"]].drop_duplicates(), on=["setup", "model"]).reset_index(drop=True)
 
 
 def _prediction(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int) -> tuple[Prediction, str]:
@@ -134,7 +150,21 @@ def predict_setting(model: str, gpu: str, n_gpus: int, root: str | None = None) 
     row = choose_source(model, gpu, n_gpus, root)
     if row is None:
         return None
-    return _prediction(row, measured(root)[1], gpu, n_gpus)[0]
+    prof = measured(root)[1]
+    first = _prediction(row, prof, gpu, n_gpus)[0]
+    if first.step_time_s is not None:
+        return first
+    # The best configuration fits no micro-batch on the target (a smaller GPU, or plain data parallelism's
+    # buckets): the source's other measured combinations, fastest first, the first that fits.
+    others = configurations(root)
+    others = others[(others["setup"] == row["setup"]) & (others["model"] == model)
+                    & (others["methods_label"] != row["methods_label"])].sort_values(["days", "config_id"])
+    for _, other in others.iterrows():
+        p = _prediction(other, prof, gpu, n_gpus)[0]
+        if p.step_time_s is not None:
+            return replace(p, basis=f"{p.basis}; the fastest measured there ({row['methods_label']}) fits no "
+                                    "micro-batch on the target")
+    return first
 
 
 def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU_PLAUSIBLE) -> pd.DataFrame:

@@ -158,3 +158,31 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     # No profile in this runs folder calibrates the work model, and the estimate kept was not made by it.
     assert got["estimated_with"] == "MFU interpolated in parameters" and not got["work_model_held_out"]
     assert got["work_model_days"] != got["work_model_days"]  # NaN
+
+
+def test_a_micro_batch_measured_to_fit_outranks_the_memory_model():
+    """Pythia-6.9B ran at micro-batch 2 on one H200 where the memory model fits only 1: the same GPU and count
+    keep the measured 2. One H200 to two adds data parallelism's buckets, and a smaller GPU holds less: the
+    memory model decides there."""
+    from academic_bench.config import Config
+    from academic_bench.estimate import max_micro_batch
+
+    src = _source({"flop": 1.0}, model="pythia-6.9b", gpu="h200", micro_batch=2, gas=512)
+    modelled = {(g, n): max_micro_batch(Config("pythia-6.9b", g, n, methods=preset("free-lunch")),
+                                        get_gpu(g).memory_gb) for g, n in (("h200", 1), ("h200", 2), ("a100-80gb", 1))}
+    assert modelled[("h200", 1)] in (None, 1)
+    assert transfer.target_micro_batch(src, "h200", 1) == 2
+    assert transfer.target_micro_batch(src, "h200", 2) == modelled[("h200", 2)]
+    assert transfer.target_micro_batch(src, "a100-80gb", 1) == modelled[("a100-80gb", 1)]
+    several = dataclasses.replace(src, n_gpus=2)  # plain data parallelism on two: each GPU holds it all at any count
+    assert transfer.target_micro_batch(several, "h200", 8) == 2
+
+
+def test_where_the_best_configuration_does_not_fit_the_next_fastest_that_does_answers():
+    """Mamba-2.8B's fastest measured configuration (free-lunch) fits no micro-batch on a 24 GB RTX 3090; the
+    prediction rests on the fastest measured combination that does, and says so."""
+    best = tv.choose_source("mamba-2.8b", "rtx3090", 1)
+    p = tv.predict_setting("mamba-2.8b", "rtx3090", 1)
+    assert best is not None and p is not None and p.step_time_s is not None
+    assert "offload" in p.basis and f"the fastest measured there ({best['methods_label']})" in p.basis
+    assert p.mfu <= transfer.MFU_CAP
