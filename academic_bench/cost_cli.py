@@ -92,7 +92,8 @@ def _cmd_cost(args: argparse.Namespace) -> None:
     def text() -> str:
         s = c.assumptions
         return "\n".join([
-            f"{args.model} on {c.n_gpus} x {c.gpu}: {c.days:.1f} days ({c.days_source})",
+            f"{args.model} on {c.n_gpus} x {c.gpu}: {c.days:.1f} days ({c.days_source})"
+            + (f", implied MFU {mfu:.0%}" if not math.isnan(mfu) else ""),
             f"  purchase            {_usd(c.purchase_usd):>12}  ({c.n_gpus} x {_usd(s['gpu_price_usd'])} GPUs "
             f"+ {_usd(c.machine_usd)} machine for {s['machine_size']} GPU(s))",
             f"  per experiment      {_usd(c.per_experiment_usd):>12}  (purchase x {c.days:.1f} days / "

@@ -139,9 +139,11 @@ def setups_frame(days: pd.DataFrame, assumptions: Assumptions | None = None) -> 
 
 
 def implied_mfu(setups: pd.DataFrame) -> pd.Series:
-    """The MFU each setup's days imply (``analysis.paper_cells`` for the paper's days, the result's own for ours),
-    NaN where neither is known (analytic days)."""
+    """The MFU each setup's days imply (``analysis.paper_cells`` for the paper's days, the result's own for ours,
+    the model's FLOPs at those days for the transfer model's predicted days), NaN for analytic days (their MFU
+    is an assumption, not implied)."""
     from ..analysis import best_per_setting, paper_cells, runs_frame
+    from ..estimate import analytic_days
 
     paper = {(r.model, r.gpu, int(r.n_gpus)): r.mfu for r in paper_cells("table1").itertuples()}
     ours = {(r.setup, r.model): r.mfu for r in best_per_setting(runs_frame()).itertuples()}
@@ -152,6 +154,8 @@ def implied_mfu(setups: pd.DataFrame) -> pd.Series:
             out.append(ours.get((source[len("ours ("):-1], r.model), math.nan))
         elif source.startswith("paper"):
             out.append(paper.get((r.model, r.gpu, int(r.n_gpus)), math.nan))
+        elif source.startswith("predicted") and r.days:
+            out.append(analytic_days(r.model, r.gpu, int(r.n_gpus), mfu=1.0) / float(r.days))
         else:
             out.append(math.nan)
     return pd.Series(out, index=setups.index, dtype=float)
