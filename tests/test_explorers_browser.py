@@ -86,6 +86,11 @@ def test_cost_sliders_update_the_cost_per_run(open_page, setups):
     visit = open_page(PAGE)
     first = _answer(visit.page, COST)
     _same(first, explorers.cost_answer(setups, "pythia-1b", "paper", "4 x h100-80gb"))
+    # The paper's cells whose days imply an impossible MFU are bars still, named as implausible on the axis.
+    texts = visit.page.eval_on_selector_all(".ab-chart svg text", "els => els.map(e => e.textContent)")
+    marked = {t.split(" (implausible")[0] for t in texts if "(implausible: MFU above" in t}
+    paper = setups[(setups["model"] == "pythia-1b") & (setups["kind"] == "paper")]
+    assert marked == set(paper.loc[paper["implausible"].astype(bool), "setup"]) and marked
     _set(visit.page, "cost_setup", "8 x a100-80gb")
     shown = _wait_changed(visit.page, COST, first)
     _same(shown, explorers.cost_answer(setups, "pythia-1b", "paper", "8 x a100-80gb"))

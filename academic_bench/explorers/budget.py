@@ -111,16 +111,19 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
     base = alt.Chart(df).transform_filter("datum.model == cost_model && datum.kind == cost_days_from")
     for k, v in calc.items():
         base = base.transform_calculate(**{k: v})
+    # The paper's cells whose days imply an impossible MFU stay visible as the paper's, named as such on the axis.
     bars = base.transform_fold(["owned", "cloud"], as_=["how", "usd"]).transform_calculate(
-        how="datum.how == 'owned' ? 'owned: hardware share + energy' : 'rented on demand'"
+        how="datum.how == 'owned' ? 'owned: hardware share + energy' : 'rented on demand'",
+        shown=f"datum.implausible ? datum.setup + ' (implausible: MFU above {MFU_IMPLAUSIBLE:.2f})' : datum.setup",
     ).mark_bar().encode(
-        y=alt.Y("setup:N", title=None, sort=alt.EncodingSortField("days", order="descending")),
+        y=alt.Y("shown:N", title=None, sort=alt.EncodingSortField("days", order="descending")),
         x=alt.X("usd:Q", title="USD per training run", axis=alt.Axis(format="$,.0f")),
         yOffset="how:N",
         color=alt.Color("how:N", title=None, scale=alt.Scale(range=["#1f77b4", "#ff7f0e"])),
         opacity=alt.condition("datum.key == cost_setup", alt.value(1.0), alt.value(0.45)),
         tooltip=["setup:N", "how:N", alt.Tooltip("usd:Q", format="$,.0f"), alt.Tooltip("days:Q", format=",.1f"),
-                 "days_source:N"]).properties(width=520, height=alt.Step(9))
+                 "days_source:N", alt.Tooltip("implied_mfu:Q", format=".2f", title="implied MFU")]
+    ).properties(width=520, height=alt.Step(9))
     answer = answer_text(df, 520)
     answer = answer.transform_filter("datum.model == cost_model && datum.kind == cost_days_from")
     answer = selected_answer(
