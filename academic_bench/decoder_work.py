@@ -43,6 +43,7 @@ PROFILE_KINDS = {"matmul": ("matrix multiplication",), "attention": ("attention"
 # The part of transfer.Source's split each kind scales with on another GPU (idle and optimizer aside).
 SPLIT_OF = {"matmul": "flop", "attention": "flop", "loss": "memory", "memory": "memory", "idle": "idle"}
 CALIBRATION_FAMILY = "pythia"  # the catalog's transformer decoders: the profiles the rates come from
+CALIBRATION_PRECISION = "bf16"  # the precision they train in (paper Table 3), the only one the rates are for
 
 
 @dataclass(frozen=True)
@@ -171,14 +172,15 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with free-lunch
     settings on ``n_gpus`` x ``gpu``. On a profiled GPU alone this is the work model's step; anywhere else the
     transfer model scales it from the profiled setup of the same GPU, else of the same architecture, else of the
-    nearest memory size. None where no profile calibrates it or no micro-batch fits."""
+    nearest memory size. None where no profile calibrates it, the decoder trains in another precision than the
+    profiled decoders, or no micro-batch fits."""
     from .estimate import model_flops_per_step
     from .models import get_model
 
     points = calibration_points(profiles)
     setups = profiled_setups(points)
-    if not setups:
-        return None
+    if not setups or get_model(model).recipe.precision != CALIBRATION_PRECISION:
+        return None  # no rate of another precision's kernels is known: fp32 or fp16 is not bf16 at other speeds
     target = get_gpu(gpu)
     # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
     # nearest memory size (so the micro-batch changes least).

@@ -209,7 +209,8 @@ DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days 
 DECODER_COLUMNS = ["decoder", "architecture", "params", "setup", "gpu", "n_gpus", "estimated_with",
                    "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days",
                    "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within", "work_model_days",
-                   "work_model_error", "work_model_held_out"]
+                   "work_model_error", "work_model_held_out", "predicted_memory_gb", "measured_memory_gb",
+                   "memory_error"]
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
@@ -221,7 +222,8 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     row's model key is ``<name>@<digest>``). Their rows stay out of the setup's results, so no estimate or answer
     of the study rests on them. ``within``: |error| <= ``DECODER_TOLERANCE``. ``work_model_days`` is today's
     work-model answer (``decoder_work``) for every decoder; ``work_model_held_out`` is True only where the estimate
-    kept was made by the work model, i.e. before the decoder was measured."""
+    kept was made by the work model, i.e. before the decoder was measured. ``memory_error`` sets the memory
+    model's prediction at the micro-batch that ran beside the peak the run allocated."""
     import json
 
     from .analysis import profiles, runs_root
@@ -252,12 +254,18 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": e["mfu"]["value"],
                         "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
                         "work_model_days": now.days if now is not None else math.nan,
-                        "work_model_held_out": method == WORK_MODEL})
+                        "work_model_held_out": method == WORK_MODEL,
+                        # The memory model at the micro-batch that ran, beside the peak the run allocated.
+                        "predicted_memory_gb": row.get("predicted_memory_gb"),
+                        "measured_memory_gb": max((p for p in row.get("peak_memory_gb") or [] if p is not None),
+                                                  default=None)})
     if not out:
         return pd.DataFrame(columns=DECODER_COLUMNS)
     frame = add_errors(pd.DataFrame(out))
     frame["within"] = frame["abs_error"] <= DECODER_TOLERANCE
     frame["work_model_error"] = frame["work_model_days"] / frame["measured_days"] - 1
+    frame["memory_error"] = (frame["predicted_memory_gb"].astype(float) / frame["measured_memory_gb"].astype(float)
+                             - 1)
     return frame[DECODER_COLUMNS]
 
 

@@ -125,3 +125,18 @@ def test_leave_one_out_predicts_each_calibration_decoder_from_the_others(monkeyp
     assert got.loc["pythia-1b", "error"] < 0 and not got.loc["pythia-1b", "in_range"]  # its slower memory work
     assert got.loc["pythia-160m", "in_range"] and got.loc["pythia-160m", "predicted_step_high_s"] > \
         got.loc["pythia-160m", "profiled_step_s"]
+
+
+def test_a_decoder_in_another_precision_gets_no_work_model_answer(tmp_path):
+    """The rates are bf16 kernels' seconds: an fp32 or fp16 decoder is left to the MFU the study measured."""
+    prof = _profile("pythia-160m", 32, 32)
+    data = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+            "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 2048, "torch_dtype": "float32"}
+    (tmp_path / "fp32").mkdir()
+    (tmp_path / "fp32" / "config.json").write_text(json.dumps(data))
+    key = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64).spec.key
+    assert get_model(key).recipe.precision == "fp32"
+    assert dw.predict_decoder(key, "h100-80gb", 1, prof) is None
+    bf16 = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64,
+                        precision="bf16").spec.key
+    assert dw.predict_decoder(bf16, "h100-80gb", 1, prof) is not None
