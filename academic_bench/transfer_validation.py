@@ -206,7 +206,7 @@ def predicted_days(models: Iterable[str], gpus: Iterable[str], counts: Iterable[
 
 
 DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days (issue of the estimate command)
-DECODER_COLUMNS = ["decoder", "architecture", "params", "setup", "gpu", "n_gpus", "estimated_with",
+DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "setup", "gpu", "n_gpus", "estimated_with",
                    "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days",
                    "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within", "work_model_days",
                    "work_model_error", "work_model_held_out", "predicted_memory_gb", "measured_memory_gb",
@@ -249,7 +249,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             made_by = str(e["mfu"].get("source", ""))
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
-                        "setup": row["setup"], "gpu": row["config"]["gpu"], "n_gpus": row["config"]["n_gpus"],
+                        "seq_len": a["seq_len"], "setup": row["setup"], "gpu": row["config"]["gpu"], "n_gpus": row["config"]["n_gpus"],
                         "estimated_with": method, "predicted_days": e["days"], "predicted_days_low": e["days_range"][0],
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": e["mfu"]["value"],
                         "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
