@@ -217,7 +217,8 @@ def decoder_work_mfu(config: Config) -> dict | None:
         return None
     return {"value": p.mfu, "low": p.mfu * p.step_time_s / p.step_high_s,
             "high": p.mfu * p.step_time_s / p.step_low_s, "source": f"work model ({p.source_setup} profiles)",
-            "basis": p.basis, "step_time_s": p.step_time_s, "micro_batch": p.micro_batch}
+            "basis": p.basis.removeprefix("work model: "), "step_time_s": p.step_time_s,
+            "micro_batch": p.micro_batch}
 
 
 def _cmd_estimate(args: argparse.Namespace) -> None:

@@ -44,7 +44,7 @@ DEFAULT_SPLIT = {"flop": 1.0, "scan": 0.0, "memory": 0.0, "comm": 0.0, "idle": 0
 # own profile: another configuration of the same model on the source setup, the median split of the source
 # setup's profiles of other models, the median split of every other setup's profiles, or DEFAULT_SPLIT.
 WIDEN = {"configuration": 0.0, "work model": 0.0, "model": 0.05, "setup": 0.10, "others": 0.10, "default": 0.15}
-SPLIT_WORDS = {"configuration": "its own profile", "work model": "the work model's split (decoder_work)",
+SPLIT_WORDS = {"configuration": "its own profile", "work model": "the work model's split of the step",
                "model": "the profile of another configuration of the model",
                "setup": "the median profile of the setup", "others": "the median profile of the other setups",
                "default": "an assumed split (no profile at all)"}
