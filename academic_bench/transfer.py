@@ -252,7 +252,11 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     # Communication: the source's measured collectives scaled by link and ring size, or, from one GPU to
     # several, the collectives estimated from bytes; an offload copy at the boundary scales with PCIe.
     link_t = target.link_gbps(n_gpus)
-    if src.n_gpus > 1 and link_t:
+    if src.n_gpus > 1 and n_gpus == 1:
+        # No collectives on one GPU. The source's exposed boundary time holds its collectives and, with
+        # offloading, the copy to the host together; all of it is taken as the copy (an upper bound).
+        c = src.sync_s * pcie * share if src.methods.offload else 0.0
+    elif src.n_gpus > 1 and link_t:
         link_s = source.link_gbps(src.n_gpus) or link_t
         ring = ((n_gpus - 1) / n_gpus) / ((src.n_gpus - 1) / src.n_gpus) if n_gpus > 1 else 0.0
         c = (comm + src.sync_s) * link_s / link_t * ring

@@ -186,3 +186,17 @@ def test_where_the_best_configuration_does_not_fit_the_next_fastest_that_does_an
     assert best is not None and p is not None and p.step_time_s is not None
     assert "offload" in p.basis and f"the fastest measured there ({best['methods_label']})" in p.basis
     assert p.mfu <= transfer.MFU_CAP
+
+
+def test_from_several_gpus_to_one_the_collectives_go_and_an_offload_copy_stays():
+    """Two GPUs to one: the measured collectives (kernel time and the exposed boundary) have nothing to do on one
+    GPU; with offloading, the boundary's copy to the host stays, over the one GPU's PCIe and at its doubled
+    share of the work."""
+    two = dict(n_gpus=2, micro_batch=16, sync_s=1.0)
+    plain = transfer.predict(_source({"flop": 0.8}, **two), "h100-80gb", 1)
+    assert transfer.predict(_source({"flop": 0.8, "comm": 0.2}, **two), "h100-80gb", 1).step_time_s == \
+        pytest.approx(plain.step_time_s)
+    assert plain.step_time_s == pytest.approx(0.8 * (10.0 - 1.0) * 2)  # the micro-steps' FLOP part, twice the work
+    off = dict(two, methods=dataclasses.replace(preset("free-lunch"), sharding="zero2", offload=True))
+    with_copy = transfer.predict(_source({"flop": 0.8}, **off), "h100-80gb", 1)
+    assert with_copy.step_time_s == pytest.approx(0.8 * (10.0 - 1.0) * 2 + 2 * 1.0)
