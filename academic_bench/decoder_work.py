@@ -5,15 +5,16 @@ train at different speeds: a large vocabulary's loss, a wide or gated MLP, group
 sequence length. Here a decoder's training step is counted in units of work per kind of GPU work
 (``measure.profile``'s kinds), on the meta device, never downloaded:
 
-- **matrix products**: FLOPs, 6 x the weights of its linear layers (the LM head included, tied or not) x tokens;
-- **attention** (a fused kernel: no attention matrix in memory): layers x hidden x sequence x tokens, the score
-  and value products of forward and backward;
+- **matrix products**: FLOPs, 6 x the weight matrices outside the embedding tables (linear and GPT-2's Conv1D
+  layers, the LM head included, tied or not) x tokens;
+- **attention** (a fused kernel: no attention matrix in memory): layers x (heads x head size) x sequence x
+  tokens, the score and value products of forward and backward;
 - **loss and softmax**: tokens x vocabulary, the fp32 cross-entropy over the logits;
 - **other memory-bound kernels** (elementwise, normalisation, copies on the GPU): layers x (hidden + MLP width) x
-  tokens, the elements of the residual stream and of the MLP's widest projection that these kernels read and
-  write in every layer (the MLP width is the widest output of the first block's MLP linear layers, so a fused
-  gate-and-up projection counts both). The two widths are weighted alike: the Pythia decoders the rates come
-  from all have an MLP four times the hidden size, so their profiles cannot tell the two apart;
+  tokens, the elements of the residual stream and of the MLP's intermediate layer that these kernels read and
+  write in every layer (the MLP width is the config's intermediate size, four times the hidden size where it
+  states none). The two widths are weighted alike: the Pythia decoders the rates come from all have an MLP four
+  times the hidden size, so their profiles cannot tell the two apart;
 - **the GPU's idle time** (host work, kernel launches): per micro-step and layer;
 - **the optimizer step**: per parameter.
 
@@ -22,7 +23,8 @@ measured on one GPU with the free-lunch settings (``analysis.profiles``): the ce
 range their lowest and highest. So the model is calibrated on the catalog's decoders only; the decoders outside
 the catalog that the study measured (``transfer_validation.config_decoders``) test it. A target other than a
 profiled setup's GPU is reached by the transfer model (``transfer.predict``), from the predicted step on a
-profiled GPU.
+profiled GPU. A mixture of experts (only some experts run per token) is not modelled, nor a precision other than
+the profiles' (``modelled``).
 """
 from __future__ import annotations
 
@@ -79,9 +81,30 @@ class StepPrediction:
         return float(sum(self.seconds.values()))
 
 
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
+@lru_cache(maxsize=None)
+def not_modelled(model: str) -> str | None:
+    """Why the work model has no answer for ``model``, or None where it has one."""
+    from .estimate.stats import meta_model
+    from .models import get_model
+
+    spec = get_model(model)
+    if spec.recipe.precision != CALIBRATION_PRECISION:
+        return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
+    if spec.transformer_shape is None:
+        return "it is not a transformer decoder"
+    cfg = meta_model(spec, False).config
+    if any((getattr(cfg, k, None) or 0) > 1 for k in EXPERT_KEYS):
+        return "it is a mixture of experts: only some of its weights work for each token"
+    return None
+
+
 @lru_cache(maxsize=None)
 def _shape(key: str) -> tuple:
-    """(linear weights, layers, hidden, MLP width, vocabulary, parameters, sequence) of a decoder's meta build."""
+    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence) of a
+    decoder's meta build."""
     import torch.nn as nn
 
     from .estimate import model_stats
@@ -91,20 +114,25 @@ def _shape(key: str) -> tuple:
     spec = get_model(key)
     layers, hidden = spec.transformer_shape(False)
     net = meta_model(spec, False)
-    linear = sum(m.weight.numel() for m in net.modules() if isinstance(m, nn.Linear))
-    block = next(m for m in net.modules() if type(m).__name__ in spec.block_types)
-    mlp = [m.out_features for name, m in block.named_modules()
-           if isinstance(m, nn.Linear) and ("mlp" in name.lower() or "feed_forward" in name.lower())]
-    width = max(mlp) if mlp else 4 * hidden  # a block without a named MLP: the usual four times the hidden size
+    tables = {id(m.weight) for m in net.modules() if isinstance(m, nn.Embedding)}
+    matrices = sum(p.numel() for p in net.parameters() if p.dim() >= 2 and id(p) not in tables)
+    head = net.get_output_embeddings()
+    if head is not None and id(head.weight) in tables:  # a tied head multiplies like an untied one
+        matrices += head.weight.numel()
+    cfg = net.config
+    heads = cfg.num_attention_heads
+    attention = heads * (getattr(cfg, "head_dim", None) or hidden // heads)
+    width = next((v for v in (getattr(cfg, k, None) for k in ("intermediate_size", "n_inner", "ffn_dim")) if v),
+                 4 * hidden)
     r = spec.recipe
-    return linear, layers, hidden, width, r.vocab_size, model_stats(key).params, r.seq_len
+    return matrices, layers, attention, hidden, width, r.vocab_size, model_stats(key).params, r.seq_len
 
 
 def work(model: str, micro_batch: int, gas: int) -> Work:
     """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences."""
-    linear, layers, hidden, width, vocab, params, seq = _shape(model)
+    matrices, layers, attention, hidden, width, vocab, params, seq = _shape(model)
     tokens = micro_batch * gas * seq
-    return Work(matmul=6.0 * linear * tokens, attention=float(layers * hidden * seq) * tokens,
+    return Work(matmul=6.0 * matrices * tokens, attention=float(layers * attention * seq) * tokens,
                 loss=float(tokens) * vocab, memory=float(layers * (hidden + width)) * tokens,
                 idle=float(layers * gas), optimizer=float(params))
 
@@ -124,12 +152,14 @@ def calibration_points(profiles: pd.DataFrame) -> pd.DataFrame:
         seconds = g.groupby("kind")["seconds"].sum()
         w = work(first["model"], int(first["micro_batch"]), int(first["gas"]))
         row = {"setup": setup, "gpu": first["gpu"], "model": first["model"], "config_id": config_id,
-               "micro_batch": int(first["micro_batch"]), "step_wall_s": float(first["step_wall_s"])}
+               "micro_batch": int(first["micro_batch"]), "gas": int(first["gas"]),
+               "step_wall_s": float(first["step_wall_s"])}
         for kind, names in PROFILE_KINDS.items():
             row[kind] = float(seconds.reindex(list(names)).fillna(0).sum()) / w.get(kind)
         row["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"])) / w.idle
         rows.append(row)
-    return pd.DataFrame(rows, columns=["setup", "gpu", "model", "config_id", "micro_batch", "step_wall_s", *KINDS])
+    return pd.DataFrame(rows, columns=["setup", "gpu", "model", "config_id", "micro_batch", "gas", "step_wall_s",
+                                       *KINDS])
 
 
 def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
@@ -164,7 +194,6 @@ def _micro_batch(model: str, gpu: str) -> tuple[int, int] | None:
     if mbs is None:
         return None
     batch = get_model(model).recipe.global_batch
-    mbs = min(mbs, batch)
     return mbs, max(1, batch // mbs)
 
 
@@ -172,15 +201,15 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with free-lunch
     settings on ``n_gpus`` x ``gpu``. On a profiled GPU alone this is the work model's step; anywhere else the
     transfer model scales it from the profiled setup of the same GPU, else of the same architecture, else of the
-    nearest memory size. None where no profile calibrates it, the decoder trains in another precision than the
-    profiled decoders, or no micro-batch fits."""
+    nearest memory size. None where no profile calibrates it, the work model does not model it (``not_modelled``)
+    or no micro-batch fits."""
     from .estimate import model_flops_per_step
     from .models import get_model
 
     points = calibration_points(profiles)
     setups = profiled_setups(points)
-    if not setups or get_model(model).recipe.precision != CALIBRATION_PRECISION:
-        return None  # no rate of another precision's kernels is known: fp32 or fp16 is not bf16 at other speeds
+    if not setups or not_modelled(model):
+        return None
     target = get_gpu(gpu)
     # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
     # nearest memory size (so the micro-batch changes least).
@@ -216,8 +245,10 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
     p = predict(src, target.key, n_gpus)
     if p.step_time_s is None:
         return replace(p, basis=basis + "; " + p.basis)
-    # The transfer's own range, widened by the work model's relative range on the source GPU.
-    lo, hi = step.low_s / step.step_s, step.high_s / step.step_s
-    low, high = p.step_low_s * lo, p.step_high_s * hi
+    # The transfer's own range, widened by the work model's relative range on the source GPU; no end of it
+    # shorter than the step at MFU_CAP.
+    floor = flops / (n_gpus * target.peak_flops(spec.recipe.precision, True) * MFU_CAP)
+    low = max(p.step_low_s * step.low_s / step.step_s, floor)
+    high = max(p.step_high_s * step.high_s / step.step_s, floor)
     return replace(p, step_low_s=low, step_high_s=high, days_low=days_for(spec.recipe.steps, low),
                    days_high=days_for(spec.recipe.steps, high), basis=basis + "; " + p.basis)

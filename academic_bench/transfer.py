@@ -12,7 +12,8 @@ part is scaled by the target GPU's capability that bounds it:
 - **memory-bound kernels** (elementwise, normalisation, loss and softmax, memory copies on the GPU): by the
   ratio of memory bandwidth;
 - **the GPU's idle time** within the micro-steps (host work, launches): per micro-step, so by the ratio of
-  accumulation steps (the target's micro-batch comes from the memory model, ``estimate.max_micro_batch``);
+  accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
+  source's where it is known to fit: ``target_micro_batch``);
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
   copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
   between the GPUs (``hardware.GPU.link_gbps``), estimated from the gradient or parameter bytes.
@@ -211,7 +212,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     The MFU is **capped** at ``MFU_CAP``: a scaled step shorter than the one at 75% of the peak is raised to it
     and ``capped`` is set, because no measurement of the study (nor any credible one) reaches more; the days
     are then a lower bound. Raises ``hardware.UnknownGPUError`` for a GPU not in the catalog, ``ValueError`` for
-    a count below 1. ``micro_batch`` is None (and no step) where the memory model fits no micro-batch.
+    a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``).
     """
     target, source = get_gpu(gpu), get_gpu(src.gpu)
     if int(n_gpus) != n_gpus or n_gpus < 1:

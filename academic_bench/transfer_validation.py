@@ -52,7 +52,6 @@ def configurations(root: str | None = None) -> pd.DataFrame:
     """The fastest row of every measured method combination per setup and model whose search is complete: what
     a prediction falls back on where the best configuration does not fit the target (``predict_setting``)."""
     from .analysis import SETTING, fastest, results, runs_frame
-    from .answers import answers
 
     df = runs_frame(root)
     if df.empty:
@@ -228,7 +227,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
 
     from .analysis import profiles, runs_root
     from .decoder_work import predict_decoder
-    from .models.from_config import decoder_spec
+    from .models.from_config import ConfigError, decoder_spec
     from .results import ResultStore, status_of
 
     out = []
@@ -243,17 +242,21 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
                 continue  # an estimate for another setting says nothing about this row
             a = e["architecture"]
-            spec = decoder_spec(path.parent / name / "config.json", seq_len=a["seq_len"], tokens=a["tokens"],
-                                global_batch=a["global_batch"], precision=a["precision"]).spec
-            now = predict_decoder(spec.key, e["gpu"], e["n_gpus"], prof)
+            try:
+                spec = decoder_spec(path.parent / name / "config.json", seq_len=a["seq_len"], tokens=a["tokens"],
+                                    global_batch=a["global_batch"], precision=a["precision"]).spec
+                now = predict_decoder(spec.key, e["gpu"], e["n_gpus"], prof)
+            except ConfigError:  # the config kept beside the estimate is gone or broken: no answer today
+                now = None
             made_by = str(e["mfu"].get("source", ""))
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
-                        "seq_len": a["seq_len"], "setup": row["setup"], "gpu": row["config"]["gpu"], "n_gpus": row["config"]["n_gpus"],
-                        "estimated_with": method, "predicted_days": e["days"], "predicted_days_low": e["days_range"][0],
+                        "seq_len": a["seq_len"], "setup": row["setup"], "gpu": row["config"]["gpu"],
+                        "n_gpus": row["config"]["n_gpus"], "estimated_with": method, "predicted_days": e["days"],
+                        "predicted_days_low": e["days_range"][0],
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": e["mfu"]["value"],
                         "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
-                        "work_model_days": now.days if now is not None else math.nan,
+                        "work_model_days": now.days if now is not None and now.days is not None else math.nan,
                         "work_model_held_out": method == WORK_MODEL,
                         # The memory model at the micro-batch that ran, beside the peak the run allocated.
                         "predicted_memory_gb": row.get("predicted_memory_gb"),
@@ -263,7 +266,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=DECODER_COLUMNS)
     frame = add_errors(pd.DataFrame(out))
     frame["within"] = frame["abs_error"] <= DECODER_TOLERANCE
-    frame["work_model_error"] = frame["work_model_days"] / frame["measured_days"] - 1
+    frame["work_model_error"] = frame["work_model_days"].astype(float) / frame["measured_days"].astype(float) - 1
     frame["memory_error"] = (frame["predicted_memory_gb"].astype(float) / frame["measured_memory_gb"].astype(float)
                              - 1)
     return frame[DECODER_COLUMNS]
@@ -287,8 +290,8 @@ def work_model_leave_one_out(root: str | None = None) -> pd.DataFrame:
         others = points[(points["setup"] == r["setup"]) & (points["model"] != r["model"])]
         if others.empty:
             continue
-        gas = int(prof.loc[prof["config_id"] == r["config_id"], "gas"].iloc[0])
-        p = predict_on_setup(r["model"], r["setup"], points, int(r["micro_batch"]), gas, leave_out=r["model"])
+        p = predict_on_setup(r["model"], r["setup"], points, int(r["micro_batch"]), int(r["gas"]),
+                             leave_out=r["model"])
         rows.append({"setup": r["setup"], "gpu": r["gpu"], "model": r["model"], "micro_batch": int(r["micro_batch"]),
                      "predicted_step_s": p.step_s, "predicted_step_low_s": p.low_s, "predicted_step_high_s": p.high_s,
                      "profiled_step_s": r["step_wall_s"]})

@@ -140,3 +140,43 @@ def test_a_decoder_in_another_precision_gets_no_work_model_answer(tmp_path):
     bf16 = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64,
                         precision="bf16").spec.key
     assert dw.predict_decoder(bf16, "h100-80gb", 1, prof) is not None
+
+
+def test_the_work_counts_every_weight_matrix_and_the_attention_width(tmp_path):
+    """By hand: the tiny Llama's matrices (q, k, v, o, gate, up, down per layer, and the untied head); GPT-2's
+    Conv1D layers count as matrices too, and its tied head once more; attention follows heads x head size, not
+    the hidden size, and grows with the sequence."""
+    key = _decoder(tmp_path, "llama")
+    per_layer = 256 * 256 * 2 + 256 * 64 * 2 + 256 * 688 * 3
+    tokens = 2 * 4 * 512
+    w = dw.work(key, 2, 4)
+    assert w.matmul == 6 * (4 * per_layer + 1000 * 256) * tokens
+    assert w.attention == 4 * 256 * 512 * tokens and w.loss == 1000 * tokens
+    wide_heads = _decoder(tmp_path, "heads", head_dim=64)  # 8 heads of 64: attention width 512, hidden 256
+    assert dw.work(wide_heads, 2, 4).attention == 2 * w.attention
+    (tmp_path / "gpt2").mkdir()
+    (tmp_path / "gpt2" / "config.json").write_text(json.dumps(
+        {"model_type": "gpt2", "n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 1000, "n_positions": 1024}))
+    gpt2 = decoder_spec(tmp_path / "gpt2" / "config.json", seq_len=512, tokens=1e9, global_batch=64).spec.key
+    per_layer = 128 * 384 + 128 * 128 + 128 * 512 + 512 * 128
+    assert dw.work(gpt2, 1, 1).matmul == 6 * (2 * per_layer + 1000 * 128) * 512
+    assert dw.work(gpt2, 1, 1).memory == 2 * (128 + 4 * 128) * 512  # no intermediate size stated: 4 x hidden
+    longer = decoder_spec(tmp_path / "gpt2" / "config.json", seq_len=1024, tokens=1e9, global_batch=64).spec.key
+    assert dw.work(longer, 1, 1).attention == 4 * dw.work(gpt2, 1, 1).attention  # twice the tokens, each twice
+
+
+def test_a_mixture_of_experts_is_not_modelled(tmp_path):
+    key = _decoder(tmp_path, "moe", model_type="mixtral", num_local_experts=4, num_experts_per_tok=2)
+    assert "mixture of experts" in dw.not_modelled(key)
+    assert dw.predict_decoder(key, "h100-80gb", 1, _profile("pythia-160m", 32, 32)) is None
+
+
+def test_a_transferred_range_never_claims_more_than_the_cap(tmp_path):
+    """Rates so fast that the step would beat MFU_CAP: the answer and both ends of its range stay at or below it."""
+    fast = {k: v / 50 for k, v in RATES.items()}
+    prof = pd.concat([_profile("pythia-160m", 32, 32, rates=fast), _profile("pythia-410m", 16, 64, rates=RATES)])
+    key = _decoder(tmp_path, "d")
+    for gpu, n in (("h100-80gb", 1), ("a100-80gb", 4)):
+        p = dw.predict_decoder(key, gpu, n, prof)
+        assert p.mfu <= transfer.MFU_CAP * (1 + 1e-9)
+        assert p.mfu * p.step_time_s / p.step_low_s <= transfer.MFU_CAP * (1 + 1e-9)

@@ -169,7 +169,8 @@ def plausibility(setups: pd.DataFrame) -> pd.DataFrame:
     if setups.empty:
         return setups.assign(implied_mfu=pd.Series(dtype=float), implausible=pd.Series(dtype=bool))
     mfu = implied_mfu(setups) if "implied_mfu" not in setups.columns else setups["implied_mfu"]
-    return setups.assign(implied_mfu=mfu, implausible=mfu > MFU_IMPLAUSIBLE)
+    # A prediction capped at MFU_IMPLAUSIBLE implies it exactly: a rounding error must not make it implausible.
+    return setups.assign(implied_mfu=mfu, implausible=mfu > MFU_IMPLAUSIBLE * (1 + 1e-9))
 
 
 def _plausible(setups: pd.DataFrame) -> pd.DataFrame:
