@@ -175,7 +175,8 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     config, mbs = _profile_target(args, out)
     check_profilable(config)
     device = args.device or default_device()
-    if device == "cpu" and not args.tiny:
+    # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
+    if device == "cpu" and not args.tiny and not cli_args.is_config_path(args.model):
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     profiled = _profile_or_say_why(config, mbs, device, args.reps, smaller_on_oom=args.micro_batch is None)
@@ -202,15 +203,16 @@ def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
 
     results = out.with_name(RESULTS_FILE)
     rows = latest_rows(ResultStore(results).rows())
+    model = _model_key(args)
     if args.methods == "best":
         mine = [r for r in rows if r["config"]["gpu"] == args.gpu and bool(r["config"].get("tiny")) == args.tiny
                 and r["micro_batch"] and profilable(Config.from_dict(r["config"]))]
-        best = best_row(mine, args.model)
+        best = best_row(mine, model)
         if best is None:
             raise ValueError(f"--methods best: no measured configuration of {args.model} on 1 x {args.gpu} without "
                              f"sharding or offloading in {results}; name the methods (e.g. --methods free-lunch)")
         return Config.from_dict(best["config"]), args.micro_batch or best["micro_batch"]
-    config = Config(args.model, args.gpu, 1, 1, parse_methods(args.methods), None, args.tiny)
+    config = Config(model, args.gpu, 1, 1, parse_methods(args.methods), None, args.tiny)
     config.check()
     mbs = args.micro_batch or synced_micro_batches(rows).get(config.id)
     if not mbs:
@@ -281,6 +283,13 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="timed repetitions (>= 5)")
 
 
+def _config_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("a decoder from its config.json")
+    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11): the days' steps")
+    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
+    g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
     cli_args.add_json(p)
@@ -290,10 +299,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_gpus(p)
     cli_args.add_methods(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
-    g = p.add_argument_group("a decoder from its config.json")
-    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11): the days' steps")
-    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
-    g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
+    _config_args(p)
     _run_args(p)
     p.set_defaults(func=_cmd_bench, accepts_config=True)
 
@@ -311,7 +317,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser("profile", help="where one configuration's step time goes (torch.profiler), by kind of work")
-    cli_args.add_setting(p)
+    cli_args.add_json(p)
+    p.add_argument("--model", required=True, type=cli_args.model_or_config,
+                   help=f"one of: {', '.join(CATALOG)}; or a decoder's PATH/config.json (with --tokens and --seq-len)")
+    cli_args.add_gpu(p)
+    cli_args.add_gpus(p)
     cli_args.add_methods(p, note="; or best: the fastest measured without sharding or offloading, in the results "
                              "file beside --out")
     p.add_argument("--micro-batch", type=int, default=None,
@@ -322,7 +332,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reps", type=int, default=3, help="profiled repetitions of each phase (default 3)")
     p.add_argument("--tiny", action="store_true", help="the tiny CPU/workshop variant of the model")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
-    p.set_defaults(func=_cmd_profile)
+    _config_args(p)
+    p.set_defaults(func=_cmd_profile, accepts_config=True)
 
     p = sub.add_parser("export", help="training configs (accelerate, DeepSpeed/FSDP, arguments) of the best result")
     cli_args.add_json(p)

@@ -303,3 +303,62 @@ def work_model_leave_one_out(root: str | None = None) -> pd.DataFrame:
     out["in_range"] = ((out["predicted_step_low_s"] <= out["profiled_step_s"])
                        & (out["profiled_step_s"] <= out["predicted_step_high_s"]))
     return out[WORK_MODEL_COLUMNS]
+
+
+BY_KIND_COLUMNS = ["decoder", "setup", "micro_batch", "kind", "predicted_s", "profiled_s", "error"]
+
+
+def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.DataFrame) -> pd.DataFrame:
+    """Each profiled decoder's step, kind of work by kind (``decoder_work.KINDS``, and ``step``): the work model's
+    seconds (``predict_on_setup`` at the profile's micro-batch, from ``points``) beside the profile's.
+    ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the registered
+    decoder key the work model counts."""
+    from .decoder_work import KINDS, PROFILE_KINDS, predict_on_setup
+
+    rows = []
+    for (setup, config_id, model), g in decoder_profiles.groupby(["setup", "config_id", "model"]):
+        first = g.iloc[0]
+        if model not in keys or not (points["setup"] == setup).any():
+            continue
+        pred = predict_on_setup(keys[model], setup, points, int(first["micro_batch"]), int(first["gas"]))
+        seconds = g.groupby("kind")["seconds"].sum()
+        profiled = {k: float(seconds.reindex(list(names)).fillna(0).sum()) for k, names in PROFILE_KINDS.items()}
+        profiled["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"]))
+        parts = [(k, pred.seconds[k], profiled[k]) for k in KINDS]
+        parts.append(("step", pred.step_s, float(first["step_wall_s"])))
+        rows += [{"decoder": model.split("@")[0], "setup": setup, "micro_batch": int(first["micro_batch"]), "kind": k,
+                  "predicted_s": p, "profiled_s": m} for k, p, m in parts]
+    out = pd.DataFrame(rows, columns=BY_KIND_COLUMNS[:-1])
+    out["error"] = out["predicted_s"] / out["profiled_s"].where(out["profiled_s"] > 0) - 1
+    return out[BY_KIND_COLUMNS]
+
+
+def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
+    """``by_kind`` for the decoders outside the catalog profiled on a setup (``academic-bench profile --model
+    PATH/config.json --out <setup>/evidence/decoders/profiles.jsonl``, the latest profile of each configuration),
+    each registered from the config.json and settings its estimate was made with."""
+    import json
+
+    from .analysis import profile_frame, profiles, runs_root
+    from .decoder_work import calibration_points
+    from .models.from_config import ConfigError, decoder_spec
+    from .results import read_lines
+
+    frames, keys = [], {}
+    for path in sorted(runs_root(root).glob("*/evidence/decoders/profiles.jsonl")):
+        entries = list({p["config_id"]: p for _, p in read_lines(path)}.values())
+        frames.append(profile_frame(entries))
+        for model in {p["config"]["model"] for p in entries}:
+            estimate = path.parent / model.split("@")[0] / "estimate.json"
+            if not estimate.exists():
+                continue
+            a = json.loads(estimate.read_text())["architecture"]
+            try:
+                keys[model] = decoder_spec(estimate.with_name("config.json"), seq_len=a["seq_len"],
+                                           tokens=a["tokens"], global_batch=a["global_batch"],
+                                           precision=a["precision"]).spec.key
+            except ConfigError:
+                continue
+    if not frames:
+        return pd.DataFrame(columns=BY_KIND_COLUMNS)
+    return by_kind(pd.concat(frames), keys, calibration_points(profiles(root)))

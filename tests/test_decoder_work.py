@@ -180,3 +180,20 @@ def test_a_transferred_range_never_claims_more_than_the_cap(tmp_path):
         p = dw.predict_decoder(key, gpu, n, prof)
         assert p.mfu <= transfer.MFU_CAP * (1 + 1e-9)
         assert p.mfu * p.step_time_s / p.step_low_s <= transfer.MFU_CAP * (1 + 1e-9)
+
+
+def test_by_kind_sets_each_kind_of_the_work_model_beside_a_decoders_profile(tmp_path):
+    """A decoder profiled at the calibration's rates is predicted kind by kind; one whose memory-bound kernels
+    take twice as long shows it in that kind alone, and in the step."""
+    points = dw.calibration_points(pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64)]))
+    key = _decoder(tmp_path, "d")
+    same = _profile(key, 4, 16, config_id="same").assign(model="d@same")
+    slow = _profile(key, 4, 16, rates={**RATES, "memory": 2 * RATES["memory"]}, config_id="slow")
+    got = tv.by_kind(pd.concat([same, slow.assign(model="d@slow")]), {"d@same": key, "d@slow": key}, points)
+    assert list(got.columns) == tv.BY_KIND_COLUMNS and set(got["kind"]) == {*dw.KINDS, "step"}
+    err = got.assign(m=[m for m in ("same", "slow") for _ in range(len(dw.KINDS) + 1)]).set_index(["m", "kind"])
+    assert err.loc["same", "error"].abs().max() == pytest.approx(0.0, abs=1e-9)
+    assert err.loc[("slow", "memory"), "error"] == pytest.approx(-0.5)
+    assert err.loc[("slow", "matmul"), "error"] == pytest.approx(0.0, abs=1e-9)
+    assert err.loc[("slow", "step"), "error"] < 0
+    assert tv.by_kind(same, {}, points).empty  # a profile whose decoder is not known is left out

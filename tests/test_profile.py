@@ -286,3 +286,29 @@ def test_out_of_memory_under_the_profiler_tries_a_smaller_micro_batch_unless_one
     assert _profile(tmp_path, "--methods", "best", "--micro-batch", "2") == 2
     assert tried == [2] and "out of memory at micro-batch 2 under the profiler" in capsys.readouterr().err
     assert len(load_profiles(tmp_path)) == 1, "nothing written for the failed one"
+
+
+def test_a_decoder_from_its_config_json_is_profiled_outside_the_setups_profiles(tmp_path, capsys):
+    """``profile --model PATH/config.json`` (with --tokens and --seq-len, as bench takes it) profiles the decoder
+    the file describes; a small config runs on the CPU. Its line goes where --out says, here beside the decoders'
+    measurements, which the study's own profiles (``analysis.profiles``) never read."""
+    from academic_bench.results import read_lines
+
+    folder = tmp_path / "h100x1" / "evidence" / "decoders"
+    (folder / "small-llama").mkdir(parents=True)
+    (folder / "small-llama" / "config.json").write_text(json.dumps(
+        {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256, "max_position_embeddings": 64,
+         "torch_dtype": "float32"}))
+    args = ["profile", "--model", str(folder / "small-llama" / "config.json"), "--tokens", "1e6", "--seq-len", "32",
+            "--global-batch", "4", "--gpu", "h100-80gb", "--gpus", "1", "--device", "cpu", "--reps", "1",
+            "--methods", "naive", "--micro-batch", "2", "--out", str(folder / "profiles.jsonl")]
+    assert main(args) == 0, capsys.readouterr().err
+    (entry,) = [obj for _, obj in read_lines(folder / "profiles.jsonl")]
+    assert entry["config"]["model"].startswith("small-llama@") and (entry["micro_batch"], entry["gas"]) == (2, 2)
+    assert entry["setup"] == "h100x1" and {k["kind"] for k in entry["kinds"]} == set(KIND_NAMES)
+    assert analysis.profiles(tmp_path).empty
+    # --tokens belongs to a config.json: with a catalog model it stops before any work
+    assert main(["profile", "--model", "pythia-160m", "--tokens", "1e6", "--gpu", "h100-80gb", "--gpus", "1",
+                 "--tiny", "--device", "cpu", "--micro-batch", "2", "--out", str(tmp_path / "p.jsonl")]) == 2
+    assert "--tokens" in capsys.readouterr().err and not (tmp_path / "p.jsonl").exists()

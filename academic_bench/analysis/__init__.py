@@ -85,6 +85,7 @@ from .profiles import (  # noqa: F401
     largest_kernels,
     matmul_check,
     mfu_factors,
+    profile_frame,
     profiles,
 )
 from .search import (  # noqa: F401

@@ -42,15 +42,19 @@ def profiles(root: str | Path | None = None) -> pd.DataFrame:
     step the device spent on it, its ``share`` of the device's busy time, and ``busy_share``, the share of the
     step's wall time the device was busy at all. The latest profile of each configuration counts, its kernels
     sorted with today's patterns (``_kinds_now``)."""
-    from ..methods import Methods
+    return profile_frame(_latest_profiles(root))
 
+
+def profile_frame(entries: list[dict]) -> pd.DataFrame:
+    """``profiles``' rows for the given profile lines (``results.append_profile``), e.g. of a file outside the
+    setups' own (the decoders measured outside the catalog)."""
     rows = [{"model": p["config"]["model"], "gpu": p["config"]["gpu"], "n_gpus": p["config"]["n_gpus"],
              "setup": p["setup"], "config_id": p["config_id"],
              "methods_label": Methods.from_dict(p["config"]["methods"]).label(), "micro_batch": p["micro_batch"],
              "gas": p["gas"], "kind": kind, "seconds": t, "share": t / p["busy_s"] if p["busy_s"] else 0.0,
              "busy_s": p["busy_s"], "busy_share": p["busy_share"], "step_wall_s": p["step_wall_s"],
              "timer": p["timer"], "tiny": bool(p["config"].get("tiny")), "at": p["at"]}
-            for p in _latest_profiles(root) for kind, t in _kinds_now(p).items()]
+            for p in entries for kind, t in _kinds_now(p).items()]
     return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
 
 

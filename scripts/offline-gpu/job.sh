@@ -4,6 +4,9 @@
 #   bench       each `;`-separated argument list of BENCH run as `academic-bench bench --gpu GPU --gpus N
 #               --out notebooks/runs/SETUP/results.jsonl ARGS`, e.g. validations at a given micro-batch:
 #               BENCH="--model pythia-160m --methods free-lunch+zero3+offload --micro-batch 32 --validate 3"
+#   profile     each `;`-separated argument list of PROFILE run as `academic-bench profile --gpu GPU --gpus N ARGS`
+#               (each names its --out), e.g. a decoder outside the catalog at its measured micro-batch:
+#               PROFILE="--model D/x/config.json --tokens 3e11 --seq-len 2048 --out D/profiles.jsonl"
 #   search      the benchmark notebook's naive and smart searches of MODELS (default: every model), with the
 #               validation net (the cheapest configuration of every method class that ran and has no
 #               validation yet); rows a correction of the engine set aside and configurations a time budget
@@ -32,6 +35,12 @@ for part in ${PARTS:-search exhaustive}; do
           --out notebooks/runs/$SETUP/results.jsonl $args
         echo "bench rc=$?"
       done ;;
+    profile)
+      IFS=';' read -ra lists <<< "${PROFILE:-}"
+      for args in "${lists[@]}"; do
+        timeout $((TIMEOUT_S + 100)) python3 -m academic_bench profile --gpu $GPU --gpus $N $args
+        echo "profile rc=$?"
+      done ;;
     search)
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET1_S:-1000} ${HARD1_S:-1600} --preset naive smart \
         ${MODELS:+--models $MODELS} "${notebook_args[@]}" "${search_args[@]}" ;;
@@ -39,6 +48,6 @@ for part in ${PARTS:-search exhaustive}; do
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET2_S:-600} ${HARD2_S:-1200} --preset naive smart \
         --models pythia-1b -p exhaustive_models "[pythia-160m, pythia-1b, $HARD]" -p unsynced_models '[pythia-1b]' \
         "${notebook_args[@]}" ;;
-    *) echo "unknown part $part: choose among bench, search, exhaustive" >&2; exit 2 ;;
+    *) echo "unknown part $part: choose among bench, profile, search, exhaustive" >&2; exit 2 ;;
   esac
 done
