@@ -10,7 +10,7 @@ from . import cli_args
 from .analysis import MFU_IMPLAUSIBLE
 from .hardware import catalog as gpu_catalog
 from .cost import (DAYS_SOURCES, DEFAULT_SOURCES, GPU_COUNTS, Assumptions, cheapest_within_deadline, cost_of,
-                   days_for, days_table, fastest_within_budget, implausible_paper_cells, pareto_front, plausibility,
+                   days_for, days_table, fastest_within_budget, implausible_paper_cells, implied_mfu, pareto_front,
                    setup_label, setups_frame)
 
 
@@ -86,7 +86,7 @@ def _cmd_cost(args: argparse.Namespace) -> None:
     c = cost_of(args.gpu, args.gpus, days, a, source, args.model)
     this = pd.DataFrame([{"model": args.model, "gpu": args.gpu, "n_gpus": args.gpus, "days": days,
                           "days_source": source}])
-    mfu = float(plausibility(setups_frame(this, a))["implied_mfu"].iloc[0]) if args.days is None else math.nan
+    mfu = float(implied_mfu(this).iloc[0]) if args.days is None else math.nan
     data = {**c.to_dict(), "implied_mfu": None if math.isnan(mfu) else mfu, "sources": DEFAULT_SOURCES}
 
     def text() -> str:

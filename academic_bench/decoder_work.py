@@ -35,7 +35,7 @@ import pandas as pd
 
 from .hardware import get_gpu
 from .methods import FREE_LUNCH
-from .transfer import MFU_CAP, Prediction, Source, predict
+from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .units import days_for
 
 KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
@@ -87,7 +87,6 @@ EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_
 @lru_cache(maxsize=None)
 def not_modelled(model: str) -> str | None:
     """Why the work model has no answer for ``model``, or None where it has one."""
-    from .estimate.stats import meta_model
     from .models import get_model
 
     spec = get_model(model)
@@ -95,16 +94,15 @@ def not_modelled(model: str) -> str | None:
         return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
     if spec.transformer_shape is None:
         return "it is not a transformer decoder"
-    cfg = meta_model(spec, False).config
-    if any((getattr(cfg, k, None) or 0) > 1 for k in EXPERT_KEYS):
+    if _shape(model)[-1] > 1:
         return "it is a mixture of experts: only some of its weights work for each token"
     return None
 
 
 @lru_cache(maxsize=None)
 def _shape(key: str) -> tuple:
-    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence) of a
-    decoder's meta build."""
+    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts)
+    of a decoder's meta build (experts: 0 where it is no mixture of experts)."""
     import torch.nn as nn
 
     from .estimate import model_stats
@@ -124,13 +122,14 @@ def _shape(key: str) -> tuple:
     attention = heads * (getattr(cfg, "head_dim", None) or hidden // heads)
     width = next((v for v in (getattr(cfg, k, None) for k in ("intermediate_size", "n_inner", "ffn_dim")) if v),
                  4 * hidden)
+    experts = max((getattr(cfg, k, None) or 0) for k in EXPERT_KEYS)
     r = spec.recipe
-    return matrices, layers, attention, hidden, width, r.vocab_size, model_stats(key).params, r.seq_len
+    return matrices, layers, attention, hidden, width, r.vocab_size, model_stats(key).params, r.seq_len, experts
 
 
 def work(model: str, micro_batch: int, gas: int) -> Work:
     """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences."""
-    matrices, layers, attention, hidden, width, vocab, params, seq = _shape(model)
+    matrices, layers, attention, hidden, width, vocab, params, seq, _ = _shape(model)
     tokens = micro_batch * gas * seq
     return Work(matmul=6.0 * matrices * tokens, attention=float(layers * attention * seq) * tokens,
                 loss=float(tokens) * vocab, memory=float(layers * (hidden + width)) * tokens,
@@ -221,7 +220,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
     step = predict_on_setup(model, setups[source_gpu], points, *fit)
     spec = get_model(model)
     flops = float(model_flops_per_step(spec))
-    split = {"flop": 0.0, "scan": 0.0, "memory": 0.0, "comm": 0.0, "idle": 0.0}
+    split = dict.fromkeys(DEFAULT_SPLIT, 0.0)
     for kind, part in SPLIT_OF.items():
         split[part] += step.seconds[kind]
     micro = sum(split.values())
@@ -233,7 +232,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
              "(seconds per unit of each kind of work)")
     if (target.key, n_gpus) == (source_gpu, 1):
         # As the transfer model does: no step shorter than the one at MFU_CAP (a lower bound then).
-        floor = flops / (target.peak_flops(spec.recipe.precision, True) * MFU_CAP)
+        floor = min_step_s(flops, target, 1, spec.recipe.precision, FREE_LUNCH.tf32)
         capped = step.step_s < floor
         steps_s = [max(s, floor) for s in (step.step_s, step.low_s, step.high_s)]
         days = [days_for(spec.recipe.steps, s) for s in steps_s]
@@ -247,7 +246,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
         return replace(p, basis=basis + "; " + p.basis)
     # The transfer's own range, widened by the work model's relative range on the source GPU; no end of it
     # shorter than the step at MFU_CAP.
-    floor = flops / (n_gpus * target.peak_flops(spec.recipe.precision, True) * MFU_CAP)
+    floor = min_step_s(flops, target, n_gpus, spec.recipe.precision, FREE_LUNCH.tf32)
     low = max(p.step_low_s * step.low_s / step.step_s, floor)
     high = max(p.step_high_s * step.high_s / step.step_s, floor)
     return replace(p, step_low_s=low, step_high_s=high, days_low=days_for(spec.recipe.steps, low),

@@ -181,6 +181,12 @@ def target_micro_batch(src: Source, gpu: str, n_gpus: int) -> int | None:
     return max(fits) if fits else None
 
 
+def min_step_s(flops_per_step: float, gpu: GPU, n_gpus: int, precision: str, tf32: bool) -> float:
+    """The shortest step any answer may claim: ``flops_per_step`` on ``n_gpus`` x ``gpu`` at ``MFU_CAP`` of the
+    dense peak."""
+    return flops_per_step / (n_gpus * gpu.peak_flops(precision, tf32) * MFU_CAP)
+
+
 def collective_s(sharding: str, n_gpus: int, link_gbps: float, params: float, precision: str, gas: int) -> float:
     """Seconds per optimizer step of the sharding method's collectives on a ring of ``n_gpus`` (no overlap
     with compute assumed: the range allows for it). A ring all-reduce moves 2 (n-1)/n of the bytes per GPU;
@@ -270,7 +276,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     step, low, high = (sum(p[i] for p in parts) for i in range(3))
     widen = WIDEN[src.split_basis] * src.step_time_s * share
     low, high = max(low - widen, 0.0), high + widen
-    floor = src.model_flops_per_step / (n_gpus * target.peak_flops(precision, src.methods.tf32) * MFU_CAP)
+    floor = min_step_s(src.model_flops_per_step, target, n_gpus, precision, src.methods.tf32)
     capped = step < floor
     step, low, high = max(step, floor), max(low, floor), max(high, floor)
     if steps is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
@@ -32,33 +33,39 @@ PAPER_COLUMNS = ["model", "gpu", "n_gpus", "paper_days", "paper_mfu", "source_se
 
 
 @lru_cache(maxsize=8)
-def measured(root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the best row per setup and model whose search is complete, the profiles): what predictions rest on.
-    Cached per runs folder: the planner asks for many settings."""
-    from .analysis import SETTING, fastest, profiles, results, runs_frame, skipped_frame
+def _complete_rows(root: str | None = None) -> pd.DataFrame:
+    """The synchronized ok step rows of every setup and model whose search is complete. Cached per runs folder:
+    the planner asks for many settings."""
+    from .analysis import results, runs_frame, skipped_frame
     from .answers import answers
 
     df = runs_frame(root)
     if df.empty:
-        return df, pd.DataFrame()
+        return df
     done = answers(df, skipped_frame(root))
     done = done[done["status"] == "search complete"][["setup", "model"]]
-    best = fastest(results(df), ["setup", *SETTING]).merge(done, on=["setup", "model"])
-    return best.reset_index(drop=True), profiles(root)
+    return results(df).merge(done, on=["setup", "model"])
+
+
+@lru_cache(maxsize=8)
+def measured(root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the best row per setup and model whose search is complete, the profiles): what predictions rest on."""
+    from .analysis import SETTING, fastest, profiles
+
+    rows = _complete_rows(root)
+    if rows.empty:
+        return rows, pd.DataFrame()
+    return fastest(rows, ["setup", *SETTING]).reset_index(drop=True), profiles(root)
 
 
 @lru_cache(maxsize=8)
 def configurations(root: str | None = None) -> pd.DataFrame:
     """The fastest row of every measured method combination per setup and model whose search is complete: what
     a prediction falls back on where the best configuration does not fit the target (``predict_setting``)."""
-    from .analysis import SETTING, fastest, results, runs_frame
+    from .analysis import SETTING, fastest
 
-    df = runs_frame(root)
-    if df.empty:
-        return df
-    best, _ = measured(root)
-    rows = fastest(results(df), ["setup", *SETTING, "methods_label"])
-    return rows.merge(best[["setup", "model"]].drop_duplicates(), on=["setup", "model"]).reset_index(drop=True)
+    rows = _complete_rows(root)
+    return rows if rows.empty else fastest(rows, ["setup", *SETTING, "methods_label"]).reset_index(drop=True)
 
 
 def _prediction(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int) -> tuple[Prediction, str]:
@@ -213,6 +220,19 @@ DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "setup", "gpu
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
+def _decoder_key(config: Path, architecture: dict) -> str | None:
+    """The key of the decoder ``config`` describes, registered with the settings its estimate was made with
+    (``architecture`` of its estimate.json); None where the config is gone or broken."""
+    from .models.from_config import ConfigError, decoder_spec
+
+    a = architecture
+    try:
+        return decoder_spec(config, seq_len=a["seq_len"], tokens=a["tokens"], global_batch=a["global_batch"],
+                            precision=a["precision"]).spec.key
+    except ConfigError:
+        return None
+
+
 def config_decoders(root: str | None = None) -> pd.DataFrame:
     """Decoders outside the catalog, from their config.json: the days ``academic-bench estimate --model
     PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written;
@@ -227,7 +247,6 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
 
     from .analysis import profiles, runs_root
     from .decoder_work import predict_decoder
-    from .models.from_config import ConfigError, decoder_spec
     from .results import ResultStore, status_of
 
     out = []
@@ -242,12 +261,8 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
                 continue  # an estimate for another setting says nothing about this row
             a = e["architecture"]
-            try:
-                spec = decoder_spec(path.parent / name / "config.json", seq_len=a["seq_len"], tokens=a["tokens"],
-                                    global_batch=a["global_batch"], precision=a["precision"]).spec
-                now = predict_decoder(spec.key, e["gpu"], e["n_gpus"], prof)
-            except ConfigError:  # the config kept beside the estimate is gone or broken: no answer today
-                now = None
+            key = _decoder_key(estimate.with_name("config.json"), a)
+            now = predict_decoder(key, e["gpu"], e["n_gpus"], prof) if key else None
             made_by = str(e["mfu"].get("source", ""))
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
@@ -341,7 +356,6 @@ def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
 
     from .analysis import profile_frame, profiles, runs_root
     from .decoder_work import calibration_points
-    from .models.from_config import ConfigError, decoder_spec
     from .results import read_lines
 
     frames, keys = [], {}
@@ -350,15 +364,10 @@ def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
         frames.append(profile_frame(entries))
         for model in {p["config"]["model"] for p in entries}:
             estimate = path.parent / model.split("@")[0] / "estimate.json"
-            if not estimate.exists():
-                continue
-            a = json.loads(estimate.read_text())["architecture"]
-            try:
-                keys[model] = decoder_spec(estimate.with_name("config.json"), seq_len=a["seq_len"],
-                                           tokens=a["tokens"], global_batch=a["global_batch"],
-                                           precision=a["precision"]).spec.key
-            except ConfigError:
-                continue
+            key = _decoder_key(estimate.with_name("config.json"),
+                               json.loads(estimate.read_text())["architecture"]) if estimate.exists() else None
+            if key:
+                keys[model] = key
     if not frames:
         return pd.DataFrame(columns=BY_KIND_COLUMNS)
     return by_kind(pd.concat(frames), keys, calibration_points(profiles(root)))
