@@ -189,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="delete the previous build and notebook cache first")
     args = p.parse_args(argv)
     start = time.perf_counter()
+    from .answer.store import shipped_is_current, write_shipped
+
+    if not shipped_is_current():  # the study's answers, kept beside the runs, follow the runs they come from
+        print(f"Answers computed again from the runs: {write_shipped()}")
     try:
         html = build(args.path_output, fresh=args.fresh)
     except RuntimeError as exc:

@@ -240,7 +240,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -
         if capped:
             basis += f"; capped at {MFU_CAP:.0%} MFU (a lower bound)"
         return Prediction(model, step.setup, target.key, 1, step.micro_batch, step.gas, *steps_s, *days, mfu,
-                          capped, basis)
+                          capped, basis, FREE_LUNCH)
     p = predict(src, target.key, n_gpus)
     if p.step_time_s is None:
         return replace(p, basis=basis + "; " + p.basis)

@@ -1,13 +1,14 @@
-"""The ``estimate`` sub-command: analytic days, predicted memory per GPU, max micro-batch and feasibility.
+"""The ``estimate`` sub-command: the study's answer (days, range, settings, what it rests on) beside the
+configuration's FLOPs, predicted memory per GPU, max micro-batch and feasibility.
 
     academic-bench estimate --model pythia-1b --gpu h100-80gb --gpus 8 --methods free-lunch+zero3 [--json]
     academic-bench estimate --model PATH/config.json --tokens 3e11 --seq-len 2048 --gpu h100-80gb --gpus 4
 
-A catalog model trains its recipe, at an assumed MFU (``--mfu``). A Hugging Face decoder's config.json
-(``models.from_config``: built with transformers on the meta device, never downloaded) trains ``--tokens`` tokens
-in sequences of ``--seq-len``; its FLOPs, memory and micro-batch come from the same code as the catalog's, and
-its days come with a range (``decoder_mfu``): JSON ``days`` (a number) and ``days_range`` ([low, high]), the
-analytic detail under ``days_analytic``.
+A catalog model trains its recipe; a Hugging Face decoder's config.json (``models.from_config``: built with
+transformers on the meta device, never downloaded) trains ``--tokens`` tokens in sequences of ``--seq-len``. The
+days are the study's answer (``academic_bench.answer``): JSON ``answer`` (the whole answer), ``days`` (a number or
+null), ``days_range`` ([low, high]), ``days_analytic.lower_bound`` (100% of peak, never an answer). ``--mfu`` adds a
+what-if (``what_if``), labelled as the user's assumption.
 """
 from __future__ import annotations
 
@@ -15,26 +16,17 @@ import argparse
 from dataclasses import replace
 
 from . import cli_args
-from . import estimate as est
+from .answer import Answer
 from .config import Config
 from .hardware import get_gpu
-from .methods import FREE_LUNCH, InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
+from .methods import (InvalidCombinationError, exclusion_reason, methods_spec, parse_methods,
+                      search_space)
 from .models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES, ConfigError, decoder_spec
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
                ("activations", "activations"), ("buffers", "comm. buckets"), ("overhead", "overhead"),
                ("total", "total"), ("cpu", "offloaded to CPU")]
 SHOW_ALTERNATIVES = 4
-
-
-def methods_spec(m: Methods) -> str:
-    """The ``--methods`` text that gives ``m`` (inverse of ``methods.parse_methods``)."""
-    if m.free_lunch:
-        parts = ["free-lunch"]
-    else:
-        parts = [n for n in ("compile", "kernels", "tf32") if getattr(m, n)] or ["naive"]
-    parts += ["ckpt"] * m.checkpointing + [m.sharding] * (m.sharding != "none") + ["offload"] * m.offload
-    return "+".join(parts)
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -54,6 +46,7 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _fitting_alternatives(config: Config, gpu_gb: float) -> list[dict]:
     """Valid memory-saving combinations (same free-lunch switches) predicted to fit, with their micro-batch."""
+    est = _est()
     base = replace(config.methods, checkpointing=False, sharding="none", offload=False)
     out = []
     for m in search_space(config.n_gpus, base)[0]:
@@ -63,8 +56,18 @@ def _fitting_alternatives(config: Config, gpu_gb: float) -> list[dict]:
     return out
 
 
-def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
-    """Everything the command prints, as one dict (also the ``--json`` output)."""
+def _est():
+    """The estimate package (its meta-device models load torch): imported when an estimate is made, so that the
+    commands that only read answers start fast."""
+    from . import estimate
+
+    return estimate
+
+
+def estimate_summary(config: Config) -> dict:
+    """The configuration's FLOPs, predicted memory, micro-batch and feasibility, as one dict (with the answer's
+    fields, the ``--json`` output)."""
+    est = _est()
     spec, gpu, m = config.spec, get_gpu(config.gpu), config.methods
     r = spec.recipe
     capacity = est.usable_bytes(gpu.memory_gb)
@@ -86,9 +89,6 @@ def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
         "flops": {"per_step": est.model_flops_per_step(spec), "total": est.total_flops(spec),
                   "steps": r.steps, "convention": est.flops_method(spec)},
         "peak_flops_per_gpu": gpu.peak_flops(r.precision, m.tf32),
-        "days": {"mfu": mfu, "at_mfu": est.analytic_days(spec, gpu.key, config.n_gpus, mfu, tf32=m.tf32),
-                 "lower_bound": est.analytic_days(spec, gpu.key, config.n_gpus, 1.0, tf32=m.tf32),
-                 "mfu_is_assumed": True},
         "micro_batch": mbs, "micro_batch_given": config.micro_batch is not None,
         "per_gpu_batch": config.per_gpu_batch, "gas": config.per_gpu_batch // mbs,
         "max_micro_batch": best,
@@ -99,16 +99,21 @@ def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
 
 
 def _days_lines(d: dict) -> list[str]:
-    if "days_range" not in d:  # a catalog model: its recipe at an assumed MFU
-        days = d["days"]
-        return [f"Days:     {days['at_mfu']:,.1f} at {days['mfu']:.0%} MFU (an assumed utilisation, not a "
-                "measurement; --mfu to change)",
-                f"          {days['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is faster)"]
-    m, (low, high) = d["mfu"], d["days_range"]
-    return [f"Days:     {d['days']:,.1f} (range {low:,.1f} to {high:,.1f}) at {m['value']:.0%} MFU "
-            f"(range {m['low']:.0%} to {m['high']:.0%})",
-            f"          MFU from {m['source']}: {m['basis']}",
-            f"          {d['days_analytic']['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is faster)"]
+    a = Answer.from_dict(d["answer"])
+    lines = [f"Days:     {a.headline()}"]
+    if a.settings:
+        lines.append(f"          settings: {a.settings.words()} (--methods {a.settings.methods})")
+        if a.settings.export_command:
+            lines.append(f"          write them: {a.settings.export_command}")
+    lines.append(f"          rests on: {a.rests_on}")
+    if a.stated_error:
+        lines.append(f"          checked: {a.stated_error}")
+    lines.append(f"          {d['days_analytic']['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is "
+                 "faster)")
+    if "what_if" in d:
+        w = d["what_if"]
+        lines.append(f"What-if:  {w['days']:,.1f} days at your --mfu {w['mfu']:.0%} (an assumption, not an answer)")
+    return lines
 
 
 def _text(d: dict) -> str:
@@ -125,11 +130,12 @@ def _text(d: dict) -> str:
         if a["positions_extended_to"]:
             lines.append(f"          (positions extended from the config's {a['max_positions']} to {a['seq_len']})")
     lines += [
-        f"{d['display']} on {d['n_gpus']} x {gpu.name}, methods: {d['methods_label']} (--methods {d['methods']})",
+        f"{d['display']} on {d['n_gpus']} x {gpu.name}: the study's answer",
+        *_days_lines(d),
+        f"Your configuration, --methods {d['methods']} ({d['methods_label']}):",
         f"Compute:  {f['total']:.3g} FLOPs = {f['steps']:,} steps x {f['per_step']:.3g} FLOPs/step",
         f"          (model FLOPs, fwd + bwd: {f['convention']})",
         f"Peak:     {d['peak_flops_per_gpu'] / 1e12:,.1f} TFLOP/s per GPU ({d['precision']}, dense spec)",
-        *_days_lines(d),
         f"Memory per GPU at micro-batch {d['micro_batch']} (predicted, GiB):",
     ]
     mem = d["memory_gib"]
@@ -144,46 +150,27 @@ def _text(d: dict) -> str:
         more = f", and {len(alts) - SHOW_ALTERNATIVES} more (--json lists all)" if len(alts) > SHOW_ALTERNATIVES else ""
         lines.append("Predicted to fit instead: " + (shown + more if alts else
                      f"nothing on {d['n_gpus']} GPU(s) of this type; try more GPUs or a larger GPU"))
-    lines.append("(An analytic estimate; measured runs are the answer. Memory model: academic_bench/estimate/memory.py.)")
+    lines.append("(Memory and micro-batch are the memory model's predictions: academic_bench/estimate/memory.py.)")
     return "\n".join(lines)
-
-
-def decoder_mfu(gpu: str, n_gpus: int, params: float) -> dict:
-    """The MFU a config.json decoder's days rest on, with its range: what the planner uses for comparable
-    decoders (``planning.mfu_points``, ``interpolate_mfu``: the Pythia decoders' MFU on this setup, linear in
-    log(parameters) between the nearest sizes), with points above ``MFU_IMPLAUSIBLE`` (paper-implied timings that
-    did not synchronise) left out. ``low``/``high`` are the lowest and highest MFU of the sizes it rests on,
-    widened by each point's spread of timed repetitions: the days' range is the spread of the measurements
-    behind it, not a bound. Where the setup has no plausible point, every setup's measured decoders stand in,
-    and the range widens to all of them (another GPU or count transfers with that uncertainty). With no
-    measured decoder at all, ``DEFAULT_MFU`` is assumed, and said."""
-    from .analysis import MFU_IMPLAUSIBLE
-    from .planning import interpolate_mfu, measured_mfu, mfu_points
-
-    pts = mfu_points(gpu, n_gpus)
-    plausible = pts[pts["mfu"] <= MFU_IMPLAUSIBLE]
-    left_out = len(pts) - len(plausible)
-    note = f"; {left_out} paper-implied point(s) above {MFU_IMPLAUSIBLE:.0%} left out" if left_out else ""
-    if not plausible.empty:
-        e = interpolate_mfu(plausible, params)
-        return {"value": e.mfu, "low": e.low, "high": e.high, "source": e.source, "basis": e.basis + note}
-    every = measured_mfu()
-    every = every[every["mfu"] <= MFU_IMPLAUSIBLE]
-    if every.empty:
-        return {"value": est.DEFAULT_MFU, "low": est.DEFAULT_MFU, "high": est.DEFAULT_MFU,
-                "source": "assumed", "basis": f"no measured decoder to rest on: an assumed MFU{note}"}
-    e = interpolate_mfu(every, params)
-    return {"value": e.mfu, "low": min(e.low, float(every["mfu_low"].min())),
-            "high": max(e.high, float(every["mfu_high"].max())), "source": e.source,
-            "basis": f"no plausible point for {n_gpus} x {gpu}: every measured setup's decoders, "
-                     f"range over all of them; {e.basis}{note}"}
 
 
 CONFIG_ONLY = ("tokens", "seq_len", "global_batch", "precision")
 
 
+def _answer_fields(ans: Answer, mfu: float | None) -> dict:
+    """The study's answer (``academic_bench.answer``) as the estimate prints it, and a what-if at ``mfu``."""
+    data = {"answer": ans.to_dict(), "days": ans.days,
+            "days_range": [ans.days_low, ans.days_high] if ans.days_low is not None else None,
+            "days_analytic": {"lower_bound": ans.bound_days}}
+    if mfu is not None:
+        data["what_if"] = {"mfu": mfu, "days": ans.bound_days / mfu, "label": "your --mfu: a what-if, not an answer"}
+    return data
+
+
 def config_estimate(args: argparse.Namespace) -> dict:
-    """``estimate_summary`` for the decoder a config.json describes, with days as a number and a range."""
+    """``estimate_summary`` for the decoder a config.json describes, with the study's answer for it."""
+    from .answer.decoder import decoder_answer
+
     missing = [f"--{k.replace('_', '-')}" for k in ("tokens", "seq_len") if getattr(args, k) is None]
     if missing:
         raise ConfigError(f"a config.json needs {' and '.join(missing)}: the tokens to train on and the sequence "
@@ -192,36 +179,15 @@ def config_estimate(args: argparse.Namespace) -> dict:
                            global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
                            precision=args.precision)
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
-    params = est.model_stats(decoder.spec).params
-    work = None if args.mfu is not None or config.methods != FREE_LUNCH else decoder_work_mfu(config)
-    mfu = ({"value": args.mfu, "low": args.mfu, "high": args.mfu, "source": "given", "basis": "--mfu"}
-           if args.mfu is not None else work or decoder_mfu(config.gpu, config.n_gpus, params))
-    data = estimate_summary(config, mfu["value"])
-    analytic = data.pop("days")
-    at_peak = analytic["lower_bound"]
-    analytic["mfu_is_assumed"] = mfu["source"] in ("given", "assumed")
-    return {"config_file": decoder.path, "architecture": decoder.facts, "params": params, **data,
-            "days": at_peak / mfu["value"], "days_range": [at_peak / mfu["high"], at_peak / mfu["low"]],
-            "mfu": mfu, "days_analytic": analytic}
-
-
-def decoder_work_mfu(config: Config) -> dict | None:
-    """The MFU of the work model's step (``decoder_work.predict_decoder``: the decoder's work by kind, at the
-    rates of the catalog decoders' profiles), with the range of its step; None where no profile calibrates it or
-    no micro-batch fits (``decoder_mfu`` answers then)."""
-    from .analysis import profiles
-    from .decoder_work import predict_decoder
-
-    p = predict_decoder(config.model, config.gpu, config.n_gpus, profiles())
-    if p is None or p.step_time_s is None:
-        return None
-    return {"value": p.mfu, "low": p.mfu * p.step_time_s / p.step_high_s,
-            "high": p.mfu * p.step_time_s / p.step_low_s, "source": f"work model ({p.source_setup} profiles)",
-            "basis": p.basis.removeprefix("work model: "), "step_time_s": p.step_time_s,
-            "micro_batch": p.micro_batch}
+    params = _est().model_stats(decoder.spec).params
+    ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts)
+    return {"config_file": decoder.path, "architecture": decoder.facts, "params": params,
+            **estimate_summary(config), **_answer_fields(ans, args.mfu)}
 
 
 def _cmd_estimate(args: argparse.Namespace) -> None:
+    from .answer import answer
+
     if args.mfu is not None and not 0 < args.mfu <= 1:
         raise ValueError(f"--mfu must be in (0, 1], got {args.mfu}")
     if cli_args.is_config_path(args.model):
@@ -230,7 +196,9 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         given = [f"--{k.replace('_', '-')}" for k in CONFIG_ONLY if getattr(args, k) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
-        data = estimate_summary(_config(args), est.DEFAULT_MFU if args.mfu is None else args.mfu)
+        config = _config(args)
+        data = {**estimate_summary(config), **_answer_fields(answer(config.model, config.gpu, config.n_gpus),
+                                                             args.mfu)}
     cli_args.emit(args, data, lambda: _text(data))
 
 
@@ -247,8 +215,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--micro-batch", type=int, default=None,
                    help="micro-batch per GPU (default: the largest predicted to fit)")
     p.add_argument("--mfu", type=float, default=None,
-                   help=f"model-FLOPs utilisation for the days (default: {est.DEFAULT_MFU}, assumed, for a catalog "
-                        "model; the measured decoders' for a config.json)")
+                   help="a what-if: the days at this model-FLOPs utilisation, printed beside the study's answer "
+                        "(never instead of it)")
     g = p.add_argument_group("a config.json decoder")
     g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11)")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")

@@ -144,7 +144,14 @@ def accelerate_yaml(config: Config, row: dict) -> dict:
     return doc
 
 
-def recipe_json(config: Config, row: dict, results: str) -> dict:
+def measured_provenance(row: dict, results: str) -> dict:
+    """Where exported settings come from when a measured row has them."""
+    return {"measured": {"results": results, "config_id": row["config_id"], "setup": row["setup"],
+                         "step_time_s": row["step_time_s"], "step_time_spread": row["step_time_spread"],
+                         "days": row["days"], "mfu": row["mfu"], "env": row["env"]}}
+
+
+def recipe_json(config: Config, row: dict, provenance: dict) -> dict:
     r = config.recipe
     notes = ["Launch with: accelerate launch --config_file accelerate.yaml your_train.py, building "
              "TrainingArguments(**json.load(open('training_args.json'))).",
@@ -161,23 +168,25 @@ def recipe_json(config: Config, row: dict, results: str) -> dict:
             "tiny": config.tiny, "methods": config.methods.to_dict(), "methods_label": config.methods.label(),
             "global_batch": r.global_batch, "micro_batch": row["micro_batch"], "gas": row["gas"],
             "steps": r.steps, "precision": r.precision, "seq_len": r.seq_len, "image_size": r.image_size,
-            "optimizer": optimizer_dict(config), "sources": r.sources,
-            "measured": {"results": results, "config_id": row["config_id"], "setup": row["setup"],
-                         "step_time_s": row["step_time_s"], "step_time_spread": row["step_time_spread"],
-                         "days": row["days"], "mfu": row["mfu"], "env": row["env"]},
-            "notes": notes}
+            "optimizer": optimizer_dict(config), "sources": r.sources, **provenance, "notes": notes}
 
 
 def export_row(row: dict, out_dir: str | os.PathLike, results: str = "") -> dict[str, Path]:
     """Write the export files for one ok row; returns {file name: path}."""
+    return export_settings(Config.from_dict(row["config"]), row, measured_provenance(row, results), out_dir)
+
+
+def export_settings(config: Config, row: dict, provenance: dict, out_dir: str | os.PathLike) -> dict[str, Path]:
+    """Write the export files for ``config`` at ``row``'s ``micro_batch`` and ``gas`` (``row`` may hold only
+    those, as for settings the study predicts rather than measured); ``provenance`` says where they come from
+    (``recipe.json``). Returns {file name: path}."""
     import yaml
 
-    config = Config.from_dict(row["config"])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     docs: dict[str, Any] = {"training_args.json": training_args(config, row),
                             "accelerate.yaml": accelerate_yaml(config, row),
-                            "recipe.json": recipe_json(config, row, results)}
+                            "recipe.json": recipe_json(config, row, provenance)}
     if config.methods.uses_deepspeed:
         docs["deepspeed.json"] = deepspeed_json(config, row)
     if config.methods.uses_fsdp:

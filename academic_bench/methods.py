@@ -149,3 +149,13 @@ def parse_methods(spec: str) -> Methods:
             raise ValueError(f"unknown method {p!r}; use a preset ({', '.join(PRESETS)}) joined by '+' with "
                              f"switches: {', '.join(sorted(known_switches))}")
     return m
+
+
+def methods_spec(m: Methods) -> str:
+    """The ``--methods`` text that gives ``m`` (inverse of ``parse_methods``), e.g. 'free-lunch+zero1+offload'."""
+    if m.free_lunch:
+        parts = ["free-lunch"]
+    else:
+        parts = [n for n in ("compile", "kernels", "tf32") if getattr(m, n)] or ["naive"]
+    parts += ["ckpt"] * m.checkpointing + [m.sharding] * (m.sharding != "none") + ["offload"] * m.offload
+    return "+".join(parts)

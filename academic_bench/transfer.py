@@ -91,6 +91,7 @@ class Prediction:
     mfu: float | None
     capped: bool  # the scaled step implied an MFU above MFU_CAP: the step was raised to it (a lower bound)
     basis: str  # what it rests on, in words
+    methods: Methods | None = None  # the methods the predicted configuration uses (the source's)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -232,7 +233,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
-                          None, None, False, basis + "; no micro-batch fits the target's memory")
+                          None, None, False, basis + "; no micro-batch fits the target's memory", src.methods)
     per_gpu = src.micro_batch * src.gas * src.n_gpus // n_gpus
     mbs = min(mbs, per_gpu)
     gas = max(1, per_gpu // mbs)
@@ -287,7 +288,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     if capped:
         basis += f"; capped at {MFU_CAP:.0%} MFU (the scaled step was shorter: a lower bound)"
     return Prediction(src.model, src.setup, target.key, n_gpus, mbs, gas, step, low, high, days_for(steps, step),
-                      days_for(steps, low), days_for(steps, high), mfu, capped, basis)
+                      days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods)
 
 
 def _ratio(source: GPU, target: GPU, field: str) -> float:

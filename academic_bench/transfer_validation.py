@@ -8,7 +8,7 @@ each prediction starts from.
 - ``paper_beside_predictions``: the paper's Table 1 cells whose implied MFU is plausible (<= 0.6), beside our
   prediction for the same cell (the ratio is context, not a target: the paper's clock under-counts).
 - ``choose_source``/``predict_setting``: the measured configuration a prediction for any (model, GPU, count)
-  rests on, used by the planner (``planning``).
+  rests on, used by the study's answer (``academic_bench.answer``).
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import math
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 
@@ -190,25 +189,6 @@ def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU
                      "predicted_days_low": p.days_low, "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
                      "capped": p.capped, "ratio": p.days / float(c.days)})
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
-
-
-PREDICTED_DAYS_COLUMNS = ["model", "gpu", "n_gpus", "days", "days_source"]
-
-
-def predicted_days(models: Iterable[str], gpus: Iterable[str], counts: Iterable[int],
-                   root: str | None = None) -> pd.DataFrame:
-    """The transfer model's days for each (model, GPU, count) it can predict from our measurements
-    (``predict_setting``; the MFU never above ``transfer.MFU_CAP``), as ``cost.days_table`` takes them."""
-    rows = []
-    for m in models:
-        for g in gpus:
-            for n in counts:
-                p = predict_setting(m, g, int(n), root)
-                if p is not None and p.days:
-                    rows.append({"model": m, "gpu": g, "n_gpus": int(n), "days": p.days,
-                                 "days_source": f"predicted from {p.source_setup} ({p.days_low:,.1f} to "
-                                                f"{p.days_high:,.1f})"})
-    return pd.DataFrame(rows, columns=PREDICTED_DAYS_COLUMNS)
 
 
 DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days (issue of the estimate command)

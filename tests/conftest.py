@@ -37,6 +37,19 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _answers_cache(tmp_path_factory):
+    """Answers computed for the tests' own folders of runs are kept in a folder of the test session, not in the
+    user's cache (``answer.grid``)."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 # --- the built book --------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,8 @@ from academic_bench.paper import load_machine_costs, load_prices
 
 def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], setup: str = "synthetic",
                          spread: tuple[float, float] | None = None) -> str:
-    """``rows``: (model, gpu, n_gpus, days, mfu) written as ok, synced, step-mode results under ``root``.
+    """``rows``: (model, gpu, n_gpus, days, mfu) written as ok, synced, step-mode results of a smart search
+    under ``root`` (one configuration each, so the search is complete and the row is the setting's answer).
 
     ``spread``: the fastest and slowest timed repetition as fractions of the step time (none by default).
     """
@@ -27,7 +28,7 @@ def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], s
         cfg = Config(model, gpu, n, methods=preset("free-lunch"))
         step = days * 86_400 / 143_000
         extra = {"step_time_spread": [step * spread[0], step * spread[1]]} if spread else {}
-        store.append(make_row(cfg, setup=setup, outcome="ok", step_time_s=step, micro_batch=8,
+        store.append(make_row(cfg, setup=setup, outcome="ok", search="smart", step_time_s=step, micro_batch=8,
                               gas=1024 // (8 * n), days=days, gpu_days=days * n, mfu=mfu, **extra))
     return str(root)
 
@@ -106,33 +107,22 @@ def test_paper_worked_examples_from_its_own_days():
     assert top["purchase_usd"] == pytest.approx(250_000, rel=0.03)
 
 
-def test_worked_examples_from_our_days_handle_missing_setups(tmp_path):
+def test_worked_examples_from_the_answers_handle_missing_setups(tmp_path):
+    from academic_bench.answer.setups import answer_setups
+
     root = write_synthetic_runs(tmp_path, [("pythia-1b", "h100-80gb", 1, 50.0, 0.4)])
-    ex = cost.paper_worked_examples(days=cost.measured_days(root))
-    assert ex["a100x8"] is None and ex["h100x4"] is None  # we did not measure these
-    assert ex["fastest_overall"]["days_source"].startswith("ours (synthetic)")
-    empty = cost.paper_worked_examples(days=cost.measured_days(str(tmp_path / "none")))
+    days = answer_setups(["pythia-1b"], root=root)
+    ex = cost.paper_worked_examples(days=days[days["kind"] == "measured"])
+    assert ex["a100x8"] is None and ex["h100x4"] is None  # not measured
+    assert ex["fastest_overall"]["days_source"] == "measured on synthetic"
+    empty = cost.paper_worked_examples(days=answer_setups(["pythia-1b"], root=str(tmp_path / "none")).iloc[:0])
     assert empty["fastest_overall"] is None
 
 
-# --- days sources --------------------------------------------------------------------------------------------
-
-def test_days_prefer_ours_then_paper_then_analytic(tmp_path):
-    root = write_synthetic_runs(tmp_path, [("pythia-1b", "h100-80gb", 1, 50.0, 0.4)])
-    assert cost.days_for("pythia-1b", "h100-80gb", 1, root=root) == (50.0, "ours (synthetic)")
-    days, source = cost.days_for("pythia-1b", "h100-80gb", 4, root=root)
-    assert (days, source) == (8.0, "paper Table 1")
-    # The paper's 8 x A100 cell implies an MFU no real run reaches: no answer, unless a page asks to show it.
-    assert cost.days_for("pythia-1b", "a100-80gb", 8, root=root)[1].startswith("analytic")
-    assert cost.days_for("pythia-1b", "a100-80gb", 8, root=root, implausible_paper=True) == (9.0, "paper Table 1")
-    days, source = cost.days_for("pythia-1b", "h200", 8, root=root)
-    assert source.startswith("analytic") and 0 < days < 9
-    assert cost.days_for("pythia-1b", "h200", 8, prefer=("ours", "paper"), root=root)[0] is None
-
-
-def test_measured_days_empty_without_runs(tmp_path):
-    df = cost.measured_days(str(tmp_path))
-    assert df.empty and list(df.columns) == cost.DAYS_COLUMNS
+def test_the_papers_days_carry_the_mfu_they_imply():
+    df = cost.paper_days()
+    assert list(df.columns) == [*cost.DAYS_COLUMNS, "implied_mfu"] and (df["implied_mfu"] > 0).all()
+    assert len(cost.paper_days(plausible_only=True)) == len(df) - len(cost.implausible_paper_cells())
 
 
 # --- budget queries and Pareto fronts --------------------------------------------------------------------------
@@ -180,8 +170,6 @@ def test_bad_assumptions_name_the_bad_value(kwargs, words):
 def test_unknown_names_and_counts_list_the_valid_choices():
     with pytest.raises(ValueError, match="unknown GPU 'a100'.*a100-80gb"):
         cost.cost_of("a100", 1, 1.0)
-    with pytest.raises(ValueError, match="unknown model 'gpt2'.*pythia-1b"):
-        cost.days_for("gpt2", "h100-80gb", 1)
     with pytest.raises(ValueError, match="at least 1, got 0"):
         cost.cost_of("h100-80gb", 0, 1.0)
     with pytest.raises(ValueError, match="16 GPUs.*at most 8"):
@@ -190,23 +178,28 @@ def test_unknown_names_and_counts_list_the_valid_choices():
         cost.cost_of("h100-80gb", 1, -1.0)
     with pytest.raises(ValueError, match="budget.*-5"):
         cost.fastest_within_budget(_toy(), -5)
-    with pytest.raises(ValueError, match="days source 'guess'.*ours, predicted, paper, analytic"):
-        cost.days_for("pythia-1b", "h100-80gb", 1, prefer=("guess",))
 
 
 # --- the live explorer (ipywidgets) ------------------------------------------------------------------------------
 
 def test_cost_explorer_recomputes_when_a_widget_changes(tmp_path):
     from academic_bench import explorers
+    from academic_bench.answer import answer
 
     ex = explorers.cost_explorer(model="pythia-1b", gpu="h100-80gb", n_gpus=4, root=str(tmp_path))
-    assert ex.result.days == 8.0 and ex.result.days_source == "paper Table 1"
+    a = answer("pythia-1b", "h100-80gb", 4, str(tmp_path))  # nothing measured: the paper's plausible cell
+    assert (a.kind, ex.result.days, ex.result.days_source) == ("paper", a.days, "paper")
     ex.lifespan.value = 3.0
-    expected = cost.cost_of("h100-80gb", 4, 8.0, Assumptions(lifespan_years=3.0))
+    expected = cost.cost_of("h100-80gb", 4, a.days, Assumptions(lifespan_years=3.0))
     assert ex.result.per_experiment_usd == pytest.approx(expected.per_experiment_usd)
     assert f"${expected.per_experiment_usd:,.0f}" in ex.output.value
     ex.gpu.value = "a6000"  # the price boxes follow the GPU, and the days follow the setting
     assert ex.gpu_price.value == Assumptions().gpu_price("a6000")
-    assert ex.result.days == cost.days_for("pythia-1b", "a6000", 4, root=str(tmp_path))[0]
+    assert ex.answer == answer("pythia-1b", "a6000", 4, str(tmp_path))
+    # The paper's 4 x A6000 cell implies an MFU no real run reaches: no answer, and the explorer says so.
+    assert ex.answer.kind == "none" and ex.result is None and "no answer" in ex.output.value
+    ex.gpu.value = "h100-80gb"
+    ex.n_gpus.value = 2
+    assert ex.result.days == answer("pythia-1b", "h100-80gb", 2, str(tmp_path)).days
     ex.gpu_price.value = 20_000.0
-    assert ex.result.gpus_usd == 4 * 20_000.0
+    assert ex.result.gpus_usd == 2 * 20_000.0

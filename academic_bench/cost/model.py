@@ -29,9 +29,6 @@ from ..hardware import catalog as gpu_catalog
 
 DAYS_PER_YEAR = 365.0
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H)
-# Where days come from: our measurement (a complete search), the transfer model's prediction from our measurements
-# (``transfer_validation.predict_setting``), the paper's Table 1, the 100%-of-peak analytic lower bound.
-DAYS_SOURCES = ("ours", "predicted", "paper", "analytic")
 
 # Defaults a reader can override; each is stated with where it comes from.
 DEFAULT_SOURCES = {

@@ -1,5 +1,5 @@
-"""Days for each setup (ours where a search is complete, else predicted from ours by the transfer model, else the
-paper's Table 1, else analytic), every setup's costs, the budget and deadline questions, and the paper's worked examples (Section 4.1).
+"""Every setup's costs for its days (the study's answers, ``academic_bench.answer``, or the paper's Table 1 as a
+comparison), the budget and deadline questions, and the paper's worked examples (Section 4.1).
 
 A setup whose days imply an MFU above ``analysis.MFU_IMPLAUSIBLE`` cannot be a real training run: ``plausibility``
 marks it, and the questions that recommend a setup (``fastest_within_budget``, ``cheapest_within_deadline``,
@@ -8,15 +8,12 @@ marks it, and the questions that recommend a setup (``fastest_within_budget``, `
 from __future__ import annotations
 
 import math
-from typing import Iterable
 
 import pandas as pd
 
-from ..hardware import catalog as gpu_catalog
-from .model import (DAYS_SOURCES, GPU_COUNTS, Assumptions, Cost, check_non_negative, check_gpus, cost_of, gpu_key,
-                    model_key)
+from .model import Assumptions, Cost, check_non_negative, cost_of
 
-# --- days: ours, the paper's, or analytic --------------------------------------------------------------------
+# --- the paper's days --------------------------------------------------------------------
 
 DAYS_COLUMNS = ["model", "gpu", "n_gpus", "days", "days_source"]
 
@@ -31,90 +28,19 @@ def implausible_paper_cells() -> pd.DataFrame:
 
 
 def paper_days(plausible_only: bool = False) -> pd.DataFrame:
-    """The paper's Table 1 (optimal settings, days); infeasible settings are dropped, and with ``plausible_only``
-    so are the ``implausible_paper_cells``."""
-    from ..paper import load_table1
+    """The paper's Table 1 (optimal settings, days) with the MFU each cell implies (``analysis.paper_cells``);
+    infeasible settings are dropped, and with ``plausible_only`` so are the ``implausible_paper_cells``. The
+    paper's days are a comparison, never the study's answer (``academic_bench.answer``)."""
+    from ..analysis import paper_cells
 
-    df = load_table1()
+    df = paper_cells("table1")
     df = df[df["days"].notna()].copy()
     if plausible_only:
         bad = set(zip(*(implausible_paper_cells()[c] for c in ("model", "gpu", "n_gpus"))))
         df = df[[(m, g, int(n)) not in bad for m, g, n in zip(df["model"], df["gpu"], df["n_gpus"])]]
     df["days_source"] = "paper Table 1"
-    return df[DAYS_COLUMNS].reset_index(drop=True)
-
-
-def measured_days(root: str | None = None) -> pd.DataFrame:
-    """Our fastest measured setting per (model, GPU, count), leaving out settings that are naive only or whose
-    smart search is unfinished (``analysis.coverage``; ``answers`` calls them so); empty with the right columns
-    when none exist."""
-    from ..analysis import best_per_setting, runs_frame, skipped_frame, without_optimum
-
-    runs = runs_frame(root)
-    best = best_per_setting(runs)
-    if best.empty:
-        return pd.DataFrame(columns=DAYS_COLUMNS)
-    left_out = without_optimum(runs, skipped_frame(root))  # no optimum yet: no days here
-    best = best[[(s, m) not in left_out for s, m in zip(best["setup"], best["model"])]]
-    df = best[best["days"].notna()].copy()
-    df["days_source"] = "ours (" + df["setup"].astype(str) + ")"
     df["n_gpus"] = df["n_gpus"].astype(int)
-    return df[DAYS_COLUMNS].reset_index(drop=True)
-
-
-
-
-def days_table(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
-               counts: Iterable[int] = GPU_COUNTS, prefer: tuple[str, ...] = DAYS_SOURCES,
-               root: str | None = None, predicted: pd.DataFrame | None = None,
-               implausible_paper: bool = False) -> pd.DataFrame:
-    """One row per (model, GPU, count) with the first source in ``prefer`` that has days for it. ``predicted``:
-    the transfer model's days (``transfer_validation.predicted_days``, which rests on this package's answers, so
-    the caller brings them); without them the source "predicted" has none. The paper's cells whose days imply an
-    MFU above ``analysis.MFU_IMPLAUSIBLE`` are no answer and are left out, unless ``implausible_paper`` (a page that
-    shows them as the paper's, flagged)."""
-    from ..models import CATALOG
-
-    models = [model_key(m) for m in (models or CATALOG)]
-    gpus = [gpu_key(g) for g in (gpus or gpu_catalog())]
-    for source in prefer:
-        if source not in DAYS_SOURCES:
-            raise ValueError(f"unknown days source {source!r}; choose from: {', '.join(DAYS_SOURCES)}")
-    tables = {"ours": measured_days(root) if "ours" in prefer else None,
-              "predicted": predicted if "predicted" in prefer else None,
-              "paper": paper_days(plausible_only=not implausible_paper) if "paper" in prefer else None}
-    index = {s: {(r.model, r.gpu, int(r.n_gpus)): (float(r.days), r.days_source) for r in t.itertuples()}
-             for s, t in tables.items() if t is not None}
-    rows = []
-    for m in models:
-        for g in gpus:
-            for n in counts:
-                found = _first_days((m, g, int(n)), prefer, index)
-                if found:
-                    rows.append({"model": m, "gpu": g, "n_gpus": int(n), "days": found[0], "days_source": found[1]})
-    return pd.DataFrame(rows, columns=DAYS_COLUMNS)
-
-
-def _first_days(key: tuple[str, str, int], prefer: tuple[str, ...], index: dict) -> tuple[float, str] | None:
-    for source in prefer:
-        if source == "analytic":
-            # The paper's Section 3.1 method: 100% of the dense peak, a lower bound, never a forecast.
-            from ..estimate import analytic_days
-
-            return analytic_days(*key, mfu=1.0), "analytic (100% of peak: a lower bound)"
-        elif key in index.get(source, {}):
-            return index[source][key]
-    return None
-
-
-def days_for(model: str, gpu: str, n_gpus: int, prefer: tuple[str, ...] = DAYS_SOURCES,
-             root: str | None = None, predicted: pd.DataFrame | None = None,
-             implausible_paper: bool = False) -> tuple[float | None, str]:
-    """(days, where they come from) for one setup; (None, reason) when no source has them."""
-    df = days_table([model], [gpu], [check_gpus(n_gpus)], prefer, root, predicted, implausible_paper)
-    if df.empty:
-        return None, f"no days for {model} on {n_gpus} x {gpu} from: {', '.join(prefer)}"
-    return float(df["days"].iloc[0]), str(df["days_source"].iloc[0])
+    return df[[*DAYS_COLUMNS, "mfu"]].rename(columns={"mfu": "implied_mfu"}).reset_index(drop=True)
 
 
 def setup_label(gpu: str, n_gpus: int) -> str:
@@ -127,48 +53,27 @@ def setup_label(gpu: str, n_gpus: int) -> str:
 # --- setups, budget questions, Pareto fronts -------------------------------------------------------------
 
 def setups_frame(days: pd.DataFrame, assumptions: Assumptions | None = None) -> pd.DataFrame:
-    """``days`` (model, gpu, n_gpus, days, days_source) with every cost column added."""
+    """``days`` (model, gpu, n_gpus, days, days_source[, implied_mfu]) with every cost column added."""
     a = assumptions or Assumptions()
     rows = [cost_of(r.gpu, int(r.n_gpus), float(r.days), a, r.days_source, r.model).to_dict()
             for r in days.itertuples()]
     cols = [f for f in Cost.__dataclass_fields__ if f != "assumptions"]
     df = pd.DataFrame(rows, columns=[*cols, "assumptions"]).drop(columns="assumptions")
+    if "implied_mfu" in days.columns:  # the paper's cells and the answers carry the MFU their days imply
+        df["implied_mfu"] = days["implied_mfu"].to_numpy(dtype=float)
     if not df.empty:
         df["setup"] = [setup_label(g, n) for g, n in zip(df["gpu"], df["n_gpus"])]
     return df
 
 
-def implied_mfu(setups: pd.DataFrame) -> pd.Series:
-    """The MFU each setup's days imply (``analysis.paper_cells`` for the paper's days, the result's own for ours,
-    the model's FLOPs at those days for the transfer model's predicted days), NaN for analytic days (their MFU
-    is an assumption, not implied)."""
-    from ..analysis import best_per_setting, paper_cells, runs_frame
-    from ..estimate import analytic_days
-
-    paper = {(r.model, r.gpu, int(r.n_gpus)): r.mfu for r in paper_cells("table1").itertuples()}
-    ours = {(r.setup, r.model): r.mfu for r in best_per_setting(runs_frame()).itertuples()}
-    out = []
-    for r in setups.itertuples():
-        source = str(getattr(r, "days_source", ""))
-        if source.startswith("ours ("):
-            out.append(ours.get((source[len("ours ("):-1], r.model), math.nan))
-        elif source.startswith("paper"):
-            out.append(paper.get((r.model, r.gpu, int(r.n_gpus)), math.nan))
-        elif source.startswith("predicted") and r.days:
-            out.append(analytic_days(r.model, r.gpu, int(r.n_gpus), mfu=1.0) / float(r.days))
-        else:
-            out.append(math.nan)
-    return pd.Series(out, index=setups.index, dtype=float)
-
-
 def plausibility(setups: pd.DataFrame) -> pd.DataFrame:
-    """``setups`` with ``implied_mfu`` and ``implausible`` (MFU above ``analysis.MFU_IMPLAUSIBLE``: days no real
-    training run achieves, so no question here recommends them)."""
+    """``setups`` (with ``implied_mfu``: ``paper_days`` and the answers carry it) with ``implausible`` (MFU above
+    ``analysis.MFU_IMPLAUSIBLE``: days no real training run achieves, so no question here recommends them)."""
     from ..analysis import MFU_IMPLAUSIBLE
 
     if setups.empty:
         return setups.assign(implied_mfu=pd.Series(dtype=float), implausible=pd.Series(dtype=bool))
-    mfu = implied_mfu(setups) if "implied_mfu" not in setups.columns else setups["implied_mfu"]
+    mfu = setups["implied_mfu"].astype(float)
     # A prediction capped at MFU_IMPLAUSIBLE implies it exactly: a rounding error must not make it implausible.
     return setups.assign(implied_mfu=mfu, implausible=mfu > MFU_IMPLAUSIBLE * (1 + 1e-9))
 

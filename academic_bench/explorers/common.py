@@ -8,30 +8,33 @@ import pandas as pd
 
 from ..analysis import gpu_label
 from ..charts import count
-from ..cost import (DEFAULT_SOURCES, Assumptions, cloud_price_table, default_machine_costs, measured_days,
-                    paper_days, plausibility, setup_label, setups_frame)
+from ..cost import (DEFAULT_SOURCES, Assumptions, cloud_price_table, default_machine_costs, paper_days, plausibility,
+                    setup_label, setups_frame)
 from ..hardware import catalog as gpu_catalog
 
-SOURCE_KINDS = {"paper": "paper Table 1", "ours": "ours (search complete)"}
+# The study's answer first (the default), the paper's Table 1 beside it for comparison.
+SOURCE_KINDS = {"answer": "the study's answer", "paper": "the paper's Table 1"}
 DEFAULT_MODEL = "pythia-1b"
 
 
 # --- data tables for the charts ----------------------------------------------------------------------------
 
 def explorer_setups(root: str | None = None, assumptions: Assumptions | None = None) -> pd.DataFrame:
-    """Every setup with days, from the paper's Table 1 and from our runs, with what the browser needs.
+    """Every setup with days, the study's answers (``answer.answer_setups``) and the paper's Table 1, with what
+    the browser needs.
 
-    Columns: model, gpu, n_gpus, setup, days, days_source, kind ("paper"/"ours"), gpu_quote_usd, machine_usd,
-    board_power_w, cloud_quote_usd, utilisation, purchase_usd, implied_mfu and implausible (the days imply an MFU
-    above ``analysis.MFU_IMPLAUSIBLE``: the explorers never recommend such a setup). Ours are the settings whose
-    search is complete (``cost.measured_days``).
+    Columns: model, gpu, n_gpus, setup, days, days_source, kind ("answer"/"paper", ``SOURCE_KINDS``),
+    gpu_quote_usd, machine_usd, board_power_w, cloud_quote_usd, utilisation, purchase_usd, implied_mfu and
+    implausible (the days imply an MFU above ``analysis.MFU_IMPLAUSIBLE``: the explorers never recommend such a
+    setup; only the paper's cells can be).
     """
+    from ..answer.setups import answer_setups
+
     a = assumptions or Assumptions()
     parts = []
-    for kind, days in (("paper", paper_days()), ("ours", measured_days(root))):
-        if not days.empty:
-            df = setups_frame(days, a)
-            df["kind"] = kind
+    for kind, df in (("answer", answer_setups(assumptions=a, root=root)), ("paper", setups_frame(paper_days(), a))):
+        if not df.empty:
+            df = df.assign(kind=kind)
             parts.append(df)
     df = pd.concat(parts, ignore_index=True)
     df["gpu_quote_usd"] = df["gpu"].map(a.gpu_price)

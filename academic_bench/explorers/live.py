@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import gpu_label, model_label
-from ..cost import GPU_COUNTS, Assumptions, cost_of, days_for, setup_label
+from ..answer import answer
+from ..answer.planner import plan_decoder
+from ..cost import GPU_COUNTS, Assumptions, cost_of, setup_label
 from ..hardware import catalog as gpu_catalog
-from ..planning import plan_decoder
 from .common import DEFAULT_MODEL
 
 
@@ -25,7 +26,8 @@ def _gpu_menu() -> list[tuple[str, str]]:
 
 
 class CostExplorer:
-    """Dropdowns and sliders around ``cost.cost_of``; ``result`` holds the last ``Cost``, ``output`` its text."""
+    """Dropdowns and sliders around the study's answer (``answer.answer``) and ``cost.cost_of``; ``answer`` holds
+    the last answer, ``result`` its ``Cost`` (None without an answer), ``output`` the text."""
 
     def __init__(self, model: str = DEFAULT_MODEL, gpu: str = "h100-80gb", n_gpus: int = 4,
                  root: str | None = None) -> None:
@@ -63,18 +65,20 @@ class CostExplorer:
 
     def update(self, *_: Any) -> None:
         model, gpu, n = self.model.value, self.gpu.value, int(self.n_gpus.value)
-        from ..transfer_validation import predicted_days
-
-        # ours, else predicted from ours, else the paper's (where plausible), else analytic
-        days, source = days_for(model, gpu, n, root=self._root,
-                                predicted=predicted_days([model], [gpu], [n], self._root))
+        ans = answer(model, gpu, n, self._root)
+        self.answer = ans
+        if not ans.answered:
+            self.result = None
+            self.output.value = f"<b>{model_label(model)} on {setup_label(gpu, n)}</b>: {ans.headline()}"
+            return
         a = Assumptions(lifespan_years=self.lifespan.value, kwh_price_usd=self.kwh.value, pue=self.pue.value,
                         gpu_price_usd={gpu: self.gpu_price.value},
                         cloud_usd_per_gpu_hour={gpu: self.cloud_price.value})
-        c = cost_of(gpu, n, days, a, source, model)
+        c = cost_of(gpu, n, ans.days, a, ans.kind, model)
         self.result = c
+        settings = f"<br>settings: {ans.settings.words()}" if ans.settings else ""
         self.output.value = (
-            f"<b>{model_label(model)} on {setup_label(gpu, n)}: {c.days:,.1f} days</b> ({c.days_source})<br>"
+            f"<b>{model_label(model)} on {setup_label(gpu, n)}: {ans.headline()}</b>{settings}<br>"
             f"purchase ${c.purchase_usd:,.0f} &middot; per run ${c.per_experiment_usd:,.0f} + energy "
             f"${c.energy_usd:,.0f} = <b>owned ${c.owned_per_experiment_usd:,.0f}</b> &middot; "
             f"<b>rented ${c.cloud_usd:,.0f}</b>")
@@ -86,7 +90,7 @@ class CostExplorer:
 
 
 class PlanExplorer:
-    """Sliders around ``planning.plan_decoder``; ``result`` holds the last ``Plan``, ``output`` its text."""
+    """Sliders around ``answer.planner.plan_decoder``; ``result`` holds the last ``Plan``, ``output`` its text."""
 
     def __init__(self, params: float = 1e9, tokens: float = 3e12, gpu: str = "h100-80gb", n_gpus: int = 8,
                  seq_len: int = 2048, root: str | None = None) -> None:

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
-import torch
-from torch import nn
+if TYPE_CHECKING:  # torch loads only where a model is built or run: the answer commands never need it
+    import torch
+    from torch import nn
 
 Task = Literal["causal-lm", "masked-lm", "image-classification"]
 Precision = Literal["fp32", "fp16", "bf16"]
@@ -23,6 +24,8 @@ class Optimizer:
     source: str
 
     def build(self, params, fused: bool | None = None) -> torch.optim.Optimizer:
+        import torch
+
         cls = torch.optim.AdamW if self.name == "adamw" else torch.optim.Adam
         kwargs = dict(lr=self.lr, betas=self.betas, eps=self.eps, weight_decay=self.weight_decay)
         if fused is not None:
@@ -80,6 +83,8 @@ class ModelSpec:
     def make_batch(self, batch_size: int, tiny: bool = False, device: str | torch.device = "cpu",
                    generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
         """Random inputs of the right shape and dtype for one micro-batch."""
+        import torch
+
         r = self.recipe_for(tiny)
         if self.task == "image-classification":
             x = torch.randn(batch_size, 3, r.image_size, r.image_size, generator=generator)
@@ -97,6 +102,8 @@ class ModelSpec:
 
 def loss_of(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """The training loss for a batch, whatever the family."""
+    from torch import nn
+
     if "pixel_values" in batch:
         logits = model(batch["pixel_values"])
         return nn.functional.cross_entropy(logits.float(), batch["labels"])

@@ -1,0 +1,59 @@
+"""The study's answer to its question: how many days would pre-training model M take on N GPUs of type G, with
+which settings, at what cost, and what does the answer rest on?
+
+``answer(model, gpu, n_gpus)`` is the one function every surface asks (the commands, the book's pages and
+explorers, ``export --best``); ``Answer`` is the one type it returns. The order of sources is stated once, in
+``types.KINDS`` / ``SOURCE_ORDER``.
+
+| module | holds |
+| --- | --- |
+| ``types`` | ``Answer``, ``Settings``, the kinds and the order of sources |
+| ``compute`` | a catalog model's answer from the runs (measured, predicted, paper, none), the whole grid |
+| ``store`` | the grid computed once and kept, keyed by the content of the runs |
+| ``by_size`` | a decoder of any size on a setup, from the catalog decoders answered on that setup |
+| ``decoder`` | a decoder from a config.json: the work model, else by size |
+"""
+from __future__ import annotations
+
+import os
+
+from .types import KINDS, SOURCE_ORDER, Answer, Settings
+
+__all__ = ["KINDS", "SOURCE_ORDER", "Answer", "Settings", "answer", "answers_frame", "grid"]
+
+
+def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None) -> Answer:
+    """The study's answer for catalog ``model`` on ``n_gpus`` x ``gpu``. An unknown model or GPU, or a count
+    below 1, raises with the valid choices named."""
+    from ..cost.model import check_gpus, gpu_key, model_key
+    from .compute import GPU_COUNTS, catalog_answer
+    from .store import grid as kept
+
+    m, g, n = model_key(model), gpu_key(gpu), check_gpus(n_gpus)
+    if n in GPU_COUNTS:
+        for a in kept(root):
+            if (a.model, a.gpu, a.n_gpus) == (m, g, n):
+                return a
+    return catalog_answer(m, g, n, None if root is None else str(root))
+
+
+def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
+    """Every catalog model on every catalog GPU and count, answered (``store.grid``)."""
+    from .store import grid as kept
+
+    return kept(root)
+
+
+def answers_frame(answers=None, root: str | os.PathLike | None = None):
+    """The answers as a pandas frame, one row each, the settings' fields flattened (``methods``,
+    ``methods_label``, ``micro_batch``, ``gas``, ``export_command``)."""
+    import pandas as pd
+
+    rows = []
+    for a in (grid(root) if answers is None else answers):
+        d = a.to_dict()
+        s = d.pop("settings") or {}
+        d.pop("extra", None)
+        d["rows"] = ",".join(d["rows"])
+        rows.append({**d, **{k: s.get(k) for k in Settings.__dataclass_fields__}})
+    return pd.DataFrame(rows)

@@ -1,0 +1,168 @@
+"""The study's answer for a catalog model on a setup, computed from the shipped runs in the one order of sources
+(``types.KINDS``): measured, else predicted by the transfer model from a measured configuration, else the paper's
+Table 1 cell where its implied MFU is plausible, else none with the reason.
+
+``compute_grid`` answers every catalog model on every catalog GPU and count at once, sharing what each answer
+reads (the measured rows, the profiles, the paper's cells, the held-out checks); ``grid`` keeps its result.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Iterable
+
+import pandas as pd
+
+from ..methods import Methods, methods_spec
+from .types import Answer, Settings
+
+GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
+
+
+def export_command(model: str, gpu: str, n_gpus: int) -> str:
+    """The command that writes an answer's settings as a training configuration (``export --best``)."""
+    return (f"academic-bench export --best --model {model} --gpu {gpu} --gpus {n_gpus} "
+            f"--out export/{model}-{n_gpus}x{gpu}")
+
+
+def settings_of(model: str, gpu: str, n_gpus: int, methods: Methods | None, micro_batch, gas) -> Settings | None:
+    if methods is None:
+        return None
+    return Settings(methods=methods_spec(methods), methods_label=methods.label(),
+                    micro_batch=None if micro_batch is None or pd.isna(micro_batch) else int(micro_batch),
+                    gas=None if gas is None or pd.isna(gas) else int(gas),
+                    export_command=export_command(model, gpu, n_gpus))
+
+
+def methods_of_row(row: pd.Series) -> Methods:
+    return Methods(compile=bool(row["compile"]), kernels=bool(row["kernels"]), tf32=bool(row["tf32"]),
+                   checkpointing=bool(row["checkpointing"]), sharding=str(row["sharding"]),
+                   offload=bool(row["offload"]))
+
+
+def costs(gpu: str, n_gpus: int, days: float | None) -> dict:
+    """Rental, owned (per experiment + energy) and purchase at the default assumptions (``cost.Assumptions``)."""
+    if days is None:
+        return {}
+    from ..cost import cost_of
+
+    try:
+        c = cost_of(gpu, n_gpus, days)
+    except ValueError:  # no price listed for the GPU
+        return {}
+    return {"rental_usd": c.cloud_usd, "owned_usd": c.owned_per_experiment_usd, "purchase_usd": c.purchase_usd}
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The error the study's own held-out checks observed, per kind of carry (another GPU, another count)."""
+
+    other_gpu: str
+    other_count: str
+
+    def for_carry(self, source_gpu: str, source_n: int, gpu: str, n_gpus: int) -> str:
+        said = ([self.other_gpu] if source_gpu != gpu else []) + ([self.other_count] if source_n != n_gpus else [])
+        return "; ".join(said) or "the measured setup itself"
+
+
+def held_out_checks(root: str | None = None) -> Checks:
+    from ..transfer_validation import error_summary, h100_to_h200, one_to_two_gpus
+
+    def words(frame: pd.DataFrame, what: str) -> str:
+        s = error_summary(frame)
+        if not s["models"]:
+            return f"{what}: no held-out check yet"
+        return (f"{what}: median |error| {s['median_abs_error']:.1%}, worst {s['worst_abs_error']:.1%} over "
+                f"{s['models']} models, {s['in_range']} of them inside the range")
+    return Checks(words(h100_to_h200(root), "another GPU (h200x1 predicted from h100x1)"),
+                  words(one_to_two_gpus(root), "another count (h200x2 predicted from h200x1)"))
+
+
+def work_model_checks(root: str | os.PathLike | None = None) -> str:
+    """The work model's error on the decoders outside the catalog whose estimate was kept before they ran."""
+    from ..transfer_validation import config_decoders
+
+    d = config_decoders(None if root is None else str(root))
+    held = d[d["work_model_held_out"].astype(bool)] if len(d) else d
+    if held.empty:
+        return "work model: no held-out check yet"
+    e = held["work_model_error"].abs()
+    return (f"work model on {len(held)} decoders estimated before they ran: median |error| {e.median():.1%}, "
+            f"worst {e.max():.1%}")
+
+
+def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
+                   checks: Checks | None = None, cells: pd.DataFrame | None = None) -> Answer:
+    """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked). ``checks`` and ``cells``
+    (``analysis.paper_cells("table1")``) are computed once by ``compute_grid``."""
+    from ..analysis import MFU_IMPLAUSIBLE, paper_cells
+    from ..estimate import analytic_days
+    from ..transfer_validation import measured, predict_setting
+
+    cells = paper_cells("table1") if cells is None else cells
+    cell = cells[(cells["model"] == model) & (cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus)
+                 & cells["days"].notna()]
+    paper_days = float(cell["days"].iloc[0]) if len(cell) else None
+    paper_mfu = float(cell["mfu"].iloc[0]) if len(cell) else None
+    base = dict(model=model, gpu=gpu, n_gpus=n_gpus, paper_days=paper_days, paper_mfu=paper_mfu,
+                paper_cell=f"Table 1, {model}, {n_gpus} x {gpu}" if len(cell) else None,
+                bound_days=float(analytic_days(model, gpu, n_gpus, mfu=1.0)))
+    best, _ = measured(root)
+    mine = best[(best["model"] == model) & (best["gpu"] == gpu) & (best["n_gpus"] == n_gpus)] if len(best) else best
+    if len(mine):
+        r = mine.sort_values(["days", "config_id"]).iloc[0]  # two setups of the same GPUs and count: the faster
+        days = float(r["days"])
+        # The spread of the timed repetitions (the days themselves where a row has none).
+        lo, hi = (days * float(r[c]) / float(r["step_time_s"]) if pd.notna(r[c]) else days
+                  for c in ("step_lo_s", "step_hi_s"))
+        methods = methods_of_row(r)
+        return Answer(kind="measured", days=days, days_low=lo, days_high=hi, mfu=float(r["mfu"]),
+                      settings=settings_of(model, gpu, n_gpus, methods, r["micro_batch"], r["gas"]),
+                      rests_on=f"measured on {r['setup']} ({methods.label()}), row {r['config_id']}",
+                      rows=(str(r["config_id"]),), source_setup=str(r["setup"]), **costs(gpu, n_gpus, days), **base)
+    p = predict_setting(model, gpu, n_gpus, root)
+    if p is not None and p.days is not None:
+        src = best[(best["setup"] == p.source_setup) & (best["model"] == model)]
+        checks = checks or held_out_checks(root)
+        # The prediction's own MFU; where its source row has no FLOPs count, the MFU its days imply.
+        mfu = p.mfu if p.mfu is not None and p.mfu == p.mfu else base["bound_days"] / p.days
+        return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=mfu,
+                      settings=settings_of(model, gpu, n_gpus, p.methods, p.micro_batch, p.gas),
+                      rests_on=p.basis, rows=tuple(str(c) for c in src["config_id"]), source_setup=p.source_setup,
+                      by="transfer model",
+                      stated_error=checks.for_carry(str(src["gpu"].iloc[0]) if len(src) else "", 
+                                                    int(src["n_gpus"].iloc[0]) if len(src) else n_gpus, gpu, n_gpus),
+                      **costs(gpu, n_gpus, p.days), **base)
+    if paper_mfu is not None and paper_mfu <= MFU_IMPLAUSIBLE:
+        return Answer(kind="paper", days=paper_days, days_low=None, days_high=None, mfu=paper_mfu, settings=None,
+                      rests_on="the paper's Table 1 (its timings did not synchronise with the GPU: likely too few "
+                               "days)", **costs(gpu, n_gpus, paper_days), **base)
+    if paper_mfu is not None:
+        why = (f"the paper's cell implies MFU {paper_mfu:.0%}, above {MFU_IMPLAUSIBLE:.0%}: not an answer; nothing "
+               "measured or predicted")
+    elif p is not None:
+        why = p.basis
+    else:
+        why = "nothing measured for this model, no prediction, and no cell in the paper's Table 1"
+    return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None, rests_on=why,
+                  **base)
+
+
+def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
+                 counts: Iterable[int] = GPU_COUNTS, root: str | None = None,
+                 checks: Checks | None = None) -> list[Answer]:
+    """``catalog_answer`` for every model, GPU and count (catalog order)."""
+    from ..hardware import catalog as gpu_catalog
+    from ..models import CATALOG
+
+    from ..analysis import paper_cells
+
+    checks = checks or held_out_checks(root)
+    cells = paper_cells("table1")
+    return [catalog_answer(m, g, int(n), root, checks, cells) for m in (models or CATALOG)
+            for g in (gpus or gpu_catalog()) for n in counts]
+
+
+def nan_to_none(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x

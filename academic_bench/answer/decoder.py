@@ -1,0 +1,61 @@
+"""The study's answer for a decoder outside the catalog, described by a Hugging Face config.json (built on the
+meta device by ``models.from_config``, never downloaded), trained on a number of tokens in sequences of a length.
+
+The one order of sources, as for a catalog model (a decoder outside the catalog is never measured by the study's
+runs, so it starts at the predictions):
+
+1. the **work model** (``decoder_work``): the decoder's work counted by kind at the rates of the catalog decoders'
+   kernel profiles, with free-lunch settings in bf16, carried to other GPUs and counts by the transfer model;
+2. the **catalog decoders' answers on the same setup**, interpolated by size (``by_size``) where the work model
+   does not apply (another precision, a mixture of experts, no profile);
+3. none, with the reason.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..methods import FREE_LUNCH
+from .compute import costs, settings_of
+from .types import Answer
+
+
+def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None,
+                   facts: dict | None = None) -> Answer:
+    """The answer for the registered decoder ``key`` (``models.from_config.decoder_spec(...).spec.key``) on
+    ``n_gpus`` x ``gpu``."""
+    from ..analysis import profiles
+    from ..decoder_work import not_modelled, predict_decoder
+    from ..estimate import analytic_days
+    from ..models import get_model
+    from .by_size import mfu_by_size
+    from .store import checks, grid
+
+    spec = get_model(key)
+    bound = float(analytic_days(spec, gpu, n_gpus, mfu=1.0))
+    base = dict(model=key, gpu=gpu, n_gpus=n_gpus, bound_days=bound, extra=dict(facts or {}))
+    why_not_work = not_modelled(key) or (None if spec.recipe.precision == "bf16" else
+                                         f"the work model's profiles are bf16; this decoder trains in "
+                                         f"{spec.recipe.precision}")
+    if why_not_work is None:
+        p = predict_decoder(key, gpu, n_gpus, profiles(None if root is None else str(root)))
+        if p is not None and p.days is not None:
+            return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
+                          settings=settings_of(key, gpu, n_gpus, FREE_LUNCH, p.micro_batch, p.gas),
+                          rests_on=p.basis, source_setup=p.source_setup, by="work model",
+                          stated_error=checks(root).get("work_model"), **costs(gpu, n_gpus, p.days), **base)
+        why_not_work = "no profile calibrates it, or no micro-batch fits" if p is None else p.basis
+    s = mfu_by_size(grid(root), gpu, n_gpus, float(spec.paper_params))
+    if s is not None:
+        days = bound / s.mfu
+        nearest = next(a for a in grid(root) if (a.model, a.gpu, a.n_gpus) == (s.points[0], gpu, n_gpus))
+        # The methods of the nearest catalog decoder's answer; its micro-batch is for its own shape, so none.
+        settings = nearest.settings and replace(nearest.settings, micro_batch=None, gas=None, export_command="")
+        return Answer(kind="predicted", days=days, days_low=bound / s.high, days_high=bound / s.low, mfu=s.mfu,
+                      settings=settings,
+                      rests_on=f"the catalog decoders' answers on this setup by size: {s.basis} (the work model "
+                               f"does not apply: {why_not_work})",
+                      by="catalog decoders by size", stated_error=None, **costs(gpu, n_gpus, days), **base)
+    return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None,
+                  rests_on=f"the work model does not apply ({why_not_work}) and no catalog decoder is answered on "
+                           f"{n_gpus} x {gpu}", **base)

@@ -1,0 +1,132 @@
+"""Beyond the nine models: how many days a decoder of any size would take on a setup, with a range.
+
+The forecast is ``days = model FLOPs / (GPUs x dense peak x MFU) / 86400``. The FLOPs follow the project's
+convention (DESIGN.md, ``estimate``): per token ``6 x (parameters - input embedding) + 12 x layers x hidden x
+sequence``. The MFU is the study's answer for the catalog decoders on the same setup (``by_size``: interpolated in
+log(parameters) between the answered sizes that bracket it, held at the nearest size outside them, and said so),
+labelled "measured" where every point it rests on is measured on that setup, else "predicted". A setup with no
+answered decoder gets only the analytic lower bound (100% of peak), which is never an answer.
+
+Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
+Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..cost.model import check_gpus, gpu_key
+from ..hardware import catalog as gpu_catalog
+from ..units import SECONDS_PER_DAY
+from .by_size import SizeMFU, mfu_by_size
+from .compute import GPU_COUNTS
+from .types import Answer
+
+ASPECT = 128  # hidden / layers for a decoder whose shape is not given
+DEFAULT_VOCAB = 50_304  # Pythia's (padded) vocabulary
+
+
+# --- FLOPs ---------------------------------------------------------------------------------------------------
+
+def decoder_shape(params: float) -> tuple[int, int]:
+    """(layers, hidden) of a decoder of ``params`` parameters at hidden = 128 x layers (params ~ 12 L H^2)."""
+    _positive("parameter count", params)
+    layers = max(1, round((params / (12 * ASPECT**2)) ** (1 / 3)))
+    return layers, ASPECT * layers
+
+
+def decoder_flops_terms(params: float, layers: int | None = None, hidden: int | None = None,
+                        vocab: int = DEFAULT_VOCAB) -> tuple[float, float]:
+    """(FLOPs per token that do not depend on the sequence, FLOPs per token per sequence position).
+
+    Per token: ``base + per_position x seq_len`` with base = 6 x (params - vocab x hidden) and
+    per_position = 12 x layers x hidden (attention scores and values, forward and backward).
+    """
+    _positive("parameter count", params)
+    if layers is None or hidden is None:
+        layers, hidden = decoder_shape(params)
+    base = 6 * max(params - vocab * hidden, 0.0)
+    return base, 12.0 * layers * hidden
+
+
+def decoder_flops_per_token(params: float, seq_len: int, layers: int | None = None, hidden: int | None = None,
+                            vocab: int = DEFAULT_VOCAB) -> float:
+    _positive("sequence length", seq_len)
+    base, per_position = decoder_flops_terms(params, layers, hidden, vocab)
+    return base + per_position * seq_len
+
+
+def peak_flops(gpu: str, precision: str) -> float:
+    """Dense peak FLOP/s of ``gpu`` for a training precision."""
+    # fp32 recipes run at the TF32 rate: the free-lunch methods switch TF32 on (paper Sec 3.2.1).
+    return gpu_catalog()[gpu_key(gpu)].peak_flops(precision, tf32=True)
+
+
+def _positive(label: str, value: float) -> None:
+    if value is None or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{label} must be a positive number, got {value!r}")
+
+
+# --- the plan -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    params: float
+    tokens: float
+    seq_len: int
+    gpu: str
+    n_gpus: int
+    precision: str
+    flops: float
+    days: float | None
+    days_low: float | None  # at the highest MFU of the points used
+    days_high: float | None  # at the lowest
+    days_at_peak: float  # 100% MFU: the analytic lower bound, never an answer
+    mfu: SizeMFU | None
+    note: str
+    label: str | None = None  # "measured" or "predicted"; None: only the lower bound
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: int = 2048,
+                 layers: int | None = None, hidden: int | None = None, precision: str = "bf16",
+                 root: str | None = None, answers: Iterable[Answer] | None = None) -> Plan:
+    """Days to train a decoder of ``params`` parameters on ``tokens`` tokens on ``n_gpus`` x ``gpu``."""
+    from .store import grid
+
+    _positive("training tokens", tokens)
+    key, n = gpu_key(gpu), check_gpus(n_gpus)
+    flops = decoder_flops_per_token(params, seq_len, layers, hidden) * tokens
+    at_peak = flops / (n * peak_flops(key, precision)) / SECONDS_PER_DAY
+    s = mfu_by_size(tuple(answers) if answers is not None else grid(root), key, n, params)
+    if s is None:
+        return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,
+                    f"no catalog decoder is answered on {n} x {key}: only the analytic lower bound "
+                    f"({at_peak:,.1f} days at 100% of peak), which is no answer")
+    note = f"MFU {s.mfu:.0%} ({s.kind}) from {s.basis}"
+    return Plan(params, tokens, seq_len, key, n, precision, flops, at_peak / s.mfu, at_peak / s.high,
+                at_peak / s.low, at_peak, s, note, s.kind)
+
+
+def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable[str] | None = None,
+               counts: Iterable[int] = GPU_COUNTS, root: str | None = None, **kwargs) -> pd.DataFrame:
+    """``plan_decoder`` for every setup, one row each (setups with no answered decoder keep only the bound)."""
+    from .store import grid
+
+    answers = grid(root)
+    rows = []
+    for g in gpus or gpu_catalog():
+        for n in counts:
+            p = plan_decoder(params, tokens, g, n, seq_len, root=root, answers=answers, **kwargs)
+            rows.append({"gpu": p.gpu, "n_gpus": p.n_gpus, "days": p.days, "days_low": p.days_low,
+                         "days_high": p.days_high, "days_at_peak": p.days_at_peak,
+                         "mfu": p.mfu.mfu if p.mfu else None, "mfu_low": p.mfu.low if p.mfu else None,
+                         "mfu_high": p.mfu.high if p.mfu else None, "mfu_basis": p.mfu.basis if p.mfu else None,
+                         "label": p.label, "note": p.note})
+    return pd.DataFrame(rows)

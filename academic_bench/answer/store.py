@@ -1,0 +1,127 @@
+"""The study's answers for every catalog model, GPU and count, computed once from the runs and kept.
+
+Computing them reads every run, profile and held-out check (tens of seconds); a question asked twenty times while
+planning must not wait for that. ``grid`` keeps the answers in a JSON file keyed by the content of what they are
+computed from (the runs' results, skipped configurations and profiles, the decoders' evidence, the package's data
+files) and ``GRID_VERSION`` (raised whenever the way an answer is computed changes):
+
+- the shipped runs' answers are kept in ``notebooks/runs/answers.json``, which ``make book`` writes
+  (``write_shipped``) and a test checks is current;
+- answers for another folder of runs (``root``, ``$ACADEMIC_BENCH_RUNS``) are kept in the user's cache folder
+  (``$XDG_CACHE_HOME/academic-bench``, else ``~/.cache/academic-bench``), one file per content key.
+
+A file whose key differs from the runs' is never read: the answers are computed again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from .types import Answer
+
+GRID_VERSION = 1
+SHIPPED_NAME = "answers.json"
+RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*")
+
+
+def _runs_root(root: str | os.PathLike | None) -> Path:
+    from ..analysis.frame import runs_root
+
+    return runs_root(root).resolve()
+
+
+def content_key(root: str | os.PathLike | None = None) -> str:
+    """A digest of everything the answers are computed from, and ``GRID_VERSION``."""
+    runs = _runs_root(root)
+    data = Path(__file__).resolve().parent.parent / "data"
+    h = hashlib.sha256(f"grid {GRID_VERSION}".encode())
+    files = sorted({p for pattern in RUN_FILES for p in runs.glob(pattern) if p.is_file()})
+    for path in [*files, *sorted(data.glob("*.csv"))]:
+        h.update(str(path.relative_to(runs if path.is_relative_to(runs) else data.parent)).encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:20]
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "academic-bench"
+
+
+Kept = tuple[tuple[Answer, ...], dict]  # the answers, and the held-out checks' errors in words
+
+
+def _read(path: Path, key: str) -> Kept | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if doc.get("key") != key:
+        return None
+    return tuple(Answer.from_dict(a) for a in doc["answers"]), dict(doc["checks"])
+
+
+def _compute(runs: Path) -> Kept:
+    from .compute import compute_grid, held_out_checks, work_model_checks
+
+    c = held_out_checks(str(runs))
+    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs)}
+    return tuple(compute_grid(root=str(runs), checks=c)), checks
+
+
+def _write(path: Path, key: str, kept: Kept) -> None:
+    answers, checks = kept
+    doc = {"key": key, "grid_version": GRID_VERSION,
+           "note": "The study's answer per catalog model, GPU and count (academic_bench.answer); written by "
+                   "`make book` from the runs beside it. Do not edit: a changed run changes the key.",
+           "checks": checks, "answers": [a.to_dict() for a in answers]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+@lru_cache(maxsize=4)
+def _grid(runs: Path, key: str) -> Kept:
+    found = _read(runs / SHIPPED_NAME, key)
+    if found is None:
+        cached = _cache_dir() / f"answers-{key}.json"
+        found = _read(cached, key)
+        if found is None:
+            found = _compute(runs)
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                _write(cached, key, found)
+            except OSError:  # a read-only home: answer all the same, computed each time
+                pass
+    return found
+
+
+def _kept(root: str | os.PathLike | None) -> Kept:
+    runs = _runs_root(root)
+    return _grid(runs, content_key(runs))
+
+
+def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
+    """Every catalog model on every catalog GPU and count (``compute.GPU_COUNTS``): one ``Answer`` each."""
+    return _kept(root)[0]
+
+
+def checks(root: str | os.PathLike | None = None) -> dict:
+    """The error the study's held-out checks observed, in words: ``other_gpu``, ``other_count``, ``work_model``."""
+    return _kept(root)[1]
+
+
+def write_shipped(root: str | os.PathLike | None = None) -> Path:
+    """Compute the answers of the runs in ``root`` (default the shipped runs) and keep them beside the runs."""
+    runs = _runs_root(root)
+    path = runs / SHIPPED_NAME
+    _write(path, content_key(runs), _compute(runs))
+    _grid.cache_clear()
+    return path
+
+
+def shipped_is_current(root: str | os.PathLike | None = None) -> bool:
+    runs = _runs_root(root)
+    return _read(runs / SHIPPED_NAME, content_key(runs)) is not None
