@@ -90,5 +90,10 @@ def test_the_answer_for_pythia_1b_on_four_a100s_is_in_the_intros_first_screen(op
     line = answer.locator("xpath=..").inner_text()
     assert any(kind in line for kind in ("measured", "predicted", "the paper's")), line
     assert "implied MFU" in line, line
+    # The same answer as every other surface (academic_bench.answer), with its settings.
+    from academic_bench.answer import answer as study
+
+    a = study("pythia-1b", "a100-80gb", 4)
+    assert f"{a.days:,.0f} days" in line and a.kind in line and a.settings.methods_label in line, line
     assert page.locator(".vega-bind select").count() >= 1  # the grid's model menu (the test above moves it)
     assert not visit.problems, visit.problems

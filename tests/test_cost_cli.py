@@ -69,7 +69,9 @@ def test_plan_never_recommends_the_papers_days_that_no_real_run_reaches(capsys):
         assert (c["days"], c["kind"]) == (a.days, a.kind) and c["implied_mfu"] <= MFU_IMPLAUSIBLE
         assert c["purchase_usd"] <= 40_000
     top = data["answer"]
-    assert top == answer("pythia-1b", top["gpu"], top["n_gpus"]).to_dict()
+    from academic_bench.answer import Answer
+
+    assert Answer.from_dict(top) == answer("pythia-1b", top["gpu"], top["n_gpus"])
 
 
 def test_plan_deadline_and_text(capsys):

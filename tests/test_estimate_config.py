@@ -115,31 +115,31 @@ def test_a_pythia_160m_config_answers_as_the_catalogs_pythia_160m(tmp_path, caps
     assert d["precision"] == r.precision and d["architecture"]["steps"] == r.steps
     assert d["memory_gib"] == catalog["memory_gib"] and d["max_micro_batch"] == catalog["max_micro_batch"]
     assert d["days_analytic"]["lower_bound"] == pytest.approx(est.analytic_days(spec, GPU, N, 1.0))
-    assert d["days"] == pytest.approx(est.analytic_days(spec, GPU, N, d["mfu"]["value"]))
+    assert d["days"] == pytest.approx(est.analytic_days(spec, GPU, N, d["answer"]["mfu"]))
     assert d["architecture"]["positions_extended_to"] == r.seq_len
 
 
 def test_json_has_days_with_a_range_memory_and_micro_batch(tmp_path, capsys) -> None:
     d = _estimate_json(capsys, _write(tmp_path, "llama", LLAMA_GQA))
-    for key in ("days", "days_range", "mfu", "days_analytic", "memory_gib", "max_micro_batch", "micro_batch",
+    for key in ("days", "days_range", "answer", "days_analytic", "memory_gib", "max_micro_batch", "micro_batch",
                 "params", "flops", "architecture", "fits"):
         assert key in d, key
     low, high = d["days_range"]
     assert low <= d["days"] <= high
-    m = d["mfu"]
-    assert m["low"] <= m["value"] <= m["high"] and m["source"] and m["basis"]
+    a = d["answer"]
+    assert a["kind"] == "predicted" and a["rests_on"] and a["settings"]["methods"]
     at_peak = d["days_analytic"]["lower_bound"]
-    assert (low, high) == pytest.approx((at_peak / m["high"], at_peak / m["low"]))
+    assert d["days"] == pytest.approx(at_peak / a["mfu"])
     # tokens are trained in whole steps of the global batch
     a = d["architecture"]
     assert a["tokens"] >= TOKENS and a["tokens"] - TOKENS < a["global_batch"] * a["seq_len"]
 
 
-def test_a_given_mfu_collapses_the_range(tmp_path, capsys) -> None:
-    d = _estimate_json(capsys, _write(tmp_path, "llama", LLAMA_GQA), "--mfu", "0.5")
-    assert d["days_range"] == [d["days"], d["days"]]
-    assert d["days"] == pytest.approx(d["days_analytic"]["lower_bound"] / 0.5)
-    assert d["mfu"]["source"] == "given"
+def test_a_given_mfu_is_a_what_if_beside_the_answer(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "llama", LLAMA_GQA)
+    d = _estimate_json(capsys, path, "--mfu", "0.5")
+    assert d["what_if"]["days"] == pytest.approx(d["days_analytic"]["lower_bound"] / 0.5)
+    assert d["answer"] == _estimate_json(capsys, path)["answer"]  # the answer does not move
 
 
 def test_text_output_names_the_architecture_and_the_range(tmp_path, capsys) -> None:
@@ -147,7 +147,7 @@ def test_text_output_names_the_architecture_and_the_range(tmp_path, capsys) -> N
     rc, out, err = _run(capsys, "estimate", "--model", path, "--tokens", "1e9", "--seq-len", str(SEQ),
                         "--gpu", GPU, "--gpus", "2")
     assert rc == 0, err
-    assert "llama" in out and "(2 key-value)" in out and "gated MLP" in out and "range" in out
+    assert "llama" in out and "(2 key-value)" in out and "gated MLP" in out and " to " in out and "rests on" in out
     assert "Max micro-batch predicted to fit" in out
 
 

@@ -47,7 +47,7 @@ def test_every_module_of_the_package_has_a_layer():
 def test_the_books_readers_load_without_torch():
     """The report, charts and explorers read files: importing them must not wait for torch (seconds on a laptop)."""
     code = ("import sys\nimport academic_bench.analysis, academic_bench.answers, academic_bench.charts, "
-            "academic_bench.cost, academic_bench.explorers, academic_bench.planning, academic_bench.units\n"
+            "academic_bench.cost, academic_bench.explorers, academic_bench.answer, academic_bench.answer.planner, academic_bench.units\n"
             "print(sorted(m for m in ('torch', 'transformers', 'deepspeed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -14,7 +14,7 @@ from ..hardware import catalog as gpu_catalog
 
 
 CACHE_ENV = "ACADEMIC_BENCH_CACHE"  # set by the book build: a folder where slow, derived tables are kept
-_FACTS_INPUTS = ("models/*.py", "estimate/*.py", "planning.py", "config.py", "data/paper_figure9_flops.csv")
+_FACTS_INPUTS = ("models/*.py", "estimate/*.py", "answer/planner.py", "config.py", "data/paper_figure9_flops.csv")
 
 
 def _facts_key() -> str:

@@ -26,7 +26,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     ``n_gpus`` x ``gpu``."""
     from ..analysis import profiles
     from ..decoder_work import not_modelled, predict_decoder
-    from ..estimate import analytic_days
+    from ..estimate import analytic_days, model_stats
     from ..models import get_model
     from .by_size import mfu_by_size
     from .store import checks, grid
@@ -45,7 +45,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
                           rests_on=p.basis, source_setup=p.source_setup, by="work model",
                           stated_error=checks(root).get("work_model"), **costs(gpu, n_gpus, p.days), **base)
         why_not_work = "no profile calibrates it, or no micro-batch fits" if p is None else p.basis
-    s = mfu_by_size(grid(root), gpu, n_gpus, float(spec.paper_params))
+    s = mfu_by_size(grid(root), gpu, n_gpus, float(model_stats(spec).params))
     if s is not None:
         days = bound / s.mfu
         nearest = next(a for a in grid(root) if (a.model, a.gpu, a.n_gpus) == (s.points[0], gpu, n_gpus))

@@ -3,7 +3,7 @@
 The book's explorers are Altair charts whose controls are bound parameters: the data table is computed here in
 Python (days, prices, MFU per setup) and the arithmetic that depends on a control runs in the browser as Vega
 expressions, so they work with no kernel and no network. Each has a line of text that states its computed
-answer, which the browser tests read back and compare with the same answer computed by ``cost``/``planning``.
+answer, which the browser tests read back and compare with the same answer computed by ``cost``/``answer``.
 
 The live explorers (``cost_explorer()``, ``plan_explorer()``) are ipywidgets around the same Python functions,
 for JupyterLab, Voila and workshops; they need a running kernel.
