@@ -1,5 +1,6 @@
-"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations), ``profile`` (where one
-configuration's step time goes) and ``export``.
+"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations), ``remeasure`` (the rows of
+a results file that a rule selects, measured again), ``profile`` (where one configuration's step time goes) and
+``export``.
 
 Names, counts and combinations are checked before any process starts; a bad one exits with status 2 and a
 message naming the valid choices. Ctrl-C stops a sweep after killing the running configuration (exit 130);
@@ -16,11 +17,11 @@ from pathlib import Path
 from . import cli_args
 from .config import Config
 from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
-from .methods import parse_methods
+from .methods import Methods, parse_methods
 from .models import CATALOG
-from .results import RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
+from .results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
 from .plans import SWEEP_PRESETS, plan
-from .sweep import format_summary, log_path, run_sweep
+from .sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
 
 EXIT_INTERRUPTED = 130
 
@@ -161,6 +162,29 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli_args.emit(args, summary, lambda: format_summary(summary))
+
+
+def _cmd_remeasure(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    if not out.is_file():
+        raise ValueError(f"no results file at {out}: give a setup's results.jsonl, e.g. notebooks/runs/h100x1/results.jsonl")
+    setup = args.setup or out.parent.name
+    rows = [r for r in to_remeasure(ResultStore(out).rows(), args.retry) if r.get("setup") == setup]
+    listed = [{"config_id": r["config_id"], "model": r["config"]["model"], "search": r["search"],
+               "timing": r["timing"], "mode": r["mode"], "micro_batch": r["micro_batch"], "gas": r["gas"],
+               "methods": Methods.from_dict(r["config"]["methods"]).label()} for r in rows]
+    if args.list:
+        cli_args.emit(args, listed, lambda: f"{len(listed)} rows of {setup} selected by {args.retry}:\n"
+                      + cli_args.table(listed, list(listed[0])) if listed else f"no rows of {setup} selected")
+        return
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    try:
+        summaries = remeasure(out, setup, args.retry, budget_s=args.budget, timeout_s=args.timeout,
+                              device=args.device, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        _interrupted(args.out)
+    cli_args.emit(args, summaries, lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
 
 
 def _cmd_profile(args: argparse.Namespace) -> None:
@@ -346,6 +370,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="re-run configurations whose row has one of these outcomes, e.g. error,timeout")
     _run_args(p)
     p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("remeasure", help="measure again the rows of a results file that a rule selects (resumable)")
+    cli_args.add_json(p)
+    p.add_argument("--out", required=True, help="the setup's results file, e.g. notebooks/runs/h100x1/results.jsonl")
+    p.add_argument("--setup", default=None, help="the rows' hardware label (default: the results file's folder)")
+    p.add_argument("--retry", default=PREDICTED_STOP, choices=RETRY_CHOICES,
+                   help="which rows: an outcome, uncommitted, or predicted-stop (the default: the micro-batch search "
+                        "stopped on the memory model's prediction)")
+    p.add_argument("--list", action="store_true", help="only list the rows selected")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per configuration")
+    p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_remeasure)
 
     p = sub.add_parser("profile", help="where one configuration's step time goes (torch.profiler), by kind of work")
     cli_args.add_json(p)

@@ -59,6 +59,9 @@ class Config:
                 divisors = [d for d in range(1, self.per_gpu_batch + 1) if self.per_gpu_batch % d == 0]
                 raise ValueError(f"micro-batch {self.micro_batch} must divide the per-GPU batch "
                                  f"{self.per_gpu_batch}; choose one of: {divisors}")
+        if self.methods.bf16_weights and r.precision != "bf16":
+            raise ValueError(f"bf16 weights need a bf16 recipe; {spec.key}'s is {r.precision}: drop bf16w, or "
+                             "choose a model trained in bf16")
         reason = exclusion_reason(self.methods, self.n_gpus)
         if reason is None and gpu is not None:
             reason = hardware_reason(self.methods, gpu.supports_tf32)

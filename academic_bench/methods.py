@@ -3,6 +3,11 @@
 Free-lunch methods (compile, custom kernels, TF32) never hurt and are switched on together. Memory-saving
 methods (activation checkpointing, sharding, offloading) trade speed for memory; their combinations form
 the search space: 12 valid options on one GPU and 22 on more, each excluded one with its reason.
+
+``bf16_weights`` (switch ``bf16w``) keeps a bf16 recipe's weights in bf16 with fp32 master weights in the
+optimizer, as DeepSpeed's bf16 mode does, instead of autocasting fp32 weights at every micro-step. It is a
+switch to measure, not yet part of the free-lunch preset or the search space: it joins them once its timing is
+validated against sustained training on a GPU and its loss against fp32-master AdamW.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ class Methods:
     checkpointing: bool = False
     sharding: str = "none"
     offload: bool = False
+    bf16_weights: bool = False
 
     def __post_init__(self) -> None:
         if self.sharding not in SHARDINGS:
@@ -57,10 +63,17 @@ class Methods:
             parts.append(SHARDING_LABELS[self.sharding])
         if self.offload:
             parts.append("offload")
+        if self.bf16_weights:
+            parts.append("bf16 weights")
         return " + ".join(parts)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The switches; ``bf16_weights`` only when on, so that every configuration without it keeps the id
+        (a hash of this dict) it had before the switch existed."""
+        d = asdict(self)
+        if not self.bf16_weights:
+            del d["bf16_weights"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Methods":
@@ -86,6 +99,8 @@ def preset(name: str) -> Methods:
 
 def exclusion_reason(m: Methods, n_gpus: int) -> str | None:
     """Why the paper's rules exclude this memory-saving combination (None when valid)."""
+    if m.bf16_weights and m.sharding != "none":
+        return "bf16 weights apply to the PyTorch path: DeepSpeed and FSDP keep bf16 weights of their own"
     if m.offload and m.sharding == "none":
         return "offloading is only allowed when sharding is enabled"
     if n_gpus == 1 and m.sharding != "none" and not m.offload:
@@ -124,7 +139,7 @@ def validation_class(m: Methods, n_gpus: int) -> str:
     if m.sharding != "none":
         return SHARDING_LABELS[m.sharding] + (" + offload" if m.offload else "")
     base = "checkpointing" if m.checkpointing else ("free-lunch" if (m.compile or m.kernels or m.tf32) else "naive")
-    return base + (" (DDP)" if n_gpus > 1 else "")
+    return base + (" + bf16 weights" if m.bf16_weights else "") + (" (DDP)" if n_gpus > 1 else "")
 
 
 def parse_methods(spec: str) -> Methods:
@@ -132,11 +147,14 @@ def parse_methods(spec: str) -> Methods:
     parts = [p.strip().lower() for p in spec.split("+") if p.strip()]
     if not parts:
         raise ValueError("empty methods specification")
-    known_switches = {"compile", "kernels", "tf32", "ckpt", "offload", *SHARDINGS}
+    known_switches = {"compile", "kernels", "tf32", "ckpt", "offload", "bf16w", *SHARDINGS}
     m = NAIVE
     for p in parts:
         if p in ("naive", "free-lunch", "all"):
-            m = replace(preset(p), checkpointing=m.checkpointing, sharding=m.sharding, offload=m.offload)
+            m = replace(preset(p), checkpointing=m.checkpointing, sharding=m.sharding, offload=m.offload,
+                        bf16_weights=m.bf16_weights)
+        elif p == "bf16w":
+            m = replace(m, bf16_weights=True)
         elif p in ("compile", "kernels", "tf32"):
             m = replace(m, **{p: True})
         elif p == "ckpt":

@@ -6,7 +6,7 @@ import psutil
 from .config import Config
 from .hardware import get_gpu
 from .launch import DEFAULT_TIMEOUT_S
-from .methods import exclusion_reason
+from .methods import Methods, exclusion_reason
 from .plans import saves_at_least, saves_more
 from .results import is_not_run
 
@@ -24,6 +24,11 @@ def oom_above_smallest(row: dict) -> bool:
     return row["outcome"] == "oom" and row["config"].get("micro_batch") is None and (row.get("micro_batch") or 0) > 1
 
 
+def same_library(a: Methods, b: Methods) -> bool:
+    """Whether two settings run their step through the same library: PyTorch alone (DDP), DeepSpeed or FSDP."""
+    return (a.uses_deepspeed, a.uses_fsdp) == (b.uses_deepspeed, b.uses_fsdp)
+
+
 def _power_of_two_floor(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
 
@@ -36,15 +41,24 @@ class SmartPruner:
        that the states a node's ranks offload need more than the host memory of the machine running the sweep
        (seen on one H100 with 128 GiB: Pythia-6.9B's ZeRO-1 offload was killed by the out-of-memory killer);
     2. cannot fit: a measured configuration that saves at least as much memory ran out at micro-batch 1;
-    3. cannot win: a measured configuration that saves less memory already runs the whole per-GPU batch in one
-       micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
-    4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration that saves
-       less memory (predictions compared with predictions, so the model's bias cancels), so again only overhead;
+    3. cannot win: a measured configuration of the same library that saves less memory already runs the whole
+       per-GPU batch in one micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
+    4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration of the same
+       library that saves less memory (predictions compared with predictions, so the model's bias cancels), so
+       again only overhead;
     5. cannot finish: a configuration that saves less memory ran at least this sweep's time limit without a
        result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
        search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
        ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
+
+    "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
+    (``results.machine_spread``); inside it the two tie, and the tie goes to the cheaper setting, the one that
+    saves less memory. Rules 3 and 4 compare configurations of one library only (``same_library``): at the same
+    micro-batch, DeepSpeed's step (bf16 weights, its own optimizer) differs from PyTorch's autocast over fp32
+    weights by more than the spread, either way, so more memory saving through another library is no overhead
+    on the same work (ZeRO-1 + offload beat free-lunch at the same micro-batch on every exhaustive search that
+    ran both). ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
     """
 
     def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -122,7 +136,7 @@ class SmartPruner:
                         f"smart: skipped because {o.label()}, which saves less memory, ran "
                         f"{row['duration_s']:.0f} s without a result; saving more memory only adds work, so it "
                         f"would not finish within this sweep's {self.timeout_s:g} s limit either")
-            if row["outcome"] != "ok" or not saves_more(m, o):
+            if row["outcome"] != "ok" or not saves_more(m, o) or not same_library(m, o):
                 continue
             if row.get("gas") == 1 or c.micro_batch is not None:
                 what = ("already fits the whole per-GPU batch" if c.micro_batch is None

@@ -25,12 +25,12 @@ from .config import Config
 from .launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      Rendezvous, run)
 from .methods import Methods
-from .results import (RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_skips,
-                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
-                      synced_micro_batches)
+from .results import (PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row, is_not_run,
+                      is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines, set_aside_reason,
+                      skip_is_latest, skip_key, skipped_path, state_of, stopped_on_prediction, synced_micro_batches)
 from .smart import SmartPruner, oom_above_smallest
 
-__all__ = ["Interrupted", "format_summary", "log_path", "run_sweep"]
+__all__ = ["Interrupted", "format_summary", "log_path", "remeasure", "run_sweep", "to_remeasure"]
 
 
 def log_path(out: str | os.PathLike, config: Config, timing: str, mode: str) -> Path:
@@ -125,7 +125,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
     in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one; "uncommitted": the
-    row names no commit, ``results.is_uncommitted``) or the row only
+    row names no commit, ``results.is_uncommitted``; "predicted-stop": its micro-batch search stopped on the memory
+    model's prediction, ``results.stopped_on_prediction``) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
@@ -150,7 +151,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
     existing = {cid: r for cid, r in last_row.items()
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
-                and not set_aside_reason(r) and not (UNCOMMITTED in retry and is_uncommitted(r))}
+                and not set_aside_reason(r) and not (UNCOMMITTED in retry and is_uncommitted(r))
+                and not (PREDICTED_STOP in retry and stopped_on_prediction(r))}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
@@ -179,7 +181,10 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                     summary["not_run"].append(c.id)
                     bar.done(c, "not run (budget spent)")
                     continue
-                why = pruner.skip(c) if pruner else None
+                # A measured configuration asked for again is measured, not pruned: a skip would stand in the
+                # skips file against the result it was asked to check.
+                remeasured = c.id in last_row and last_row[c.id]["outcome"] == "ok"
+                why = pruner.skip(c) if pruner and not remeasured else None
                 if why:
                     _record_skip(skip_file, c, setup, timing, mode, why, already_skipped, last_row.get(c.id))
                     summary["skipped"].append({"config_id": c.id, "label": c.methods.label(), "reason": why[1]})
@@ -213,6 +218,38 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     # An unsynchronised clock misses GPU work: its fastest row is no result, so it names no "best".
     summary["best"] = _best(rows) if timing == "synced" else {}
     return summary
+
+
+def to_remeasure(rows: list[dict], retry: str) -> list[dict]:
+    """The latest rows (``results.latest_rows``) that ``retry`` (one of ``RETRY_CHOICES``) selects, e.g.
+    ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction."""
+    if retry not in RETRY_CHOICES:
+        raise ValueError(f"cannot retry {retry}; choose from: {', '.join(RETRY_CHOICES)}")
+    select = {UNCOMMITTED: is_uncommitted, PREDICTED_STOP: stopped_on_prediction}.get(retry)
+    return [r for r in latest_rows(rows) if not is_not_run(r) and (select(r) if select else r["outcome"] == retry)]
+
+
+def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float | None = None,
+              **kwargs: Any) -> list[dict]:
+    """Measure again exactly the rows of the store at ``out`` of ``setup`` that ``retry`` selects
+    (``to_remeasure``), each under the search, timing and mode that made it (so that naive, smart and
+    exhaustive searches stay comparable), then the unsynchronized timings of those configurations that the new
+    synchronized rows leave at another micro-batch (``_stale``). One ``run_sweep`` summary per group, all within
+    ``budget_s``; ``kwargs`` go to ``run_sweep``."""
+    t0 = time.monotonic()
+    latest = [r for r in latest_rows(ResultStore(out).rows()) if r.get("setup") == setup]
+    rows = [r for r in to_remeasure(latest, retry) if r["timing"] == "synced"]
+    twins = [r for r in latest if r["timing"] == "unsynced" and r["config_id"] in {x["config_id"] for x in rows}]
+    groups: dict[tuple, list[Config]] = {}
+    for r in [*rows, *twins]:  # synced first: an unsynced twin runs at the new synced row's micro-batch
+        steps = ((r.get("validate") or {}).get("steps") or 3) if r["mode"] == "validate" else 0
+        groups.setdefault((r["search"], r["timing"], steps), []).append(Config.from_dict(r["config"]))
+    summaries = []
+    for (search, timing, steps), configs in groups.items():
+        left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t0))
+        summaries.append(run_sweep(configs, out, setup, search=search, timing=timing, validate=steps, budget_s=left,
+                                   retry=(retry,) if timing == "synced" else (), **kwargs))
+    return summaries
 
 
 def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why: tuple[str, str],

@@ -263,6 +263,14 @@ def test_smart_vs_exhaustive_shows_a_skipped_optimum_as_a_gap():
     assert analysis.smart_vs_exhaustive(df, skipped).iloc[0]["gap"] == pytest.approx(5.0 / 4.0 - 1)
 
 
+def test_a_gap_inside_the_machine_spread_is_a_tie_that_the_smart_pick_wins():
+    df, skipped, _ = _search_frames([5.0, 6.0, 7.0, 4.9, *[7.0] * 8], smart_measures=2)
+    r = analysis.smart_vs_exhaustive(df, skipped, spread=0.03).iloc[0]
+    assert r["gap"] == pytest.approx(5.0 / 4.9 - 1) and r["tie"] and r["machine_spread"] == 0.03
+    assert not analysis.smart_vs_exhaustive(df, skipped, spread=0.01).iloc[0]["tie"]
+    assert not analysis.smart_vs_exhaustive(df, skipped).iloc[0]["tie"], "no spread given: only an exact tie"
+
+
 def test_an_unfinished_exhaustive_search_is_marked_incomplete():
     df, skipped, n = _search_frames([5.0] * 12, smart_measures=2, drop=3)
     r = analysis.smart_vs_exhaustive(df, skipped).iloc[0]

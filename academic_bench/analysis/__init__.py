@@ -91,6 +91,7 @@ from .profiles import (  # noqa: F401
 from .search import (  # noqa: F401
     COMBINATION_COLUMNS,
     SEARCH_COLUMNS,
+    machine_spread,
     search_combinations,
     skipped_frame,
     smart_vs_exhaustive,

@@ -18,7 +18,16 @@ from .frame import SETTING, runs_root
 
 SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exhaustive_complete", "exhaustive_best",
                   "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped", "smart_complete",
-                  "smart_best", "smart_days", "smart_gpu_s", "gap", "gpu_time_share"]
+                  "smart_best", "smart_days", "smart_gpu_s", "gap", "gpu_time_share", "machine_spread", "tie"]
+
+
+def machine_spread(root: str | Path | None = None) -> float:
+    """The machine-to-machine spread of the runs under ``root`` (``results.machine_spread``: the largest
+    relative difference between synchronized measurements of the same configuration at the same micro-batch on
+    one setup, every row read, not only the latest)."""
+    from ..results import load_runs, machine_spread as spread_of
+
+    return spread_of(load_runs(runs_root(root)))
 
 
 def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
@@ -76,12 +85,15 @@ def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_S
                                not skip.empty or bool((rows["search"] == "smart").any()))
 
 
-def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
+def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: float = 0.0) -> pd.DataFrame:
     """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
     time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
     them first). Smart measures every valid combination it did not skip. ``gap`` = smart days / exhaustive days
     - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
-    configurations (``*_complete``), its figures cover only those measured so far."""
+    configurations (``*_complete``), its figures cover only those measured so far. ``tie``: the smart search's best is slower by no more than
+    ``spread`` (``machine_spread``; kept in the column of that name), so one measurement each cannot tell the two
+    apart, and the tie goes to the smart search's pick, the cheaper setting (it skips only settings that save
+    more memory than one it measured)."""
     out = []
     for (setup, model, gpu, n), valid, rows, skip, smart_ran in _exhaustive_settings(df, skipped):
         smart_ids = valid - skip
@@ -101,6 +113,8 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
     res = pd.DataFrame(out, columns=SEARCH_COLUMNS)
     res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
     res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
+    res["machine_spread"] = float(spread)
+    res["tie"] = (res["gap"] <= spread).astype(bool)
     return res
 
 

@@ -1,7 +1,7 @@
 """One function per training technique, applied in this order by ``build``:
 
     attention kernels (at build) -> precision/TF32 -> activation checkpointing -> compile (per block)
-    -> parallelism (DDP | FSDP | DeepSpeed ZeRO)
+    -> bf16 weights with fp32 masters (PyTorch path only) -> parallelism (DDP | FSDP | DeepSpeed ZeRO)
 
 Every technique goes through the library made for it and records what actually ran in ``ran``.
 """
@@ -112,6 +112,47 @@ def apply_compile(model: nn.Module, spec: ModelSpec, ran: Ran) -> None:
         block.compile()
     ran.compiled = True
     ran.notes.append("torch.compile per block")
+
+
+class MasterWeights(torch.optim.Optimizer):
+    """An optimizer over fp32 master copies of a model's bf16 weights: at each step the bf16 gradients are
+    copied into fp32 for the wrapped optimizer (whose states are fp32 too), which updates the masters; the
+    weights are then the masters rounded to bf16. Gradients accumulate in bf16 between steps, as under
+    DeepSpeed's ZeRO in bf16 (its gradient accumulation type is the model's). ``param_groups`` and ``state`` are
+    the wrapped optimizer's."""
+
+    def __init__(self, params: list[nn.Parameter], masters: list[torch.Tensor], inner: torch.optim.Optimizer):
+        self.params, self.masters, self.inner = params, masters, inner
+        self.param_groups, self.state, self.defaults = inner.param_groups, inner.state, inner.defaults
+
+    @torch.no_grad()
+    def step(self, closure=None):  # noqa: ANN001  (the optimizer interface)
+        for p, m in zip(self.params, self.masters):
+            m.grad = None if p.grad is None else p.grad.float()
+            p.grad = None  # its fp32 copy replaces it: the step holds one gradient per weight, not two
+        self.inner.step()
+        for p, m in zip(self.params, self.masters):
+            p.copy_(m)
+        return None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for t in (*self.params, *self.masters):
+            t.grad = None
+
+
+def apply_bf16_weights(model: nn.Module, build_optimizer, ran: Ran) -> MasterWeights:
+    """Keep the weights in bf16, with fp32 master weights in the optimizer (``MasterWeights``), as DeepSpeed's
+    bf16 mode does, instead of autocasting fp32 weights to bf16 at every micro-step. Only the parameters are
+    cast: buffers such as rotary frequencies stay as the model built them. ``build_optimizer`` takes the fp32
+    masters and returns the recipe's optimizer over them."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    masters = [p.detach().clone().float() for p in params]
+    for p in params:
+        p.data = p.data.to(torch.bfloat16)
+    for m in masters:
+        m.requires_grad_(True)
+    ran.notes.append("bf16 weights, fp32 master weights in the optimizer")
+    return MasterWeights(params, masters, build_optimizer(masters))
 
 
 def apply_ddp(model: nn.Module, device: str) -> nn.Module:

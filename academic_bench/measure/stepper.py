@@ -57,6 +57,11 @@ class Stepper:
             self.autocast = False  # DeepSpeed's fp16/bf16 modes cast the model themselves
             return
         world = dist.get_world_size() if dist.is_initialized() else 1
+        fused = True if device == "cuda" and not m.offload else None
+        self.opt = None
+        if m.bf16_weights:  # before DDP, which buckets gradients by the weights' dtype
+            self.opt = apply.apply_bf16_weights(model, lambda ps: cfg.recipe.optimizer.build(ps, fused=fused),
+                                                self.ran)
         if m.uses_fsdp:
             model = apply.apply_fsdp(model, spec, cfg, device, self.ran)
             self.autocast = False  # FSDP's mixed-precision policy casts parameters
@@ -64,8 +69,7 @@ class Stepper:
             model = apply.apply_ddp(model, device)
             self.ran.parallel = "ddp"
         self.model = model
-        fused = True if device == "cuda" and not m.offload else None
-        self.opt = cfg.recipe.optimizer.build(model.parameters(), fused=fused)
+        self.opt = self.opt or cfg.recipe.optimizer.build(model.parameters(), fused=fused)
         if cfg.recipe.precision == "fp16" and device == "cuda":
             self.scaler = torch.amp.GradScaler("cuda")
 

@@ -34,7 +34,11 @@ RETRY_OUTCOMES = ("ok", "oom", "invalid", "error", "timeout", "unsupported")
 # What a sweep's ``retry`` may name: those outcomes, and "uncommitted": rows whose environment names no commit, so
 # that the code which made them cannot be named (``state.is_uncommitted``; ``check-run`` reports them).
 UNCOMMITTED = "uncommitted"
-RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED)
+# And "predicted-stop": measured rows whose micro-batch search stopped on the memory model's prediction, never
+# trying twice the size it chose though the batch allowed it (``state.stopped_on_prediction``); the search now
+# stops only at a measured out of memory, so measured again they may find a larger micro-batch.
+PREDICTED_STOP = "predicted-stop"
+RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP)
 # A row's run state, the one thing readers ask of it (``status_of``): "measured" (a result, outcome ok),
 # "failed" (its outcome names the kind: oom, error, timeout, unsupported), "not run", "invalid" (an excluded
 # combination, classified by its rule without running), or "set aside" (a measurement a later correction of the

@@ -93,6 +93,18 @@ def is_uncommitted(row: Mapping) -> bool:
     return not (row.get("env") or {}).get("git_commit")
 
 
+def stopped_on_prediction(row: Mapping) -> bool:
+    """A measured row whose micro-batch search ended without trying twice the size it chose, though that size
+    divides the per-GPU batch: the search stopped on the memory model's prediction (searches before the search
+    stopped only at a measured out of memory noted "micro-batch N not tried: the memory model predicts ..."),
+    so a larger micro-batch may fit. Read from the search's log alone: a row timed at a given micro-batch (no
+    search log) is not one; a row whose timed run fell back to half its size has the failed size in its log."""
+    log, mbs, gas = row.get("mbs_search"), row.get("micro_batch"), row.get("gas")
+    if row.get("outcome") != "ok" or not log or not mbs or not gas or (row.get("config") or {}).get("micro_batch"):
+        return False
+    return gas % 2 == 0 and not any(t.get("micro_batch") == 2 * mbs for t in log)
+
+
 def is_not_run(row: Mapping) -> bool:
     """A row recording that a time budget was spent before the configuration started: nothing was measured,
     so every later sweep launches it again."""

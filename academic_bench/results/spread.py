@@ -1,0 +1,32 @@
+"""The machine-to-machine spread of a measurement, read from the shipped rows: how far apart two synchronized
+measurements of the same work came out. A difference inside it is a tie, which the cheaper setting wins."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from .state import status_of
+
+
+def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
+    """The step times of each piece of work measured more than once: the same configuration at the same
+    micro-batch, synchronized, on one setup (a kind of GPU and count), in separate runs (other machines of that
+    kind, other days). Rows a correction of the engine set aside, tiny models and failures are left out."""
+    times: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        if (status_of(r) == "measured" and r.get("timing") == "synced" and r.get("step_time_s")
+                and not (r.get("config") or {}).get("tiny")):
+            times[(r.get("setup"), r["config_id"], r.get("micro_batch"))].append(float(r["step_time_s"]))
+    return {k: v for k, v in times.items() if len(v) > 1}
+
+
+def machine_spread(rows: Iterable[dict]) -> float:
+    """The largest relative difference (slowest / fastest - 1) between measurements of the same work
+    (``repeated_measurements``): two step times closer than this cannot be told apart by one measurement
+    each. 0.0 when nothing was measured twice (then only an exact tie is one)."""
+    return max((max(t) / min(t) - 1 for t in repeated_measurements(rows).values()), default=0.0)
+
+
+def faster_beyond_spread(step_s: float, other_s: float, spread: float) -> bool:
+    """Whether a step of ``step_s`` beats one of ``other_s`` by more than the spread; inside it, a tie."""
+    return step_s * (1 + spread) < other_s

@@ -1,0 +1,74 @@
+"""Rows whose micro-batch search stopped on the memory model's prediction: found from their search log, and
+measured again, exactly those, each under the search that made it (real launches of tiny models on the CPU)."""
+from __future__ import annotations
+
+import json
+
+from academic_bench import cli
+from academic_bench.config import Config
+from academic_bench.launch import TIMED_OOM_NOTE
+from academic_bench.methods import parse_methods
+from academic_bench.results import (PREDICTED_STOP, ResultStore, latest_rows, load_runs, make_row,
+                                    stopped_on_prediction)
+from academic_bench.sweep import remeasure, to_remeasure
+
+
+def searched(methods: str) -> Config:
+    return Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(methods), tiny=True)
+
+
+def ok_row(c: Config, mbs: int, gas: int, tried: list[tuple[int, str]], **kw) -> dict:
+    log = [{"micro_batch": m, "outcome": o, "peak_memory_gb": None} for m, o in tried]
+    return make_row(c, setup="cpu-test", outcome="ok", micro_batch=mbs, gas=gas, step_time_s=1.0, mbs_search=log, **kw)
+
+
+def test_a_row_stopped_on_a_prediction_is_one_that_never_tried_twice_its_size_though_the_batch_allowed_it():
+    c = searched("naive")
+    assert stopped_on_prediction(ok_row(c, 2, 4, [(2, "ok")]))
+    assert not stopped_on_prediction(ok_row(c, 2, 4, [(2, "ok"), (4, "oom")])), "a measured out of memory"
+    assert not stopped_on_prediction(ok_row(c, 8, 1, [(8, "ok")])), "the whole per-GPU batch"
+    assert not stopped_on_prediction(ok_row(c, 2, 3, [(2, "ok")])), "twice the size does not divide the batch"
+    fell_back = ok_row(c, 2, 4, [(2, "ok")])
+    fell_back["mbs_search"].append({"micro_batch": 4, "outcome": "oom", "note": TIMED_OOM_NOTE})
+    assert not stopped_on_prediction(fell_back), "out of memory when timed is measured"
+    given = make_row(c, setup="t", outcome="ok", micro_batch=2, gas=4, step_time_s=1.0)  # a twin's size, no search
+    assert not stopped_on_prediction(given)
+    fixed = ok_row(Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("naive"), micro_batch=2, tiny=True),
+                   2, 4, [(2, "ok")])
+    assert not stopped_on_prediction(fixed), "a micro-batch the user fixed is no search"
+
+
+def test_the_shipped_rows_stopped_on_a_prediction_are_those_whose_search_said_so():
+    """The rule reads the search's log alone; on the shipped runs it picks exactly the rows whose notes say the
+    memory model kept a size from being tried."""
+    latest = latest_rows(load_runs())
+    noted = {r["config_id"] + r["setup"] for r in latest if r["outcome"] == "ok" and any(
+        "not tried: the memory model predicts" in n for n in (r.get("ran") or {}).get("notes") or [])}
+    assert {r["config_id"] + r["setup"] for r in to_remeasure(latest, PREDICTED_STOP)} == noted
+
+
+def test_remeasure_measures_again_exactly_those_rows_under_their_own_search_and_their_unsynced_twins(tmp_path):
+    out = tmp_path / "cpu-test" / "results.jsonl"
+    stopped, complete = searched("naive"), searched("naive+ckpt")  # tiny: per-GPU batch 8, everything fits
+    store = ResultStore(out)
+    store.append(ok_row(stopped, 2, 4, [(2, "ok")], search="smart"))
+    store.append(ok_row(complete, 8, 1, [(8, "ok")], search="exhaustive"))
+    store.append(make_row(stopped, setup="cpu-test", outcome="ok", timing="unsynced", search="naive", micro_batch=2,
+                          gas=4, step_time_s=0.5))
+    summaries = remeasure(out, "cpu-test", PREDICTED_STOP, device="cpu", progress=False, timeout_s=300)
+    assert [(s["search"], s["timing"], s["ran"]) for s in summaries] == [("smart", "synced", 1), ("naive", "unsynced", 1)]
+    new = ResultStore(out).rows()[3:]
+    assert [(r["config_id"], r["search"], r["timing"], r["micro_batch"]) for r in new] == [
+        (stopped.id, "smart", "synced", 8), (stopped.id, "naive", "unsynced", 8)]
+    assert not stopped_on_prediction(new[0])
+    assert remeasure(out, "cpu-test", PREDICTED_STOP, device="cpu", progress=False, timeout_s=300) == []
+
+
+def test_remeasure_lists_the_selected_rows_and_refuses_a_missing_file(tmp_path, capsys):
+    out = tmp_path / "cpu-test" / "results.jsonl"
+    ResultStore(out).append(ok_row(searched("naive"), 2, 4, [(2, "ok")], search="naive"))
+    assert cli.main(["remeasure", "--out", str(out), "--list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(r["micro_batch"], r["search"], r["methods"]) for r in listed] == [(2, "naive", "naive")]
+    assert cli.main(["remeasure", "--out", str(tmp_path / "none.jsonl")]) == 2
+    assert "no results file at" in capsys.readouterr().err

@@ -1,0 +1,116 @@
+"""The smart search's rules against the shipped measurements: no rule may be contradicted by what was measured,
+where a difference inside the machine-to-machine spread (read from the shipped repeated measurements) is a tie
+that the cheaper setting wins."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pytest
+
+from academic_bench.config import Config
+from academic_bench.methods import parse_methods
+from academic_bench.results import (faster_beyond_spread, latest_rows, load_runs, machine_spread, make_row,
+                                    repeated_measurements, status_of)
+from academic_bench.smart import SmartPruner
+
+
+def contradictions(rows: list[dict], spread: float) -> list[str]:
+    """Each pair (c, o) of one setting where the pruner, having seen only o, skips c though c's own row says
+    otherwise: c measured although it 'cannot fit' or 'cannot finish', or c faster than o beyond the spread
+    although it 'cannot win'."""
+    by_setting: dict[tuple, list[tuple[Config, dict]]] = defaultdict(list)
+    for r in latest_rows(rows):
+        if r["timing"] == "synced" and r["mode"] == "step" and not r["config"].get("tiny"):
+            c = Config.from_dict(r["config"])
+            by_setting[(r["setup"], c.model, c.gpu, c.n_gpus)].append((c, r))
+    found = []
+    for key, items in by_setting.items():
+        for o, seen in items:
+            if status_of(seen) not in ("measured", "failed"):
+                continue  # a sweep's pruner never sees a row set aside or never started
+            # The host-memory rule is about the machine running the sweep, which the rows do not record.
+            pruner = SmartPruner(timeout_s=600, host_memory_gb=math.inf)
+            pruner.observe(o, seen)
+            for c, mine in items:
+                why = None if c.id == o.id else pruner.skip(c)
+                if not why or status_of(mine) != "measured":
+                    continue
+                wins = (seen["outcome"] != "ok"
+                        or faster_beyond_spread(mine["step_time_s"], seen["step_time_s"], spread))
+                if not why[0].startswith("cannot win") or wins:
+                    found.append(f"{key}: {c.methods.label()} ({mine['step_time_s']:.4g} s) skipped as "
+                                 f"'{why[0]}' after {o.methods.label()} ({seen['outcome']}, "
+                                 f"{seen.get('step_time_s')} s)")
+    return found
+
+
+def test_no_shipped_measurement_contradicts_a_smart_rule():
+    rows = load_runs()
+    assert contradictions(rows, machine_spread(rows)) == []
+
+
+def test_a_contradiction_is_found_when_one_is_there():
+    """The check itself (synthetic rows, not measurements): within one library, a configuration that saves more
+    memory measured 10% faster than one that already runs the whole batch contradicts 'cannot win', unless the
+    spread is wider than that."""
+    less, more = (Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(m))
+                  for m in ("free-lunch+zero1+offload", "free-lunch+ckpt+zero1+offload"))
+    rows = [make_row(less, setup="t", outcome="ok", micro_batch=less.per_gpu_batch, gas=1, step_time_s=1.0),
+            make_row(more, setup="t", outcome="ok", micro_batch=8, gas=less.per_gpu_batch // 8, step_time_s=0.9)]
+    assert len(contradictions(rows, 0.05)) == 1 and contradictions(rows, 0.2) == []
+
+
+def test_the_spread_is_the_largest_difference_between_measurements_of_the_same_work():
+    c, other = (Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(m)) for m in ("free-lunch", "naive"))
+    rows = [make_row(c, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=t) for t in (1.0, 1.02, 1.01)]
+    rows += [make_row(c, setup="a", outcome="ok", micro_batch=16, gas=64, step_time_s=2.0),  # other work
+             make_row(c, setup="b", outcome="ok", micro_batch=32, gas=32, step_time_s=3.0),  # another setup
+             make_row(other, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=1.5, timing="unsynced"),
+             make_row(other, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=1.0, timing="unsynced")]
+    assert list(repeated_measurements(rows)) == [("a", c.id, 32)]
+    assert machine_spread(rows) == pytest.approx(0.02)
+    assert machine_spread(rows[3:]) == 0.0
+    assert not faster_beyond_spread(1.0, 1.02, 0.02) and faster_beyond_spread(1.0, 1.03, 0.02)
+
+
+def test_the_shipped_spread_comes_from_repeated_measurements():
+    rows = load_runs()
+    repeats = repeated_measurements(rows)
+    assert repeats, "the shipped runs measure some configurations more than once"
+    assert machine_spread(rows) == max(max(t) / min(t) - 1 for t in repeats.values())
+
+
+def test_cannot_win_compares_settings_of_one_library_only():
+    """More memory saving through another library is other work, not overhead on the same work: DeepSpeed's
+    ZeRO-1 + offload is still measured after free-lunch ran the whole batch, or when the memory model gives it
+    no larger micro-batch; checkpointing on the same path is skipped."""
+    class Same:  # a memory model that predicts the same largest micro-batch for everything
+        @staticmethod
+        def max_micro_batch(config, gpu_gb):
+            return 16
+
+        @staticmethod
+        def predict_memory(config, micro_batch):
+            return 1e9
+
+        @staticmethod
+        def usable_bytes(gpu_gb):
+            return gpu_gb * 1e9
+
+        @staticmethod
+        def host_memory_need(config):
+            return 0.0
+
+    def cfg(m: str) -> Config:
+        return Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(m))
+
+    base = cfg("free-lunch")
+    for gas, category in ((1, "cannot win (batch already fits)"), (64, "cannot win (no larger micro-batch)")):
+        p = SmartPruner(host_memory_gb=math.inf)
+        p.estimate = Same()
+        p.observe(base, make_row(base, setup="t", outcome="ok", micro_batch=base.per_gpu_batch // gas, gas=gas,
+                                 step_time_s=1.0))
+        assert p.skip(cfg("free-lunch+ckpt"))[0] == category
+        assert p.skip(cfg("free-lunch+zero1+offload")) is None
+        assert p.skip(cfg("free-lunch+fsdp_full_shard+offload")) is None
