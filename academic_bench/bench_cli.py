@@ -169,7 +169,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     if not out.is_file():
         raise ValueError(f"no results file at {out}: give a setup's results.jsonl, e.g. notebooks/runs/h100x1/results.jsonl")
     setup = args.setup or out.parent.name
-    rows = [r for r in to_remeasure(ResultStore(out).rows(), args.retry) if r.get("setup") == setup]
+    models = [m.strip().lower() for m in args.models.split(",")] if args.models else None
+    unknown = sorted(set(models or ()) - set(CATALOG))
+    if unknown:
+        raise ValueError(f"unknown model(s) {', '.join(unknown)}; choose from: {', '.join(CATALOG)}")
+    rows = [r for r in to_remeasure(ResultStore(out).rows(), args.retry) if r.get("setup") == setup
+            and (models is None or r["config"]["model"] in models)]
     listed = [{"config_id": r["config_id"], "model": r["config"]["model"], "search": r["search"],
                "timing": r["timing"], "mode": r["mode"], "micro_batch": r["micro_batch"], "gas": r["gas"],
                "methods": Methods.from_dict(r["config"]["methods"]).label()} for r in rows]
@@ -180,7 +185,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
     try:
-        summaries = remeasure(out, setup, args.retry, budget_s=args.budget, timeout_s=args.timeout,
+        summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
                               device=args.device, progress=not args.no_progress)
     except KeyboardInterrupt:
         _interrupted(args.out)
@@ -379,6 +384,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which rows: an outcome, uncommitted, or predicted-stop (the default: the micro-batch search "
                         "stopped on the memory model's prediction)")
     p.add_argument("--list", action="store_true", help="only list the rows selected")
+    p.add_argument("--models", default=None, help="comma list: only these models' rows (default: all)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per configuration")
     p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")

@@ -230,14 +230,15 @@ def to_remeasure(rows: list[dict], retry: str) -> list[dict]:
 
 
 def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float | None = None,
-              **kwargs: Any) -> list[dict]:
+              models: list[str] | None = None, **kwargs: Any) -> list[dict]:
     """Measure again exactly the rows of the store at ``out`` of ``setup`` that ``retry`` selects
     (``to_remeasure``), each under the search, timing and mode that made it (so that naive, smart and
     exhaustive searches stay comparable), then the unsynchronized timings of those configurations that the new
     synchronized rows leave at another micro-batch (``_stale``). One ``run_sweep`` summary per group, all within
-    ``budget_s``; ``kwargs`` go to ``run_sweep``."""
+    ``budget_s``; ``models`` (default all) keeps only those models' rows; ``kwargs`` go to ``run_sweep``."""
     t0 = time.monotonic()
-    latest = [r for r in latest_rows(ResultStore(out).rows()) if r.get("setup") == setup]
+    latest = [r for r in latest_rows(ResultStore(out).rows()) if r.get("setup") == setup
+              and (models is None or r["config"]["model"] in models)]
     rows = [r for r in to_remeasure(latest, retry) if r["timing"] == "synced"]
     twins = [r for r in latest if r["timing"] == "unsynced" and r["config_id"] in {x["config_id"] for x in rows}]
     groups: dict[tuple, list[Config]] = {}

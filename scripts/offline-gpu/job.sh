@@ -10,7 +10,10 @@
 #   remeasure   the rows of notebooks/runs/SETUP/results.jsonl that REMEASURE selects (default predicted-stop: the
 #               micro-batch search stopped on the memory model's prediction, not at a measured out of memory),
 #               measured again, each under its own search, then their unsynchronized twins (`academic-bench
-#               remeasure`; `--list` shows them first); BUDGET3_S/HARD3_S bound it (default 2400/3000 s)
+#               remeasure`; `--list` shows them first; REMEASURE_MODELS, a comma list, keeps those models' rows);
+#               BUDGET3_S/HARD3_S bound it (default 2400/3000 s)
+#   gemm        the matrix-product rate by shape (scripts/offline-gpu/gemm_sweep.py) into
+#               notebooks/runs/SETUP/evidence/gemm/gemm.jsonl
 #   search      the benchmark notebook's naive and smart searches of MODELS (default: every model), with the
 #               validation net (the cheapest configuration of every method class that ran and has no
 #               validation yet); rows a correction of the engine set aside and configurations a time budget
@@ -46,9 +49,11 @@ for part in ${PARTS:-search exhaustive}; do
         echo "profile rc=$?"
       done ;;
     remeasure)
-      python3 -m academic_bench remeasure --out notebooks/runs/$SETUP/results.jsonl --retry ${REMEASURE:-predicted-stop} --list
+      python3 -m academic_bench remeasure --out notebooks/runs/$SETUP/results.jsonl --retry ${REMEASURE:-predicted-stop} \
+        ${REMEASURE_MODELS:+--models $REMEASURE_MODELS} --list
       timeout -s INT ${HARD3_S:-3000} python3 -m academic_bench remeasure --out notebooks/runs/$SETUP/results.jsonl \
-        --retry ${REMEASURE:-predicted-stop} --timeout $TIMEOUT_S --budget ${BUDGET3_S:-2400} --no-progress
+        --retry ${REMEASURE:-predicted-stop} ${REMEASURE_MODELS:+--models $REMEASURE_MODELS} --timeout $TIMEOUT_S \
+        --budget ${BUDGET3_S:-2400} --no-progress
       echo "remeasure rc=$?" ;;
     search)
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET1_S:-1000} ${HARD1_S:-1600} --preset naive smart \
@@ -57,6 +62,10 @@ for part in ${PARTS:-search exhaustive}; do
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET2_S:-600} ${HARD2_S:-1200} --preset naive smart \
         --models pythia-1b -p exhaustive_models "[pythia-160m, pythia-1b, $HARD]" -p unsynced_models '[pythia-1b]' \
         "${notebook_args[@]}" ;;
-    *) echo "unknown part $part: choose among bench, profile, remeasure, search, exhaustive" >&2; exit 2 ;;
+    gemm)
+      mkdir -p notebooks/runs/$SETUP/evidence/gemm
+      python3 scripts/offline-gpu/gemm_sweep.py notebooks/runs/$SETUP/evidence/gemm/gemm.jsonl > /dev/null
+      echo "gemm rc=$?" ;;
+    *) echo "unknown part $part: choose among bench, profile, remeasure, gemm, search, exhaustive" >&2; exit 2 ;;
   esac
 done
