@@ -114,7 +114,7 @@ def test_worked_examples_from_the_answers_handle_missing_setups(tmp_path):
     days = answer_setups(["pythia-1b"], root=root)
     ex = cost.paper_worked_examples(days=days[days["kind"] == "measured"])
     assert ex["a100x8"] is None and ex["h100x4"] is None  # not measured
-    assert ex["fastest_overall"]["days_source"] == "measured on synthetic"
+    assert ex["fastest_overall"]["days_source"] == "measured"
     empty = cost.paper_worked_examples(days=answer_setups(["pythia-1b"], root=str(tmp_path / "none")).iloc[:0])
     assert empty["fastest_overall"] is None
 

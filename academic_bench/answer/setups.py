@@ -12,12 +12,12 @@ from .types import Answer
 
 
 def days_source(a: Answer) -> str:
-    """What the days rest on, in a few words: 'measured on h100x1', 'predicted from h100x1 (transfer model)',
-    'paper Table 1'."""
+    """What the days rest on, in a few words: 'measured', 'predicted (transfer model)', 'paper Table 1' (the
+    whole of it is the answer's ``rests_on``)."""
     if a.kind == "measured":
-        return f"measured on {a.source_setup}"
+        return "measured"
     if a.kind == "predicted":
-        return f"predicted from {a.source_setup} ({a.by})"
+        return f"predicted ({a.by})"
     return "paper Table 1" if a.kind == "paper" else "no answer"
 
 
