@@ -18,7 +18,7 @@ from . import cli_args
 from . import estimate as est
 from .config import Config
 from .hardware import get_gpu
-from .methods import FREE_LUNCH, InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
+from .methods import InvalidCombinationError, Methods, exclusion_reason, parse_methods, search_space
 from .models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES, ConfigError, decoder_spec
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
@@ -193,7 +193,7 @@ def config_estimate(args: argparse.Namespace) -> dict:
                            precision=args.precision)
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = est.model_stats(decoder.spec).params
-    work = None if args.mfu is not None or config.methods != FREE_LUNCH else decoder_work_mfu(config)
+    work = None if args.mfu is not None or not config.methods.free_lunch else decoder_work_mfu(config)
     mfu = ({"value": args.mfu, "low": args.mfu, "high": args.mfu, "source": "given", "basis": "--mfu"}
            if args.mfu is not None else work or decoder_mfu(config.gpu, config.n_gpus, params))
     data = estimate_summary(config, mfu["value"])
@@ -212,7 +212,7 @@ def decoder_work_mfu(config: Config) -> dict | None:
     from .analysis import profiles
     from .decoder_work import predict_decoder
 
-    p = predict_decoder(config.model, config.gpu, config.n_gpus, profiles())
+    p = predict_decoder(config.model, config.gpu, config.n_gpus, profiles(), config.methods)
     if p is None or p.step_time_s is None:
         return None
     return {"value": p.mfu, "low": p.mfu * p.step_time_s / p.step_high_s,

@@ -204,7 +204,8 @@ def collective_s(sharding: str, n_gpus: int, link_gbps: float, params: float, pr
     return seconds
 
 
-def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Prediction:
+def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_batch: int | None = None
+            ) -> Prediction:
     """Step time, days and MFU of ``src``'s configuration on ``n_gpus`` x ``gpu``, with a range.
 
     Each part of the source step (module docstring) is scaled to the target; the range adds up, per part, the
@@ -218,7 +219,8 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     The MFU is **capped** at ``MFU_CAP``: a scaled step shorter than the one at 75% of the peak is raised to it
     and ``capped`` is set, because no measurement of the study (nor any credible one) reaches more; the days
     are then a lower bound. Raises ``hardware.UnknownGPUError`` for a GPU not in the catalog, ``ValueError`` for
-    a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``).
+    a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``);
+    a caller that chose the target's micro-batch itself (a method's memory: ``decoder_work``) passes it.
     """
     target, source = get_gpu(gpu), get_gpu(src.gpu)
     if int(n_gpus) != n_gpus or n_gpus < 1:
@@ -228,7 +230,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     p_ratio = source.peak_flops(precision, src.methods.tf32) / target.peak_flops(precision, src.methods.tf32)
     b_ratio = _ratio(source, target, "memory_bandwidth_gbps")
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
-    mbs = target_micro_batch(src, target.key, n_gpus)
+    mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
