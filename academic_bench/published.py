@@ -9,7 +9,9 @@ Left out by design: whole-run totals (GPU-hours of a finished training run: they
 idle time, not a step's throughput), hand-written CUDA trainers (they measure kernels the study's PyTorch engine
 does not run), and runs on more than one node. Sources so far: llm-foundry's MPT benchmark tables (H100 80GB,
 A100 80GB, A100 40GB; FSDP full-shard, with and without activation checkpointing; the rows of 8 GPUs or fewer,
-sequences up to 8,192 and models up to 13B) and a nanoGPT iteration log on 8 x A100.
+sequences up to 8,192 and models up to 13B), torchtitan's Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the
+catalog's H100; Float8 rows left out) and a nanoGPT iteration log on 8 x A100. Nothing yet for the RTX 3090,
+RTX 4090 or RTX A6000.
 """
 from __future__ import annotations
 
