@@ -5,7 +5,8 @@ one GPU's share of the batch. The methods add to it:
 
 - **activation checkpointing** recomputes the forward of every checkpointed block in the backward: one more
   forward of the blocks, a third of their forward-and-backward work (the forward is 2 of the 6 FLOPs per weight
-  and token; Korthikanti et al. 2022, Sec. 5: "an extra forward pass") (``recompute_s``);
+  and token; llm-foundry's hardware-FLOPs utilisation counts checkpointing the same way, 4 passes instead of 3)
+  (``recompute_s``);
 - **data parallelism and sharding** move bytes between the GPUs (``collectives``), over the link the GPU
   catalog gives (``hardware.GPU.link_gbps``: NVLink where it joins every GPU, else PCIe), on a ring: an
   all-gather or a reduce-scatter sends ``(n - 1) / n`` of the tensor from each GPU, an all-reduce twice that.
