@@ -28,13 +28,15 @@ the profiles' (``modelled``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 import pandas as pd
 
 from .hardware import get_gpu
-from .methods import FREE_LUNCH
+from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
+from .methods import FREE_LUNCH, Methods
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .units import days_for
 
@@ -183,71 +185,103 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
                           tuple(sorted(mine["model"].unique())))
 
 
-def _micro_batch(model: str, gpu: str) -> tuple[int, int] | None:
-    """(micro-batch, accumulation steps) on one ``gpu`` with free-lunch settings: the memory model's largest."""
+def _micro_batch(model: str, gpu: str, n_gpus: int = 1, methods: Methods = FREE_LUNCH) -> tuple[int, int] | None:
+    """(micro-batch, accumulation steps) on each of ``n_gpus`` x ``gpu`` with ``methods``: the memory model's
+    largest, and the steps that make up each GPU's share of the batch."""
     from .config import Config
     from .estimate import max_micro_batch
-    from .models import get_model
 
-    mbs = max_micro_batch(Config(model, gpu, 1, methods=FREE_LUNCH), get_gpu(gpu).memory_gb)
+    config = Config(model, gpu, n_gpus, methods=methods)
+    mbs = max_micro_batch(config, get_gpu(gpu).memory_gb)
     if mbs is None:
         return None
-    batch = get_model(model).recipe.global_batch
-    return mbs, max(1, batch // mbs)
+    mbs = min(mbs, config.per_gpu_batch)
+    return mbs, max(1, config.per_gpu_batch // mbs)
 
 
-def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame) -> Prediction | None:
-    """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with free-lunch
-    settings on ``n_gpus`` x ``gpu``. On a profiled GPU alone this is the work model's step; anywhere else the
-    transfer model scales it from the profiled setup of the same GPU, else of the same architecture, else of the
-    nearest memory size. None where no profile calibrates it, the work model does not model it (``not_modelled``)
-    or no micro-batch fits."""
-    from .estimate import model_flops_per_step
+def with_recompute(model: str, seconds: dict) -> dict:
+    """The work model's seconds per kind with activation checkpointing's recompute added
+    (``method_costs.recompute_s``): one more forward of the checkpointed blocks, i.e. of their matrix products
+    (every weight matrix but the LM head), attention, memory-bound kernels and per-layer launches; the head, the
+    loss and the optimizer are not recomputed."""
+    matrices, _, _, hidden, _, vocab, *_ = _shape(model)
+    in_blocks = {"matmul": max(0.0, matrices - vocab * hidden) / matrices, "attention": 1.0, "memory": 1.0,
+                 "idle": 1.0}
+    return {k: v + recompute_s(v * in_blocks.get(k, 0.0)) for k, v in seconds.items()}
+
+
+def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame, methods: Methods = FREE_LUNCH,
+                    host_rates: Mapping[str, float] | None = None) -> Prediction | None:
+    """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
+    (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, each GPU at the largest
+    micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work model's step
+    on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
+    answer, anywhere else the transfer model scales it from the profiled setup of the same architecture, else of
+    the nearest memory size. The methods' other costs are then added on the target (``method_costs``): the
+    collectives over the link between the GPUs, offloading's host copies and the host's optimizer step (at
+    ``host_rates``, default ``method_costs.measured_host_rates``). None where no profile calibrates it, the work
+    model does not model it (``not_modelled``, or free-lunch is not on) or no micro-batch fits."""
+    from .estimate import BYTES, model_flops_per_step, model_stats
     from .models import get_model
 
     points = calibration_points(profiles)
     setups = profiled_setups(points)
-    if not setups or not_modelled(model):
+    if not setups or not_modelled(model) or not methods.free_lunch:
         return None
     target = get_gpu(gpu)
     # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
-    # nearest memory size (so the micro-batch changes least).
+    # nearest memory size.
     source_gpu = min(setups, key=lambda g: (g != target.key, get_gpu(g).architecture != target.architecture,
                                             abs(get_gpu(g).memory_gb - target.memory_gb), g))
-    fit = _micro_batch(model, source_gpu)
+    fit = _micro_batch(model, target.key, n_gpus, methods)
     if fit is None:
         return None
-    step = predict_on_setup(model, setups[source_gpu], points, *fit)
+    mbs, gas = fit
+    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas)
+    seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
+    gpu_optimizer = 0.0 if methods.offload else seconds["optimizer"]  # offloaded: the host runs it (below)
+    seconds["optimizer"] = gpu_optimizer
+    scale = sum(seconds.values()) / step.step_s
     spec = get_model(model)
+    precision = spec.recipe.precision
     flops = float(model_flops_per_step(spec))
-    split = dict.fromkeys(DEFAULT_SPLIT, 0.0)
-    for kind, part in SPLIT_OF.items():
-        split[part] += step.seconds[kind]
-    micro = sum(split.values())
-    src = Source(setup=step.setup, model=model, gpu=source_gpu, n_gpus=1, methods=FREE_LUNCH,
-                 micro_batch=step.micro_batch, gas=step.gas, step_time_s=step.step_s,
-                 model_flops_per_step=flops, optimizer_s=step.seconds["optimizer"],
-                 split={k: v / micro for k, v in split.items()}, split_basis="work model")
     basis = (f"work model: the {', '.join(step.calibration)} profiles on {step.setup} "
              "(seconds per unit of each kind of work)")
-    if (target.key, n_gpus) == (source_gpu, 1):
-        # As the transfer model does: no step shorter than the one at MFU_CAP (a lower bound then).
-        floor = min_step_s(flops, target, 1, spec.recipe.precision, FREE_LUNCH.tf32)
-        capped = step.step_s < floor
-        steps_s = [max(s, floor) for s in (step.step_s, step.low_s, step.high_s)]
-        days = [days_for(spec.recipe.steps, s) for s in steps_s]
-        mfu = flops / (steps_s[0] * target.peak_flops(spec.recipe.precision, True))
-        if capped:
-            basis += f"; capped at {MFU_CAP:.0%} MFU (a lower bound)"
-        return Prediction(model, step.setup, target.key, 1, step.micro_batch, step.gas, *steps_s, *days, mfu,
-                          capped, basis, FREE_LUNCH)
-    p = predict(src, target.key, n_gpus)
-    if p.step_time_s is None:
-        return replace(p, basis=basis + "; " + p.basis)
-    # The transfer's own range, widened by the work model's relative range on the source GPU; no end of it
-    # shorter than the step at MFU_CAP.
-    floor = min_step_s(flops, target, n_gpus, spec.recipe.precision, FREE_LUNCH.tf32)
-    low = max(p.step_low_s * step.low_s / step.step_s, floor)
-    high = max(p.step_high_s * step.high_s / step.step_s, floor)
-    return replace(p, step_low_s=low, step_high_s=high, days_low=days_for(spec.recipe.steps, low),
-                   days_high=days_for(spec.recipe.steps, high), basis=basis + "; " + p.basis)
+    if target.key == source_gpu:
+        central, low, high = sum(seconds.values()), step.low_s * scale, step.high_s * scale
+    else:
+        split = dict.fromkeys(DEFAULT_SPLIT, 0.0)
+        for kind, part in SPLIT_OF.items():
+            split[part] += seconds[kind]
+        micro = sum(split.values())
+        src = Source(setup=step.setup, model=model, gpu=source_gpu, n_gpus=n_gpus, methods=methods,
+                     micro_batch=mbs, gas=gas, step_time_s=micro + gpu_optimizer, model_flops_per_step=flops,
+                     optimizer_s=gpu_optimizer, split={k: v / micro for k, v in split.items()},
+                     split_basis="work model")
+        p = predict(src, target.key, n_gpus, micro_batch=mbs)
+        basis += "; " + p.basis
+        # The transfer's own range, widened by the work model's relative range on the source GPU.
+        central, low, high = p.step_time_s, p.step_low_s * step.low_s / step.step_s, \
+            p.step_high_s * step.high_s / step.step_s
+    if methods.checkpointing:
+        basis += "; checkpointing recomputes the blocks' forward"
+    rates = host_rates if host_rates is not None or not methods.offload else measured_host_rates()
+    params, dtype_bytes = float(model_stats(model).params), BYTES[precision]
+    costs = method_s(methods, n_gpus, target, params, dtype_bytes, gas, rates or {})
+    charged = [f"{k} {v:.3g} s" for k, v in costs.items() if v]
+    if charged:
+        basis += "; per step: " + ", ".join(charged)
+    hidden = collective_s(methods, n_gpus, target, params, dtype_bytes, gas, max(0.0, central - gpu_optimizer) / gas)
+    comm, copies, host = costs["collectives"], costs["host copies"], costs["host optimizer"]
+    central, low, high = (central + comm + copies + host, low + hidden + 0.5 * copies + 0.8 * host,
+                          high + 2.0 * (comm + copies) + 1.25 * host)
+    # No answer, nor either end of its range, claims more than MFU_CAP (a lower bound then).
+    floor = min_step_s(flops, target, n_gpus, precision, methods.tf32)
+    capped = central < floor
+    central, low, high = (max(s, floor) for s in (central, low, high))
+    if capped:
+        basis += f"; capped at {MFU_CAP:.0%} MFU (a lower bound)"
+    mfu = flops / (central * n_gpus * target.peak_flops(precision, methods.tf32))
+    days = [days_for(spec.recipe.steps, s) for s in (central, low, high)]
+    return Prediction(model, step.setup, target.key, n_gpus, mbs, gas, central, low, high, *days, mfu, capped,
+                      basis, methods)

@@ -180,7 +180,7 @@ def config_estimate(args: argparse.Namespace) -> dict:
                            precision=args.precision)
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = _est().model_stats(decoder.spec).params
-    ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts)
+    ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
     return {"config_file": decoder.path, "architecture": decoder.facts, "params": params,
             **estimate_summary(config), **_answer_fields(ans, args.mfu)}
 

@@ -16,7 +16,8 @@ part is scaled by the target GPU's capability that bounds it:
   source's where it is known to fit: ``target_micro_batch``);
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
   copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
-  between the GPUs (``hardware.GPU.link_gbps``), estimated from the gradient or parameter bytes.
+  between the GPUs (``hardware.GPU.link_gbps``), estimated from the bytes each method sends
+  (``method_costs.collective_s``).
 
 Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
 The model fits nothing: it uses the source row, the source setup's profile and datasheet numbers only, so a
@@ -31,6 +32,7 @@ from typing import Mapping
 import pandas as pd
 
 from .hardware import GPU, get_gpu
+from .method_costs import collective_s
 from .methods import Methods
 from .units import days_for
 
@@ -188,24 +190,8 @@ def min_step_s(flops_per_step: float, gpu: GPU, n_gpus: int, precision: str, tf3
     return flops_per_step / (n_gpus * gpu.peak_flops(precision, tf32) * MFU_CAP)
 
 
-def collective_s(sharding: str, n_gpus: int, link_gbps: float, params: float, precision: str, gas: int) -> float:
-    """Seconds per optimizer step of the sharding method's collectives on a ring of ``n_gpus`` (no overlap
-    with compute assumed: the range allows for it). A ring all-reduce moves 2 (n-1)/n of the bytes per GPU;
-    ZeRO-1/2 and FSDP's SHARD_GRAD_OP reduce-scatter the gradients and all-gather the parameters (the same
-    volume); ZeRO-3 and FULL_SHARD also all-gather the parameters in the forward and the backward of every
-    micro-step. Gradients are fp32 under autocast (DDP, FSDP), the training precision under DeepSpeed."""
-    if n_gpus <= 1:
-        return 0.0
-    ring = (n_gpus - 1) / n_gpus
-    half = 2 if precision in ("bf16", "fp16") else 4
-    grad_bytes = params * (half if sharding.startswith("zero") else 4)
-    seconds = 2 * ring * grad_bytes / (link_gbps * 1e9)
-    if sharding in ("zero3", "fsdp_full_shard"):
-        seconds += gas * 2 * ring * params * half / (link_gbps * 1e9)
-    return seconds
-
-
-def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Prediction:
+def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_batch: int | None = None
+            ) -> Prediction:
     """Step time, days and MFU of ``src``'s configuration on ``n_gpus`` x ``gpu``, with a range.
 
     Each part of the source step (module docstring) is scaled to the target; the range adds up, per part, the
@@ -219,7 +205,8 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     The MFU is **capped** at ``MFU_CAP``: a scaled step shorter than the one at 75% of the peak is raised to it
     and ``capped`` is set, because no measurement of the study (nor any credible one) reaches more; the days
     are then a lower bound. Raises ``hardware.UnknownGPUError`` for a GPU not in the catalog, ``ValueError`` for
-    a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``).
+    a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``);
+    a caller that chose the target's micro-batch itself (a method's memory: ``decoder_work``) passes it.
     """
     target, source = get_gpu(gpu), get_gpu(src.gpu)
     if int(n_gpus) != n_gpus or n_gpus < 1:
@@ -229,7 +216,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     p_ratio = source.peak_flops(precision, src.methods.tf32) / target.peak_flops(precision, src.methods.tf32)
     b_ratio = _ratio(source, target, "memory_bandwidth_gbps")
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
-    mbs = target_micro_batch(src, target.key, n_gpus)
+    mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
@@ -271,7 +258,9 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None) -> Pre
     else:
         c = comm + src.sync_s * (pcie * share if src.methods.offload else 0.0)
         if n_gpus > 1 and link_t:
-            c += collective_s(src.methods.sharding, n_gpus, link_t, _params(src.model), precision, gas)
+            from .estimate import BYTES
+
+            c += collective_s(src.methods, n_gpus, target, _params(src.model), BYTES[precision], gas)
     parts.append((c, 0.5 * c, 2.0 * c))
 
     step, low, high = (sum(p[i] for p in parts) for i in range(3))

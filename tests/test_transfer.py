@@ -7,9 +7,9 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from academic_bench import transfer, transfer_validation as tv
+from academic_bench import method_costs, transfer, transfer_validation as tv
 from academic_bench.hardware import UnknownGPUError, get_gpu
-from academic_bench.methods import preset
+from academic_bench.methods import Methods, preset
 from academic_bench.models import model_rank
 
 
@@ -71,7 +71,8 @@ def test_more_gpus_split_the_work_and_add_the_collectives():
     src = _source({"flop": 1.0})
     one, two = transfer.predict(src, "h100-80gb", 1), transfer.predict(src, "h100-80gb", 2)
     assert two.step_time_s > one.step_time_s / 2  # half the work each, plus the gradient all-reduce
-    assert transfer.collective_s("none", 2, 450, 1.6e8, "fp16", 16) == pytest.approx(2 * 0.5 * 1.6e8 * 4 / 450e9)
+    ddp = method_costs.collective_s(Methods(), 2, get_gpu("h100-80gb"), 1.6e8, 2, 16)
+    assert ddp == pytest.approx(2 * 0.5 * 1.6e8 * 4 / 450e9)  # DDP's all-reduce of fp32 gradients over NVLink
     # a bridge joins two cards only: from three GPUs, RTX 3090s talk over PCIe
     assert get_gpu("rtx3090").link_gbps(2) > get_gpu("rtx3090").link_gbps(4) == get_gpu("rtx3090").pcie_gbps
 

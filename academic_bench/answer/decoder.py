@@ -15,15 +15,16 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ..methods import FREE_LUNCH
+from ..methods import FREE_LUNCH, Methods
 from .compute import costs, settings_of
 from .types import Answer
 
 
 def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None,
-                   facts: dict | None = None) -> Answer:
+                   facts: dict | None = None, methods: Methods = FREE_LUNCH) -> Answer:
     """The answer for the registered decoder ``key`` (``models.from_config.decoder_spec(...).spec.key``) on
-    ``n_gpus`` x ``gpu``."""
+    ``n_gpus`` x ``gpu`` with ``methods`` (free-lunch, and any memory-saving methods on top, each charged by the
+    work model: ``decoder_work.predict_decoder``, ``method_costs``)."""
     from ..analysis import profiles
     from ..decoder_work import not_modelled, predict_decoder
     from ..estimate import analytic_days, model_stats
@@ -36,12 +37,13 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     base = dict(model=key, gpu=gpu, n_gpus=n_gpus, bound_days=bound, extra=dict(facts or {}))
     why_not_work = not_modelled(key) or (None if spec.recipe.precision == "bf16" else
                                          f"the work model's profiles are bf16; this decoder trains in "
-                                         f"{spec.recipe.precision}")
+                                         f"{spec.recipe.precision}") or (
+        None if methods.free_lunch else "the work model's profiles are of the free-lunch settings")
     if why_not_work is None:
-        p = predict_decoder(key, gpu, n_gpus, profiles(None if root is None else str(root)))
+        p = predict_decoder(key, gpu, n_gpus, profiles(None if root is None else str(root)), methods)
         if p is not None and p.days is not None:
             return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
-                          settings=settings_of(key, gpu, n_gpus, FREE_LUNCH, p.micro_batch, p.gas),
+                          settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),
                           rests_on=p.basis, source_setup=p.source_setup, by="work model",
                           stated_error=checks(root).get("work_model"), **costs(gpu, n_gpus, p.days), **base)
         why_not_work = "no profile calibrates it, or no micro-batch fits" if p is None else p.basis

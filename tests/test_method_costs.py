@@ -1,0 +1,157 @@
+"""Every method charged from what it does (``method_costs``) in the work model's answers (``decoder_work``) and
+``estimate --methods``: checkpointing's recompute, the collectives of DDP and sharding over the GPUs' link,
+offloading's host copies and host optimizer. Synthetic profiles stand in for the measured ones."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from academic_bench import decoder_work as dw
+from academic_bench import method_costs as mc
+from academic_bench.cli import main
+from academic_bench.hardware import get_gpu
+from academic_bench.methods import FREE_LUNCH, exclusion_reason, parse_methods, search_space
+from academic_bench.models import get_model
+from academic_bench.models.from_config import decoder_spec
+from test_decoder_work import _decoder, _profile
+
+RATES = {"deepspeed": 4e-10, "fsdp": 2e-9}  # host seconds per parameter: the order of the study's
+PROFILES = None
+
+
+def _profiles() -> pd.DataFrame:
+    global PROFILES
+    if PROFILES is None:
+        PROFILES = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64)])
+    return PROFILES
+
+
+def _tokens_per_gpu(key: str, gpu: str, n: int, spec: str):
+    p = dw.predict_decoder(key, gpu, n, _profiles(), parse_methods(spec), host_rates=RATES)
+    if p is None:
+        return None, None
+    r = get_model(key).recipe
+    return r.global_batch * r.seq_len / p.step_time_s / n, p.micro_batch
+
+
+def test_checkpointing_is_charged_one_more_forward_of_the_blocks(tmp_path):
+    key = _decoder(tmp_path, "d")
+    plain = dw.predict_decoder(key, "h100-80gb", 1, _profiles(), FREE_LUNCH)
+    ckpt = dw.predict_decoder(key, "h100-80gb", 1, _profiles(), replace(FREE_LUNCH, checkpointing=True))
+    assert ckpt.micro_batch == plain.micro_batch
+    # A third of the blocks' work more: less than a third of the step (head, loss, optimizer are not recomputed).
+    assert plain.step_time_s * 1.15 < ckpt.step_time_s < plain.step_time_s * (1 + 1 / 3)
+    assert "recomputes" in ckpt.basis
+
+
+def test_the_collectives_move_what_each_method_sends():
+    p, c, n, gas = 1e9, 2, 8, 4
+    once = 7 / 8 * p * c
+    ddp = mc.collectives(FREE_LUNCH, n, p, c, gas)
+    assert ddp.boundary == pytest.approx(2 * 7 / 8 * p * 4) and ddp.total == ddp.boundary
+    assert mc.collectives(parse_methods("free-lunch+zero1"), n, p, c, gas).total == pytest.approx(2 * once)
+    assert mc.collectives(parse_methods("free-lunch+zero2"), n, p, c, gas).total == pytest.approx((gas + 1) * once)
+    assert mc.collectives(parse_methods("free-lunch+zero3"), n, p, c, gas).total == pytest.approx(3 * gas * once)
+    assert mc.collectives(FREE_LUNCH, 1, p, c, gas).total == 0
+    # Beside enough compute a pass's collectives cost nothing; after the optimizer step they cost all their time.
+    t = mc.Traffic(backward=1e9, after_step=1e9)
+    assert mc.collective_s(FREE_LUNCH, 8, get_gpu("h100-80gb"), p, c, gas) == pytest.approx(ddp.total / 450e9)
+    assert mc.exposed_s(t, 100, micro_step_s=10.0, gas=1) == pytest.approx(1e9 / 100e9)
+    assert mc.exposed_s(t, 100, micro_step_s=0.0, gas=1) == pytest.approx(2e9 / 100e9)
+
+
+def test_several_gpus_over_pcie_cost_each_gpu_its_all_reduce(tmp_path):
+    """Eight RTX 3090s (PCIe between them) train slower per GPU than one: each waits for the all-reduce, which
+    takes longer over PCIe than over the H100s' NVSwitch."""
+    key = _decoder(tmp_path, "d", hidden_size=1024, intermediate_size=2752, num_hidden_layers=8)
+    key = decoder_spec(tmp_path / "d" / "config.json", seq_len=512, tokens=1e9, global_batch=512).spec.key
+    one, _ = _tokens_per_gpu(key, "rtx3090", 1, "free-lunch+ckpt")
+    eight, _ = _tokens_per_gpu(key, "rtx3090", 8, "free-lunch+ckpt")
+    assert eight < 0.97 * one
+    params, ddp = dw._shape(key)[6], parse_methods("free-lunch+ckpt")
+    assert mc.collective_s(ddp, 8, get_gpu("rtx3090"), params, 2, 1) > \
+        5 * mc.collective_s(ddp, 8, get_gpu("h100-80gb"), params, 2, 1) > 0
+
+
+def test_offloading_charges_its_host_copies_and_the_host_optimizer(tmp_path):
+    key = _decoder(tmp_path, "d")
+    m = parse_methods("free-lunch+zero2+offload")
+    p = dw.predict_decoder(key, "h100-80gb", 2, _profiles(), m, host_rates=RATES)
+    base = dw.predict_decoder(key, "h100-80gb", 2, _profiles(), parse_methods("free-lunch+zero2"), host_rates=RATES)
+    params = dw._shape(key)[6]
+    host = mc.host_optimizer_s(m, 2, params, RATES) + mc.host_copy_s(m, 2, get_gpu("h100-80gb"), params, 2, p.gas)
+    assert p.micro_batch == base.micro_batch and p.step_time_s >= base.step_time_s + 0.99 * host - \
+        dw.predict_on_setup(key, "h100x1", dw.calibration_points(_profiles()), p.micro_batch, p.gas).seconds[
+            "optimizer"]
+    assert "host optimizer" in p.basis and "host copies" in p.basis
+
+
+def _without(m, switch: str):
+    if switch == "checkpointing":
+        return replace(m, checkpointing=False)
+    if switch == "offload":
+        return replace(m, offload=False)
+    return replace(m, sharding="none")
+
+
+@pytest.mark.parametrize("gpu", ["h100-80gb", "a100-80gb", "rtx3090"])
+def test_no_method_makes_an_answer_faster_unless_its_memory_allows_a_larger_micro_batch(tmp_path, gpu):
+    """Over every valid combination of the search space: taking any one method away never makes the answer
+    slower, except where the method lets a larger micro-batch fit."""
+    keys = [_decoder(tmp_path, "small"),
+            _decoder(tmp_path, "wide", hidden_size=2048, intermediate_size=5504, num_hidden_layers=8,
+                     num_attention_heads=16, num_key_value_heads=4, vocab_size=32000)]
+    checked = 0
+    for key in keys:
+        for n in (1, 2, 8):
+            for m in search_space(n)[0]:
+                fast, mbs = _tokens_per_gpu(key, gpu, n, _spec(m))
+                for switch in ("checkpointing", "offload", "sharding"):
+                    if not (m.checkpointing if switch == "checkpointing" else m.offload if switch == "offload"
+                            else m.sharding != "none"):
+                        continue
+                    other = _without(m, switch)
+                    if exclusion_reason(other, n):
+                        continue
+                    base, base_mbs = _tokens_per_gpu(key, gpu, n, _spec(other))
+                    if fast is None or base is None:
+                        continue
+                    checked += 1
+                    assert fast <= base * (1 + 1e-9) or mbs > base_mbs, (key, n, m.label(), other.label())
+    assert checked > 20
+
+
+def _spec(m) -> str:
+    from academic_bench.estimate_cli import methods_spec
+
+    return methods_spec(m)
+
+
+def test_estimate_charges_the_methods_it_is_given(tmp_path, monkeypatch, capsys):
+    """``estimate --methods`` answers from the work model with the methods charged: checkpointing takes longer at
+    the same micro-batch, and a sharding on eight GPUs is no faster unless its micro-batch is larger."""
+    from academic_bench import analysis
+
+    monkeypatch.setattr(analysis, "profiles", lambda root=None: _profiles())
+    path = tmp_path / "d" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
+                                "num_attention_heads": 8, "num_key_value_heads": 2, "num_hidden_layers": 4,
+                                "vocab_size": 1000, "max_position_embeddings": 2048, "hidden_act": "silu",
+                                "tie_word_embeddings": False, "torch_dtype": "bfloat16"}))
+
+    def run(methods: str, gpus: int) -> dict:
+        assert main(["estimate", "--model", str(path), "--tokens", "1e9", "--seq-len", "512", "--gpu", "rtx3090",
+                     "--gpus", str(gpus), "--methods", methods, "--global-batch", "64", "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    plain, ckpt = run("free-lunch", 1), run("free-lunch+ckpt", 1)
+    assert ckpt["mfu"]["source"].startswith("work model") and ckpt["micro_batch"] == plain["micro_batch"]
+    assert ckpt["days"] > 1.15 * plain["days"]
+    ddp, zero3 = run("free-lunch", 8), run("free-lunch+zero3", 8)
+    assert zero3["mfu"]["source"].startswith("work model")
+    assert zero3["days"] >= ddp["days"] or zero3["micro_batch"] > ddp["micro_batch"]
+    assert ddp["days"] * 8 > plain["days"]  # eight GPUs over PCIe: each slower than one alone

@@ -1,0 +1,49 @@
+"""The published throughput points (data/published_throughput.csv): every figure traceable to the line it was
+quoted from, and enough points per GPU type to check predictions against."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from academic_bench.published import COLUMNS, FIGURES, load_published_throughput
+
+
+@pytest.fixture(scope="module")
+def points():
+    return load_published_throughput()
+
+
+def test_every_point_has_a_source_and_a_quote_that_holds_its_figure(points):
+    assert list(points.columns[:len(COLUMNS)]) == list(COLUMNS) and len(points) > 0
+    for _, r in points.iterrows():
+        assert str(r["url"]).startswith("https://") and r["source"] and r["quote"], r.to_dict()
+        assert r["figure"] in FIGURES
+        assert r["quote_figure"] in r["quote"], (r["quote_figure"], r["quote"])
+        number = float(re.sub(r"[^0-9.]", "", r["quote_figure"]))
+        assert number == pytest.approx(float(r["value"])), r.to_dict()
+
+
+def test_a_table_rows_settings_are_the_cells_of_its_quoted_row(points):
+    """Where the quote is a row of llm-foundry's tables, the GPU count, sequence length and batch are cells of that
+    same row."""
+    table = points[points["source"].str.startswith("llm-foundry")]
+    assert len(table) > 0
+    for _, r in table.iterrows():
+        cells = [c.strip() for c in r["quote"].strip("|").split("|")]
+        for key in ("n_gpus", "seq_len", "micro_batch", "grad_accum", "global_batch"):
+            assert str(int(r[key])) in cells, (key, r["quote"])
+
+
+def test_single_node_points_for_the_datacenter_gpus(points):
+    assert (points["n_gpus"] <= 8).all()
+    counts = points.groupby("gpu").size()
+    assert counts.get("a100-80gb", 0) >= 3 and counts.get("h100-80gb", 0) >= 3
+
+
+def test_a_step_time_becomes_tokens_per_second_per_gpu(points):
+    step = points[points["figure"] == "step_time_ms"].iloc[0]
+    tokens = step["micro_batch"] * step["grad_accum"] * step["seq_len"]
+    assert step["tokens_per_s_per_gpu"] == pytest.approx(tokens / (step["value"] / 1e3))
+    given = points[points["figure"] == "tokens_per_s_per_gpu"]
+    assert (given["tokens_per_s_per_gpu"] == given["value"]).all()
