@@ -149,9 +149,11 @@ def test_estimate_charges_the_methods_it_is_given(tmp_path, monkeypatch, capsys)
         return json.loads(capsys.readouterr().out)
 
     plain, ckpt = run("free-lunch", 1), run("free-lunch+ckpt", 1)
-    assert ckpt["mfu"]["source"].startswith("work model") and ckpt["micro_batch"] == plain["micro_batch"]
+    assert ckpt["answer"]["by"] == "work model" and ckpt["micro_batch"] == plain["micro_batch"]
+    assert ckpt["answer"]["settings"]["methods"] == "free-lunch+ckpt"
     assert ckpt["days"] > 1.15 * plain["days"]
     ddp, zero3 = run("free-lunch", 8), run("free-lunch+zero3", 8)
-    assert zero3["mfu"]["source"].startswith("work model")
-    assert zero3["days"] >= ddp["days"] or zero3["micro_batch"] > ddp["micro_batch"]
+    assert zero3["answer"]["by"] == "work model"
+    assert zero3["days"] >= ddp["days"] or (zero3["answer"]["settings"]["micro_batch"]
+                                            > ddp["answer"]["settings"]["micro_batch"])
     assert ddp["days"] * 8 > plain["days"]  # eight GPUs over PCIe: each slower than one alone
