@@ -53,6 +53,8 @@ def _cmd_notebook(args: argparse.Namespace) -> int:
 
     template = args.template or TEMPLATE
     overrides = overrides_from(args)
+    if not Path(template).exists():
+        raise ValueError(f"no notebook template at {template}")
     device_for(resolve_parameters(args.setup, overrides, template)["device"], "the benchmark notebook")
     results = Path(args.output_root) / args.setup / RESULTS_FILE
     try:

@@ -131,7 +131,10 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
-    ``budget_s`` stops launching new configurations once spent.
+    ``budget_s`` stops launching new configurations once spent. A failure that shows this machine can run no
+    configuration at all (no driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError``
+    naming it, its row kept. A row the store cannot take is written beside it (``ResultStore.keep``), and the
+    summary's ``kept_elsewhere`` says where.
     ``worker``: the module torchrun runs in each rank (an instrumented one, e.g. the tests' faulty worker).
     ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an

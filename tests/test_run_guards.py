@@ -183,6 +183,8 @@ def _commands() -> list[str]:
 
 @pytest.mark.parametrize("command", _commands())
 def test_every_command_takes_json_and_answers_a_bad_argument_as_json(capsys, command):
+    sub = next(a for a in cli.build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert any("--json" in a.option_strings for a in sub.choices[command]._actions), f"{command} takes no --json"
     with pytest.raises(SystemExit) as exc:
         cli.main([command, "--json", "--no-such-option"])
     assert exc.value.code == 2
