@@ -55,7 +55,7 @@ def _cmd_notebook(args: argparse.Namespace) -> int:
     overrides = overrides_from(args)
     if not Path(template).exists():
         raise ValueError(f"no notebook template at {template}")
-    device_for(resolve_parameters(args.setup, overrides, template)["device"], "the benchmark notebook")
+    device_for(resolve_parameters(args.setup, overrides, template)["device"], "notebook")
     results = Path(args.output_root) / args.setup / RESULTS_FILE
     try:
         # under --json, stdout carries only the answer: the notebook's echo goes to stderr

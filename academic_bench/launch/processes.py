@@ -67,7 +67,7 @@ def no_gpu_reason() -> str | None:
     if torch.version.cuda is None:
         return f"this torch ({torch.__version__}) was built without CUDA"
     if shutil.which("nvidia-smi") is None:
-        return "no NVIDIA driver (nvidia-smi is not on PATH)"
+        return "no NVIDIA driver, nvidia-smi is not on PATH"
     return "torch finds no CUDA device"
 
 
@@ -79,9 +79,9 @@ def device_for(requested: str | None, command: str) -> str:
         return "cpu"
     why = no_gpu_reason()
     if why is not None:
-        raise NoGPUError(f"no GPU here ({why}), and {command} measures on GPUs. To try it on the CPU, take the "
-                         f"workshop path: add {WORKSHOP_PATH} (the tiny model variants, minutes); any other run "
-                         "on the CPU needs --device cpu")
+        raise NoGPUError(f"no GPU here: {why}. academic-bench {command} measures on GPUs; to try it on "
+                         f"the CPU, take the workshop path: add {WORKSHOP_PATH} (the tiny model variants, minutes). "
+                         "Any other run on the CPU needs --device cpu")
     return "cuda"
 
 
