@@ -2,9 +2,10 @@
 a results file that a rule selects, measured again), ``profile`` (where one configuration's step time goes) and
 ``export``.
 
-Names, counts and combinations are checked before any process starts; a bad one exits with status 2 and a
-message naming the valid choices. Ctrl-C stops a sweep after killing the running configuration (exit 130);
-re-running the same command resumes it.
+Names, counts, combinations, the output file and the device (a GPU, unless ``--device cpu`` asks for the CPU) are
+checked before any process starts; a bad one exits with status 2 and a message naming the valid choices. A run
+that measured nothing exits with status 1. Ctrl-C stops a sweep after killing the running configuration (exit
+130, one line); every finished row is kept, and re-running the same command resumes it.
 """
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ from pathlib import Path
 
 from . import cli_args
 from .config import Config
-from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, default_device, run
+from .launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from .methods import Methods, parse_methods
 from .models import CATALOG
 from .results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
 from .plans import SWEEP_PRESETS, plan
 from .sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
 
-EXIT_INTERRUPTED = 130
+from .cli_args import EXIT_FAILED, EXIT_INTERRUPTED
 
 
 def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
@@ -76,13 +77,19 @@ def _check_run_args(args: argparse.Namespace) -> None:
                          f"{', '.join(EXECUTORS)}")
 
 
+def _device(args: argparse.Namespace) -> str | None:
+    """The device to measure on, checked here (``launch.device_for``); a SLURM job finds its GPUs on its node."""
+    return args.device if args.executor == "slurm" else device_for(args.device, args.command)
+
+
 def _run_kwargs(args: argparse.Namespace) -> dict:
-    return dict(timing=args.timing, validate=args.validate, timeout_s=args.timeout, device=args.device,
+    return dict(timing=args.timing, validate=args.validate, timeout_s=args.timeout, device=_device(args),
                 warmup=args.warmup, reps=args.reps, rdzv=_rendezvous(args))
 
 
 def _interrupted(out: str) -> None:
-    print(f"\ninterrupted: every finished configuration is saved in {out}; re-run the same command to resume",
+    # after the progress bar's line: one line, no traceback
+    print(f"\rinterrupted: every finished configuration is kept in {out}; re-run the same command to resume",
           file=sys.stderr)
     raise SystemExit(EXIT_INTERRUPTED)
 
@@ -109,11 +116,13 @@ def _model_key(args: argparse.Namespace) -> str:
                         global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key
 
 
-def _cmd_bench(args: argparse.Namespace) -> None:
+def _cmd_bench(args: argparse.Namespace) -> int:
     config = Config(_model_key(args), args.gpu, args.gpus, args.nodes, parse_methods(args.methods),
                     args.micro_batch, args.tiny)
     config.check()
     _check_run_args(args)
+    cli_args.check_out(args.out)
+    kwargs = _run_kwargs(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"
     out = Path(args.out)
@@ -122,39 +131,45 @@ def _cmd_bench(args: argparse.Namespace) -> None:
     try:
         row = run(config, executor=args.executor, folder=out.parent / "submitit",
                   slurm_params=_slurm_params(args.slurm_param), setup=setup, search="single",
-                  log_path=log_path(out, config, args.timing, mode), micro_batch=known, **_run_kwargs(args))
+                  log_path=log_path(out, config, args.timing, mode), micro_batch=known, **kwargs)
     except KeyboardInterrupt:
         _interrupted(args.out)
     if row is None:
         print(f"node {args.node_rank} done; node 0 writes the row")
-        return
+        return 0
     if row.get("log"):
         row["log"] = os.path.relpath(row["log"], out.parent)
-    ResultStore(out).append(row)
+    where, why = ResultStore(out).keep(row)
     keys = ["config_id", "outcome", "reason", "micro_batch", "gas", "step_time_s", "step_time_spread", "days",
             "mfu", "peak_memory_gb", "log"]
+    name = config.name(kwargs["device"])
+    data = {"name": name, "tiny": config.tiny, "device": kwargs["device"], **{k: row.get(k) for k in keys},
+            "results": str(where), "not_appended_because": why}
 
     def text() -> str:
-        lines = [f"{config.model} on {config.n_gpus} x {config.gpu}, {config.methods.label()}: {row['outcome']}"]
+        lines = [f"{name}, {config.methods.label()}: {row['outcome']}"]
         if row["outcome"] == "ok":
+            # a tiny variant's days are the tiny recipe's: no answer for the model, so only its step is shown
+            days = "" if config.tiny else f", {row['days']:.3g} days"
             lines.append(f"  micro-batch {row['micro_batch']} x {row['gas']} accumulation, "
-                         f"{row['step_time_s']:.4g} s/step, {row['days']:.3g} days")
+                         f"{row['step_time_s']:.4g} s/step{days}")
         elif row["reason"]:
             lines.append("  " + row["reason"].replace("\n", "\n  "))
-        lines.append(f"  row {row['config_id']} appended to {out}")
+        lines.append(f"  row {row['config_id']} appended to {where}" if not why else
+                     f"  could not append to {why}; the row {row['config_id']} is kept in {where}")
         return "\n".join(lines)
 
-    cli_args.emit(args, {k: row.get(k) for k in keys}, text)
+    cli_args.emit(args, data, text)
+    return 0 if row["outcome"] == "ok" else EXIT_FAILED
 
 
-def _cmd_sweep(args: argparse.Namespace) -> None:
+def _cmd_sweep(args: argparse.Namespace) -> int:
     configs = plan(args.model, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
     _check_run_args(args)
     _retry(args.retry)
-    rdzv = _rendezvous(args)
+    cli_args.check_out(args.out)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)
-    kwargs["rdzv"] = rdzv
     try:
         summary = run_sweep(configs, args.out, setup, search=args.preset, executor=args.executor,
                             progress=not args.no_progress, budget_s=args.budget,
@@ -162,6 +177,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli_args.emit(args, summary, lambda: format_summary(summary))
+    return 0 if summary["outcomes_all"].get("ok") else EXIT_FAILED
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> None:
@@ -184,9 +200,10 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
         return
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    device = device_for(args.device, "remeasure")  # no GPU, no GPU work (as bench and sweep)
     try:
         summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
-                              device=args.device, progress=not args.no_progress)
+                              device=device, progress=not args.no_progress)
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli_args.emit(args, summaries, lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
@@ -200,10 +217,10 @@ def _cmd_profile(args: argparse.Namespace) -> None:
         raise ValueError(f"the profiler runs one process on one GPU: use --gpus 1 (got {args.gpus})")
     if args.reps < 1:
         raise ValueError(f"--reps must be at least 1, got {args.reps}")
-    out = Path(args.out)
+    out = cli_args.check_out(args.out)
+    device = device_for(args.device, args.command)
     config, mbs = _profile_target(args, out)
     check_profilable(config)
-    device = args.device or default_device()
     # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
     if device == "cpu" and not args.tiny and not cli_args.is_config_path(args.model):
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
@@ -212,7 +229,7 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     entry = append_profile(out, config, profiled, setup=setup)
 
     def text() -> str:
-        lines = [f"{config.model} on 1 x {config.gpu}, {config.methods.label()}, micro-batch {entry['micro_batch']} x "
+        lines = [f"{config.name(device)}, {config.methods.label()}, micro-batch {entry['micro_batch']} x "
                  f"{entry['gas']}: busy {entry['busy_share']:.0%} of {entry['step_wall_s']:.4g} s per step "
                  f"({entry['timer']})"]
         lines += [f"  {k['kind']:<24} {k['share']:6.1%}  {k['seconds']:.4g} s" for k in entry["kinds"]]
@@ -309,6 +326,7 @@ def _cmd_export(args: argparse.Namespace) -> None:
     if args.best == bool(args.results):
         raise ValueError("give --best (the study's answer for the setting) or --results FILE (the best row in "
                          "that results file), not both")
+    cli_args.check_out(args.out, folder=True)
     if args.best:
         written = _export_answer(args)
     else:

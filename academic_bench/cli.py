@@ -6,6 +6,8 @@ the valid choices and exits with status 2, before any work.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import sys
 
@@ -114,17 +116,41 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
 
 
+def _parse(argv: list[str] | None, wants_json: bool) -> argparse.Namespace:
+    """argparse's own refusals (a missing argument, an invalid choice) as JSON under ``--json``, exit 2."""
+    if not wants_json:
+        return build_parser().parse_args(argv)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            return build_parser().parse_args(argv)
+    except SystemExit as exc:
+        if exc.code != EXIT_USAGE:
+            sys.stderr.write(said.getvalue())
+            raise
+        lines = said.getvalue().strip().splitlines()
+        print(cli_args.error_json(lines[-1].partition(": error: ")[2] if lines else "invalid arguments"))
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     # The package reports progress through logging; a command shows it on stderr (a caller's own setup stands).
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    args = build_parser().parse_args(argv)
+    wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    args = _parse(argv, wants_json)
     try:
         _validate(args)
-        args.func(args)
+        rc = args.func(args)
     except (UnknownModelError, UnknownGPUError, InvalidCombinationError, ValueError) as exc:
-        print(f"academic-bench {args.command}: error: {exc}", file=sys.stderr)
+        if wants_json:
+            print(cli_args.error_json(str(exc), getattr(exc, "choices", None)))
+        else:
+            print(f"academic-bench {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return 0
+    except KeyboardInterrupt:  # a command with rows to keep says where (``bench_cli.interrupted``); one line here
+        print(f"academic-bench {args.command}: interrupted", file=sys.stderr)
+        return cli_args.EXIT_INTERRUPTED
+    return rc or 0  # a command that ran and produced no result returns EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -4,12 +4,55 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+from pathlib import Path
 from typing import Any, Callable
 
 from .hardware import catalog as gpu_catalog
 from .models import CATALOG
+from .results import jsonl_problem
 
+EXIT_FAILED = 1  # the work ran and produced no result (every configuration failed), or a notebook's cell raised
 EXIT_USAGE = 2  # bad input: a message naming the valid choices, before any work
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: one line, every finished row kept
+
+# "...; choose one of: a, b", "(choose from 'a', 'b')", "one of: a, b": where a message names the valid choices
+_CHOICES = re.compile(r"(?:choose one of|choose from|one of)\s*:?\s*(.+?)\)?$")
+
+
+def choices_in(message: str) -> list[str]:
+    """The valid choices an error message names (the list after "choose one of:"), or []."""
+    found = None
+    for line in message.splitlines():
+        found = _CHOICES.search(line) or found
+    if not found:
+        return []
+    items = [i.strip().strip("'\"[]").removeprefix("or ").strip() for i in found.group(1).split(",")]
+    return [i for i in items if i]
+
+
+def error_json(message: str, choices: list[str] | None = None) -> str:
+    """A refusal for scripts (``--json``): ``{"error": ..., "choices": [...]}``."""
+    return json.dumps({"error": message, "choices": choices_in(message) if choices is None else choices}, indent=2)
+
+
+def check_out(path: str | Path, folder: bool = False) -> Path:
+    """``--out`` checked before anything is measured: a JSON-lines file that can take rows (``jsonl_problem``),
+    or with ``folder`` a folder that can be written (not a file, not under a file)."""
+    path = Path(path)
+    if not folder:
+        problem = jsonl_problem(path)
+    elif path.exists() and not path.is_dir():
+        problem = f"{path} is a file; name a folder for the exported files"
+    else:
+        above = next((a for a in path.parents if a.exists()), Path("."))
+        problem = (f"{path} is under {above}, which is a file, not a folder" if not above.is_dir() else
+                   f"{path if path.exists() else above} is not writable"
+                   if not os.access(path if path.exists() else above, os.W_OK) else None)
+    if problem:
+        raise ValueError(f"--out: {problem}")
+    return path
 
 
 def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:

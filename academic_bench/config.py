@@ -10,6 +10,15 @@ from .methods import Methods, exclusion_reason, hardware_reason
 from .models import get_model
 
 
+def run_name(model: str, gpu: str, n_gpus: int, tiny: bool = False, device: str | None = None) -> str:
+    """How every output names a run: 'pythia-1b on 1 x h100-80gb'; a tiny variant never with a GPU's name, which
+    would read as that GPU's result: 'tiny pythia-160m on the CPU (a workshop run, not a GPU result)'."""
+    if not tiny:
+        return f"{model} on {n_gpus} x {gpu}"
+    where = {"cpu": "the CPU", "cuda": f"{n_gpus} GPU(s)"}.get(device or "", "this machine")
+    return f"tiny {model} on {where} (a workshop run, not a GPU result)"
+
+
 @dataclass(frozen=True)
 class Config:
     model: str
@@ -67,6 +76,10 @@ class Config:
             reason = hardware_reason(self.methods, gpu.supports_tf32)
         if reason:
             raise ValueError(f"invalid combination ({self.methods.label()} on {self.n_gpus} GPU(s)): {reason}")
+
+    def name(self, device: str | None = None) -> str:
+        """``run_name`` of this configuration."""
+        return run_name(self.model, self.gpu, self.n_gpus, self.tiny, device)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from .config import Config
+from .config import Config, run_name
 from .benchmark_params import (ENV_SOFTWARE, KERNEL, MAX_STREAM_LINES, MODEL_LISTS, NOTEBOOK_FILE, RESULTS_FILE,
                                TEMPLATE, check_parameters, command_for, resolve_gpu, resolve_parameters)
 from .env import REPO_ROOT, capture_env
@@ -249,7 +249,8 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
     phases = plan_phases(p, gpu)  # every name and combination is checked before the first launch
     all_models = list(dict.fromkeys(m for k in MODEL_LISTS for m in p[k]))
     run = BenchmarkRun(p["setup"], out, all_models)
-    print(f"setup {p['setup']}: {p['n_gpus']} x {gpu} on {p['device']}{' (tiny models)' if p['tiny'] else ''}; "
+    on = run_name("models", gpu, p["n_gpus"], True, p["device"]) if p["tiny"] else f"{p['n_gpus']} x {gpu} on {p['device']}"
+    print(f"setup {p['setup']}: {on}; "
           f"budget {'none' if budget is None else f'{budget:g} s'}, {p['timeout_s']:g} s per configuration; "
           f"results in {out}", flush=True)
     env = capture_env()

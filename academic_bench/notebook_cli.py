@@ -3,20 +3,23 @@
     academic-bench notebook --setup h100x1 --models pythia-160m pythia-1b --preset naive smart
     academic-bench runs-readme [--root notebooks/runs] [--check]
 
-Bad names and values stop before papermill starts (exit 2, naming the valid choices). A notebook whose cell
-raised keeps its executed copy, with the error, as evidence and exits 1.
+Bad names and values stop before papermill starts (exit 2, naming the valid choices), and so does a machine
+without a GPU unless the parameters ask for the CPU (``--device cpu``). A notebook whose cell raised keeps its
+executed copy, with the error, as evidence and exits 1; Ctrl-C ends with one line, every finished row kept.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from . import cli_args
 from .benchmark_params import MAX_STREAM_LINES
+from .cli_args import EXIT_FAILED, EXIT_INTERRUPTED
 from .results import DEFAULT_RUNS
-
-EXIT_FAILED = 1
 
 
 def _value(text: str) -> Any:
@@ -43,19 +46,36 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _cmd_notebook(args: argparse.Namespace) -> None:
-    from .benchmark_params import TEMPLATE
+def _cmd_notebook(args: argparse.Namespace) -> int:
+    from .benchmark_params import RESULTS_FILE, TEMPLATE, resolve_parameters
+    from .launch import device_for
     from .notebook import NotebookFailed, run_notebook
 
+    template = args.template or TEMPLATE
+    overrides = overrides_from(args)
+    if not Path(template).exists():
+        raise ValueError(f"no notebook template at {template}")
+    device_for(resolve_parameters(args.setup, overrides, template)["device"], "notebook")
+    results = Path(args.output_root) / args.setup / RESULTS_FILE
     try:
-        path = run_notebook(args.setup, overrides_from(args), output_root=args.output_root,
-                            template=args.template or TEMPLATE, max_stream_lines=args.max_stream_lines,
-                            echo=not args.quiet)
+        # under --json, stdout carries only the answer: the notebook's echo goes to stderr
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            path = run_notebook(args.setup, overrides, output_root=args.output_root, template=template,
+                                max_stream_lines=args.max_stream_lines, echo=not args.quiet)
     except NotebookFailed as exc:
+        if args.json:
+            print(json.dumps({"error": f"the notebook failed: {exc}", "results": str(results)}, indent=2))
         print(f"academic-bench notebook: the notebook failed: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_FAILED) from None
-    print(f"executed notebook: {path}\nresults: {path.parent / 'results.jsonl'}\n"
-          f"update the runs README with: academic-bench runs-readme --root {args.output_root}")
+    except KeyboardInterrupt:
+        print(f"\rinterrupted: every finished configuration is kept in {results}; re-run the same command to "
+              "resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    data = {"notebook": str(path), "results": str(path.parent / RESULTS_FILE),
+            "next": f"academic-bench runs-readme --root {args.output_root}"}
+    cli_args.emit(args, data, lambda: f"executed notebook: {path}\nresults: {data['results']}\n"
+                                      f"update the runs README with: {data['next']}")
+    return 0
 
 
 def _cmd_runs_readme(args: argparse.Namespace) -> None:
@@ -67,12 +87,17 @@ def _cmd_runs_readme(args: argparse.Namespace) -> None:
         raise ValueError(f"no runs folder at {root}")
     if args.check:
         path = root / README_FILE
-        if not path.exists() or path.read_text() != runs_readme(root):
+        current = path.exists() and path.read_text() == runs_readme(root)
+        if args.json:
+            print(json.dumps({"readme": str(path), "up_to_date": current}, indent=2))
+        if not current:
             print(f"{path} is out of date: run academic-bench runs-readme --root {root}", file=sys.stderr)
             raise SystemExit(EXIT_FAILED)
-        print(f"{path} is up to date")
+        if not args.json:
+            print(f"{path} is up to date")
         return
-    print(f"wrote {write_runs_readme(root)}")
+    written = write_runs_readme(root)
+    cli_args.emit(args, {"wrote": str(written)}, lambda: f"wrote {written}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,6 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("notebook", help="run the benchmark notebook for a hardware setup (papermill)",
                        description="Execute notebooks/benchmark.ipynb into <output-root>/<setup>/benchmark.ipynb, "
                                    "with results.jsonl beside it. Unset parameters keep the template's defaults.")
+    cli_args.add_json(p)
     p.add_argument("--setup", required=True, help="hardware label and folder name, e.g. h100x1, a6000x2, laptop-cpu")
     p.add_argument("--models", nargs="+", type=str.lower, default=None, metavar="MODEL",
                    help=f"catalog models: {', '.join(CATALOG)}")
@@ -103,6 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_notebook)
 
     p = sub.add_parser("runs-readme", help="generate notebooks/runs/README.md from the saved runs")
+    cli_args.add_json(p)
     p.add_argument("--root", default=str(DEFAULT_RUNS), help="folder of runs (default: notebooks/runs)")
     p.add_argument("--check", action="store_true", help="exit 1 if the README is not up to date (CI)")
     p.set_defaults(func=_cmd_runs_readme)

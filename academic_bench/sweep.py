@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -23,7 +24,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from .config import Config
 from .launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
-                     Rendezvous, run)
+                     WORKSHOP_PATH, NoGPUError, Rendezvous, machine_cannot_run, run)
 from .methods import Methods
 from .results import (PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row, is_not_run,
                       is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines, set_aside_reason,
@@ -102,13 +103,14 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     return want is not None and row.get("micro_batch") != want
 
 
-def _best(rows: list[dict]) -> dict[str, dict]:
+def _best(rows: list[dict], device: str | None = None) -> dict[str, dict]:
     """Each model's fastest measured row (``results.fastest_row``), summarized."""
     by_model: dict[str, list[dict]] = {}
     for r in rows:
         by_model.setdefault(r["config"]["model"], []).append(r)
     best = {model: fastest_row(mine) for model, mine in by_model.items()}
     return {model: {"config_id": r["config_id"], "label": Methods.from_dict(r["config"]["methods"]).label(),
+                    "name": Config.from_dict(r["config"]).name(device), "tiny": bool(r["config"].get("tiny")),
                     "micro_batch": r["micro_batch"], "gas": r["gas"], "step_time_s": r["step_time_s"],
                     "days": r["days"]}
             for model, r in best.items() if r is not None}
@@ -130,7 +132,10 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
-    ``budget_s`` stops launching new configurations once spent.
+    ``budget_s`` stops launching new configurations once spent. A failure that shows this machine can run no
+    configuration at all (no driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError``
+    naming it, its row kept. A row the store cannot take is written beside it (``ResultStore.keep``), and the
+    summary's ``kept_elsewhere`` says where.
     ``worker``: the module torchrun runs in each rank (an instrumented one, e.g. the tests' faulty worker).
     ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an
@@ -161,10 +166,10 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         if pruner and c.id in existing:
             pruner.observe(c, existing[c.id])
     summary: dict[str, Any] = {
-        "setup": setup, "search": search, "timing": timing, "mode": mode, "results": str(out),
+        "setup": setup, "device": device, "search": search, "timing": timing, "mode": mode, "results": str(out),
         "skipped_file": str(skip_file) if pruner else None, "planned": len(configs),
         "resumed": len(planned_ids & set(existing)), "ran": 0, "outcomes": Counter(), "skipped": [],
-        "skip_reasons": Counter(), "not_run": [],
+        "skip_reasons": Counter(), "not_run": [], "kept_elsewhere": [],
         "memory_model": (pruner.estimate is not None) if pruner else None}
     bar = _Progress(len(configs) - summary["resumed"], progress, budget_s)
     t0 = time.monotonic()
@@ -202,12 +207,22 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                     continue
                 if row.get("log"):
                     row["log"] = os.path.relpath(row["log"], out.parent)
-                store.append(row)
+                where, why = store.keep(row)
+                if why:
+                    summary["kept_elsewhere"].append(str(where))
+                    print(f"could not append to {why}; the row of {c.id} is kept in {where}", file=sys.stderr)
                 summary["ran"] += 1
                 summary["outcomes"][row["outcome"]] += 1
                 if pruner:
                     pruner.observe(c, row)
                 bar.done(c, row["outcome"])
+                cannot = machine_cannot_run(row)
+                if cannot:
+                    left = sum(1 for x in configs if x.id not in existing and x.id not in seen)
+                    raise NoGPUError(f"stopped after {c.model} {c.methods.label()} ({c.id}), which shows that this "
+                                     f"machine cannot run any configuration: {cannot}. Its row is kept in {where}; "
+                                     f"the {left} configuration(s) left were not started. On a machine without a "
+                                     f"GPU, take the workshop path: {WORKSHOP_PATH}")
     finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
@@ -216,7 +231,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     summary["outcomes"] = dict(summary["outcomes"])
     summary["skip_reasons"] = dict(summary["skip_reasons"])
     # An unsynchronised clock misses GPU work: its fastest row is no result, so it names no "best".
-    summary["best"] = _best(rows) if timing == "synced" else {}
+    summary["best"] = _best(rows, device) if timing == "synced" else {}
     return summary
 
 
@@ -282,7 +297,14 @@ def format_summary(s: dict) -> str:
         lines += [f"  {k['label']}: {k['reason']}" for k in s["skipped"]]
     if s["not_run"]:
         lines.append(f"{len(s['not_run'])} not run: the time budget was spent (re-run to continue)")
+    if s.get("kept_elsewhere"):
+        lines.append(f"{len(s['kept_elsewhere'])} row(s) could not be appended to {s['results']} and are kept in: "
+                     + ", ".join(s["kept_elsewhere"]))
     for model, b in s.get("best", {}).items():
-        lines.append(f"best for {model}: {b['label']} at micro-batch {b['micro_batch']} x {b['gas']} accumulation, "
-                     f"{b['step_time_s']:.4g} s/step, {b['days']:.3g} days")
+        # a tiny variant's days are the tiny recipe's, no answer for the full model: only its step is shown
+        days = f", {b['days']:.3g} days" if not b.get("tiny") else ""
+        lines.append(f"best for {b.get('name', model)}: {b['label']} at micro-batch {b['micro_batch']} x {b['gas']} "
+                     f"accumulation, {b['step_time_s']:.4g} s/step{days}")
+    if "outcomes_all" in s and not s["outcomes_all"].get("ok"):
+        lines.append("no configuration was measured")
     return "\n".join(lines)

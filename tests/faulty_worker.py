@@ -9,6 +9,7 @@ worker holds no test hooks. The faults:
     oom_above_micro_batch       building a model above this micro-batch runs out of memory: on every rank, or on
                                 ``oom_rank`` only while the other ranks wait as if in a collective it never joins
     timed_oom_above_micro_batch above this micro-batch the timed run runs out of memory (the search fit)
+    sigkill_after_timing        rank 0 is killed (SIGKILL) once its phases are timed, before its result is written
     start_micro_batch           the micro-batch search's first size
     collective_timeout_s        the process group's timeout
 """
@@ -70,7 +71,10 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
         limit = faults.get("timed_oom_above_micro_batch")
         if limit is not None and mbs > limit:
             raise SimulatedOOM(f"simulated out of memory when timed at {mbs}")
-        return real_timing(stepper, cfg, mbs, req, device)
+        row = real_timing(stepper, cfg, mbs, req, device)
+        if faults.get("sigkill_after_timing") and (not dist.is_initialized() or dist.get_rank() == 0):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return row
 
     patch(worker, "measure", measure)
     patch(worker, "Stepper", Stepper)

@@ -178,7 +178,8 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     assert "already runs the same fixed micro-batch" in s["skipped"][0]["reason"]
     assert s["best"]["pythia-160m"]["label"] == "naive"
     text = format_summary(s)
-    assert "smart: skipped 1 (cannot win (batch already fits): 1)" in text and "best for pythia-160m: naive" in text
+    assert "smart: skipped 1 (cannot win (batch already fits): 1)" in text
+    assert "best for tiny pythia-160m on the CPU (a workshop run, not a GPU result): naive" in text
     skipped = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
     assert [k["config_id"] for k in skipped] == [configs[1].id]
     rows = ResultStore(out).rows()

@@ -143,10 +143,11 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         return row
     device = device or default_device()
     tmp = Path(tempfile.mkdtemp(prefix=f"academic-bench-{config.id}-"))
-    request, result = tmp / "request.json", tmp / "result.json"
+    request, result, timed = tmp / "request.json", tmp / "result.json", tmp / "timed.json"
     log = Path(log_path) if log_path else tmp / "run.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps)
+    req["timed_result"] = str(timed)  # the timing, kept as soon as it is taken (``measure.worker.keep_timing``)
     if micro_batch:
         req.update(micro_batch=int(micro_batch), mbs_search=None)
     env = child_env(config, extra_env)
@@ -160,6 +161,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         # The timing stops early rather than be killed (``measure.timing.time_phases``), leaving time to tear down.
         request_obj = {**request_obj, "deadline": time.time() + left - max(DEADLINE_RESERVE_S, 0.1 * left)}
         request.write_text(json.dumps(request_obj, indent=1))
+        timed.unlink(missing_ok=True)  # only this launch's timing may be recovered
         cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
         # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
         logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.0f} s of "
@@ -201,7 +203,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                     rc, timed_out = launch(req, "measure", logf)
         if rdzv is not None and rdzv.node_rank != 0:
             return None
-        classify(row, rc, timed_out, result, log, timeout_s)
+        classify(row, rc, timed_out, result, log, timeout_s, timed)
         fill_derived(row, config)
     finally:
         if procs and procs[-1].poll() is None:  # interrupted: leave nothing running

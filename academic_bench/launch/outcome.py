@@ -68,6 +68,20 @@ def failure_cause(path: Path) -> str | None:
     return causes[-1][:500] if causes else None
 
 
+# What a worker prints when this machine cannot run GPU work at all, whatever the configuration: each further
+# configuration would fail the same way, seconds each (a notebook without a GPU wrote 48 such rows in 4 min).
+_NO_DEVICE = re.compile(r"Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device|"
+                        r"Torch not compiled with CUDA enabled|CUDA driver version is insufficient")
+
+
+def machine_cannot_run(row: dict) -> str | None:
+    """The line of a failed row that says this machine can run no configuration (no driver, no GPU), or None."""
+    if row.get("outcome") != "error":
+        return None
+    return next((line.strip() for line in str(row.get("reason") or "").splitlines() if _NO_DEVICE.search(line)),
+                None)
+
+
 def _merge(row: dict, result: dict) -> None:
     for key, value in result.items():
         if key not in PARENT_KEYS:
@@ -88,9 +102,28 @@ def fill_derived(row: dict, config: Config) -> None:
         row["reason"] = "even the smallest micro-batch does not fit in memory"
 
 
+def _recover_timing(row: dict, timed: Path | None, what: str) -> bool:
+    """The timing a worker kept before it was killed or stopped (``measure.worker.keep_timing``), merged into
+    the row with a note of what ended the run after it; False when there is none."""
+    try:
+        data = json.loads(timed.read_text()) if timed is not None and timed.exists() else None
+    except (OSError, json.JSONDecodeError):
+        data = None
+    if not isinstance(data, dict) or data.get("outcome") != "ok":
+        return False
+    _merge(row, data)
+    row["ran"] = {**(row.get("ran") or {}), "recovered": True, "notes": [
+        f"recovered from the timing the worker kept: the run ended after it ({what}), so its peak memory and any "
+        "validation are not recorded"]}
+    return True
+
+
 def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log: Path,
-              timeout_s: float) -> None:
+             timeout_s: float, timed: Path | None = None) -> None:
+    """The row's outcome from the launch's exit status and files; a timing kept before a kill is recovered."""
     if timed_out:
+        if not result.exists() and _recover_timing(row, timed, f"killed at the time limit of {timeout_s:g} s"):
+            return
         row.update(outcome="timeout", reason=f"no result within the time limit of {timeout_s:g} s; every process "
                    f"of the run was killed. Last lines of the log:\n{log_tail(log)}")
         return
@@ -105,6 +138,8 @@ def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log:
     if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
         what = f"exit status {proc_rc}" + ("" if data else ", no result file")
         cause = failure_cause(log)
+        if data is None and _recover_timing(row, timed, f"{what}: {cause}" if cause else what):
+            return
         row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")
                    + f". Last lines of the log:\n{log_tail(log)}")
         return

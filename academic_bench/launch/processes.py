@@ -3,6 +3,7 @@ NVLink multicast off), and killing a whole process tree on a time limit."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -47,6 +48,41 @@ def default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+WORKSHOP_PATH = "--tiny --device cpu"
+
+
+class NoGPUError(ValueError):
+    """GPU work asked of a machine that has no usable GPU (exit 2, before anything starts)."""
+
+
+def no_gpu_reason() -> str | None:
+    """Why this machine cannot run GPU work (no driver, a torch without CUDA, no device), or None when it can.
+    Asks torch without creating a CUDA context, which would hold memory on GPU 0 that rank 0 then lacks."""
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    if torch.version.cuda is None:
+        return f"this torch ({torch.__version__}) was built without CUDA"
+    if shutil.which("nvidia-smi") is None:
+        return "no NVIDIA driver, nvidia-smi is not on PATH"
+    return "torch finds no CUDA device"
+
+
+def device_for(requested: str | None, command: str) -> str:
+    """The device ``command`` runs on: the CPU only when asked for by name; otherwise a GPU, and a machine without
+    one stops here, before any process starts, naming the workshop path (a full-size model on the CPU ran for ten
+    minutes until the host killed it, and recorded only that)."""
+    if requested == "cpu":
+        return "cpu"
+    why = no_gpu_reason()
+    if why is not None:
+        raise NoGPUError(f"no GPU here: {why}. academic-bench {command} measures on GPUs; to try it on "
+                         f"the CPU, take the workshop path: add {WORKSHOP_PATH} (the tiny model variants, minutes). "
+                         "Any other run on the CPU needs --device cpu")
+    return "cuda"
 
 
 def torchrun_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,

@@ -133,6 +133,7 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
                              deadline=req.get("deadline"))
     t1 = time.perf_counter()
     row = {"outcome": "ok", "reason": None, **extrapolate(cfg, mbs, phases, timing)}
+    keep_timing(req, row)
     row["peak_memory_gb"] = gather_memory(peak_memory_gb(device), device)
     row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
     k = int(req.get("validate_steps") or 0)
@@ -143,6 +144,14 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
                            "rel_error": (predicted - sustained) / sustained}
     stepper.ran.timing_s, stepper.ran.validate_s = t1 - t0, time.perf_counter() - t1
     return row
+
+
+def keep_timing(req: dict, row: dict) -> None:
+    """Rank 0 writes the timing as soon as it has it, where the launcher asked (``timed_result``): a worker killed
+    after it (the memory gathers, the validation, the process group's teardown) leaves the timing to recover
+    rather than lose (``launch.outcome.classify``)."""
+    if req.get("timed_result") and (not dist.is_initialized() or dist.get_rank() == 0):
+        write_atomic(Path(req["timed_result"]), row)
 
 
 def write_atomic(path: Path, data: dict) -> None:

@@ -13,6 +13,7 @@ import fcntl
 import json
 import math
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
@@ -83,6 +84,30 @@ def append_line(path: str | os.PathLike, data: bytes) -> None:
             os.close(dfd)
 
 
+def jsonl_problem(path: str | os.PathLike) -> str | None:
+    """Why rows cannot be appended to ``path`` (a folder, a path under a file, an existing file that is not JSON
+    lines, no permission to write), or None when they can. Checked before anything is measured."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} is a folder; name a file in it, e.g. {path / 'results.jsonl'}"
+    above = next((a for a in path.parents if a.exists()), Path("."))
+    if not above.is_dir():
+        return f"{path} is under {above}, which is a file, not a folder"
+    if path.suffix != ".jsonl":
+        return f"{path} is not a JSON-lines file; name one ending in .jsonl, e.g. {path.with_suffix('.jsonl')}"
+    if path.exists():
+        try:
+            for _ in read_lines(path):
+                pass
+        except (RowError, OSError) as exc:
+            return f"{path} exists and is not a JSON-lines file of rows ({exc}); name another file"
+        if not os.access(path, os.W_OK):
+            return f"{path} is not writable"
+    elif not os.access(above, os.W_OK):
+        return f"cannot create {path}: {above} is not writable"
+    return None
+
+
 def read_lines(path: str | os.PathLike) -> Iterable[tuple[int, dict]]:
     """(line number, object) for each line; a torn last line is skipped with a warning, other bad lines raise."""
     path = Path(path)
@@ -118,6 +143,24 @@ class ResultStore:
         check_row(row, where=f"refusing to append to {self.path}")
         line = json.dumps(json_safe(row), allow_nan=False, separators=(",", ":"), default=str) + "\n"
         append_line(self.path, line.encode("utf-8"))
+
+    def keep(self, row: dict) -> tuple[Path, str | None]:
+        """Append ``row``; when this file cannot take it (a full disk, a folder made where the file was, a lost
+        permission), write it to a file of its own beside this one, else in the temporary folder. Returns (where
+        the row is, why not here or None): a measurement is never lost to an output error."""
+        try:
+            self.append(row)
+            return self.path, None
+        except OSError as exc:
+            why = f"{self.path}: {exc.strerror or exc}"
+            name = f"{self.path.stem}.unsaved-{row.get('config_id')}-{os.getpid()}.jsonl"
+            for folder in (self.path.parent, Path(tempfile.gettempdir())):
+                try:
+                    ResultStore(folder / name).append(row)
+                    return folder / name, why
+                except OSError:
+                    continue
+            raise
 
     def rows(self) -> list[dict]:
         if not self.path.exists():
