@@ -75,6 +75,17 @@ def _check_run_args(args: argparse.Namespace) -> None:
                          f"{', '.join(EXECUTORS)}")
 
 
+def _check_gpu(args: argparse.Namespace) -> None:
+    """The GPU in hand must be the one ``--gpu`` names (``launch.gpu_in_hand``), unless overridden; a SLURM job
+    runs on a node this machine cannot see (its rows are checked by ``check-run``)."""
+    from .launch.gpu_in_hand import allow_gpu_mismatch, check_gpu_in_hand
+
+    if args.allow_gpu_mismatch:
+        allow_gpu_mismatch()
+    if args.executor != "slurm":
+        check_gpu_in_hand(args.gpu, args.device)
+
+
 def _run_kwargs(args: argparse.Namespace) -> dict:
     return dict(timing=args.timing, validate=args.validate, timeout_s=args.timeout, device=args.device,
                 warmup=args.warmup, reps=args.reps, rdzv=_rendezvous(args))
@@ -113,6 +124,7 @@ def _cmd_bench(args: argparse.Namespace) -> None:
                     args.micro_batch, args.tiny)
     config.check()
     _check_run_args(args)
+    _check_gpu(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"
     out = Path(args.out)
@@ -150,6 +162,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     configs = plan(args.model, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
     _check_run_args(args)
     _retry(args.retry)
+    _check_gpu(args)
     rdzv = _rendezvous(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)
@@ -281,6 +294,9 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                    help="a SLURM option for submitit, e.g. partition=gpu (repeatable)")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed repetitions (>= 2)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="timed repetitions (>= 5)")
+    p.add_argument("--allow-gpu-mismatch", action="store_true",
+                   help="measure even though the GPU in hand is not --gpu (recorded in every row; check-run and "
+                        "the readers reject such rows)")
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:

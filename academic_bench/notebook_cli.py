@@ -45,8 +45,11 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_notebook(args: argparse.Namespace) -> None:
     from .benchmark_params import TEMPLATE
+    from .launch.gpu_in_hand import allow_gpu_mismatch
     from .notebook import NotebookFailed, run_notebook
 
+    if args.allow_gpu_mismatch:  # the notebook's kernel inherits it, and its rows record it
+        allow_gpu_mismatch()
     try:
         path = run_notebook(args.setup, overrides_from(args), output_root=args.output_root,
                             template=args.template or TEMPLATE, max_stream_lines=args.max_stream_lines,
@@ -92,6 +95,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"searches to run in sequence: {', '.join(SWEEP_PRESETS)}")
     p.add_argument("--tiny", action="store_true", help="tiny model variants (CPU tests, workshops)")
     p.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    p.add_argument("--allow-gpu-mismatch", action="store_true",
+                   help="run even though the GPU in hand is not --gpu (recorded in every row; check-run and the "
+                        "readers reject such rows)")
     p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                    help="any other template parameter, VALUE as YAML (e.g. -p time_budget_s 3600 "
                         "-p exhaustive_models '[pythia-1b]')")
