@@ -5,6 +5,8 @@ the study derives from them (``measure.extrapolation.step_figures``), as every r
 """
 from __future__ import annotations
 
+import pytest
+
 from academic_bench.config import Config
 from academic_bench.measure.extrapolation import model_flops_per_step, peak_flops, step_figures
 
@@ -29,3 +31,15 @@ def measured_fields(config: Config, micro_batch: int, *, step: float | None = No
         phases.update({"accumulate_first": micro} if gas >= 2 else {}, **({"accumulate": micro} if gas >= 3 else {}))
     stats = {k: {"median": v, "min": v, "max": v, "n": n, "mean": v} for k, v in phases.items()}
     return {**step_figures(config, micro_batch, phases, phases, phases, timing), "times": stats}
+
+
+@pytest.fixture
+def typed_figures(monkeypatch):
+    """For tests of what readers do with a row's figures, on synthetic rows whose figures are typed in (no phase
+    times behind them): readers take them as given. What re-deriving them rejects is tested on rows of their own
+    (test_check_run, test_export, test_trust)."""
+    from academic_bench import export
+    from academic_bench.analysis import frame
+
+    monkeypatch.setattr(frame, "rejection", lambda row: None)
+    monkeypatch.setattr(export, "rejection", lambda row: None)
