@@ -301,7 +301,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 def _config_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("a decoder from its config.json")
-    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11): the days' steps")
+    g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11): the days' steps")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
 

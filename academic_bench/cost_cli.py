@@ -68,7 +68,8 @@ def _paper_passed_over(model: str, prefer: tuple[str, ...]) -> list[str]:
 
 
 def _usd(x: float) -> str:
-    return f"${x:,.0f}"
+    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits."""
+    return f"${x:,.0f}" if abs(x) < 1e12 else f"${x:.3g}"
 
 
 # --- cost -----------------------------------------------------------------------------------------------
@@ -193,8 +194,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_json(p)
     cli_args.add_model(p)
     q = p.add_mutually_exclusive_group(required=True)
-    q.add_argument("--budget", type=float, help="USD available to buy a machine")
-    q.add_argument("--deadline", type=float, help="days the run may take")
+    q.add_argument("--budget", type=cli_args.positive("--budget"), help="USD available to buy a machine")
+    q.add_argument("--deadline", type=cli_args.positive("--deadline"), help="days the run may take")
     # Analytic days assume 100% of peak: ranking them beside measured days would favour unmeasured setups.
     _assumption_args(p, days_from=("ours", "predicted", "paper"))
     p.set_defaults(func=_cmd_plan)

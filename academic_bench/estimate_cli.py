@@ -250,7 +250,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"model-FLOPs utilisation for the days (default: {est.DEFAULT_MFU}, assumed, for a catalog "
                         "model; the measured decoders' for a config.json)")
     g = p.add_argument_group("a config.json decoder")
-    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11)")
+    g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11)")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
