@@ -63,8 +63,9 @@ def _fitting_alternatives(config: Config, gpu_gb: float) -> list[dict]:
     return out
 
 
-def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
-    """Everything the command prints, as one dict (also the ``--json`` output)."""
+def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU, host_memory_gib: float | None = None) -> dict:
+    """Everything the command prints, as one dict (also the ``--json`` output). Offloading must also fit the
+    machine's host memory (``estimate.host_memory_verdict``: ``host_memory_gib``, else the paper's machine)."""
     spec, gpu, m = config.spec, get_gpu(config.gpu), config.methods
     r = spec.recipe
     capacity = est.usable_bytes(gpu.memory_gb)
@@ -80,6 +81,11 @@ def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
         why = (f"does not fit at micro-batch {mbs}: needs {mem.total / est.GIB:.1f} GiB, "
                f"{capacity / est.GIB:.1f} GiB usable; the largest part is {largest.replace('_', ' ')} "
                f"({getattr(mem, largest) / est.GIB:.1f} GiB)")
+    host = est.host_memory_verdict(config, host_memory_gib)
+    if host is not None:
+        why += f"; {host['reason']}" if host["fits"] is not False or not fits else ""
+        if fits and host["fits"] is False:
+            fits, why = False, f"does not fit the host: {host['reason']}"
     return {
         "model": spec.key, "display": spec.display, "gpu": gpu.key, "n_gpus": config.n_gpus, "methods": methods_spec(m),
         "methods_label": m.label(), "precision": r.precision,
@@ -93,7 +99,7 @@ def estimate_summary(config: Config, mfu: float = est.DEFAULT_MFU) -> dict:
         "per_gpu_batch": config.per_gpu_batch, "gas": config.per_gpu_batch // mbs,
         "max_micro_batch": best,
         "memory_gib": mem.gib(), "usable_gib": capacity / est.GIB,
-        "fits": fits, "reason": why,
+        "fits": fits, "reason": why, "host_memory": host,
         "alternatives": [] if fits else _fitting_alternatives(config, gpu.memory_gb),
     }
 
@@ -196,7 +202,7 @@ def config_estimate(args: argparse.Namespace) -> dict:
     work = None if args.mfu is not None or config.methods != FREE_LUNCH else decoder_work_mfu(config)
     mfu = ({"value": args.mfu, "low": args.mfu, "high": args.mfu, "source": "given", "basis": "--mfu"}
            if args.mfu is not None else work or decoder_mfu(config.gpu, config.n_gpus, params))
-    data = estimate_summary(config, mfu["value"])
+    data = estimate_summary(config, mfu["value"], args.host_memory)
     analytic = data.pop("days")
     at_peak = analytic["lower_bound"]
     analytic["mfu_is_assumed"] = mfu["source"] in ("given", "assumed")
@@ -230,7 +236,7 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         given = [f"--{k.replace('_', '-')}" for k in CONFIG_ONLY if getattr(args, k) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
-        data = estimate_summary(_config(args), est.DEFAULT_MFU if args.mfu is None else args.mfu)
+        data = estimate_summary(_config(args), est.DEFAULT_MFU if args.mfu is None else args.mfu, args.host_memory)
     cli_args.emit(args, data, lambda: _text(data))
 
 
@@ -249,6 +255,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mfu", type=float, default=None,
                    help=f"model-FLOPs utilisation for the days (default: {est.DEFAULT_MFU}, assumed, for a catalog "
                         "model; the measured decoders' for a config.json)")
+    p.add_argument("--host-memory", type=cli_args.positive("--host-memory"), default=None, metavar="GIB",
+                   help="host memory of the machine in GiB, for offloading (default: the paper's machine for the "
+                        "GPU count, Appendix H: 64 GiB for 1 GPU, 128 for 2, 256 for 4, 512 for 8)")
     g = p.add_argument_group("a config.json decoder")
     g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11)")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
