@@ -194,8 +194,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_json(p)
     cli_args.add_model(p)
     q = p.add_mutually_exclusive_group(required=True)
-    q.add_argument("--budget", type=cli_args.positive("--budget"), help="USD available to buy a machine")
-    q.add_argument("--deadline", type=cli_args.positive("--deadline"), help="days the run may take")
+    q.add_argument("--budget", type=float, help="USD available to buy a machine")
+    q.add_argument("--deadline", type=float, help="days the run may take")
     # Analytic days assume 100% of peak: ranking them beside measured days would favour unmeasured setups.
     _assumption_args(p, days_from=("ours", "predicted", "paper"))
     p.set_defaults(func=_cmd_plan)
