@@ -8,9 +8,9 @@ A folder is checked for what every answer built on it relies on, and every probl
   environment or git commit recorded (rows a reader uses; ``invalid`` and ``not run`` rows ran nothing, so they
   have no environment to record), a measured row whose stored figures its phases and recipe do not give, whose
   synchronized MFU is above ``MFU_IMPLAUSIBLE`` of the dense peak (a timing error, not a result), or a row that
-  ran on another GPU than its setup's (``results.row_faults``, each naming the field), a line that repeats an
-  earlier row (one notice for all of them; each is checked once), a malformed ``results.skipped.jsonl``, no executed ``benchmark.ipynb``, no
-  ``evidence/README.md``.
+  ran on another GPU than its setup's (``results.row_faults``, each naming the field), lines that repeat an
+  earlier row (one notice for all of them; each is checked once), a malformed ``results.skipped.jsonl``, no
+  executed ``benchmark.ipynb``, no ``evidence/README.md``.
 - **warnings** leave the folder usable, with less in it: a method class that ran but was never validated against
   sustained training, or whose latest validation misses the study's tolerance (readers then do not count its
   measurements, ``analysis.results``), and a superseded row without its environment (no reader uses it).

@@ -368,8 +368,7 @@ def host_memory_verdict(config: Config, host_memory_gib: float | None = None) ->
         return {"fits": None, "need_gib": need, "have_gib": None, "source": None,
                 "reason": f"offloading needs {need:,.1f} GiB of host memory per machine; no machine of the paper "
                           f"hosts {per_node} GPUs, so it is unchecked: pass --host-memory GiB"}
-    # DIMMs are sold in binary sizes: a "64 GB" desktop holds 64 GiB.
-    have, source = typical
+    have, source = typical  # DIMMs come in binary sizes: a "64 GB" desktop holds 64 GiB
     fits = need <= have
     return {"fits": fits, "need_gib": need, "have_gib": have, "source": source,
             "reason": f"offloaded states need {need:,.1f} GiB of host memory per machine (with DeepSpeed's "
