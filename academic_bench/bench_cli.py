@@ -82,6 +82,17 @@ def _device(args: argparse.Namespace) -> str | None:
     return args.device if args.executor == "slurm" else device_for(args.device, args.command)
 
 
+def _check_gpu(args: argparse.Namespace) -> None:
+    """The GPU in hand must be the one ``--gpu`` names (``launch.gpu_in_hand``), unless overridden; a SLURM job
+    runs on a node this machine cannot see (its rows are checked by ``check-run``)."""
+    from .launch.gpu_in_hand import allow_gpu_mismatch, check_gpu_in_hand
+
+    if args.allow_gpu_mismatch:
+        allow_gpu_mismatch()
+    if args.executor != "slurm":
+        check_gpu_in_hand(args.gpu, args.device)
+
+
 def _run_kwargs(args: argparse.Namespace) -> dict:
     return dict(timing=args.timing, validate=args.validate, timeout_s=args.timeout, device=_device(args),
                 warmup=args.warmup, reps=args.reps, rdzv=_rendezvous(args))
@@ -122,7 +133,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     config.check()
     _check_run_args(args)
     cli_args.check_out(args.out)
-    kwargs = _run_kwargs(args)
+    kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
+    _check_gpu(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"
     out = Path(args.out)
@@ -168,8 +180,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_run_args(args)
     _retry(args.retry)
     cli_args.check_out(args.out)
+    rdzv = _rendezvous(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
-    kwargs = _run_kwargs(args)
+    kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
+    _check_gpu(args)
     try:
         summary = run_sweep(configs, args.out, setup, search=args.preset, executor=args.executor,
                             progress=not args.no_progress, budget_s=args.budget,
@@ -359,11 +373,14 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                    help="a SLURM option for submitit, e.g. partition=gpu (repeatable)")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed repetitions (>= 2)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="timed repetitions (>= 5)")
+    p.add_argument("--allow-gpu-mismatch", action="store_true",
+                   help="measure even though the GPU in hand is not --gpu (recorded in every row; check-run and "
+                        "the readers reject such rows)")
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("a decoder from its config.json")
-    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11): the days' steps")
+    g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11): the days' steps")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
 

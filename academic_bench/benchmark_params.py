@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import ast
 import json
-import logging
 import re
 import shlex
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .env import REPO_ROOT, gpu_info
-from .hardware import catalog as gpu_catalog, get_gpu, match_name
+from .env import REPO_ROOT
+from .hardware import catalog as gpu_catalog, get_gpu
 from .models import get_model
 from .results import RETRY_CHOICES
 
-log = logging.getLogger(__name__)
 
 TEMPLATE = REPO_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOK_FILE = "benchmark.ipynb"
@@ -140,18 +138,18 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_gpu(gpu: str, device: str) -> str:
-    """The catalog key of the GPU the configurations name ('auto': the GPU in hand).
+    """The catalog key of the GPU the configurations name ('auto': the GPU in hand); a named GPU that is not the
+    one in hand stops here (``launch.gpu_in_hand.check_gpu_in_hand``, unless overridden).
 
     The GPU in hand is read from nvidia-smi, not from torch: a CUDA context in the notebook's process would hold
     memory on GPU 0 for the whole run, memory that rank 0 of every configuration then lacks."""
-    name = gpu_info()[0] if device == "cuda" else None
-    found = match_name(name) if name else None
+    from .launch.gpu_in_hand import check_gpu_in_hand, gpu_in_hand
+
     if gpu != "auto":
         key = get_gpu(gpu).key
-        if found is not None and found.key != key:
-            log.warning("the GPU in hand is %s (%s) but the configurations name %s: peak FLOP/s (MFU) and memory "
-                        "limits follow the named one", name, found.key, key)
+        check_gpu_in_hand(key, device)
         return key
+    name, found = gpu_in_hand() if device == "cuda" else (None, None)
     if name is None:
         raise ValueError("gpu='auto' but no CUDA GPU was found (nvidia-smi): run on a GPU machine, or use "
                          f"device='cpu' with gpu set to one of: {', '.join(gpu_catalog())}")

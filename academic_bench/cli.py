@@ -16,6 +16,7 @@ from .hardware import UnknownGPUError, catalog as gpu_catalog
 from .methods import InvalidCombinationError, search_space
 from .models import CATALOG, UnknownModelError
 from .cli_args import EXIT_USAGE
+from .config import check_gpu_count
 
 
 # --- models, gpus, space -------------------------------------------------------------------------------
@@ -90,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     # cost/plan, estimate, bench/sweep/export, notebook/runs-readme, check-run
     for module in (cost_cli, estimate_cli, bench_cli, notebook_cli, run_check_cli):
         module.register(sub)
+    for command in sub.choices.values():  # "--tokens -3e11" is a value its check refuses, not a missing one
+        cli_args.read_negative_numbers(command)
     return parser
 
 
@@ -107,6 +110,9 @@ def _validate(args: argparse.Namespace) -> None:
     if getattr(args, "model", None) is not None:
         config_ok = getattr(args, "accepts_config", False)  # commands that read a config.json themselves
         for name in str(args.model).split(","):
+            cli_args.check_model_path(name, config_ok)
+            if name in CATALOG and getattr(args, "gpus", None):  # every command accepts the same counts
+                check_gpu_count(name, args.gpus, bool(getattr(args, "tiny", False)))
             if name not in CATALOG and not (config_ok and cli_args.is_config_path(name)):
                 raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}"
                                         + (", or a decoder's PATH/config.json" if config_ok else ""))

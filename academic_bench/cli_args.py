@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -104,3 +105,38 @@ def add_methods(p: argparse.ArgumentParser, default: str = "free-lunch", note: s
     p.add_argument("--methods", default=default,
                    help="a preset (naive, free-lunch) joined by '+' with switches, e.g. "
                         f"free-lunch+ckpt+zero3+offload (default: {default}){note}")
+
+
+def check_model_path(name: str, config_ok: bool) -> None:
+    """A folder given as ``--model`` (where a config.json is accepted) says which file to pass."""
+    from pathlib import Path
+
+    if config_ok and Path(name).is_dir():
+        hint = Path(name) / "config.json"
+        raise ValueError(f"--model {name} is a folder: pass its config.json ({hint}"
+                         + (")" if hint.is_file() else ", which it does not hold)"))
+
+
+# argparse reads a value starting with '-' as an option unless it looks like a plain negative number, so
+# "--tokens -3e11" stopped with "expected one argument"; read scientific notation as a number too, so that the
+# value's own check says what is wrong with it.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def read_negative_numbers(p: argparse.ArgumentParser) -> None:
+    """Let ``p`` take a negative number in any notation as an option's value (then refused by its type)."""
+    p._negative_number_matcher = NEGATIVE_NUMBER  # argparse's own hook for what counts as a negative number
+
+
+def positive(name: str) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 (``name`` for the message)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number above 0, got {text}")
+        return value
+
+    return parse

@@ -60,9 +60,7 @@ class Config:
         spec, gpu = get_model(self.model), None
         if not self.tiny:
             gpu = get_gpu(self.gpu)
-        r = spec.recipe_for(self.tiny)
-        if r.global_batch % self.n_gpus:
-            raise ValueError(f"{spec.key}'s global batch {r.global_batch} does not divide over {self.n_gpus} GPUs")
+        check_gpu_count(spec.key, self.n_gpus, self.tiny)
         if self.micro_batch is not None:
             if self.micro_batch < 1 or self.per_gpu_batch % self.micro_batch:
                 divisors = [d for d in range(1, self.per_gpu_batch + 1) if self.per_gpu_batch % d == 0]
@@ -97,3 +95,14 @@ class Config:
         """Stable hash of the configuration's fields (same fields, same id, across runs and machines)."""
         blob = json.dumps(self.to_dict(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def check_gpu_count(model: str, n_gpus: int, tiny: bool = False) -> None:
+    """Stop when ``model``'s global batch does not divide over ``n_gpus`` (the recipe's batch is never changed):
+    the one rule every command applies to a GPU count, naming the counts that do divide."""
+    spec = get_model(model)
+    batch = spec.recipe_for(tiny).global_batch
+    if n_gpus >= 1 and batch % n_gpus:
+        counts = [n for n in range(1, min(batch, 64) + 1) if batch % n == 0]
+        raise ValueError(f"{spec.key}'s global batch {batch} does not divide over {n_gpus} GPUs; choose one of: "
+                         f"{', '.join(map(str, counts))}")

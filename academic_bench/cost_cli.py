@@ -22,7 +22,8 @@ def _assumptions(args: argparse.Namespace) -> Assumptions:
 
 
 def _usd(x: float) -> str:
-    return f"${x:,.0f}"
+    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits."""
+    return f"${x:,.0f}" if abs(x) < 1e12 else f"${x:.3g}"
 
 
 # --- cost -----------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import pandas as pd
 from .hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from .methods import FREE_LUNCH, Methods
+from .models.from_config import EXPERT_KEYS
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .units import days_for
 
@@ -83,7 +84,6 @@ class StepPrediction:
         return float(sum(self.seconds.values()))
 
 
-EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 
 @lru_cache(maxsize=None)

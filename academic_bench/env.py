@@ -24,6 +24,9 @@ LIBRARIES = {"torch": ("torch", "torch"), "transformers": ("transformers", "tran
              "deepspeed": ("deepspeed", "deepspeed"), "flash_attn": ("flash_attn", "flash-attn"),
              "mamba_ssm": ("mamba_ssm", "mamba-ssm"), "timm": ("timm", "timm")}
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Set (to "1") when a measurement was asked to run on another GPU than the one its configuration names
+# (``--allow-gpu-mismatch``, ``launch.gpu_in_hand``): every row it writes then records ``gpu_mismatch_allowed``.
+GPU_MISMATCH_ENV = "ACADEMIC_BENCH_ALLOW_GPU_MISMATCH"
 
 
 def library_version(module: str, distribution: str) -> str | None:
@@ -98,7 +101,8 @@ def _cuda_version() -> str | None:
 
 @lru_cache(maxsize=1)
 def capture_env() -> dict[str, str | None]:
-    """The environment of this machine, as the ``env`` field of a result row (cached per process)."""
+    """The environment of this machine, as the ``env`` field of a result row (cached per process), with
+    ``gpu_mismatch_allowed`` where the GPU check was overridden (``GPU_MISMATCH_ENV``)."""
     gpu_name, driver = gpu_info()
     env: dict[str, str | None] = {"gpu_name": gpu_name, "driver": driver, "cuda": _cuda_version()}
     env.update({key: library_version(mod, dist) for key, (mod, dist) in LIBRARIES.items()})
@@ -106,4 +110,7 @@ def capture_env() -> dict[str, str | None]:
     env["package_version"] = package_version()
     env["git_commit"] = git_commit()
     env["hostname"] = socket.gethostname()
-    return {k: env[k] for k in ENV_KEYS}
+    out = {k: env[k] for k in ENV_KEYS}
+    if os.environ.get(GPU_MISMATCH_ENV) == "1":
+        out["gpu_mismatch_allowed"] = True
+    return out

@@ -64,9 +64,10 @@ def _est():
     return estimate
 
 
-def estimate_summary(config: Config) -> dict:
+def estimate_summary(config: Config, host_memory_gib: float | None = None) -> dict:
     """The configuration's FLOPs, predicted memory, micro-batch and feasibility, as one dict (with the answer's
-    fields, the ``--json`` output)."""
+    fields, the ``--json`` output). Offloading must also fit the machine's host memory
+    (``estimate.host_memory_verdict``: ``host_memory_gib``, else the paper's machine)."""
     est = _est()
     spec, gpu, m = config.spec, get_gpu(config.gpu), config.methods
     r = spec.recipe
@@ -83,6 +84,11 @@ def estimate_summary(config: Config) -> dict:
         why = (f"does not fit at micro-batch {mbs}: needs {mem.total / est.GIB:.1f} GiB, "
                f"{capacity / est.GIB:.1f} GiB usable; the largest part is {largest.replace('_', ' ')} "
                f"({getattr(mem, largest) / est.GIB:.1f} GiB)")
+    host = est.host_memory_verdict(config, host_memory_gib)
+    if host is not None:
+        why += f"; {host['reason']}" if host["fits"] is not False or not fits else ""
+        if fits and host["fits"] is False:
+            fits, why = False, f"does not fit the host: {host['reason']}"
     return {
         "model": spec.key, "display": spec.display, "gpu": gpu.key, "n_gpus": config.n_gpus, "methods": methods_spec(m),
         "methods_label": m.label(), "precision": r.precision,
@@ -93,7 +99,7 @@ def estimate_summary(config: Config) -> dict:
         "per_gpu_batch": config.per_gpu_batch, "gas": config.per_gpu_batch // mbs,
         "max_micro_batch": best,
         "memory_gib": mem.gib(), "usable_gib": capacity / est.GIB,
-        "fits": fits, "reason": why,
+        "fits": fits, "reason": why, "host_memory": host,
         "alternatives": [] if fits else _fitting_alternatives(config, gpu.memory_gb),
     }
 
@@ -182,7 +188,7 @@ def config_estimate(args: argparse.Namespace) -> dict:
     params = _est().model_stats(decoder.spec).params
     ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
     return {"config_file": decoder.path, "architecture": decoder.facts, "params": params,
-            **estimate_summary(config), **_answer_fields(ans, args.mfu)}
+            **estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
 
 
 def _cmd_estimate(args: argparse.Namespace) -> None:
@@ -197,8 +203,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         if given:
             raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
         config = _config(args)
-        data = {**estimate_summary(config), **_answer_fields(answer(config.model, config.gpu, config.n_gpus),
-                                                             args.mfu)}
+        ans = answer(config.model, config.gpu, config.n_gpus)
+        data = {**estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
     cli_args.emit(args, data, lambda: _text(data))
 
 
@@ -217,8 +223,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mfu", type=float, default=None,
                    help="a what-if: the days at this model-FLOPs utilisation, printed beside the study's answer "
                         "(never instead of it)")
+    p.add_argument("--host-memory", type=cli_args.positive("--host-memory"), default=None, metavar="GIB",
+                   help="host memory of the machine in GiB, for offloading (default: the paper's machine for the "
+                        "GPU count, Appendix H: 64 GiB for 1 GPU, 128 for 2, 256 for 4, 512 for 8)")
     g = p.add_argument_group("a config.json decoder")
-    g.add_argument("--tokens", type=float, default=None, help="training tokens (e.g. 3e11)")
+    g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11)")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")

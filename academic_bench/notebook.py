@@ -371,6 +371,7 @@ def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_
     if not template.exists():
         raise ValueError(f"no notebook template at {template}")
     params = resolve_parameters(setup, dict(overrides or {}), template)
+    resolve_gpu(params["gpu"], params["device"])  # another GPU in hand than the one named stops here, before papermill
     out_dir = Path(output_root) / setup
     out_dir.mkdir(parents=True, exist_ok=True)
     nb_path = out_dir / NOTEBOOK_FILE

@@ -49,6 +49,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_notebook(args: argparse.Namespace) -> int:
     from .benchmark_params import RESULTS_FILE, TEMPLATE, resolve_parameters
     from .launch import device_for
+    from .launch.gpu_in_hand import allow_gpu_mismatch
     from .notebook import NotebookFailed, run_notebook
 
     template = args.template or TEMPLATE
@@ -56,6 +57,8 @@ def _cmd_notebook(args: argparse.Namespace) -> int:
     if not Path(template).exists():
         raise ValueError(f"no notebook template at {template}")
     device_for(resolve_parameters(args.setup, overrides, template)["device"], "notebook")
+    if args.allow_gpu_mismatch:  # the notebook's kernel inherits it, and its rows record it
+        allow_gpu_mismatch()
     results = Path(args.output_root) / args.setup / RESULTS_FILE
     try:
         # under --json, stdout carries only the answer: the notebook's echo goes to stderr
@@ -118,6 +121,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"searches to run in sequence: {', '.join(SWEEP_PRESETS)}")
     p.add_argument("--tiny", action="store_true", help="tiny model variants (CPU tests, workshops)")
     p.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    p.add_argument("--allow-gpu-mismatch", action="store_true",
+                   help="run even though the GPU in hand is not --gpu (recorded in every row; check-run and the "
+                        "readers reject such rows)")
     p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                    help="any other template parameter, VALUE as YAML (e.g. -p time_budget_s 3600 "
                         "-p exhaustive_models '[pythia-1b]')")

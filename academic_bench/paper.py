@@ -19,6 +19,8 @@ Things a reader should know before using them:
 
 from __future__ import annotations
 
+import re
+
 from importlib import resources
 from typing import TYPE_CHECKING, Iterable
 
@@ -158,6 +160,24 @@ def load_machine_costs() -> pd.DataFrame:
     """Appendix H, Tables 6-7: cost of the machine (without GPUs) that hosts 1, 2, 4 or 8 GPUs."""
     df = _numeric(read_data_csv("paper_machine_costs.csv"), ["n_gpus"], "Int64")
     return _numeric(df, ["total_usd", "rounded_in_text_usd"], "float64")
+
+
+_HOST_MEMORY = re.compile(r"Memory: (?:(\d+) x (\d+) ?GB|[^;]*?(\d+) GB)")
+
+
+def typical_host_memory(n_gpus: int) -> tuple[float, str] | None:
+    """(GB of host memory, where it is from) of the machine the paper priced for ``n_gpus`` GPUs (Appendix H,
+    Tables 6-7: 64 and 128 GB desktops, 256 and 512 GB servers; the smallest that holds them), the study's machine
+    around every GPU; None above the largest (8 GPUs)."""
+    machines = load_machine_costs().sort_values("n_gpus")
+    for m in machines[machines["n_gpus"] >= n_gpus].itertuples():
+        found = _HOST_MEMORY.search(m.components)
+        if found is None:
+            raise ValueError(f"paper_machine_costs.csv: no memory in the {m.n_gpus}-GPU machine's components")
+        count, size, total = found.groups()
+        gb = float(total) if total else float(count) * float(size)
+        return gb, f"the paper's {m.n_gpus}-GPU {m.machine_type} ({m.source}: {found.group(0)})"
+    return None
 
 
 def load_flops() -> pd.DataFrame:

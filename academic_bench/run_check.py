@@ -6,9 +6,11 @@ A folder is checked for what every answer built on it relies on, and every probl
 - **errors** make the folder unusable as evidence: a results line that is not JSON or breaks the row schema
   (``results.row_problems``), a row whose ``setup`` is not the folder's name, a row that ran on a GPU without its
   environment or git commit recorded (rows a reader uses; ``invalid`` and ``not run`` rows ran nothing, so they
-  have no environment to record), a synchronized measurement above ``MFU_IMPLAUSIBLE`` of the dense peak (a
-  timing error, not a result), a malformed ``results.skipped.jsonl``, no executed ``benchmark.ipynb``, no
-  ``evidence/README.md``.
+  have no environment to record), a measured row whose stored figures its phases and recipe do not give, whose
+  synchronized MFU is above ``MFU_IMPLAUSIBLE`` of the dense peak (a timing error, not a result), or a row that
+  ran on another GPU than its setup's (``results.row_faults``, each naming the field), lines that repeat an
+  earlier row (one notice for all of them; each is checked once), a malformed ``results.skipped.jsonl``, no
+  executed ``benchmark.ipynb``, no ``evidence/README.md``.
 - **warnings** leave the folder usable, with less in it: a method class that ran but was never validated against
   sustained training, or whose latest validation misses the study's tolerance (readers then do not count its
   measurements, ``analysis.results``), and a superseded row without its environment (no reader uses it).
@@ -24,8 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .analysis import MFU_IMPLAUSIBLE, VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from .results import latest_rows, row_problems, status_of
+from .analysis import VALIDATION_TOLERANCE, frame_from_rows, validation_net
+from .results import device_fault, duplicates, latest_rows, row_faults, row_problems, status_of
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
@@ -103,6 +105,19 @@ def _read_rows(path: Path, problems: list[Problem]) -> list[tuple[int, dict]]:
     return rows
 
 
+def _drop_duplicates(rows: list[tuple[int, dict]], problems: list[Problem]) -> list[tuple[int, dict]]:
+    """The rows without the lines that repeat an earlier one (one measurement stored twice), with one notice for
+    all of them: each is checked once, so its problems are not reported twice."""
+    repeats = duplicates([r for _, r in rows])
+    if repeats:
+        pairs = [f"{rows[i][0]} (= {rows[j][0]})" for i, j in sorted(repeats.items())]
+        shown = ", ".join(pairs[:10]) + (f" and {len(pairs) - 10} more" if len(pairs) > 10 else "")
+        problems.append(Problem(ERROR, RESULTS, f"{len(repeats)} line(s) repeat an earlier row exactly (one "
+                                                f"measurement stored twice): lines {shown}; keep one of each "
+                                                "(each is read once)"))
+    return [x for i, x in enumerate(rows) if i not in repeats]
+
+
 def _check_rows(folder: Path, rows: list[tuple[int, dict]], problems: list[Problem]) -> None:
     latest = {id(r) for r in latest_rows([r for _, r in rows])}
     for lineno, row in rows:
@@ -117,10 +132,11 @@ def _check_rows(folder: Path, rows: list[tuple[int, dict]], problems: list[Probl
                 problems.append(Problem(ERROR if used else WARNING, where,
                                         f"a {status} row without {', '.join(missing)} in its environment"
                                         + ("" if used else " (superseded by a later row; no reader uses it)")))
-        mfu = row.get("mfu")
-        if row["timing"] == "synced" and status == "measured" and mfu is not None and mfu > MFU_IMPLAUSIBLE:
-            problems.append(Problem(ERROR, where, f"synchronized MFU {mfu:.2f} is above {MFU_IMPLAUSIBLE:.2f} of "
-                                                  "the dense peak: a timing error, not a result"))
+        # Measured rows: figures re-derived, a plausible MFU, the setup's GPU (``results.row_faults``); a row that
+        # ran and failed on another GPU than its setup's is an error too (its failure is another machine's).
+        faults = row_faults(row) if row["outcome"] == "ok" else [device_fault(row)] if status in RAN else []
+        for f in filter(None, faults):
+            problems.append(Problem(ERROR, where, f"{f.line()}; no reader counts it"))
 
 
 def _check_validations(rows: list[dict], problems: list[Problem]) -> list[str]:
@@ -178,7 +194,7 @@ def check_run(folder: str | Path) -> RunCheck:
     if not (folder / RESULTS).is_file():
         raise NotARunFolder(f"{folder} has no {RESULTS}: not a run folder")
     problems: list[Problem] = []
-    numbered = _read_rows(folder / RESULTS, problems)
+    numbered = _drop_duplicates(_read_rows(folder / RESULTS, problems), problems)
     _check_rows(folder, numbered, problems)
     rows = [r for _, r in numbered]
     validated = _check_validations(rows, problems)

@@ -11,6 +11,10 @@ import pytest
 from academic_bench import analysis, answers, charts
 from academic_bench.results import ENGINE_REVISION, ROW_KEYS, SCHEMA, ResultStore
 
+from measured import typed_figures  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
+
 NAIVE = dict(compile=False, kernels=False, tf32=False, checkpointing=False, sharding="none", offload=False)
 FREE = dict(NAIVE, compile=True, kernels=True, tf32=True)
 

@@ -16,19 +16,22 @@ from academic_bench.methods import preset
 from academic_bench.results import make_row
 from academic_bench.run_check import ERROR, EVIDENCE_README, NOTEBOOK, RESULTS, WARNING, check_run
 
+from measured import measured_fields
+
 SETUP = "h100x1"
 ENV = {"gpu_name": "NVIDIA H100 80GB HBM3", "torch": "2.14.1", "git_commit": "0123456789abcdef", "cuda": "13.0"}
-STEP_S = 1.0
 SAFE_MFU = MFU_IMPLAUSIBLE / 2  # a plausible utilisation, derived from the threshold
 
 
 def _row(methods: str = "naive", mode: str = "step", mfu: float = SAFE_MFU, env: dict | None = None,
-         rel_error: float | None = None) -> dict:
+         rel_error: float | None = None, timing: str = "synced") -> dict:
+    """A measured row whose figures agree with its phases (``measured_fields``), at ``mfu``."""
     config = Config("pythia-160m", "h100-80gb", 1, methods=preset(methods))
-    row = make_row(config, setup=SETUP, outcome="ok", mode=mode, micro_batch=1, gas=1, step_time_s=STEP_S,
-                   mfu=mfu, days=1.0, env=dict(ENV if env is None else env), status="measured")
+    row = make_row(config, setup=SETUP, outcome="ok", mode=mode, timing=timing, status="measured",
+                   env=dict(ENV if env is None else env), **measured_fields(config, 8, mfu=mfu, timing=timing))
     if rel_error is not None:
-        row["validate"] = {"steps": 2, "sustained_step_s": STEP_S / (1 + rel_error), "predicted_step_s": STEP_S,
+        step = row["step_time_s"]
+        row["validate"] = {"steps": 2, "sustained_step_s": step / (1 + rel_error), "predicted_step_s": step,
                            "rel_error": rel_error}
     return row
 
@@ -111,7 +114,7 @@ def test_a_superseded_row_without_its_environment_is_a_warning(tmp_path) -> None
 
 def test_an_implausible_mfu_is_rejected(tmp_path, capsys) -> None:
     rows = _good_rows()
-    rows[2]["mfu"] = (1 + MFU_IMPLAUSIBLE) / 2  # between the threshold and the peak
+    rows[2] = _row("free-lunch", mfu=(1 + MFU_IMPLAUSIBLE) / 2)  # phases that give an MFU between it and the peak
     folder = _folder(tmp_path, rows=rows)
     errors = _errors(folder)
     assert len(errors) == 1 and rows[2]["config_id"] in errors[0] and "MFU" in errors[0]
@@ -120,7 +123,7 @@ def test_an_implausible_mfu_is_rejected(tmp_path, capsys) -> None:
 
 
 def test_an_unsynchronized_mfu_is_not_a_result_and_passes(tmp_path) -> None:
-    unsynced = {**_row("naive"), "timing": "unsynced", "mfu": 1 + MFU_IMPLAUSIBLE}
+    unsynced = _row("naive", mfu=1 + MFU_IMPLAUSIBLE, timing="unsynced")
     assert check_run(_folder(tmp_path, rows=[*_good_rows(), unsynced])).ok
 
 
@@ -164,3 +167,58 @@ def test_json_output_lists_every_problem(tmp_path, capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["ok"] is False and data["errors"] == 2
     assert {p["level"] for p in data["problems"]} == {ERROR}
+
+
+def test_a_forged_step_time_is_rejected_naming_the_row_and_field(tmp_path, capsys) -> None:
+    """A row whose step time was edited (its phases still give the measured one) is an error, never a pass."""
+    rows = _good_rows()
+    rows[2]["step_time_s"] = rows[2]["step_time_s"] / 50
+    folder = _folder(tmp_path, rows=rows)
+    errors = _errors(folder)
+    assert len(errors) == 1
+    assert f"{RESULTS}:3 (config {rows[2]['config_id']})" in errors[0] and "step_time_s" in errors[0]
+    assert _main("check-run", str(folder)) == 1
+
+
+@pytest.mark.parametrize("field", ["days", "mfu", "throughput", "gpu_days"])
+def test_each_derived_figure_is_recomputed(tmp_path, field) -> None:
+    rows = _good_rows()
+    rows[0][field] = rows[0][field] * 0.9
+    errors = _errors(_folder(tmp_path, rows=rows))
+    assert len(errors) == 1 and f"{field}: stored" in errors[0] and rows[0]["config_id"] in errors[0]
+
+
+def test_a_forged_validation_error_is_rejected(tmp_path) -> None:
+    rows = _good_rows()
+    rows[1]["validate"]["rel_error"] = 0.0  # its sustained and predicted steps say otherwise
+    errors = _errors(_folder(tmp_path, rows=[*rows[:1], _row("naive", "validate", rel_error=0.02), *rows[2:]]))
+    assert not errors
+    rows[1]["validate"]["sustained_step_s"] *= 1.5
+    errors = _errors(_folder(tmp_path / "b", rows=rows)) if (tmp_path / "b").mkdir() is None else []
+    assert len(errors) == 1 and "validate.rel_error" in errors[0]
+
+
+def test_duplicated_rows_give_one_notice_and_no_doubled_warnings(tmp_path) -> None:
+    rows = [r for r in _good_rows() if not (r["mode"] == "validate" and r["config"]["methods"]["compile"])]
+    single = check_run(_folder(tmp_path, rows=rows))
+    (tmp_path / "b").mkdir()
+    doubled = check_run(_folder(tmp_path / "b", rows=rows + [json.loads(json.dumps(r)) for r in rows]))
+    assert [p.line() for p in doubled.warnings] == [p.line() for p in single.warnings]
+    dup = [p for p in doubled.errors if "repeat" in p.what]
+    assert len(doubled.errors) == 1 and len(dup) == 1
+    assert f"{len(rows) + 1} (= 1)" in dup[0].what
+
+
+def test_a_row_from_another_gpu_than_its_setup_is_rejected(tmp_path) -> None:
+    rows = _good_rows()
+    rows[0]["env"] = {**ENV, "gpu_name": "NVIDIA H200"}
+    errors = _errors(_folder(tmp_path, rows=rows))
+    assert len(errors) == 1 and "env.gpu_name" in errors[0] and "NVIDIA H200" in errors[0]
+    assert "h100-80gb" in errors[0] and rows[0]["config_id"] in errors[0]
+
+
+def test_a_failed_row_from_another_gpu_is_rejected(tmp_path) -> None:
+    config = Config("pythia-160m", "h200", 1, methods=preset("naive"))
+    oom = make_row(config, setup=SETUP, outcome="oom", reason="out of memory", env=dict(ENV))
+    errors = _errors(_folder(tmp_path, rows=[*_good_rows(), oom]))
+    assert len(errors) == 1 and "env.gpu_name" in errors[0] and "h200" in errors[0]

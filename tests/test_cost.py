@@ -9,6 +9,10 @@ from academic_bench.cost import Assumptions
 from academic_bench.hardware import catalog as gpu_catalog
 from academic_bench.paper import load_machine_costs, load_prices
 
+from measured import typed_figures  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
+
 
 # --- synthetic runs (made-up numbers that only exercise the code path; not measurements) --------------------
 

@@ -1,7 +1,7 @@
 """Export of the best configuration: the files carry the recipe's hyper-parameters, never library defaults.
 
-The rows here are synthetic (placeholder times, not measurements): export only reads which configuration won
-and its micro-batch.
+The rows here are synthetic (placeholder times, not measurements), with figures that agree with their phases
+(``measured_fields``), as export re-derives them: export only reads which configuration won and its micro-batch.
 """
 from __future__ import annotations
 
@@ -17,11 +17,17 @@ from academic_bench.export import best_row, export_best
 from academic_bench.methods import parse_methods
 from academic_bench.results import ResultStore, make_row
 
+from measured import measured_fields, step_at_mfu
+
+BASE_MFU = 0.5  # a step of 1 runs at this MFU: steps 2 and 3 run at a half and a third of it
+
 
 def row(model: str, gpu: str, n: int, methods: str, micro_batch: int, step: float, tiny: bool = False,
         timing: str = "synced", outcome: str = "ok") -> dict:
+    """A row whose step is ``step`` times the one at ``BASE_MFU`` (tiny rows: ``step`` seconds)."""
     c = Config(model, gpu, n, methods=parse_methods(methods), tiny=tiny)
-    fields = dict(micro_batch=micro_batch, gas=c.per_gpu_batch // micro_batch, step_time_s=step, days=1.0,
+    seconds = step if tiny else step * step_at_mfu(c, BASE_MFU)
+    fields = dict(**measured_fields(c, micro_batch, step=seconds, timing=timing),
                   ran={"compiled": c.methods.compile}) if outcome == "ok" else {"reason": "x"}
     return make_row(c, setup="test", outcome=outcome, timing=timing, **fields)
 
@@ -90,7 +96,8 @@ def test_deepspeed_export_carries_the_recipe(results, tmp_path):
     assert acc["distributed_type"] == "DEEPSPEED" and acc["num_processes"] == 2
     assert acc["deepspeed_config"]["deepspeed_config_file"] == "deepspeed.json"
     assert "mixed_precision" not in acc  # accelerate refuses it beside a DeepSpeed file
-    assert docs["recipe.json"]["optimizer"]["lr"] == o.lr and docs["recipe.json"]["measured"]["step_time_s"] == 2.0
+    assert docs["recipe.json"]["optimizer"]["lr"] == o.lr
+    assert docs["recipe.json"]["measured"]["mfu"] == pytest.approx(BASE_MFU / 2)
 
 
 def test_fsdp_export_and_accelerate_reads_it(results, tmp_path):
@@ -132,3 +139,19 @@ def test_cli_export(results, tmp_path, capsys):
     assert "no ok, synchronized result for vit-large" in capsys.readouterr().err
     assert cli.main(["export", "--results", str(tmp_path / "missing"), "--model", "vit-large", "--gpu",
                      "h100-80gb", "--gpus", "2", "--out", str(tmp_path / "z")]) == 2
+
+
+def test_a_forged_row_is_never_the_best(results, tmp_path, capsys):
+    """A row whose step time was edited down (its phases give the measured one) is never exported as the best,
+    nor is one whose synchronized MFU is implausible."""
+    store = ResultStore(results)
+    forged = row("pythia-1b", "h100-80gb", 2, "free-lunch+zero1", 8, step=2.5)
+    forged["step_time_s"] /= 10
+    store.append(forged)
+    store.append(row("pythia-1b", "h100-80gb", 2, "free-lunch+zero1+offload", 8, step=0.6))  # MFU above 0.75
+    rows = store.rows()
+    assert best_row(rows, "pythia-1b", "h100-80gb", 2)["config"]["methods"]["sharding"] == "zero3"
+    assert cli.main(["export", "--results", str(results), "--model", "pythia-1b", "--gpu", "h100-80gb",
+                     "--gpus", "2", "--out", str(tmp_path / "x")]) == 0
+    measured = json.loads((tmp_path / "x" / "recipe.json").read_text())["measured"]
+    assert measured["config_id"] not in (forged["config_id"], rows[-1]["config_id"])

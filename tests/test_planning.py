@@ -13,6 +13,10 @@ from academic_bench.estimate import model_flops_per_step
 from academic_bench.hardware import catalog as gpu_catalog
 from test_cost import write_synthetic_runs
 
+from measured import typed_figures  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
+
 
 def test_decoder_flops_follow_the_project_convention():
     """Per token: 6 x (parameters - input embedding) + 12 x layers x hidden x sequence (DESIGN.md)."""

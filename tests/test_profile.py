@@ -15,6 +15,10 @@ from academic_bench.kernels import KIND_NAMES, kind_of
 from academic_bench.methods import NAIVE
 from academic_bench.results import ResultStore, load_profiles, make_row
 
+from measured import typed_figures  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
+
 # Kernel names as torch.profiler reports them on H100s (cuBLAS, FlashAttention, SDPA's CUTLASS kernels,
 # torch.compile's Triton kernels, PyTorch's fused AdamW, NCCL, copies) and ATen operators on a CPU; the second
 # group is from our own H100 traces (run 9, notebooks/runs/h100x1/profiles.jsonl), where the first patterns

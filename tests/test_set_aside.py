@@ -14,6 +14,10 @@ from academic_bench.methods import parse_methods
 from academic_bench.results import ENGINE_REVISION, ResultStore, engine_revision, make_row, set_aside_reason
 from academic_bench.sweep import run_sweep
 
+from measured import typed_figures  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
+
 
 def row(spec: str, step_s: float, *, engine: int | None, outcome: str = "ok", tiny: bool = False, **kw) -> dict:
     config = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec), tiny=tiny)

@@ -327,7 +327,7 @@ def _swap(argv: list[str], flag: str, value: str) -> list[str]:
     (BENCH + ["--methods", "free-lunch+zero3"], "invalid combination (free-lunch + ZeRO-3 on 1 GPU(s))"),
     (BENCH + ["--methods", "naive+turbo"], "unknown method 'turbo'"),
     (BENCH + ["--micro-batch", "3"], "micro-batch 3 must divide the per-GPU batch 8; choose one of: [1, 2, 4, 8]"),
-    (SWEEP + ["--nodes", "2", "--gpus", "3"], "cannot be split evenly over 2 nodes"),
+    (SWEEP + ["--nodes", "3", "--gpus", "4"], "cannot be split evenly over 3 nodes"),
     (BENCH + ["--timeout", "0"], "--timeout must be positive"),
     (BENCH + ["--timing", "unsynced", "--validate", "3"], "drop --timing unsynced"),
     (SWEEP + ["--retry", "error,crashed"], "--retry: unknown outcome 'crashed'"),

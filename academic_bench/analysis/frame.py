@@ -11,10 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..methods import Methods
-from ..results import SET_ASIDE, engine_revision, set_aside_reason, state_of, status_of, validation_class_of
+from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, rejection, set_aside_reason, state_of, status_of,
+                       validation_class_of)
 
-
-MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a timing is a measurement error
 SETTING = ["model", "gpu", "n_gpus"]
 METHOD_COLUMNS = ["compile", "kernels", "tf32", "checkpointing", "sharding", "offload"]
 METHOD_CLASSES = ("naive", "free-lunch", "memory-saving")
@@ -33,8 +32,13 @@ COLUMNS = [
 
 # --- loading ---------------------------------------------------------------------------------------------
 
-def _flat(row: dict) -> dict:
+def _flat(row: dict, checked: bool = False) -> dict:
     status = status_of(row)
+    # A measured row whose figures its phases do not give, with an implausible MFU or from another GPU is set
+    # aside with what is wrong (``results.rejection``): shown as such, never a result.
+    rejected = rejection(row) if checked and status == "measured" else None
+    if rejected:
+        status = SET_ASIDE
     cfg = row.get("config") or {}
     methods = cfg.get("methods") or {}
     m = Methods.from_dict(methods)
@@ -66,7 +70,7 @@ def _flat(row: dict) -> dict:
         "outcome": state_of(row, status),
     }
     if status == SET_ASIDE:
-        out["reason"] = set_aside_reason(row)
+        out["reason"] = rejected or set_aside_reason(row)
     for phase in PHASES:
         t = (row.get("times") or {}).get(phase) or {}
         for stat in ("median", "min", "max"):
@@ -82,9 +86,11 @@ def method_class(m: Methods) -> str:
     return "free-lunch" if (m.compile or m.kernels or m.tf32) else "naive"
 
 
-def frame_from_rows(rows: list[dict]) -> pd.DataFrame:
-    """The flat frame for result rows (dicts in the shared row schema)."""
-    df = pd.DataFrame([_flat(r) for r in rows], columns=COLUMNS)
+def frame_from_rows(rows: list[dict], checked: bool = False) -> pd.DataFrame:
+    """The flat frame for result rows (dicts in the shared row schema). ``checked``: each measured row's figures
+    are re-derived first, and a row that fails is set aside (``results.rejection``), as ``runs_frame`` does for
+    the stored runs."""
+    df = pd.DataFrame([_flat(r, checked) for r in rows], columns=COLUMNS)
     for col in ("n_gpus", "micro_batch", "gas", "nodes"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
     numeric = ["step_time_s", "step_lo_s", "step_hi_s", "throughput", "model_flops_per_step", "peak_flops", "mfu",
@@ -107,11 +113,12 @@ def runs_root(root: str | Path | None = None) -> Path:
 
 
 def runs_frame(root: str | Path | None = None) -> pd.DataFrame:
-    """One row per configuration, timing and mode of every shipped run (validated on load; the latest row
-    where a configuration was measured again); empty with all columns when none exist."""
+    """One row per configuration, timing and mode of every shipped run (validated on load, each measured row's
+    figures re-derived from its phases: ``frame_from_rows(checked=True)``; the latest row where a configuration
+    was measured again); empty with all columns when none exist."""
     from ..results import latest_rows, load_runs
 
-    return frame_from_rows(latest_rows(load_runs(runs_root(root))))
+    return frame_from_rows(latest_rows(load_runs(runs_root(root))), checked=True)
 
 
 def setups(df: pd.DataFrame) -> pd.DataFrame:

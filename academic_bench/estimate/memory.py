@@ -353,6 +353,30 @@ def host_memory_need(config: Config, coeffs: Coefficients = COEFFICIENTS) -> flo
     return _states(config, coeffs).cpu * per_node * HOST_BUFFER_FACTOR
 
 
+def host_memory_verdict(config: Config, host_memory_gib: float | None = None) -> dict | None:
+    """Whether the states ``config`` offloads fit the host memory of its machine (``host_memory_gib``, else the
+    paper's machine for its GPUs per node, ``paper.typical_host_memory``): {"fits", "need_gib", "have_gib",
+    "source", "reason"}; None without offloading. "fits" is None where no host memory is known."""
+    from ..paper import typical_host_memory
+
+    need = host_memory_need(config) / GIB
+    if not need:
+        return None
+    per_node = config.n_gpus // max(1, config.nodes)
+    typical = typical_host_memory(per_node) if host_memory_gib is None else (host_memory_gib, "--host-memory")
+    if typical is None:
+        return {"fits": None, "need_gib": need, "have_gib": None, "source": None,
+                "reason": f"offloading needs {need:,.1f} GiB of host memory per machine; no machine of the paper "
+                          f"hosts {per_node} GPUs, so it is unchecked: pass --host-memory GiB"}
+    have, source = typical  # DIMMs come in binary sizes: a "64 GB" desktop holds 64 GiB
+    fits = need <= have
+    return {"fits": fits, "need_gib": need, "have_gib": have, "source": source,
+            "reason": f"offloaded states need {need:,.1f} GiB of host memory per machine (with DeepSpeed's "
+                      f"{HOST_BUFFER_FACTOR:g}x buffers), {'within' if fits else 'more than'} the {have:,.0f} GiB "
+                      f"of {source}" + ("" if fits or host_memory_gib is not None else
+                                         "; pass --host-memory GiB for another machine")}
+
+
 def usable_bytes(gpu_memory_gb: float, coeffs: Coefficients = COEFFICIENTS) -> float:
     """Bytes a GPU of the catalog's nominal size offers (the nominal size is read as GiB)."""
     return gpu_memory_gb * GIB * coeffs.usable_fraction

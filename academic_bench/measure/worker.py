@@ -24,7 +24,7 @@ import torch.distributed as dist
 from ..config import Config
 from ..models.from_config import decoder_spec
 from .apply import Unsupported
-from .extrapolation import extrapolate, predicted_memory_gb
+from .extrapolation import extrapolate, predicted_memory_gb, relative_error
 from .microbatch import find_micro_batch, peak_memory_gb
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import MIN_REPS, several_ranks, time_phases, time_unsynced, validate, validation_fits
@@ -141,7 +141,7 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
         sustained = statistics.median(validate(stepper, cfg, device, k))
         predicted = row["step_time_s"]
         row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
-                           "rel_error": (predicted - sustained) / sustained}
+                           "rel_error": relative_error(predicted, sustained)}
     stepper.ran.timing_s, stepper.ran.validate_s = t1 - t0, time.perf_counter() - t1
     return row
 

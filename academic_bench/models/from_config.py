@@ -29,6 +29,9 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
 SOURCE = "estimate for a config.json decoder: not a replication recipe"
 
+# Where configs state a mixture of experts' expert count (Mixtral, Qwen-MoE, DeepSeek, others).
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
 REGISTERED: dict[str, ModelSpec] = {}  # specs made from config files, by key (models.get_model reads it)
 MADE_WITH: dict[str, dict] = {}  # the arguments of ``decoder_spec`` that made each registered spec, by key
 
@@ -135,6 +138,19 @@ def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
     return {3: "gated", 2: "plain"}.get(n, f"other ({n} projections)")
 
 
+def _refuse_experts(path: Path, kind: str, cfg) -> None:
+    """A mixture of experts is refused: each token runs only some of its experts, while every estimate here
+    (FLOPs, days, the work model) counts every weight as working for every token, so its days would be several
+    times too many. Read from the config transformers builds, whose class may default the expert count."""
+    experts = max((getattr(cfg, k, None) or 0) for k in EXPERT_KEYS)
+    if experts > 1:
+        per_token = getattr(cfg, "num_experts_per_tok", None)
+        raise ConfigError(f"{path}: model_type {kind!r} is a mixture of experts ({experts} experts"
+                          + (f", {per_token} per token" if per_token else "") + "): the estimates here count "
+                          "every weight as working for every token, which a mixture of experts does not, so its "
+                          "days and FLOPs would be wrong; it is not estimated")
+
+
 def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch: int = DEFAULT_GLOBAL_BATCH,
                  precision: str | None = None) -> ConfigDecoder:
     """The spec of the decoder ``path`` describes, trained on ``tokens`` tokens in sequences of ``seq_len`` at
@@ -146,6 +162,9 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     for label, value in (("--seq-len", seq_len), ("--tokens", tokens), ("--global-batch", global_batch)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 1:
             raise ConfigError(f"{label} must be at least 1, got {value!r}")
+    if tokens < global_batch * seq_len:
+        raise ConfigError(f"--tokens {tokens:g} is less than one optimizer step: a global batch of {global_batch} "
+                          f"sequences of {seq_len} tokens is {global_batch * seq_len:,} tokens (--global-batch sets it)")
     precision = _precision(path, data, precision)
     steps = math.ceil(tokens / (global_batch * seq_len))
     positions = _stated(data, cls, "max_position_embeddings")
@@ -168,6 +187,8 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
             setattr(cfg, getattr(cls, "attribute_map", {}).get("max_position_embeddings",
                                                                 "max_position_embeddings"), seq_len)
         return cfg
+
+    _refuse_experts(path, data["model_type"], make_config())
 
     def build(tiny: bool = False, attn: str = "sdpa"):
         from transformers import AutoModelForCausalLM

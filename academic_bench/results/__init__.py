@@ -12,8 +12,10 @@ from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEE
 from .spread import faster_beyond_spread, machine_spread, repeated_measurements
 from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, append_line, append_profile, json_safe,
                     jsonl_problem, load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
+from .trust import MFU_IMPLAUSIBLE, REJECTED_PREFIX, Fault, device_fault, duplicates, rejection, row_faults
 
-__all__ = ["AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "EXPOSED_DATA_PATH",
+__all__ = ["MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "rejection", "row_faults",
+           "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "EXPOSED_DATA_PATH",
            "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",
            "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "STATUSES",

@@ -1,0 +1,138 @@
+"""What a reader may take from a measured row: its figures re-derived, not trusted.
+
+A row's step time, spread, throughput, MFU and days are recomputed from what its timing recorded (each phase's
+summary in ``times``, its micro-batch) and its configuration's recipe, by the same function that wrote them
+(``measure.extrapolation.rederive``); a row whose stored figures disagree was edited after it was measured (a
+step time typed in as 0.5 s while its phases give 26 s). A synchronized MFU above ``MFU_IMPLAUSIBLE`` is a timing
+error, and a row whose reported GPU is not the one its configuration names describes another machine. Each
+such fault names the field (``row_faults``); readers set the row aside with them (``rejection``), so that it is
+never a result, and ``check-run`` reports each as an error. A line stored twice (``duplicates``) is one
+measurement.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a synchronized timing is a measurement error
+# The figures are recomputed by the same code from the same stored numbers: only the last bits of a float may
+# differ (JSON keeps every float exactly), so any edit of a figure shows.
+REL_TOLERANCE = 1e-6
+FIGURES = ("gas", "step_time_s", "step_time_spread", "throughput", "mfu", "days", "gpu_days")
+REJECTED_PREFIX = "rejected:"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One reason a row is not a result: the field it is in and what is wrong."""
+
+    field: str
+    what: str
+
+    def line(self) -> str:
+        return f"{self.field}: {self.what}"
+
+
+def _agree(stored: Any, again: Any) -> bool:
+    if isinstance(again, (list, tuple)):
+        return (isinstance(stored, (list, tuple)) and len(stored) == len(again)
+                and all(_agree(s, a) for s, a in zip(stored, again)))
+    if stored is None or again is None:
+        return stored is None and again is None
+    if isinstance(stored, bool) or not isinstance(stored, (int, float)):
+        return False
+    return math.isclose(stored, again, rel_tol=REL_TOLERANCE, abs_tol=1e-12)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
+
+
+def figure_faults(row: Mapping) -> list[Fault]:
+    """The stored figures of a measured row that its phases and recipe do not give (empty when all agree)."""
+    from ..measure.extrapolation import rederive
+
+    try:
+        again = rederive(row)
+    except Exception as exc:  # noqa: BLE001  (anything missing or malformed means the figures cannot be checked)
+        return [Fault("times", f"the figures cannot be re-derived from the phases and the recipe "
+                               f"({type(exc).__name__}: {exc})")]
+    faults = [Fault(k, f"stored {_show(row.get(k))}, but its phases and recipe give {_show(again[k])}")
+              for k in FIGURES if not _agree(row.get(k), again[k])]
+    val = row.get("validate") or {}
+    for k, v in (again.get("validate") or {}).items():
+        if not _agree(val.get(k), v):
+            faults.append(Fault(f"validate.{k}", f"stored {_show(val.get(k))}, but its phases and sustained step "
+                                                 f"give {_show(v)}"))
+    return faults
+
+
+def mfu_fault(row: Mapping) -> Fault | None:
+    """A synchronized MFU above ``MFU_IMPLAUSIBLE`` (stored or re-derived): a timing error, not a result. The
+    unsynchronized timing (the paper's method, shown only beside its synchronized twin) is exempt: it
+    under-counts by design."""
+    if row.get("timing") == "unsynced":
+        return None
+    mfu = row.get("mfu")
+    if isinstance(mfu, (int, float)) and mfu > MFU_IMPLAUSIBLE:
+        return Fault("mfu", f"synchronized MFU {mfu:.2f} is above {MFU_IMPLAUSIBLE:.2f} of the dense peak: a "
+                            "timing error, not a result")
+    return None
+
+
+def device_fault(row: Mapping) -> Fault | None:
+    """A row whose environment reports a GPU other than the one its configuration (its setup) names. Tiny rows
+    are workshop runs, on whatever device, and rows without a reported GPU have nothing to compare."""
+    from ..hardware import get_gpu, match_name
+
+    cfg, env = row.get("config") or {}, row.get("env") or {}
+    name = env.get("gpu_name")
+    if cfg.get("tiny") or not name or not cfg.get("gpu"):
+        return None
+    found = match_name(str(name))
+    if found is not None and found.key == str(cfg["gpu"]).lower():
+        return None
+    try:
+        named = f"{cfg['gpu']} ({get_gpu(str(cfg['gpu'])).name})"
+    except KeyError:
+        named = repr(cfg["gpu"])
+    override = " (ran with the GPU check overridden)" if env.get("gpu_mismatch_allowed") else ""
+    return Fault("env.gpu_name", f"the reported device {name!r} is not the setup's GPU {named}{override}: its "
+                                 "figures are another machine's")
+
+
+def row_faults(row: Mapping) -> list[Fault]:
+    """Every reason a measured row (outcome ok) is no result: figures that disagree with its phases, an
+    implausible MFU, another GPU than its setup's. Empty for a row that passes, and for rows that measured
+    nothing."""
+    if row.get("outcome") != "ok":
+        return []
+    faults = figure_faults(row)
+    faults += [f for f in (mfu_fault(row), device_fault(row)) if f is not None]
+    return faults
+
+
+def rejection(row: Mapping) -> str | None:
+    """Why readers set a measured row aside (``row_faults`` in one line), or None when it may be a result."""
+    faults = row_faults(row)
+    return f"{REJECTED_PREFIX} " + "; ".join(f.line() for f in faults) if faults else None
+
+
+def duplicates(rows: Iterable[Mapping]) -> dict[int, int]:
+    """{index of a row: index of the earlier row it repeats}: the same row, key for key, stored twice (one
+    measurement; a re-measurement differs at least in its start and its times)."""
+    first: dict[str, int] = {}
+    repeats = {}
+    for i, r in enumerate(rows):
+        key = json.dumps(r, sort_keys=True, default=str)
+        if key in first:
+            repeats[i] = first[key]
+        else:
+            first[key] = i
+    return repeats
