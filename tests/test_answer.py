@@ -11,6 +11,7 @@ from academic_bench import cli, explorers
 from academic_bench.analysis import MFU_IMPLAUSIBLE
 from academic_bench.answer import KINDS, answer, grid
 from academic_bench.answer.store import content_key, shipped_is_current
+from measured import typed_figures  # noqa: F401  (a fixture)
 from test_cost import write_synthetic_runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +29,7 @@ def same(a: dict, b: dict, keys=("kind", "days", "days_low", "days_high", "mfu",
 
 # --- the one order of sources ---------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
 def test_measured_then_predicted_then_the_plausible_paper_then_none(tmp_path):
     root = write_synthetic_runs(tmp_path, [("pythia-1b", "h100-80gb", 1, 50.0, 0.4)])
     here = answer("pythia-1b", "h100-80gb", 1, root)
