@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .analysis import MFU_IMPLAUSIBLE, VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from .results import latest_rows, row_problems, status_of
+from .results import latest_rows, row_problems, rows_to_read, status_of
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
@@ -127,20 +127,22 @@ def _check_validations(rows: list[dict], problems: list[Problem]) -> list[str]:
     """Warnings for method classes that ran without a validation within the tolerance; the validated classes."""
     if not rows:
         return []
-    net = validation_net(frame_from_rows(latest_rows(rows)))
+    net = validation_net(frame_from_rows(rows_to_read(rows)))
     validated = []
     for r in net.itertuples():
-        where = f"method class {r.validation_class}"
+        where = f"method class {r.validation_class} (engine revision {r.engine})"
         if not r.validated:
-            problems.append(Problem(WARNING, where, f"{r.measured} synchronized measurement(s) but no validation "
-                                                    "against sustained training"))
+            if r.measured:  # a validation by another revision speaks for none of this one's measurements
+                problems.append(Problem(WARNING, where, f"{r.measured} synchronized measurement(s) but no "
+                                                        "validation against sustained training by the same engine "
+                                                        "revision: they do not count"))
         elif not r.within:
             problems.append(Problem(WARNING, where, f"latest validation ({r.model}, {r.methods_label}) is off by "
                                                     f"{r.validate_rel_error:+.1%}, outside the "
                                                     f"{VALIDATION_TOLERANCE:.0%} rule: its measurements do not "
                                                     "count"))
         else:
-            validated.append(r.validation_class)
+            validated.append(f"{r.validation_class} (engine revision {r.engine})")
     return validated
 
 

@@ -27,11 +27,15 @@ from .facts import (  # noqa: F401
     model_label,
 )
 from .counted import (  # noqa: F401
+    VALIDATION_KEY,
     VALIDATION_TOLERANCE,
     latest_validations,
     measured_rows,
     missed_validation,
     results,
+    uncounted,
+    validation_state,
+    validations,
 )
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,

@@ -7,7 +7,7 @@ from .schema import (DEFAULT_RUNS, ENGINE_REVISION, MODES, NEEDS_REASON, NUMBER_
                      now_iso, row_problems, written_status)
 from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEEPSPEED, NOT_RUN_PREFIX, SET_ASIDE,
                     SHORT_PATTERN_ZERO3_OFFLOAD, engine_revision, fastest_row, is_not_run, is_settled, is_uncommitted, latest_rows,
-                    latest_skips, set_aside_reason, skip_is_latest, skip_key, state_of, status_of, synced_micro_batches,
+                    latest_skips, rows_to_read, set_aside_reason, skip_is_latest, skip_key, state_of, status_of, synced_micro_batches,
                     validation_class_of)
 from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, append_line, append_profile, json_safe,
                     load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
@@ -18,5 +18,5 @@ __all__ = ["AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "EXPO
            "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "STATUSES",
            "TIMINGS", "UNCOMMITTED", "append_line", "append_profile", "check_row", "engine_revision", "fastest_row", "is_not_run",
            "is_settled", "is_uncommitted", "json_safe", "latest_rows", "latest_skips", "load_planned", "load_profiles", "load_runs",
-           "load_skipped", "make_row", "now_iso", "read_lines", "row_problems", "set_aside_reason", "skip_is_latest",
+           "load_skipped", "make_row", "now_iso", "read_lines", "row_problems", "rows_to_read", "set_aside_reason", "skip_is_latest",
            "skip_key", "skipped_path", "state_of", "status_of", "synced_micro_batches", "validation_class_of", "written_status"]
