@@ -4,7 +4,7 @@
     run_benchmark(setup=..., models=[...], ...)  what notebooks/benchmark.ipynb calls (the notebook stays thin)
     run_notebook("h100x1", {"models": [...]})    ``academic-bench notebook``: papermill into notebooks/runs/<setup>/
 
-What a run shows (its tables, chart and the runs README) is in ``runs_report``, the layer above.
+What a run shows (its tables and chart) is in ``runs_report``, the runs README in ``runs_readme``: the layer above.
 
 Time budget: the notebook passes what is left of ``time_budget_s`` to each sweep, which starts no new
 configuration once it is spent (a configuration already running may finish, up to ``timeout_s``); a validation,

@@ -35,6 +35,7 @@ from .counted import (  # noqa: F401
     results,
     uncounted,
     validation_state,
+    validation_verdicts,
     validations,
 )
 from .honesty import (  # noqa: F401

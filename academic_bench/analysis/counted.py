@@ -28,7 +28,9 @@ def latest_validations(df: pd.DataFrame) -> pd.DataFrame:
     return v.sort_values("started_at", kind="stable").groupby(VALIDATION_KEY).tail(1)
 
 
-def _verdicts(df: pd.DataFrame) -> dict[tuple, bool]:
+def validation_verdicts(df: pd.DataFrame) -> dict[tuple, bool]:
+    """(setup, method class, engine revision) -> whether its latest validation is within the tolerance; a key
+    that is missing was never validated."""
     v = latest_validations(df)
     return dict(zip(zip(*(v[k] for k in VALIDATION_KEY)), v["within"].astype(bool))) if not v.empty else {}
 
@@ -36,7 +38,7 @@ def _verdicts(df: pd.DataFrame) -> dict[tuple, bool]:
 def missed_validation(df: pd.DataFrame) -> set[tuple[str, str, int]]:
     """(setup, method class, engine revision) whose latest validation is outside ``VALIDATION_TOLERANCE``: no
     number that revision made of the class on the setup is used (``results``)."""
-    return {key for key, within in _verdicts(df).items() if not within}
+    return {key for key, within in validation_verdicts(df).items() if not within}
 
 
 def measured_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -51,7 +53,7 @@ def validation_state(df: pd.DataFrame) -> pd.Series:
     """Per row of ``df``: "validated" where the engine revision that made it validated its method class on its
     setup within ``VALIDATION_TOLERANCE``, "missed" where that validation missed it, "not validated" where that
     revision has none. The one reader of the rule."""
-    verdicts = _verdicts(df)
+    verdicts = validation_verdicts(df)
     keys = zip(*(df[k] for k in VALIDATION_KEY)) if not df.empty else []
     states = [{True: "validated", False: "missed"}.get(verdicts.get(key), "not validated") for key in keys]
     return pd.Series(states, index=df.index, dtype=object)
