@@ -102,6 +102,7 @@ def not_results(setup: str, root: str | Path | None = None) -> list[NotResult]:
     return out
 
 
+_SAVED_MFU = re.compile(r"(<th[^>]*>\s*)MFU(\s*</th>)")
 _ROW = re.compile(r"<tr[^>]*>(?:(?!</tr>).)*</tr>", re.S)
 _CELL = re.compile(r"<td[^>]*>\s*(.*?)\s*</td>", re.S)
 
@@ -138,6 +139,9 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None) -> st
     NaN, in scrolling wrappers; rows that show a measurement that is no result today (``gone``) marked, with a
     note above the notebook saying how many."""
     body = _NAN_CELL.sub("<td>—</td>", body)
+    # The saved tables hold the MFU as the row stores it (rated at the peak of the precision that ran); every
+    # other MFU on the page is on the study's one basis, so the saved column says which it is.
+    body = _SAVED_MFU.sub(r"\1MFU (as saved: rated at the peak of the precision that ran)\2", body)
     count = 0
     if gone:
         def marked_table(m: re.Match) -> str:

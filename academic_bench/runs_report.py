@@ -113,8 +113,11 @@ def summary_table(run: BenchmarkRun | str | Path):
     """Per model and search (with timing and mode when unusual): outcome counts and the fastest that ran."""
     import pandas as pd
 
+    from .analysis import MFU_DIGITS, shown_mfu
+
     stated = _states(run)
     df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated])
+    df = df.assign(mfu_shown=shown_mfu(df))  # the study's one basis and rounding (the dense 16-bit peak)
     cols = ["model", "search", "configurations", "outcomes", "best methods", "micro-batch x GAS", "step s", "days",
             "MFU", "peak GB"]
     if df.empty:
@@ -128,10 +131,10 @@ def summary_table(run: BenchmarkRun | str | Path):
         if len(ok):
             b = ok.iloc[0]
             row.update({"best methods": b["methods_label"], "micro-batch x GAS": f"{b['micro_batch']} x {b['gas']}",
-                        "step s": b["step_time_s"], "days": b["days"], "MFU": b["mfu"],
+                        "step s": b["step_time_s"], "days": b["days"], "MFU": b["mfu_shown"],
                         "peak GB": b["peak_memory_gb"]})
         out.append(row)
-    return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": 3, "peak GB": 2})
+    return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": MFU_DIGITS, "peak GB": 2})
 
 
 def _reason_key(row: dict, width: int) -> str:

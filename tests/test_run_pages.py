@@ -30,3 +30,30 @@ def test_a_saved_row_set_aside_since_is_marked_as_no_result(tmp_path):
     assert page.count('class="ab-not-result"') == 1
     assert "free-lunch + ZeRO-1 <strong>(set aside: no result)</strong>" in page
     assert "1 row of its tables shows" in page and page.index("summary") < page.index("<table")
+
+
+def test_the_same_row_prints_one_mfu_on_every_table_that_shows_it(tmp_path, monkeypatch):
+    """A naive fp32 run is stored rated at the fp32 peak; the notebook's summary, the answer and the run page
+    show it on the one basis (the dense 16-bit peak), with the same rounding."""
+    import pandas as pd
+
+    from academic_bench import analysis, answers, runs_report
+
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    c = Config("vit-large", "h100-80gb", 1, methods=NAIVE)
+    fp32 = 67e12  # a placeholder peak for the stored rating, not the catalog's: the basis is what is tested
+    base = dict(setup="h100x1", outcome="ok", search="naive", gas=2, micro_batch=16, step_time_s=4.0, days=8.0,
+                mfu=0.6, peak_flops=fp32)
+    store.append(make_row(c, **base))
+    store.append(make_row(c, mode="validate", **base,
+                          validate={"steps": 3, "sustained_step_s": 4.0, "predicted_step_s": 4.0, "rel_error": 0.0}))
+    runs = analysis.runs_frame(tmp_path)
+    expected = round(0.6 * fp32 / analysis.dense16_peak("h100-80gb"), analysis.MFU_DIGITS)
+    summary = runs_report.summary_table(tmp_path / "h100x1")
+    assert summary.loc[summary["search"] == "naive", "MFU"].tolist() == [expected]
+    monkeypatch.setattr(answers, "coverage", lambda df, skipped: pd.DataFrame(
+        [{"setup": "h100x1", "model": "vit-large", "search": "smart", "status": "complete"}]))
+    answer = answers.answers(runs, analysis.skipped_frame(tmp_path))
+    assert round(answer["mfu"].iloc[0], analysis.MFU_DIGITS) == expected
+    saved = run_pages.decorate("<h1>x</h1><table class=\"dataframe\"><tr><th>MFU</th></tr></table>", "")
+    assert "MFU (as saved: rated at the peak of the precision that ran)" in saved

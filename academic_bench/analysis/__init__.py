@@ -22,6 +22,10 @@ from .frame import (  # noqa: F401
 )
 from .facts import (  # noqa: F401
     CACHE_ENV,
+    MFU_DIGITS,
+    dense16_peak,
+    mfu_on_dense16,
+    shown_mfu,
     gpu_label,
     model_facts,
     model_label,
