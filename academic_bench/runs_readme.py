@@ -82,6 +82,13 @@ def _profiles_note(folder: Path, setup: str) -> str:
     return f", [{PROFILES_FILE}]({setup}/{PROFILES_FILE}) ({n} step profile{'s' if n != 1 else ''}, torch.profiler)"
 
 
+def _row_count(in_file: int, latest: int) -> str:
+    """How many rows a results file holds, and how many of them are the latest of their configuration (what the
+    tables count: an append-only file keeps every earlier attempt too)."""
+    return (f"{in_file} row{'s' if in_file != 1 else ''}, {latest} of them the latest of their configuration, timing "
+            "and mode")
+
+
 def planned_section(setup: str, plan: Mapping[str, Any], rows: list[dict]) -> tuple[list[str], dict]:
     """The README's section for a planned setup with no run yet (``results.load_planned``), and a line of the
     overview table: why nothing ran, and the command that runs on it what the shipped setups ran (``rows``)."""
@@ -98,7 +105,7 @@ def planned_section(setup: str, plan: Mapping[str, Any], rows: list[dict]) -> tu
              "setups ran, with the template's time budget (change it with `-p time_budget_s`):", "", "```bash",
              command_for(params), "```", ""]
     overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": f"{gpu.name} (planned, not run yet)",
-                "GPUs": str(plan["n_gpus"]), "rows": 0, "ok": 0, "date": ""}
+                "GPUs": str(plan["n_gpus"]), "rows (latest)": 0, "ok": 0, "date": ""}
     return lines, overview
 
 
@@ -108,7 +115,8 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     from .analysis import VALIDATION_TOLERANCE
 
     skips = skips_of(folder)
-    unvalidated = unvalidated_reasons(rows, every_row(folder))
+    every = every_row(folder)
+    unvalidated = unvalidated_reasons(rows, every)
     stated = with_states(rows, skips, unvalidated)
     setup = folder.name
     gpus = "/".join(sorted({str(r["config"]["n_gpus"]) for r in rows})) or "?"
@@ -134,7 +142,7 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
              f"- **Date (UTC):** {when}",
              "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
                                  if (folder / NOTEBOOK_FILE).exists() else "")
-             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})"
+             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({_row_count(len(every), len(rows))})"
              + _profiles_note(folder, setup)]
     if note:
         lines.append(f"- **Plan:** {note}")
@@ -195,7 +203,8 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     if last:
         lines += ["", "```bash", command_for(last), "```"]
     overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": machine, "GPUs": gpus,
-                "rows": len(rows), "ok": sum(st == "ok" for _, st in stated), "date": when}
+                "rows (latest)": f"{len(every)} ({len(rows)})", "ok": sum(st == "ok" for _, st in stated),
+                "date": when}
     return lines + [""], overview
 
 

@@ -2,7 +2,7 @@
 append-only stores that keep them (``store``). Every public name is importable from here."""
 from __future__ import annotations
 
-from .schema import (DEFAULT_RUNS, ENGINE_REVISION, MODES, NEEDS_REASON, NUMBER_KEYS, OPTIONAL_KEYS, OUTCOMES,
+from .schema import (DEFAULT_RUNS, ENGINE_REVISION, ENGINE_REVISIONS, MODES, NEEDS_REASON, NUMBER_KEYS, OPTIONAL_KEYS, OUTCOMES,
                      RETRY_CHOICES, RETRY_OUTCOMES, ROW_KEYS, SCHEMA, SEARCHES, STATUSES, TIMINGS, UNCOMMITTED, RowError, check_row, make_row,
                      now_iso, row_problems, written_status)
 from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEEPSPEED, NOT_RUN_PREFIX, SET_ASIDE,
@@ -12,7 +12,7 @@ from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEE
 from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, append_line, append_profile, json_safe,
                     load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
 
-__all__ = ["AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "EXPOSED_DATA_PATH",
+__all__ = ["AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PLANNED_FILE", "PROFILES_FILE", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",
            "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "STATUSES",
