@@ -28,6 +28,8 @@ def _row(config_id: str, methods: dict, *, days: float | None, outcome: str = "o
                        "micro_batch": None, "tiny": tiny}, engine=ENGINE_REVISION)
     if step is not None:
         row["step_time_spread"] = [step * 0.95, step * 1.1]
+    if "mfu" in extra and "peak_flops" not in extra:  # rated at the basis every page shows (the dense 16-bit peak)
+        row["peak_flops"] = analysis.dense16_peak(gpu)
     row.update(extra)
     return row
 
@@ -124,6 +126,18 @@ def test_sync_pairs_compare_the_same_configuration(runs):
     assert pairs["days_synced"].iloc[0] == 5.0 and pairs["days_unsynced"].iloc[0] == 2.0
     other_size = runs.assign(micro_batch=runs["micro_batch"].where(runs["timing"] == "synced", 16))
     assert analysis.sync_pairs(other_size).empty, "an unsynced row at another micro-batch times other work"
+
+
+def test_sync_pairs_count_the_same_work_once(tmp_path):
+    """The same methods at the same micro-batch timed both ways under two configuration ids (one with a fixed
+    micro-batch) is one configuration: a median over pairs must not count it twice."""
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    for cid, at in (("free", "2026-01-01T00:00:00"), ("free-fixed-mb", "2026-01-02T00:00:00")):
+        store.append(_row(cid, FREE, days=5.0, search="free-lunch", started_at=at))
+        store.append(_row(cid, FREE, days=2.0 if cid == "free" else 3.0, timing="unsynced", search="free-lunch",
+                          started_at=at))
+    pairs = analysis.sync_pairs(analysis.runs_frame(tmp_path))
+    assert pairs["config_id"].tolist() == ["free-fixed-mb"], "the latest pair of the same work"
 
 
 def test_validation_variance_and_memory(runs):
@@ -265,7 +279,7 @@ def _search_frames(days: list[float], smart_measures: int, drop: int = 0):
     skipped = pd.DataFrame([{"setup": "h100x1", "config_id": c.id, "search": "smart", "timing": "synced",
                              "mode": "step", "category": "cannot win", "reason": "synthetic"}
                             for c in valid[smart_measures:]])
-    return analysis.frame_from_rows(rows), skipped, len(valid)
+    return analysis.frame_from_rows(validated(rows)), skipped, len(valid)
 
 
 def test_smart_vs_exhaustive_reports_the_gap_and_the_share_of_gpu_time():
