@@ -153,7 +153,8 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None) -> st
     if count:
         summary += ('<div class="admonition warning ab-not-results"><p class="admonition-title">Saved tables read '
                     f"with care</p><p>The executed notebook below is shown as it was saved. {count} "
-                    f"row{'s' if count != 1 else ''} of its tables show{'' if count != 1 else 's'} a measurement that is no result today (set "
+                    f"row{'s' if count != 1 else ''} of its tables show{'' if count != 1 else 's'} a measurement "
+                    "that is no result today (set "
                     "aside by a later correction of the engine, or of a method class not validated by the engine "
                     "revision that measured it); each is marked <strong>no result</strong>. Its days chart was "
                     "drawn from the same rows. The tables above hold the results.</p></div>")

@@ -152,7 +152,8 @@ def _reason_key(row: dict, width: int) -> str:
     return short_reason(row["reason"], width)
 
 
-def failure_groups(rows: Sequence[dict], width: int = 160, unvalidated: Mapping[int, str] = {}) -> list[dict]:  # noqa: B006
+def failure_groups(rows: Sequence[dict], width: int = 160,
+                   unvalidated: Mapping[int, str] = {}) -> list[dict]:  # noqa: B006 (read only)
     """Configurations that did not run ok, whose measurement was set aside, or that are no result because their
     method class was not validated (``unvalidated``: ``unvalidated_reasons``), grouped by model, search, outcome
     and reason (rule for invalid)."""

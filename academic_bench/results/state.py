@@ -142,7 +142,8 @@ def rows_to_read(rows: Iterable[dict]) -> list[dict]:
     for r in rows:
         if r["mode"] == "validate":
             last[(r.get("setup"), r["config_id"], r["timing"], engine_revision(r))] = r
-    shown = {(r.get("setup"), r["config_id"], r["timing"], engine_revision(r)) for r in latest if r["mode"] == "validate"}
+    shown = {(r.get("setup"), r["config_id"], r["timing"], engine_revision(r))
+             for r in latest if r["mode"] == "validate"}
     return latest + [r for key, r in last.items() if key not in shown and id(r) not in kept]
 
 
