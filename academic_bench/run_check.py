@@ -9,9 +9,10 @@ A folder is checked for what every answer built on it relies on, and every probl
   have no environment to record), a synchronized measurement above ``MFU_IMPLAUSIBLE`` of the dense peak (a
   timing error, not a result), a malformed ``results.skipped.jsonl``, no executed ``benchmark.ipynb``, no
   ``evidence/README.md``.
-- **warnings** leave the folder usable, with less in it: a method class that ran but was never validated against
-  sustained training, or whose latest validation misses the study's tolerance (readers then do not count its
-  measurements, ``analysis.results``), and a superseded row without its environment (no reader uses it).
+- **warnings** leave the folder usable, with less in it: a method class that an engine revision measured but did
+  not validate against sustained training, or whose latest validation by that revision misses the study's
+  tolerance (readers then do not count those measurements, ``analysis.results``), and a superseded row without
+  its environment (no reader uses it).
 
 The exit rule (``check-run``): 0 when there is no error (warnings are printed), 1 when there is any error.
 A path that is not a folder, or a folder without ``results.jsonl``, is no run folder at all (``NotARunFolder``).
