@@ -21,9 +21,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .analysis import frame_from_rows, missed_validation
+from .analysis import frame_from_rows, validation_state
 from .config import Config
-from .results import ResultStore, fastest_row, load_runs, rejection, status_of, validation_class_of
+from .results import ResultStore, fastest_row, load_runs, rejection, rows_to_read, status_of
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -43,16 +43,17 @@ def load_rows(results: str | os.PathLike) -> list[dict]:
 def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = False) -> dict:
     """The ok, synchronized row of the setting with the shortest step time (never a row set aside by a
     correction of the engine, ``results.set_aside_reason``, nor one whose figures its phases do not give, with an
-    implausible MFU or from another GPU, ``results.rejection``, nor one of a method class whose latest
-    validation on its setup missed the study's rule, ``analysis.missed_validation``)."""
+    implausible MFU or from another GPU, ``results.rejection``, nor one of a method class that the engine revision
+    which made it did not validate on its setup within the study's rule, ``analysis.validation_state``)."""
     def setting(r: dict) -> tuple:
         c = r["config"]
         return c["model"], c["gpu"], c["n_gpus"], bool(c.get("tiny"))
 
     want = (model, gpu, n_gpus, tiny)
-    missed = missed_validation(frame_from_rows(rows, checked=True))
-    usable = [r for r in rows if status_of(r) == "measured" and r["timing"] == "synced"
-              and (r["setup"], validation_class_of(r)) not in missed and not rejection(r)]
+    rows = rows_to_read(rows)
+    state = validation_state(frame_from_rows(rows, checked=True)).tolist()
+    usable = [r for r, st in zip(rows, state) if status_of(r) == "measured" and r["timing"] == "synced"
+              and r["mode"] == "step" and (st == "validated" or r["config"].get("tiny")) and not rejection(r)]
     ok = [r for r in usable if setting(r) == want]
     if not ok:
         have = sorted({setting(r) for r in usable})

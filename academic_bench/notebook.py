@@ -4,7 +4,7 @@
     run_benchmark(setup=..., models=[...], ...)  what notebooks/benchmark.ipynb calls (the notebook stays thin)
     run_notebook("h100x1", {"models": [...]})    ``academic-bench notebook``: papermill into notebooks/runs/<setup>/
 
-What a run shows (its tables, chart and the runs README) is in ``runs_report``, the layer above.
+What a run shows (its tables and chart) is in ``runs_report``, the runs README in ``runs_readme``: the layer above.
 
 Time budget: the notebook passes what is left of ``time_budget_s`` to each sweep, which starts no new
 configuration once it is spent (a configuration already running may finish, up to ``timeout_s``); a validation,
@@ -29,8 +29,8 @@ from .config import Config, run_name
 from .benchmark_params import (ENV_SOFTWARE, KERNEL, MAX_STREAM_LINES, MODEL_LISTS, NOTEBOOK_FILE, RESULTS_FILE,
                                TEMPLATE, check_parameters, command_for, resolve_gpu, resolve_parameters)
 from .env import REPO_ROOT, capture_env
-from .results import (DEFAULT_RUNS, NOT_RUN_PREFIX, ResultStore, fastest_row, latest_rows, make_row,
-                      status_of, synced_micro_batches, validation_class_of)
+from .results import (DEFAULT_RUNS, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row,
+                      latest_rows, make_row, status_of, synced_micro_batches, validation_class_of)
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,8 @@ def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:
 
 def validation_net_phases(p: dict[str, Any], out: Path) -> list[Phase]:
     """The validation net (with ``validate_classes``): for each method class (``methods.validation_class``)
-    that has a measured configuration in this run's results and no validation yet, the configuration of the
+    that has a configuration measured by this engine revision in this run's results and no validation by it yet,
+    the configuration of the
     class that is cheapest to validate (its measurement's duration plus ``validate_steps`` steps), at its
     measured micro-batch. So every method class that ran on a setup is checked against sustained training."""
     if not p["validate_classes"]:
@@ -206,8 +207,12 @@ def validation_net_phases(p: dict[str, Any], out: Path) -> list[Phase]:
     def cost(r: dict) -> float:
         return (r["duration_s"] or 0.0) + p["validate_steps"] * (r["step_time_s"] or 0.0)
 
-    done = {cls(r) for r in rows if r["mode"] == "validate" and r.get("validate")}  # not one a deadline skipped
-    candidates = sorted((r for r in rows if r["mode"] == "step" and r["micro_batch"] and cls(r) not in done),
+    # A validation speaks for the engine revision that made it (``analysis.validation_state``): a class counts as
+    # done only where this engine validated it, and only this engine's measurements can be validated by it.
+    done = {cls(r) for r in rows if r["mode"] == "validate" and r.get("validate")  # not one a deadline skipped
+            and engine_revision(r) == ENGINE_REVISION}
+    candidates = sorted((r for r in rows if r["mode"] == "step" and r["micro_batch"] and cls(r) not in done
+                         and engine_revision(r) == ENGINE_REVISION),
                         key=lambda r: (cost(r), r["config_id"]), reverse=True)
     cheapest = {cls(r): r for r in candidates}  # the cheapest of each class comes last, and stays
     phases = []

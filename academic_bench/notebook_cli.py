@@ -83,7 +83,7 @@ def _cmd_notebook(args: argparse.Namespace) -> int:
 
 def _cmd_runs_readme(args: argparse.Namespace) -> None:
     from .benchmark_params import README_FILE
-    from .runs_report import runs_readme, write_runs_readme
+    from .runs_readme import runs_readme, write_runs_readme
 
     root = Path(args.root)
     if not root.is_dir():

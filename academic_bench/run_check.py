@@ -11,9 +11,10 @@ A folder is checked for what every answer built on it relies on, and every probl
   ran on another GPU than its setup's (``results.row_faults``, each naming the field), lines that repeat an
   earlier row (one notice for all of them; each is checked once), a malformed ``results.skipped.jsonl``, no
   executed ``benchmark.ipynb``, no ``evidence/README.md``.
-- **warnings** leave the folder usable, with less in it: a method class that ran but was never validated against
-  sustained training, or whose latest validation misses the study's tolerance (readers then do not count its
-  measurements, ``analysis.results``), and a superseded row without its environment (no reader uses it).
+- **warnings** leave the folder usable, with less in it: a method class that an engine revision measured but did
+  not validate against sustained training, or whose latest validation by that revision misses the study's
+  tolerance (readers then do not count those measurements, ``analysis.results``), and a superseded row without
+  its environment (no reader uses it).
 
 The exit rule (``check-run``): 0 when there is no error (warnings are printed), 1 when there is any error.
 A path that is not a folder, or a folder without ``results.jsonl``, is no run folder at all (``NotARunFolder``).
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .analysis import VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from .results import device_fault, duplicates, latest_rows, row_faults, row_problems, status_of
+from .results import device_fault, duplicates, latest_rows, row_faults, row_problems, rows_to_read, status_of
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
@@ -143,20 +144,22 @@ def _check_validations(rows: list[dict], problems: list[Problem]) -> list[str]:
     """Warnings for method classes that ran without a validation within the tolerance; the validated classes."""
     if not rows:
         return []
-    net = validation_net(frame_from_rows(latest_rows(rows)))
+    net = validation_net(frame_from_rows(rows_to_read(rows)))
     validated = []
     for r in net.itertuples():
-        where = f"method class {r.validation_class}"
+        where = f"method class {r.validation_class} (engine revision {r.engine})"
         if not r.validated:
-            problems.append(Problem(WARNING, where, f"{r.measured} synchronized measurement(s) but no validation "
-                                                    "against sustained training"))
+            if r.measured:  # a validation by another revision speaks for none of this one's measurements
+                problems.append(Problem(WARNING, where, f"{r.measured} synchronized measurement(s) but no "
+                                                        "validation against sustained training by the same engine "
+                                                        "revision: they do not count"))
         elif not r.within:
             problems.append(Problem(WARNING, where, f"latest validation ({r.model}, {r.methods_label}) is off by "
                                                     f"{r.validate_rel_error:+.1%}, outside the "
                                                     f"{VALIDATION_TOLERANCE:.0%} rule: its measurements do not "
                                                     "count"))
         else:
-            validated.append(r.validation_class)
+            validated.append(f"{r.validation_class} (engine revision {r.engine})")
     return validated
 
 

@@ -1,7 +1,6 @@
-"""What a benchmark run shows: the executed notebook's tables and chart, and the runs README.
+"""What a benchmark run shows: the executed notebook's tables and chart (the runs README is ``runs_readme``).
 
     show(summary_table(run)), failures_table(run), honesty_tables(run), days_chart(run)   the notebook's cells
-    write_runs_readme()              ``academic-bench runs-readme``: notebooks/runs/README.md
 
 The report layer above ``notebook`` (the run): it reads what a run stored, never runs anything.
 """
@@ -9,14 +8,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from .hardware import get_gpu
-from .benchmark_params import (ENV_SOFTWARE, NOTEBOOK_FILE, README_FILE, RESULTS_FILE, check_parameters, command_for,
-                               notebook_parameters, setup_parameters, template_parameters)
+from .benchmark_params import RESULTS_FILE
 from .notebook import BenchmarkRun
-from .results import (DEFAULT_RUNS, SET_ASIDE, ResultStore, is_settled, latest_rows, latest_skips, load_planned,
-                      read_lines, set_aside_reason, skip_is_latest, skip_key, state_of, status_of)
+from .results import (ResultStore, engine_revision, is_settled, latest_rows, latest_skips, read_lines, rows_to_read,
+                      set_aside_reason, state_of, status_of, validation_class_of)
 
 # --- what the notebook shows ------------------------------------------------------------------------------------
 
@@ -35,21 +32,54 @@ def _results_path(run: BenchmarkRun | str | Path) -> Path:
     return path / RESULTS_FILE if path.is_dir() else path
 
 
-def _rows(run: BenchmarkRun | str | Path) -> list[dict]:
-    return latest_rows(ResultStore(_results_path(run)).rows())
+def run_rows(run: BenchmarkRun | str | Path) -> list[dict]:
+    return latest_rows(every_row(run))
+
+
+def every_row(run: BenchmarkRun | str | Path) -> list[dict]:
+    return ResultStore(_results_path(run)).rows()
+
+
+NOT_VALIDATED = "not validated"  # measured, but no result: the revision that made it did not validate its class
+
+
+def unvalidated_reasons(rows: Sequence[dict], every: Sequence[dict] | None = None) -> dict[int, str]:
+    """Per synchronized measurement of ``rows`` that is no result because the engine revision that made it did
+    not validate its method class on its setup within the study's rule (``analysis.validation_state``):
+    ``id(row)`` -> why. ``every``: all rows of the store (earlier revisions' validations), else ``rows``."""
+    from .analysis import VALIDATION_TOLERANCE, frame_from_rows, validation_verdicts
+
+    verdicts = validation_verdicts(frame_from_rows(rows_to_read(every if every is not None else rows)))
+    out = {}
+    for r in rows:
+        if (status_of(r) != "measured" or r["timing"] != "synced" or r["mode"] != "step"
+                or r["config"].get("tiny")):
+            continue
+        cls, engine = validation_class_of(r), engine_revision(r)
+        verdict = verdicts.get((r.get("setup"), cls, engine))
+        if verdict is None:
+            out[id(r)] = (f"not validated: no validation of its method class ({cls}) against sustained training "
+                          f"by the engine revision that measured it ({engine})")
+        elif not verdict:
+            out[id(r)] = (f"not validated: its method class's ({cls}) validation by engine revision {engine} "
+                          f"missed the {VALIDATION_TOLERANCE:.0%} rule")
+    return out
 
 
 def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
-    """Each latest row with its ``state``, or 'skipped' for a 'not run' row that a smart search skipped later
-    (nothing is left to run: ``results.skip_key``)."""
-    return _with_states(_rows(run), _skips(run))
+    """Each latest row with its ``state``: 'skipped' for a 'not run' row that a smart search skipped later
+    (nothing is left to run: ``results.skip_key``), 'not validated' for a measurement that is no result."""
+    every = every_row(run)
+    return with_states(latest_rows(every), skips_of(run), unvalidated_reasons(latest_rows(every), every))
 
 
-def _with_states(rows: Iterable[dict], skips: Mapping[tuple, Mapping]) -> list[tuple[dict, str]]:
-    return [(r, "skipped" if is_settled(r, skips) else state_of(r)) for r in rows]
+def with_states(rows: Iterable[dict], skips: Mapping[tuple, Mapping],
+                 unvalidated: Mapping[int, str] = {}) -> list[tuple[dict, str]]:  # noqa: B006 (read only)
+    return [(r, "skipped" if is_settled(r, skips) else NOT_VALIDATED if id(r) in unvalidated else state_of(r))
+            for r in rows]
 
 
-def _skips(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
+def skips_of(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
     """The latest skip of each configuration a smart search skipped, from the file beside the results."""
     from .results import skipped_path
 
@@ -60,18 +90,18 @@ def _skips(run: BenchmarkRun | str | Path) -> dict[tuple, Mapping]:
 def _frame(run: BenchmarkRun | str | Path | list[dict]):
     from .analysis import frame_from_rows
 
-    df = frame_from_rows(run if isinstance(run, list) else _rows(run))
-    return df.assign(kind=[_kind(*x) for x in zip(df["search"], df["timing"], df["mode"])])
+    df = frame_from_rows(run if isinstance(run, list) else run_rows(run))
+    return df.assign(kind=[kind_of(*x) for x in zip(df["search"], df["timing"], df["mode"])])
 
 
-def _kind(search: str, timing: str, mode: str) -> str:
+def kind_of(search: str, timing: str, mode: str) -> str:
     extra = [x for x in (timing if timing != "synced" else "", mode if mode != "step" else "") if x]
     return search + (f" ({', '.join(extra)})" if extra else "")
 
 
 def kind(row: dict) -> str:
     """The search, plus the timing and mode when they are not the usual ones: 'naive (unsynced)'."""
-    return _kind(row["search"], row["timing"], row["mode"])
+    return kind_of(row["search"], row["timing"], row["mode"])
 
 
 def _counts(outcomes: Iterable[str]) -> str:
@@ -83,24 +113,28 @@ def summary_table(run: BenchmarkRun | str | Path):
     """Per model and search (with timing and mode when unusual): outcome counts and the fastest that ran."""
     import pandas as pd
 
+    from .analysis import MFU_DIGITS, shown_mfu
+
     stated = _states(run)
     df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated])
+    df = df.assign(mfu_shown=shown_mfu(df))  # the study's one basis and rounding (the dense 16-bit peak)
     cols = ["model", "search", "configurations", "outcomes", "best methods", "micro-batch x GAS", "step s", "days",
             "MFU", "peak GB"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     out = []
     for (model, search), g in df.groupby(["model", "kind"], sort=True):
-        ok = g[(g["outcome"] == "ok") & g["days"].notna()].sort_values("days")
+        ok = g[(g["state"] == "ok") & g["days"].notna()].sort_values("days")  # results only: never set aside
+        # or not validated
         row = {"model": model, "search": search, "configurations": len(g), "outcomes": _counts(g["state"]),
                "best methods": "", "micro-batch x GAS": ""}
         if len(ok):
             b = ok.iloc[0]
             row.update({"best methods": b["methods_label"], "micro-batch x GAS": f"{b['micro_batch']} x {b['gas']}",
-                        "step s": b["step_time_s"], "days": b["days"], "MFU": b["mfu"],
+                        "step s": b["step_time_s"], "days": b["days"], "MFU": b["mfu_shown"],
                         "peak GB": b["peak_memory_gb"]})
         out.append(row)
-    return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": 3, "peak GB": 2})
+    return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": MFU_DIGITS, "peak GB": 2})
 
 
 def _reason_key(row: dict, width: int) -> str:
@@ -118,45 +152,40 @@ def _reason_key(row: dict, width: int) -> str:
     return short_reason(row["reason"], width)
 
 
-def failure_groups(rows: Sequence[dict], width: int = 160) -> list[dict]:
-    """Configurations that did not run ok (or whose measurement was set aside), grouped by model, search,
-    outcome and reason (rule for invalid)."""
+def failure_groups(rows: Sequence[dict], width: int = 160,
+                   unvalidated: Mapping[int, str] = {}) -> list[dict]:  # noqa: B006 (read only)
+    """Configurations that did not run ok, whose measurement was set aside, or that are no result because their
+    method class was not validated (``unvalidated``: ``unvalidated_reasons``), grouped by model, search, outcome
+    and reason (rule for invalid)."""
     from .methods import Methods
 
     groups: dict[tuple, list[str]] = defaultdict(list)
     for r in rows:
         status = status_of(r)
-        if status != "measured":
+        if id(r) in unvalidated:
+            key = (r["config"]["model"], kind(r), NOT_VALIDATED, short_reason(unvalidated[id(r)], width))
+        elif status != "measured":
             key = (r["config"]["model"], kind(r), state_of(r, status), _reason_key(r, width))
-            groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
+        else:
+            continue
+        groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
     return [dict(zip(("model", "search", "outcome", "reason"), key), configurations=len(labels),
-                 methods=_label_list(labels)) for key, labels in sorted(groups.items())]
-
-
-def skip_groups(rows: Sequence[dict], skips: Mapping[tuple, Mapping], width: int = 160) -> list[dict]:
-    """What smart searches decided not to run (``skips``, from ``_skips``), where that is still the latest word on
-    the configuration given its latest ``rows``, grouped by model, search and category, with the first reason as
-    an example: the reasons of one category differ only in their figures."""
-    by_key = {skip_key(r): r for r in rows}
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for key, s in skips.items():
-        _, _, search, timing, mode = key
-        if skip_is_latest(s, by_key.get(key)):
-            groups[(s["config"]["model"], _kind(search, timing, mode), s["category"])].append(s)
-    return [dict(zip(("model", "search", "category"), key), reason=short_reason(g[0]["reason"], width),
-                 configurations=len(g), methods=_label_list(s["label"] for s in g))
-            for key, g in sorted(groups.items())]
+                 methods=label_list(labels)) for key, labels in sorted(groups.items())]
 
 
 def failures_table(run: BenchmarkRun | str | Path):
     """Every configuration that did not run ok, grouped by model, search, outcome and reason."""
     import pandas as pd
 
-    return pd.DataFrame(failure_groups([r for r, st in _states(run) if st != "skipped"]),
+    every = every_row(run)
+    rows = latest_rows(every)
+    skips = skips_of(run)
+    return pd.DataFrame(failure_groups([r for r in rows if not is_settled(r, skips)],
+                                       unvalidated=unvalidated_reasons(rows, every)),
                         columns=["model", "search", "outcome", "reason", "configurations", "methods"])
 
 
-def _label_list(labels: Iterable[str], most: int = 4) -> str:
+def label_list(labels: Iterable[str], most: int = 4) -> str:
     labels = sorted(set(labels))
     more = f"; and {len(labels) - most} more" if len(labels) > most else ""
     return "; ".join(labels[:most]) + more
@@ -186,8 +215,9 @@ def days_chart(run: BenchmarkRun | str | Path):
     lack it) the chart is Altair's, drawn by the book's vendored vega (``charts.enable_offline``)."""
     import altair as alt
 
-    df = _frame(run)
-    ok = df[(df["outcome"] == "ok") & (df["timing"] == "synced") & (df["mode"] == "step") & df["days"].notna()]
+    stated = _states(run)
+    df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated])
+    ok = df[(df["state"] == "ok") & (df["timing"] == "synced") & (df["mode"] == "step") & df["days"].notna()]
     if ok.empty:
         chart = alt.Chart(alt.Data(values=[{"t": "No configuration ran ok, so there are no days to draw."}])
                           ).mark_text(size=13).encode(text="t:N").properties(width=420, height=40)
@@ -220,180 +250,6 @@ def _setup_of(df) -> str:
     return ", ".join(sorted(set(df["setup"].dropna()))) or "?"
 
 
-# --- the runs README ----------------------------------------------------------------------------------------------
-
-def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
-    return lines
-
-
-def _values(rows: Sequence[dict], key: str) -> str:
-    vals = sorted({str(r["env"].get(key)) for r in rows if r["env"].get(key) is not None})
-    return ", ".join(vals) if vals else "not installed"
-
-
-def _profiles_note(folder: Path, setup: str) -> str:
-    """The Files line's mention of the step profiles (``academic-bench profile``), when there are any."""
-    from .results import PROFILES_FILE
-
-    path = folder / PROFILES_FILE
-    if not path.exists():
-        return ""
-    n = sum(1 for _ in read_lines(path))
-    return f", [{PROFILES_FILE}]({setup}/{PROFILES_FILE}) ({n} step profile{'s' if n != 1 else ''}, torch.profiler)"
-
-
-def planned_section(setup: str, plan: Mapping[str, Any], rows: list[dict]) -> tuple[list[str], dict]:
-    """The README's section for a planned setup with no run yet (``results.load_planned``), and a line of the
-    overview table: why nothing ran, and the command that runs on it what the shipped setups ran (``rows``)."""
-    gpu = get_gpu(plan["gpu"])
-    fixed = {"gpu": plan["gpu"], "n_gpus": plan["n_gpus"]}
-    if rows:
-        params = setup_parameters(setup, rows, **fixed)
-    else:
-        params = {**template_parameters(), "setup": setup, "output_dir": ".", **fixed}
-        check_parameters(params)
-    lines = [f"## {setup}", "", f"- **Machine:** planned: {plan['n_gpus']} x {gpu.name}; **not run yet**, no row",
-             *([f"- **Plan:** {plan['note']}"] if plan["note"] else []), "",
-             "### Run it", "", "From the repository root, on that hardware: every model and search the shipped "
-             "setups ran, with the template's time budget (change it with `-p time_budget_s`):", "", "```bash",
-             command_for(params), "```", ""]
-    overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": f"{gpu.name} (planned, not run yet)",
-                "GPUs": str(plan["n_gpus"]), "rows": 0, "ok": 0, "date": ""}
-    return lines, overview
-
-
-def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[str], dict]:
-    """The README's section for one run folder (``rows``: its latest rows), and a line of the overview table;
-    ``note``: the plan's word on the setup (``results.load_planned``)."""
-    skips = _skips(folder)
-    stated = _with_states(rows, skips)
-    setup = folder.name
-    gpus = "/".join(sorted({str(r["config"]["n_gpus"]) for r in rows})) or "?"
-    keys = ", ".join(sorted({r["config"]["gpu"] for r in rows}))
-    env = lambda k: _values(rows, k)  # noqa: E731
-    if env("gpu_name") == "not installed":
-        machine = "no GPU"
-        where = f"no GPU: ran on the CPU (configurations named for {gpus} x {keys})"
-    else:
-        machine = env("gpu_name")
-        where = (f"{gpus} x {machine} (driver {env('driver')}, CUDA {env('cuda')}); configurations for the "
-                 f"catalog GPU {keys}")
-    tiny = any(r["config"].get("tiny") for r in rows)
-    dates = sorted(r["started_at"] for r in rows if r.get("started_at"))
-    when = f"{dates[0][:10]} to {dates[-1][:10]}" if dates and dates[0][:10] != dates[-1][:10] else \
-        (dates[0][:10] if dates else "unknown")
-    lines = [f"## {setup}", "",
-             f"- **Machine:** {where}" + (" — tiny models (a test or workshop run, not results)" if tiny else ""),
-             "- **Software:** " + ", ".join(f"{k.replace('_', '-')} {env(k)}" for k in ENV_SOFTWARE)
-             + f"; academic-bench {env('package_version')}"
-             + (f"; git commit {env('git_commit')}" if env("git_commit") not in ("not installed", "unknown")
-                else " (git commit not recorded: the run's machine had no git checkout)"),
-             f"- **Date (UTC):** {when}",
-             "- **Files:** " + (f"[{NOTEBOOK_FILE}]({setup}/{NOTEBOOK_FILE}) (the executed notebook), "
-                                 if (folder / NOTEBOOK_FILE).exists() else "")
-             + f"[{RESULTS_FILE}]({setup}/{RESULTS_FILE}) ({len(rows)} row{'s' if len(rows) != 1 else ''})"
-             + _profiles_note(folder, setup)]
-    if note:
-        lines.append(f"- **Plan:** {note}")
-    if (folder / "evidence" / README_FILE).exists():
-        lines.append(f"- **Evidence:** [evidence/{README_FILE}]({setup}/evidence/{README_FILE}) (how these files "
-                     "were made, and checks kept beside them)")
-    lines.append("")
-
-    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for r, st in stated:
-        counts[(r["config"]["model"], kind(r))][st] += 1
-    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped",
-                            SET_ASIDE) if any(c[o] for c in counts.values())]
-    lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "
-              "*timeout*: it ran and was stopped at its time limit; *not run*: a time budget was spent before it "
-              "started, so running the notebook again measures it; *skipped*: a budget left it unstarted and a "
-              "smart search decided it need not run, with the reason in `results.skipped.jsonl`; *set aside*: "
-              "measured by an engine revision whose timing of it was since corrected, so measured again by the "
-              "next run):", ""]
-    lines += _md_table(["model", "search", *outcomes, "total"],
-                       [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
-                        for (m, k), c in sorted(counts.items())])
-
-    failed = failure_groups([r for r, st in stated if st != "skipped"], width=220)
-    lines += ["", "### What did not run ok", ""]
-    if failed:
-        lines += _md_table(["model", "search", "outcome", "reason", "configurations"],
-                           [(f["model"], f["search"], f["outcome"], f["reason"],
-                             f"{f['configurations']}: {f['methods']}") for f in failed])
-    else:
-        lines.append("Nothing: every configuration ran ok.")
-    skipped = skip_groups(rows, skips, width=220)
-    if skipped:
-        lines += ["", "### What the smart search skipped", "",
-                  "Configurations a smart search decided not to run, by the rule that ruled them out "
-                  "(`results.skipped.jsonl` holds each one's own reason; one is shown per group):", ""]
-        lines += _md_table(["model", "search", "rule", "example reason", "configurations"],
-                           [(g["model"], g["search"], g["category"], g["reason"],
-                             f"{g['configurations']}: {g['methods']}") for g in skipped])
-    params = notebook_parameters(folder)
-    last = params if params and {"setup", "models"} <= set(params) else None
-    whole = setup_parameters(setup, rows, (last or {}).get("device"))
-    budget = whole["time_budget_s"]
-    lines += ["", "### Re-run it", "",
-              "From the repository root, on the same hardware. Every model and search these rows came from, "
-              f"with the template's time budget ({'none' if budget is None else f'{budget / 3600:g} h'}; change it "
-              "with `-p time_budget_s`):", "", "```bash", command_for(whole), "```", "",
-              "Into the same folder a run resumes: it measures what a time budget left unstarted and skips "
-              "configurations that have a row (unless their outcome is listed in `retry`). "
-              + ("The last run here, as its executed notebook records it:" if last else
-                 f"No executed notebook with papermill parameters in {setup}/ records the last run.")]
-    if last:
-        lines += ["", "```bash", command_for(last), "```"]
-    overview = {"setup": f"[{setup}](#{setup.replace('.', '')})", "GPU": machine, "GPUs": gpus,
-                "rows": len(rows), "ok": sum(st == "ok" for _, st in stated), "date": when}
-    return lines + [""], overview
-
-
-def runs_readme(root: str | Path = DEFAULT_RUNS) -> str:
-    """The text of ``<root>/README.md``: one section per run folder holding a results file, then one per planned
-    setup (``<root>/planned-setups.csv``) that has none yet."""
-    root = Path(root)
-    folders = sorted(p.parent for p in root.glob(f"*/{RESULTS_FILE}"))
-    lines = ["# Benchmark runs", "",
-             "<!-- Generated by `academic-bench runs-readme` from the files below: do not edit by hand. -->",
-             "This file is generated from each run's results and executed notebook by `academic-bench runs-readme`; "
-             "edit the generator (`academic_bench/runs_report.py`), not this file.", "",
-             "Each folder is one hardware setup: `benchmark.ipynb` is the executed notebook "
-             "(`notebooks/benchmark.ipynb` run by `academic-bench notebook`), `results.jsonl` holds one row per "
-             "configuration (a measurement, or a failure with its reason), and `logs/` the full log of each.", ""]
-    planned = load_planned(root)
-    missing = [name for name in planned if not (root / name / RESULTS_FILE).exists()]
-    if not folders and not missing:
-        return "\n".join(lines + ["No runs yet.", ""])
-    sections, overview, every_row = [], [], []
-    for folder in folders:
-        rows = _rows(folder)  # read once: the section and the planned setups' commands both use them
-        section, line = setup_section(folder, rows, planned.get(folder.name, {}).get("note", ""))
-        sections += section
-        overview.append(line)
-        every_row += rows
-    for name in missing:
-        section, line = planned_section(name, planned[name], every_row)
-        sections += section
-        overview.append(line)
-    cols = list(overview[0])
-    lines += _md_table(cols, [[o[c] for c in cols] for o in overview]) + [""]
-    return "\n".join(lines + sections)
-
-
-def write_runs_readme(root: str | Path = DEFAULT_RUNS) -> Path:
-    path = Path(root) / README_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(runs_readme(root))
-    return path
-
-
-__all__ = ["days_chart", "failures_table", "honesty_tables", "runs_readme", "show",
-           "summary_table", "write_runs_readme"]
+__all__ = ["NOT_VALIDATED", "days_chart", "every_row", "failure_groups", "failures_table", "honesty_tables", "kind",
+           "kind_of", "label_list", "run_rows", "show", "short_reason", "skips_of", "summary_table",
+           "unvalidated_reasons", "with_states"]

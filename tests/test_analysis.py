@@ -32,8 +32,26 @@ def _row(config_id: str, methods: dict, *, days: float | None, outcome: str = "o
                        "micro_batch": None, "tiny": tiny}, engine=ENGINE_REVISION)
     if step is not None:
         row["step_time_spread"] = [step * 0.95, step * 1.1]
+    if "mfu" in extra and "peak_flops" not in extra:  # rated at the basis every page shows (the dense 16-bit peak)
+        row["peak_flops"] = analysis.dense16_peak(gpu)
     row.update(extra)
     return row
+
+
+def validated(rows: list[dict]) -> list[dict]:
+    """``rows`` and one validation within the tolerance per setup, method class and engine revision of their
+    measurements: only a validated class gives results (``analysis.results``)."""
+    from academic_bench.results import validation_class_of
+
+    seen, out = set(), list(rows)
+    for r in rows:
+        key = (r["setup"], validation_class_of(r), r.get("engine"))
+        if r["outcome"] == "ok" and r["mode"] == "step" and r["timing"] == "synced" and key not in seen:
+            seen.add(key)
+            out.append({**r, "config_id": r["config_id"] + "-validated", "mode": "validate", "validate": {
+                "steps": 3, "sustained_step_s": r["step_time_s"], "predicted_step_s": r["step_time_s"],
+                "rel_error": 0.0}})
+    return out
 
 
 @pytest.fixture
@@ -52,7 +70,7 @@ def runs(tmp_path) -> pd.DataFrame:
         _row("free", FREE, days=5.0, mode="validate", search="free-lunch",
              validate={"steps": 20, "sustained_step_s": 3.05, "predicted_step_s": 3.0, "rel_error": -0.0164}),
     ]
-    for r in rows:
+    for r in validated(rows[:-1]) + rows[-1:]:
         store.append(r)
     return analysis.runs_frame(tmp_path)
 
@@ -114,9 +132,22 @@ def test_sync_pairs_compare_the_same_configuration(runs):
     assert analysis.sync_pairs(other_size).empty, "an unsynced row at another micro-batch times other work"
 
 
+def test_sync_pairs_count_the_same_work_once(tmp_path):
+    """The same methods at the same micro-batch timed both ways under two configuration ids (one with a fixed
+    micro-batch) is one configuration: a median over pairs must not count it twice."""
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    for cid, at in (("free", "2026-01-01T00:00:00"), ("free-fixed-mb", "2026-01-02T00:00:00")):
+        store.append(_row(cid, FREE, days=5.0, search="free-lunch", started_at=at))
+        store.append(_row(cid, FREE, days=2.0 if cid == "free" else 3.0, timing="unsynced", search="free-lunch",
+                          started_at=at))
+    pairs = analysis.sync_pairs(analysis.runs_frame(tmp_path))
+    assert pairs["config_id"].tolist() == ["free-fixed-mb"], "the latest pair of the same work"
+
+
 def test_validation_variance_and_memory(runs):
     v = analysis.validation_pairs(runs)
-    assert v["validate_rel_error"].tolist() == [-0.0164]
+    assert sorted(v["validate_rel_error"].tolist()) == [-0.0164, 0.0, 0.0, 0.0, 0.0]  # the fixture's and validated()'s
+    assert v["within"].all() and (v["sustained_s"] == v["validate_steps"] * v["sustained_step_s"]).all()
     var = analysis.variance(runs)
     assert var["relative_spread"].dropna().round(6).eq(0.15).all()
     from academic_bench.config import Config
@@ -219,9 +250,10 @@ def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
 
 def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_optimum(tmp_path):
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
-    store.append(_row("naive-rob", NAIVE, days=300.0, search="naive", model="roberta-large"))
-    store.append(_row("naive-160", NAIVE, days=50.0, search="naive"))
-    store.append(_row("free-160", FREE, days=9.0, search="smart"))
+    for r in validated([_row("naive-rob", NAIVE, days=300.0, search="naive", model="roberta-large"),
+                        _row("naive-160", NAIVE, days=50.0, search="naive"),
+                        _row("free-160", FREE, days=9.0, search="smart")]):
+        store.append(r)
     df = analysis.runs_frame(tmp_path)
     t1 = analysis.paper_comparison(df, "table1")
     assert list(t1["model"]) == ["pythia-160m"] and float(t1["ours_days"].iloc[0]) == 9.0
@@ -251,7 +283,7 @@ def _search_frames(days: list[float], smart_measures: int, drop: int = 0):
     skipped = pd.DataFrame([{"setup": "h100x1", "config_id": c.id, "search": "smart", "timing": "synced",
                              "mode": "step", "category": "cannot win", "reason": "synthetic"}
                             for c in valid[smart_measures:]])
-    return analysis.frame_from_rows(rows), skipped, len(valid)
+    return analysis.frame_from_rows(validated(rows)), skipped, len(valid)
 
 
 def test_smart_vs_exhaustive_reports_the_gap_and_the_share_of_gpu_time():
@@ -369,7 +401,7 @@ def test_step_breakdown_splits_the_best_step_into_micro_steps_sync_and_optimizer
     times = {"accumulate": {"median": 0.3}, "boundary": {"median": 0.33}, "optimizer": {"median": step * 0.02}}
     rows = [_row("free", FREE, days=5.0, times=times),
             _row("naive", NAIVE, days=10.0, times=times)]  # slower: not the setting's best
-    b = analysis.step_breakdown(analysis.frame_from_rows(rows))
+    b = analysis.step_breakdown(analysis.frame_from_rows(validated(rows)))
     assert b["methods_label"].tolist() == ["free-lunch"]
     assert b["optimizer_share"].iloc[0] == pytest.approx(0.02)
     assert b["micro_steps_share"].iloc[0] == pytest.approx(0.98)
@@ -398,7 +430,7 @@ def test_answers_give_days_only_where_the_smart_search_is_complete_in_catalog_or
         _row("160-s", FREE, days=2.0, search="smart"),
         _row("160-z", zero, days=None, outcome="timeout", search="smart", reason=not_run),  # still to run
     ]
-    df = analysis.frame_from_rows(rows)
+    df = analysis.frame_from_rows(validated(rows))
     out = answers.answers(df, analysis.skipped_frame("/nonexistent"))
     assert list(out.columns) == answers.ANSWER_COLUMNS
     assert list(zip(out["model"], out["setup"])) == [

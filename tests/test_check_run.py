@@ -13,7 +13,7 @@ from academic_bench.analysis import MFU_IMPLAUSIBLE, VALIDATION_TOLERANCE
 from academic_bench.cli import main
 from academic_bench.config import Config
 from academic_bench.methods import preset
-from academic_bench.results import make_row
+from academic_bench.results import ENGINE_REVISION, make_row
 from academic_bench.run_check import ERROR, EVIDENCE_README, NOTEBOOK, RESULTS, WARNING, check_run
 
 from measured import measured_fields
@@ -77,7 +77,7 @@ def test_a_good_folder_passes(tmp_path, capsys) -> None:
     check = check_run(folder)
     assert check.ok and not check.problems
     assert check.summary["rows"] == len(_good_rows())
-    assert set(check.summary["validated_classes"]) == {"naive", "free-lunch"}
+    assert set(check.summary["validated_classes"]) == {f"naive (engine revision {ENGINE_REVISION})", f"free-lunch (engine revision {ENGINE_REVISION})"}
     assert _main("check-run", str(folder)) == 0
     out = capsys.readouterr().out
     assert "ok" in out.splitlines()[0] and "rows:" in out
@@ -140,7 +140,7 @@ def test_a_method_class_without_validation_is_a_warning(tmp_path, capsys) -> Non
     folder = _folder(tmp_path, rows=rows)
     check = check_run(folder)
     assert check.ok
-    assert [(p.level, p.where) for p in check.problems] == [(WARNING, "method class free-lunch")]
+    assert [(p.level, p.where) for p in check.problems] == [(WARNING, f"method class free-lunch (engine revision {ENGINE_REVISION})")]
     assert _main("check-run", str(folder)) == 0
     assert "no validation" in capsys.readouterr().out
 
@@ -149,7 +149,7 @@ def test_a_validation_outside_the_rule_is_a_warning(tmp_path) -> None:
     rows = _good_rows()
     rows[1] = _row("naive", "validate", rel_error=2 * VALIDATION_TOLERANCE)
     check = check_run(_folder(tmp_path, rows=rows))
-    assert check.ok and [p.where for p in check.warnings] == ["method class naive"]
+    assert check.ok and [p.where for p in check.warnings] == [f"method class naive (engine revision {ENGINE_REVISION})"]
     assert "do not count" in check.warnings[0].what
 
 

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typ
 def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], setup: str = "synthetic",
                          spread: tuple[float, float] | None = None) -> str:
     """``rows``: (model, gpu, n_gpus, days, mfu) written as ok, synced, step-mode results of a smart search
-    under ``root`` (one configuration each, so the search is complete and the row is the setting's answer).
+    under ``root`` (one configuration each, so the search is complete and the row is the setting's answer), each
+    with a validation within the study's tolerance.
 
     ``spread``: the fastest and slowest timed repetition as fractions of the step time (none by default).
     """
@@ -32,8 +33,12 @@ def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], s
         cfg = Config(model, gpu, n, methods=preset("free-lunch"))
         step = days * 86_400 / 143_000
         extra = {"step_time_spread": [step * spread[0], step * spread[1]]} if spread else {}
-        store.append(make_row(cfg, setup=setup, outcome="ok", search="smart", step_time_s=step, micro_batch=8,
-                              gas=1024 // (8 * n), days=days, gpu_days=days * n, mfu=mfu, **extra))
+        row = make_row(cfg, setup=setup, outcome="ok", search="smart", step_time_s=step, micro_batch=8,
+                       gas=1024 // (8 * n), days=days, gpu_days=days * n, mfu=mfu, **extra)
+        store.append(row)
+        # Its method class validated by the same engine revision, so that the row is a result.
+        store.append({**row, "mode": "validate", "validate": {"steps": 3, "sustained_step_s": step,
+                                                              "predicted_step_s": step, "rel_error": 0.0}})
     return str(root)
 
 

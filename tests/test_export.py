@@ -42,7 +42,17 @@ def results(tmp_path):
               row("roberta-large", "h100-80gb", 2, "free-lunch+ckpt+fsdp_full_shard+offload", 32, step=1.0),
               row("roberta-large", "h100-80gb", 2, "free-lunch+fsdp_shard_grad_op", 32, step=1.5)]:
         store.append(r)
+        if r["outcome"] == "ok" and r["timing"] == "synced":  # its method class validated, so that it is a result
+            store.append({**r, "mode": "validate", "validate": {"steps": 3, "sustained_step_s": r["step_time_s"],
+                                                                "predicted_step_s": r["step_time_s"], "rel_error": 0.0}})
     return store.path
+
+
+def test_an_unvalidated_method_class_is_not_exported(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    store.append(row("pythia-1b", "h100-80gb", 2, "free-lunch+zero2", 8, step=3.0))
+    with pytest.raises(ValueError, match="settings with results: none"):
+        best_row(store.rows(), "pythia-1b", "h100-80gb", 2)
 
 
 def all_strings(doc) -> list[str]:

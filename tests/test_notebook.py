@@ -264,6 +264,21 @@ def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each
     assert nb.validation_net_phases({**params, "validate_classes": False}, store.path) == []
 
 
+def test_the_validation_net_validates_again_a_class_validated_only_by_an_older_engine(tmp_path):
+    from academic_bench.methods import parse_methods
+    from academic_bench.results import ENGINE_REVISION
+
+    store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
+    config = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("naive"))
+    row = make_row(config, setup="t", outcome="ok", search="naive", micro_batch=4, gas=2, step_time_s=1.0, days=1.0,
+                   duration_s=10.0)
+    store.append(row)
+    store.append({**row, "mode": "validate", "engine": ENGINE_REVISION - 1,
+                  "validate": {"steps": 3, "sustained_step_s": 1.0, "predicted_step_s": 1.0, "rel_error": 0.0}})
+    phases = nb.validation_net_phases({"validate_classes": True, "validate_steps": 3}, store.path)
+    assert [p.title.split(" (")[0] for p in phases] == ["validation net: naive"]
+
+
 def test_an_unsynced_timing_waits_for_an_ok_synced_twin(tmp_path, capsys):
     # Seen on 2 x H200: the synced free-lunch row timed out, and its unsynced twin searched a micro-batch of
     # its own and was timed alone -- GPU time spent on a figure that pairs with nothing.

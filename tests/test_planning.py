@@ -154,8 +154,11 @@ def test_a_naive_only_setting_is_no_point_of_the_planner(tmp_path):
     for model, methods, search, mfu in (("pythia-160m", "free-lunch", "single", 0.35),
                                         ("pythia-410m", "naive", "naive", 0.08)):
         cfg = Config(model, "h200", 2, methods=preset(methods))
-        store.append(make_row(cfg, setup="two", outcome="ok", search=search, step_time_s=1.0, micro_batch=8,
-                              gas=64, days=10.0, gpu_days=20.0, mfu=mfu))
+        row = make_row(cfg, setup="two", outcome="ok", search=search, step_time_s=1.0, micro_batch=8,
+                       gas=64, days=10.0, gpu_days=20.0, mfu=mfu)
+        store.append(row)
+        store.append({**row, "mode": "validate",  # a result: its class validated by the same engine revision
+                      "validate": {"steps": 3, "sustained_step_s": 1.0, "predicted_step_s": 1.0, "rel_error": 0.0}})
     from academic_bench.answer import answer
 
     assert answer("pythia-410m", "h200", 2, str(tmp_path)).kind != "measured"

@@ -227,6 +227,10 @@ def test_mfu_is_the_product_of_busy_time_flop_kernel_time_and_their_rate(tmp_pat
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
     store.append(make_row(cfg, setup="h100x1", outcome="ok", search="smart", micro_batch=4, gas=cfg.per_gpu_batch // 4,
                           step_time_s=11.0, days=30.0, mfu=0.5, peak_flops=1e15))
+    # Its method class validated against sustained training by the same engine: a result.
+    store.append(make_row(cfg, setup="h100x1", outcome="ok", search="smart", mode="validate", micro_batch=4,
+                          gas=cfg.per_gpu_batch // 4, step_time_s=11.0, days=30.0, mfu=0.5, peak_flops=1e15,
+                          validate={"steps": 3, "sustained_step_s": 11.0, "predicted_step_s": 11.0, "rel_error": 0.0}))
     other = Config("pythia-160m", "h100-80gb", 1)
     _line(tmp_path, {"matrix multiplication": 1.0}, [], micro_batch=2, config=other)
     store.append(make_row(other, setup="h100x1", outcome="ok", search="smart", micro_batch=8,

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_notebook
 
-from academic_bench import benchmark_params as params_mod, notebook as nb, runs_report as report
+from academic_bench import benchmark_params as params_mod, notebook as nb, runs_readme as readme, runs_report as report
 from academic_bench.cli import build_parser, main
 from academic_bench.config import Config
 from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
@@ -30,6 +30,10 @@ def _synthetic_run(folder) -> None:
     base = dict(setup="h100x1", env=GPU_ENV, started_at="2026-11-23T10:00:00+00:00")
     store.append(make_row(c("pythia-160m", NAIVE), outcome="ok", search="naive", micro_batch=4, gas=256,
                           step_time_s=1.0, days=1.0, **base))
+    store.append(make_row(c("pythia-160m", NAIVE), outcome="ok", search="naive", mode="validate", micro_batch=4,
+                          gas=256, step_time_s=1.0, days=1.0, validate={"steps": 3, "sustained_step_s": 1.0,
+                                                                        "predicted_step_s": 1.0, "rel_error": 0.0},
+                          **base))
     store.append(make_row(c("pythia-6.9b", NAIVE), outcome="oom", search="naive",
                           reason="even the smallest micro-batch does not fit in memory", **base))
     store.append(make_row(c("vit-large", FREE_LUNCH), outcome="error", search="free-lunch",
@@ -114,7 +118,7 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     skips.append({**skips[0], "config_id": offload("pythia-2.8b").id, "config": offload("pythia-2.8b").to_dict(),
                   "category": "cannot fit (host memory model)", "reason": "host memory"})
     skipped_path(folder / params_mod.RESULTS_FILE).write_text("".join(json.dumps(s) + "\n" for s in skips))
-    text = report.runs_readme(tmp_path)
+    text = readme.runs_readme(tmp_path)
     assert "### What the smart search skipped" in text
     assert f"| pythia-160m | smart | cannot win | synthetic pythia-160m | 1: {zero1.label()} |" in text
     assert f"| pythia-1b | smart | cannot win | synthetic pythia-1b | 1: {zero1.label()} |" in text
@@ -123,7 +127,7 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
     assert "| pythia-160m | smart |  |  |  | 1 | 1 |" in text, "left by a budget, then skipped by smart: settled"
     assert "profiles.jsonl" not in text
     (folder / "profiles.jsonl").write_text('{"config_id": "x"}\n{"config_id": "y"}\n')
-    assert "[profiles.jsonl](h100x1/profiles.jsonl) (2 step profiles, torch.profiler)" in report.runs_readme(tmp_path)
+    assert "[profiles.jsonl](h100x1/profiles.jsonl) (2 step profiles, torch.profiler)" in readme.runs_readme(tmp_path)
     assert "| pythia-1b | exhaustive |  |  | 1 |  | 1 |" in text, "a smart skip does not settle an exhaustive row"
     assert "| vit-large | smart |  | 1 |  |  | 1 |" in text, "a real timeout stays a timeout"
     assert "| pythia-2.8b | smart | 1 |  |  |  | 1 |" in text, "an error stays an error, with the skip listed after"
@@ -136,8 +140,40 @@ def test_runs_readme_tells_timeouts_not_run_and_skipped_apart(tmp_path):
         ("pythia-1b", "not run"), ("pythia-2.8b", "error"), ("vit-large", "timeout")], "the failure itself stays"
 
 
+def test_a_set_aside_or_unvalidated_row_is_never_shown_as_a_result(tmp_path):
+    """The notebook's summary and chart and the README show only results: a faster row set aside by a correction
+    of the engine, or one of a method class its engine revision never validated, is marked, never a best, and a
+    skip's reason never quotes its time."""
+    folder = tmp_path / "h200x2"
+    store = ResultStore(folder / params_mod.RESULTS_FILE)
+    c = lambda methods: Config("pythia-1b", "h200", 2, methods=methods)  # noqa: E731
+    base = dict(setup="h200x2", env=GPU_ENV, started_at="2026-11-23T10:00:00+00:00", search="smart", outcome="ok",
+                gas=2)
+    zero1 = Methods(compile=True, kernels=True, tf32=True, sharding="zero1")
+    aside = {**make_row(c(zero1), micro_batch=32, step_time_s=1.2345, days=2.0, **base), "engine": 1}
+    store.append(aside)
+    store.append(make_row(c(Methods(compile=True, kernels=True, tf32=True, checkpointing=True)), micro_batch=32,
+                          step_time_s=1.5, days=2.5, **base))  # its class never validated
+    store.append(make_row(c(NAIVE), micro_batch=16, step_time_s=4.0, days=8.0, **base))
+    store.append(make_row(c(NAIVE), micro_batch=16, step_time_s=4.0, days=8.0, mode="validate",
+                          validate={"steps": 3, "sustained_step_s": 4.0, "predicted_step_s": 4.0, "rel_error": 0.0},
+                          **base))
+    skip = {"config_id": "z2", "config": c(Methods(compile=True, kernels=True, tf32=True, sharding="zero2")).to_dict(),
+            "label": "free-lunch + ZeRO-2", "setup": "h200x2", "search": "smart", "timing": "synced", "mode": "step",
+            "category": "cannot win (no larger micro-batch)", "at": "2026-11-23T11:00:00+00:00",
+            "reason": "smart: skipped because the memory model predicts no larger micro-batch for it (<= 32) than "
+                      "for free-lunch + ZeRO-1, measured at 1.234 s/step; more memory saving would only add overhead"}
+    skipped_path(store.path).write_text(json.dumps(skip) + "\n")
+    summary = report.summary_table(folder).set_index("search")
+    assert summary.loc["smart", "best methods"] == "naive" and summary.loc["smart", "days"] == 8.0
+    assert "set aside 1" in summary.loc["smart", "outcomes"] and "not validated 1" in summary.loc["smart", "outcomes"]
+    text = readme.runs_readme(tmp_path)
+    assert "1.234" not in text and "whose measurement is set aside (no result)" in text
+    assert "| not validated |" in text and "no validation of its method class (checkpointing (DDP))" in text
+
+
 def test_runs_readme_with_no_runs(tmp_path):
-    assert "No runs yet." in report.runs_readme(tmp_path)
+    assert "No runs yet." in readme.runs_readme(tmp_path)
 
 
 def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
@@ -145,7 +181,7 @@ def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
     _synthetic_run(tmp_path / "h100x1")
     (tmp_path / PLANNED_FILE).write_text("setup,gpu,n_gpus,note\nh100x1,h100-80gb,1,\n"
                                          'h200x4,h200,4,"No machine with four GPUs was available."\n')
-    text = report.runs_readme(tmp_path)
+    text = readme.runs_readme(tmp_path)
     assert "| [h200x4](#h200x4) | NVIDIA H200 141GB SXM (planned, not run yet) | 4 | 0 | 0 |  |" in text
     section = text[text.index("## h200x4"):]
     assert "planned: 4 x NVIDIA H200 141GB SXM; **not run yet**, no row" in section
@@ -166,4 +202,4 @@ def test_runs_readme_lists_planned_setups_that_have_not_run(tmp_path):
 def test_a_malformed_planned_setups_file_names_its_line_and_the_choices(tmp_path, csv, message):
     (tmp_path / PLANNED_FILE).write_text(csv)
     with pytest.raises(ValueError, match=re.escape(message)):
-        report.runs_readme(tmp_path)
+        readme.runs_readme(tmp_path)

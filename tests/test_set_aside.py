@@ -56,11 +56,19 @@ def test_new_rows_record_the_engine_revision_and_old_zero_timings_are_set_aside(
     assert set_aside_reason(row("free-lunch+zero3+offload", 1.0, engine=None, outcome="oom")) is None
 
 
+def _validation(spec: str, engine: int, rel_error: float, at: str, config_id: str | None = None) -> dict:
+    v = row(spec, 1.0, engine=engine, mode="validate",
+            validate={"steps": 3, "sustained_step_s": 1.0, "predicted_step_s": 1.0 + rel_error, "rel_error": rel_error})
+    return {**v, "config_id": config_id or v["config_id"], "started_at": at}
+
+
 @pytest.fixture
 def runs(tmp_path):
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
     for r in (row("free-lunch", 2.0, engine=None), row("free-lunch+zero1+offload", 1.0, engine=None),
-              row("free-lunch+zero2+offload", 3.0, engine=3)):
+              row("free-lunch+zero2+offload", 3.0, engine=3),
+              _validation("free-lunch", 1, 0.01, "2026-01-01T00:00:00+00:00", "v-free"),
+              _validation("free-lunch+zero2+offload", 3, 0.01, "2026-01-01T00:00:00+00:00", "v-zero2")):
         store.append(r)
     before = store.path.read_bytes()
     yield tmp_path
@@ -69,7 +77,7 @@ def runs(tmp_path):
 
 def test_analysis_and_export_never_use_a_set_aside_row_and_say_how_many_and_why(runs):
     df = analysis.runs_frame(runs)
-    assert sorted(df["outcome"]) == ["ok", "ok", "set aside"]
+    assert sorted(df.loc[df["mode"] == "step", "outcome"]) == ["ok", "ok", "set aside"]
     assert set(analysis.results(df)["methods_label"]) == {"free-lunch", "free-lunch + ZeRO-2 + offload"}
     best = analysis.best_per_setting(df)
     assert best["methods_label"].tolist() == ["free-lunch"], "the faster, misaligned ZeRO-1 row is no result"
@@ -102,21 +110,49 @@ def test_a_method_class_that_missed_its_validation_gives_no_result_until_validat
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
     store.append(row("free-lunch", 2.0, engine=ENGINE_REVISION))
     store.append(row("free-lunch+zero3+offload", 1.0, engine=ENGINE_REVISION))
+    store.append(_validation("free-lunch", ENGINE_REVISION, 0.01, "2026-01-01T00:00:00+00:00", "v-free"))
     miss = row("free-lunch+zero3+offload", 1.0, engine=ENGINE_REVISION, mode="validate",
                validate={"steps": 3, "sustained_step_s": 1.2, "predicted_step_s": 1.0, "rel_error": -1 / 6})
     store.append({**miss, "config_id": "zero3-validation", "started_at": "2026-01-01T00:00:00+00:00"})
     df = analysis.runs_frame(tmp_path)
-    assert analysis.missed_validation(df) == {("h100x1", "ZeRO-3 + offload")}
+    assert analysis.missed_validation(df) == {("h100x1", "ZeRO-3 + offload", ENGINE_REVISION)}
     assert analysis.best_per_setting(df)["methods_label"].tolist() == ["free-lunch"]
     net = analysis.validation_net(df).set_index("validation_class")
     assert net.loc["ZeRO-3 + offload", "within"] == False and net.loc["ZeRO-3 + offload", "measured"] == 1  # noqa: E712
-    assert net.loc["free-lunch", "validated"] == False  # noqa: E712  (measured, never validated: said so)
     fixed = {**miss, "config_id": "zero3-validation-2", "started_at": "2026-02-01T00:00:00+00:00",
              "validate": {"steps": 3, "sustained_step_s": 1.01, "predicted_step_s": 1.0, "rel_error": -0.01}}
     store.append(fixed)
     df = analysis.runs_frame(tmp_path)
     assert analysis.missed_validation(df) == set()
     assert analysis.best_per_setting(df)["methods_label"].tolist() == ["free-lunch + ZeRO-3 + offload"]
+
+
+def test_a_result_counts_only_where_the_revision_that_made_it_validated_its_class(tmp_path):
+    """A validation by another engine revision does not speak for a measurement: each revision times the phases
+    its own way."""
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store.append({**row("free-lunch", 2.0, engine=1), "config_id": "old-free"})
+    store.append(row("free-lunch", 3.0, engine=6))
+    store.append(_validation("free-lunch", 1, 0.01, "2026-01-01T00:00:00+00:00", "val-1"))
+    df = analysis.runs_frame(tmp_path)
+    assert analysis.results(df)["engine"].tolist() == [1], "revision 6's row has no validation of its own"
+    assert set(analysis.uncounted(df)["engine"]) == {6}
+    assert "not validated" in analysis.uncounted(df)["why"].iloc[0]
+
+
+def test_a_later_set_aside_validation_does_not_hide_a_missed_one(tmp_path):
+    """ZeRO-3 + offload missed its validation at revision 4, then the same configuration's revision-5 validation
+    was set aside: the miss stays in the validation table, and revision 4's measurements are no result."""
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store.append(row("free-lunch+zero3+offload", 1.0, engine=4))
+    store.append(_validation("free-lunch+zero3+offload", 4, -0.0348, "2026-01-01T00:00:00+00:00", "z3"))
+    store.append(_validation("free-lunch+zero3+offload", 5, -0.07, "2026-01-02T00:00:00+00:00", "z3"))
+    df = analysis.runs_frame(tmp_path)
+    assert analysis.missed_validation(df) == {("h100x1", "ZeRO-3 + offload", 4)}
+    assert analysis.results(df).empty
+    pairs = analysis.validation_pairs(df)
+    assert pairs[["engine", "within"]].values.tolist() == [[4, False]]
+    assert pairs["sustained_s"].iloc[0] == pytest.approx(3.0)
 
 
 

@@ -22,16 +22,25 @@ from .frame import (  # noqa: F401
 )
 from .facts import (  # noqa: F401
     CACHE_ENV,
+    MFU_DIGITS,
+    dense16_peak,
+    mfu_on_dense16,
+    shown_mfu,
     gpu_label,
     model_facts,
     model_label,
 )
 from .counted import (  # noqa: F401
+    VALIDATION_KEY,
     VALIDATION_TOLERANCE,
     latest_validations,
     measured_rows,
     missed_validation,
     results,
+    uncounted,
+    validation_state,
+    validation_verdicts,
+    validations,
 )
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,

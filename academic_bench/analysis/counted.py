@@ -1,29 +1,44 @@
-"""What counts as a result: synchronized step-mode measurements of a method class whose latest validation against
-sustained training, if any, is within the study's tolerance."""
+"""What counts as a result: a synchronized step-mode measurement of a method class validated against sustained
+training, on its setup, within the study's tolerance, by the engine revision that made the measurement."""
 from __future__ import annotations
 
 import pandas as pd
 
 VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
+VALIDATION_KEY = ["setup", "validation_class", "engine"]  # what one validation speaks for
+
+
+def validations(df: pd.DataFrame) -> pd.DataFrame:
+    """Every validation against sustained training that a reader may use (set-aside ones never count; missed
+    ones do), with ``within``: inside ``VALIDATION_TOLERANCE``."""
+    v = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
+           & ~df["tiny"].astype(bool)] if not df.empty else df
+    return v.assign(within=v["validate_rel_error"].abs() <= VALIDATION_TOLERANCE if not v.empty
+                    else pd.Series(dtype=bool))
 
 
 def latest_validations(df: pd.DataFrame) -> pd.DataFrame:
-    """Per setup and method class, the latest validation (set-aside rows never count): it speaks for the engine
-    that made the setup's results."""
-    v = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
-           & ~df["tiny"].astype(bool)] if not df.empty else df
+    """Per setup, method class and engine revision, the latest validation: it speaks for the measurements that
+    revision made of the class on the setup, and for no other revision's (a correction of the engine changes
+    what a phase times)."""
+    v = validations(df)
     if v.empty:
-        return v.assign(within=pd.Series(dtype=bool))
-    v = v.assign(within=v["validate_rel_error"].abs() <= VALIDATION_TOLERANCE)
+        return v
     # A stable sort: validations of the same second keep the order the store has them in.
-    return v.sort_values("started_at", kind="stable").groupby(["setup", "validation_class"]).tail(1)
+    return v.sort_values("started_at", kind="stable").groupby(VALIDATION_KEY).tail(1)
 
 
-def missed_validation(df: pd.DataFrame) -> set[tuple[str, str]]:
-    """(setup, method class) pairs whose latest validation is outside ``VALIDATION_TOLERANCE``: the study uses
-    no number of theirs (``results``) until the method is fixed and validated again."""
+def validation_verdicts(df: pd.DataFrame) -> dict[tuple, bool]:
+    """(setup, method class, engine revision) -> whether its latest validation is within the tolerance; a key
+    that is missing was never validated."""
     v = latest_validations(df)
-    return set(zip(v.loc[~v["within"].astype(bool), "setup"], v.loc[~v["within"].astype(bool), "validation_class"]))
+    return dict(zip(zip(*(v[k] for k in VALIDATION_KEY)), v["within"].astype(bool))) if not v.empty else {}
+
+
+def missed_validation(df: pd.DataFrame) -> set[tuple[str, str, int]]:
+    """(setup, method class, engine revision) whose latest validation is outside ``VALIDATION_TOLERANCE``: no
+    number that revision made of the class on the setup is used (``results``)."""
+    return {key for key, within in validation_verdicts(df).items() if not within}
 
 
 def measured_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -34,11 +49,37 @@ def measured_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df[keep & ~df["tiny"].astype(bool)].copy()
 
 
+def validation_state(df: pd.DataFrame) -> pd.Series:
+    """Per row of ``df``: "validated" where the engine revision that made it validated its method class on its
+    setup within ``VALIDATION_TOLERANCE``, "missed" where that validation missed it, "not validated" where that
+    revision has none. The one reader of the rule."""
+    verdicts = validation_verdicts(df)
+    keys = zip(*(df[k] for k in VALIDATION_KEY)) if not df.empty else []
+    states = [{True: "validated", False: "missed"}.get(verdicts.get(key), "not validated") for key in keys]
+    return pd.Series(states, index=df.index, dtype=object)
+
+
 def results(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows that count as results: synchronised step-mode measurements (``measured_rows``) of a method class whose
-    latest validation on the setup, if any, is within ``VALIDATION_TOLERANCE`` (``missed_validation``)."""
+    """Rows that count as results: synchronised step-mode measurements (``measured_rows``) whose method class the
+    same engine revision validated on the same setup within ``VALIDATION_TOLERANCE`` (``validation_state``)."""
     r = measured_rows(df)
-    missed = missed_validation(df)
-    if r.empty or not missed:
+    if r.empty:
         return r
-    return r[[key not in missed for key in zip(r["setup"], r["validation_class"])]].copy()
+    return r[validation_state(df).loc[r.index] == "validated"].copy()
+
+
+def uncounted(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows that are no result, with ``why``: set aside by a correction of the engine, or their method
+    class not validated (or missed) at the revision that made them. What a page marks where it shows them."""
+    if df.empty:
+        return df.assign(why=pd.Series(dtype=object))
+    state = validation_state(df)
+    step = (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"].astype(bool)
+    aside = step & (df["status"] == "set aside")
+    unvalidated = step & (df["outcome"] == "ok") & (state != "validated")
+    why = pd.Series(None, index=df.index, dtype=object)
+    why[aside] = df.loc[aside, "reason"]
+    why[unvalidated] = [f"{s}: its method class ({c}) on {u} at engine revision {e}" for s, c, u, e in zip(
+        state[unvalidated], df.loc[unvalidated, "validation_class"], df.loc[unvalidated, "setup"],
+        df.loc[unvalidated, "engine"])]
+    return df[aside | unvalidated].assign(why=why[aside | unvalidated])

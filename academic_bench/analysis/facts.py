@@ -77,3 +77,29 @@ def gpu_label(key: str) -> str:
 def model_label(key: str) -> str:
     facts = _model_facts().set_index("model")
     return str(facts["display"].get(key, key))
+
+
+# --- one MFU basis, one rounding -----------------------------------------------------------------------------
+
+MFU_DIGITS = 2  # every MFU the book, the run pages and the notebook print has two decimals
+
+
+def dense16_peak(gpu: str) -> float:
+    """The GPU's dense 16-bit (bf16, else fp16) tensor-core peak in FLOP/s: the study's one basis for an MFU it
+    shows, whatever precision ran."""
+    peaks = gpu_catalog()[gpu].peak_tflops
+    return float(peaks.get("bf16") or peaks["fp16"]) * 1e12
+
+
+def mfu_on_dense16(df: pd.DataFrame, mfu: str = "mfu", peak: str = "peak_flops", gpu: str = "gpu") -> pd.Series:
+    """``df[mfu]`` (rated against ``df[peak]``, the peak of the precision that ran, as a row stores it) re-rated
+    against the dense 16-bit peak, so that an fp32 run and a bf16 run of the same speed show the same MFU. The
+    one function every shown MFU goes through; the plausibility check alone reads the stored one."""
+    if df.empty:
+        return pd.Series(dtype="float64", index=df.index)
+    return df[mfu] * df[peak] / df[gpu].map(dense16_peak)
+
+
+def shown_mfu(df: pd.DataFrame, **columns: str) -> pd.Series:
+    """``mfu_on_dense16`` rounded as every page prints it (``MFU_DIGITS``)."""
+    return mfu_on_dense16(df, **columns).round(MFU_DIGITS)

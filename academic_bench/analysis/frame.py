@@ -115,10 +115,11 @@ def runs_root(root: str | Path | None = None) -> Path:
 def runs_frame(root: str | Path | None = None) -> pd.DataFrame:
     """One row per configuration, timing and mode of every shipped run (validated on load, each measured row's
     figures re-derived from its phases: ``frame_from_rows(checked=True)``; the latest row where a configuration
-    was measured again); empty with all columns when none exist."""
-    from ..results import latest_rows, load_runs
+    was measured again, and each engine revision's latest validation: ``rows_to_read``); empty with all columns
+    when none exist."""
+    from ..results import load_runs, rows_to_read
 
-    return frame_from_rows(latest_rows(load_runs(runs_root(root))), checked=True)
+    return frame_from_rows(rows_to_read(load_runs(runs_root(root))), checked=True)
 
 
 def setups(df: pd.DataFrame) -> pd.DataFrame:

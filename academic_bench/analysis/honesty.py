@@ -13,7 +13,7 @@ from ..hardware import catalog as gpu_catalog
 from ..methods import Methods
 from ..results import SET_ASIDE
 
-from .counted import latest_validations, measured_rows, results
+from .counted import latest_validations, measured_rows, results, validations
 from .frame import METHOD_COLUMNS, MFU_IMPLAUSIBLE, SETTING, frame_from_rows, runs_root
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
@@ -30,7 +30,7 @@ def sync_pairs(df: pd.DataFrame) -> pd.DataFrame:
     """The same configuration at the same micro-batch timed with and without GPU synchronisation, side by side.
 
     ``undercount`` = 1 - unsynced/synced step time: the share of the real step time that an unsynchronised
-    host timer misses.
+    host timer misses. The same methods at the same micro-batch on one setup count once (the latest pair).
     """
     if df.empty:
         return pd.DataFrame(columns=SYNC_COLUMNS)
@@ -45,40 +45,48 @@ def sync_pairs(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=SYNC_COLUMNS)
     m = m.rename(columns={"step_time_s_synced": "step_synced_s", "step_time_s_unsynced": "step_unsynced_s"})
     m["undercount"] = 1 - m["step_unsynced_s"] / m["step_synced_s"]
+    # One pair per configuration: the same methods at the same micro-batch on the same setup, timed again under
+    # another configuration id (a fixed micro-batch), is the same work and counts once, its latest pair.
+    m = m.sort_values("started_at_synced").drop_duplicates(["setup", *SETTING, "methods_label", "micro_batch"],
+                                                           keep="last")
     return m[SYNC_COLUMNS].sort_values(SETTING).reset_index(drop=True)
 
 
-VALIDATION_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "validate_steps", "predicted_step_s",
-                      "sustained_step_s", "validate_rel_error"]
+VALIDATION_COLUMNS = [*SETTING, "setup", "methods_label", "validation_class", "engine", "micro_batch",
+                      "validate_steps", "predicted_step_s", "sustained_step_s", "sustained_s", "validate_rel_error",
+                      "within"]
 
 
 def validation_pairs(df: pd.DataFrame) -> pd.DataFrame:
-    """Extrapolated step time next to a sustained run of real optimizer steps of the same configuration."""
-    if df.empty:
+    """Every validation, missed ones included: the extrapolated step time next to a sustained run of real
+    optimizer steps of the same configuration, with the engine revision it speaks for, how long the sustained
+    run was (``sustained_s`` = steps x sustained step) and ``within`` the study's tolerance."""
+    v = validations(df)
+    if v.empty:
         return pd.DataFrame(columns=VALIDATION_COLUMNS)
-    v = df[df["sustained_step_s"].notna() & df["predicted_step_s"].notna() & (df["timing"] == "synced")
-           & (df["outcome"] == "ok")]
-    return v[VALIDATION_COLUMNS].sort_values(SETTING).reset_index(drop=True)
+    v = v[v["predicted_step_s"].notna()].assign(sustained_s=lambda d: d["validate_steps"] * d["sustained_step_s"])
+    return v[VALIDATION_COLUMNS].sort_values([*SETTING, "engine"]).reset_index(drop=True)
 
 
-NET_COLUMNS = ["setup", "validation_class", "measured", "validated", "model", "methods_label", "micro_batch",
-               "validate_rel_error", "within"]
+NET_COLUMNS = ["setup", "validation_class", "engine", "measured", "validated", "model", "methods_label",
+               "micro_batch", "validate_rel_error", "within"]
 
 
 def validation_net(df: pd.DataFrame) -> pd.DataFrame:
-    """Per setup and method class (``methods.validation_class``) that has measurements or validations: how many
-    synced step measurements it has (set-aside ones do not count), whether a configuration of it was validated
-    against sustained training, and the latest validation's error; ``within``: inside ``VALIDATION_TOLERANCE``.
-    A class that ran but was never validated shows ``validated`` False, so the book says so."""
+    """Per setup, method class (``methods.validation_class``) and engine revision that has measurements or
+    validations: how many synced step measurements that revision made (set-aside ones do not count), whether it
+    validated a configuration of the class against sustained training, and the latest validation's error;
+    ``within``: inside ``VALIDATION_TOLERANCE``. Only a validated, within row's measurements are results
+    (``counted.results``); a class that ran but was never validated at its revision shows ``validated`` False."""
     measured = measured_rows(df)
     val = latest_validations(df)
-    keys = sorted(set(zip(measured["setup"], measured["validation_class"])) | set(zip(val["setup"],
-                                                                                       val["validation_class"])))
+    key = lambda d: set(zip(d["setup"], d["validation_class"], d["engine"]))  # noqa: E731
     out = []
-    for setup, cls in keys:
-        n = int(((measured["setup"] == setup) & (measured["validation_class"] == cls)).sum())
-        v = val[(val["setup"] == setup) & (val["validation_class"] == cls)]
-        row = {"setup": setup, "validation_class": cls, "measured": n, "validated": not v.empty}
+    for setup, cls, engine in sorted(key(measured) | key(val)):
+        n = int(((measured["setup"] == setup) & (measured["validation_class"] == cls)
+                 & (measured["engine"] == engine)).sum())
+        v = val[(val["setup"] == setup) & (val["validation_class"] == cls) & (val["engine"] == engine)]
+        row = {"setup": setup, "validation_class": cls, "engine": engine, "measured": n, "validated": not v.empty}
         if not v.empty:
             last = v.iloc[-1]
             row.update(model=last["model"], methods_label=last["methods_label"], micro_batch=last["micro_batch"],

@@ -15,6 +15,9 @@ from .frame import runs_root
 PROVENANCE_COLUMNS = ["file", "what", "rows", "produced_by"]
 # How each kind of repository file the book reads came to be (no command: written or transcribed by hand).
 _DATA_ORIGINS = (
+    ("academic_bench/data/survey_example.csv", "written by hand: 20 invented respondents, not the paper's survey "
+     "responses (its first line says so), the example the survey pipeline reads; tests/fixtures/survey_example.csv "
+     "is the same file"),
     ("academic_bench/data/paper_", "transcribed by hand from the paper, cell by cell; each row names its table, "
      "row and column (`source`); loaded and checked by `academic_bench.paper` and tests/test_paper_data.py"),
     ("academic_bench/data/survey_", "transcribed by hand from the paper's Section 2, Figure 8 and Appendix A "
@@ -23,8 +26,8 @@ _DATA_ORIGINS = (
      "Appendix H prices (`price_source`)"),
     ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
      "(`source_url`, `as_of`, `transcribed_in`)"),
-    ("tests/fixtures/survey_example.csv", "written by hand: invented respondents for the survey pipeline's "
-     "example and tests (not survey data)"),
+    ("tests/fixtures/survey_example.csv", "written by hand: 20 invented respondents for the survey pipeline's "
+     "tests, the same file as academic_bench/data/survey_example.csv (not survey data)"),
     ("book/references.bib", "written by hand"),
     ("notebooks/runs/planned-setups.csv", "written by hand: the study's hardware setups, and why one has not run "
      "(read by `results.load_planned`)"),

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..methods import exclusion_reason
 from ..results import SET_ASIDE
+from .counted import validation_state
 from .frame import SETTING, runs_root
 
 
@@ -18,7 +19,7 @@ from .frame import SETTING, runs_root
 
 SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exhaustive_complete", "exhaustive_best",
                   "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped", "smart_complete",
-                  "smart_best", "smart_days", "smart_gpu_s", "gap", "gpu_time_share", "machine_spread", "tie"]
+                  "smart_best", "smart_best_search", "smart_days", "smart_gpu_s", "gap", "gpu_time_share", "machine_spread", "tie"]
 
 
 def machine_spread(root: str | Path | None = None) -> float:
@@ -73,12 +74,14 @@ def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_S
     from ..plans import plan  # the model catalog behind it imports torch: loaded only when asked
 
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
+    state = validation_state(df)  # only a result can be a search's optimum
     for key, _ in ex.groupby(["setup", *SETTING], sort=True):
         setup, model, gpu, n = key
         valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
         rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
                   & (df["mode"] == "step")]
         rows = rows[~not_run_mask(rows)]
+        rows = rows.assign(counted=state.loc[rows.index] == "validated")
         skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
                        & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
         yield _SearchedSetting(key, valid, rows, set(skip["config_id"]),
@@ -108,6 +111,7 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: float =
             "smart_measured": int(rows["config_id"].isin(smart_ids).sum()) if smart_ran else 0,
             "smart_skipped": len(skip), "smart_complete": smart_ran and smart_ids <= set(rows["config_id"]),
             "smart_best": best_sm["methods_label"] if smart_ran and best_sm is not None else None,
+            "smart_best_search": best_sm["search"] if smart_ran and best_sm is not None else None,
             "smart_days": best_sm["days"] if smart_ran and best_sm is not None else math.nan,
             "smart_gpu_s": sm_s if smart_ran else math.nan})
     res = pd.DataFrame(out, columns=SEARCH_COLUMNS)
@@ -139,5 +143,6 @@ def search_combinations(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame
 
 
 def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
-    ok = rows[(rows["outcome"] == "ok") & rows["days"].notna()]
+    """The fastest row that counts as a result (its class validated by the revision that made it)."""
+    ok = rows[(rows["outcome"] == "ok") & rows["days"].notna() & rows["counted"]]
     return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]

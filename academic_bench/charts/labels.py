@@ -50,19 +50,7 @@ def unoptimised_note(status: pd.DataFrame) -> str:
 
 # --- one MFU basis for comparisons across methods -----------------------------------------------------------
 
-def dense16_peak(gpu: str) -> float:
-    """The GPU's dense 16-bit (bf16, else fp16) tensor-core peak in FLOP/s: the book's one basis for comparing
-    MFU across methods and precisions."""
-    from ..hardware import catalog
-
-    peaks = catalog()[gpu].peak_tflops
-    return float(peaks.get("bf16") or peaks["fp16"]) * 1e12
-
-
-def on_dense16(df: pd.DataFrame, mfu: str = "mfu", peak: str = "peak_flops", gpu: str = "gpu") -> pd.Series:
-    """``df[mfu]`` (rated against ``df[peak]``, the peak of the precision that ran) re-rated against the dense
-    16-bit peak, so that an fp32 run and a bf16 run of the same speed show the same MFU."""
-    return df[mfu] * df[peak] / df[gpu].map(dense16_peak)
+from ..analysis import dense16_peak, mfu_on_dense16 as on_dense16  # noqa: E402,F401 (one definition, re-exported)
 
 
 def peak_name(gpu: str, peak_flops: float) -> str:

@@ -10,21 +10,24 @@ from ..env import REPO_ROOT, capture_env
 SCHEMA = 1
 # The revision of the timing engine that made a row (its ``engine`` key; a row without one is revision 1). A
 # correction of the engine bumps it, and ``set_aside_reason`` names the older rows it invalidates, so that every
-# reader sets them aside while the evidence files keep them as they were written.
-#   1: DeepSpeed counted its own accumulation boundary (engine built with 2 accumulation steps, timed phases
-#      of 2 accumulating micro-steps, a boundary one and an optimizer step), which drifted against the phases.
-#   2: every micro-step's boundary is set explicitly; DeepSpeed's engine has the real accumulation count.
-#   3: each phase ends when the device has finished the work of every stream (host work between phases counts),
-#      and the first accumulating micro-step after an optimizer step is a phase of its own (under DeepSpeed's
-#      offload it copies gradients out where the later ones add to them, so averaging them under-counted).
-#   4: DeepSpeed ZeRO-3 with offload times its steady micro-steps as one block of a real step's whole run
-#      (``measure.timing.steady_block``): timed one at a time they under-counted its full accumulation.
-#   5: the timed phases read their micro-batches through the sustained run's data path (a DataLoader over a small
-#      pinned dataset, ``measure.data.micro_batches``), so that the host's work for the data counts in both.
-#   6: the timed phases take batches pinned in advance again (revision 5's DataLoader, inside synchronized phases,
-#      exposed host work that a training run overlaps); the sustained run's DataLoader prepares its batches in
-#      worker processes, as a training run does, rather than on the main thread that drives the GPU.
-ENGINE_REVISION = 6
+# reader sets them aside while the evidence files keep them as they were written. What each revision changed (the
+# book's changelog reads it):
+ENGINE_REVISIONS = {
+    1: "DeepSpeed counted its own accumulation boundary (engine built with 2 accumulation steps, timed phases of 2 "
+       "accumulating micro-steps, a boundary one and an optimizer step), which drifted against the phases.",
+    2: "Every micro-step's boundary is set explicitly; DeepSpeed's engine has the real accumulation count.",
+    3: "Each phase ends when the device has finished the work of every stream (host work between phases counts), "
+       "and the first accumulating micro-step after an optimizer step is a phase of its own (under DeepSpeed's "
+       "offload it copies gradients out where the later ones add to them, so averaging them under-counted).",
+    4: "DeepSpeed ZeRO-3 with offload times its steady micro-steps as one block of a real step's whole run "
+       "(measure.timing.steady_block): timed one at a time they under-counted its full accumulation.",
+    5: "The timed phases read their micro-batches through the sustained run's data path (a DataLoader over a small "
+       "pinned dataset, measure.data.micro_batches), so that the host's work for the data counts in both.",
+    6: "The timed phases take batches pinned in advance again (revision 5's DataLoader, inside synchronized "
+       "phases, exposed host work that a training run overlaps); the sustained run's DataLoader prepares its "
+       "batches in worker processes, as a training run does, rather than on the main thread that drives the GPU.",
+}
+ENGINE_REVISION = max(ENGINE_REVISIONS)
 # How a configuration's attempt ended. "not run": a time budget was spent before it started, so nothing was
 # measured and nothing failed (rows written before this outcome existed say "timeout" with a reason starting
 # ``NOT_RUN_PREFIX``; ``status_of`` reads both the same way).

@@ -143,6 +143,22 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
     return list(last.values())
 
 
+def rows_to_read(rows: Iterable[dict]) -> list[dict]:
+    """What readers read: ``latest_rows``, plus each configuration's latest validation by every earlier engine
+    revision. A validation speaks for the revision that made it, so a later row of the same configuration (a
+    validation set aside, or one by a newer engine) must not hide it: a missed validation stays a miss."""
+    rows = list(rows)
+    latest = latest_rows(rows)
+    kept = {id(r) for r in latest}
+    last: dict[tuple, dict] = {}
+    for r in rows:
+        if r["mode"] == "validate":
+            last[(r.get("setup"), r["config_id"], r["timing"], engine_revision(r))] = r
+    shown = {(r.get("setup"), r["config_id"], r["timing"], engine_revision(r))
+             for r in latest if r["mode"] == "validate"}
+    return latest + [r for key, r in last.items() if key not in shown and id(r) not in kept]
+
+
 def synced_micro_batches(rows: Iterable[dict]) -> dict[str, int]:
     """The micro-batch each configuration ran at in its latest synced measurement. An unsynced timing of the
     same configuration runs at it, so that the two timings compare the same work (and no search repeats)."""

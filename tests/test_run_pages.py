@@ -1,0 +1,59 @@
+"""The run pages: the executed notebook is shown as saved, and its rows that are no result today are marked."""
+from __future__ import annotations
+
+from academic_bench import run_pages
+from academic_bench.config import Config
+from academic_bench.methods import NAIVE, Methods
+from academic_bench.results import ResultStore, make_row
+
+ZERO1 = Methods(compile=True, kernels=True, tf32=True, sharding="zero1")
+SAVED = """<h1>Benchmark</h1>
+<table border="1" class="dataframe">
+<thead><tr><th></th><th>model</th><th>search</th><th>best methods</th><th>step s</th></tr></thead>
+<tbody>
+<tr><th>0</th><td>pythia-1b</td><td>naive</td><td>naive</td><td>4.0000</td></tr>
+<tr><th>1</th><td>pythia-1b</td><td>smart</td><td>free-lunch + ZeRO-1</td><td>1.2346</td></tr>
+</tbody></table>"""
+
+
+def test_a_saved_row_set_aside_since_is_marked_as_no_result(tmp_path):
+    store = ResultStore(tmp_path / "h200x2" / "results.jsonl")
+    c = lambda m: Config("pythia-1b", "h200", 2, methods=m)  # noqa: E731
+    base = dict(setup="h200x2", outcome="ok", search="smart", gas=2, micro_batch=16)
+    store.append({**make_row(c(ZERO1), step_time_s=1.23456, days=2.0, **base), "engine": 1})  # set aside
+    store.append(make_row(c(NAIVE), step_time_s=4.0, days=8.0, **base))
+    store.append(make_row(c(NAIVE), step_time_s=4.0, days=8.0, mode="validate", **base,
+                          validate={"steps": 3, "sustained_step_s": 4.0, "predicted_step_s": 4.0, "rel_error": 0.0}))
+    gone = run_pages.not_results("h200x2", tmp_path)
+    assert [(m, label, why) for m, label, _, why in gone] == [("pythia-1b", "free-lunch + ZeRO-1", "set aside")]
+    page = run_pages.decorate(SAVED, "<p>summary</p>", gone)
+    assert page.count('class="ab-not-result"') == 1
+    assert "free-lunch + ZeRO-1 <strong>(set aside: no result)</strong>" in page
+    assert "1 row of its tables shows" in page and page.index("summary") < page.index("<table")
+
+
+def test_the_same_row_prints_one_mfu_on_every_table_that_shows_it(tmp_path, monkeypatch):
+    """A naive fp32 run is stored rated at the fp32 peak; the notebook's summary, the answer and the run page
+    show it on the one basis (the dense 16-bit peak), with the same rounding."""
+    import pandas as pd
+
+    from academic_bench import analysis, answers, runs_report
+
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    c = Config("vit-large", "h100-80gb", 1, methods=NAIVE)
+    fp32 = 67e12  # a placeholder peak for the stored rating, not the catalog's: the basis is what is tested
+    base = dict(setup="h100x1", outcome="ok", search="naive", gas=2, micro_batch=16, step_time_s=4.0, days=8.0,
+                mfu=0.6, peak_flops=fp32)
+    store.append(make_row(c, **base))
+    store.append(make_row(c, mode="validate", **base,
+                          validate={"steps": 3, "sustained_step_s": 4.0, "predicted_step_s": 4.0, "rel_error": 0.0}))
+    runs = analysis.runs_frame(tmp_path)
+    expected = round(0.6 * fp32 / analysis.dense16_peak("h100-80gb"), analysis.MFU_DIGITS)
+    summary = runs_report.summary_table(tmp_path / "h100x1")
+    assert summary.loc[summary["search"] == "naive", "MFU"].tolist() == [expected]
+    monkeypatch.setattr(answers, "coverage", lambda df, skipped: pd.DataFrame(
+        [{"setup": "h100x1", "model": "vit-large", "search": "smart", "status": "complete"}]))
+    answer = answers.answers(runs, analysis.skipped_frame(tmp_path))
+    assert round(answer["mfu"].iloc[0], analysis.MFU_DIGITS) == expected
+    saved = run_pages.decorate("<h1>x</h1><table class=\"dataframe\"><tr><th>MFU</th></tr></table>", "")
+    assert "MFU (as saved: rated at the peak of the precision that ran)" in saved
