@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from .analysis import SETTING, coverage, fastest, mfu_on_dense16, model_label, results
+from .analysis import SETTING, coverage, fastest, measured_rows, mfu_on_dense16, model_label, results
 from .cost import cloud_cost, setup_label
 
 ANSWER_COLUMNS = ["setup", "model", "gpu", "n_gpus", "model_name", "hardware", "status", "days", "gpu_days",
@@ -33,15 +33,18 @@ def answers(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
     Only a setting whose smart search is ``complete`` (``coverage``) has them (``status`` "search complete"): a
     fastest-so-far is no optimum. The other statuses hold no days: "no configuration fits" (the smart search
     found none that fits memory), "search unfinished" (configurations still to run), "search failed", "naive
-    only" (the smart search has not run, the naive baseline has), "smart search not run", and "no valid result"
-    (complete, but no row counts as a result). ``ANSWERED`` are the statuses that answer the question. Models
-    in catalog order (``models.model_rank``), then setups."""
+    only" (the smart search has not run, the naive baseline has), "smart search not run", "no valid result"
+    (complete, but no row counts as a result) and "fastest not validated" (complete, but its fastest measurement
+    is of a method class the engine revision that made it did not validate: the optimum is not established, and
+    the fastest validated row is no answer). ``ANSWERED`` are the statuses that answer the question. Models in
+    catalog order (``models.model_rank``), then setups."""
     if df.empty:
         return pd.DataFrame(columns=ANSWER_COLUMNS)
     cov = coverage(df, skipped).set_index(["setup", "model", "search"])["status"]
     key = ["setup", *SETTING]
     best = fastest(results(df), key)
     best = best.assign(mfu=mfu_on_dense16(best)).set_index(key)  # the one basis every shown MFU has
+    quickest = fastest(measured_rows(df), key).set_index(key)  # counted or not
     tried = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"].astype(bool)
                & (df["outcome"] != "invalid")]
     rows = []
@@ -52,6 +55,8 @@ def answers(df: pd.DataFrame, skipped: pd.DataFrame) -> pd.DataFrame:
         b = best.loc[(setup, model, gpu, n)] if (setup, model, gpu, n) in best.index else None
         if status == "search complete" and b is None:
             status = "no valid result"
+        elif status == "search complete" and quickest.loc[(setup, model, gpu, n), "config_id"] != b["config_id"]:
+            status = "fastest not validated"
         row = {"setup": setup, "model": model, "gpu": gpu, "n_gpus": int(n), "model_name": model_label(model),
                "hardware": setup_label(gpu, int(n)), "status": status}
         if status == "search complete":
