@@ -14,10 +14,10 @@ from .jobs import EXECUTORS, make_executor, run, run_config_submitit
 from .local import (DEADLINE_RESERVE_S, DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, TIMED_OOM_NOTE, build_request,
                     run_config)
 from .outcome import failure_cause, log_tail
-from .processes import (LAUNCH_ENV_KEYS, NO_NVLS_ENV, NO_NVLS_OPT_IN, WORKER_MODULE, Rendezvous, child_env,
-                        default_device, kill_tree, launch_env_record, no_nvls_requested, torchrun_command)
+from .processes import (COMPILE_CACHE_ENV, LAUNCH_ENV_KEYS, NO_NVLS_ENV, NO_NVLS_OPT_IN, WORKER_MODULE, Rendezvous, child_env,
+                        compile_cache_dir, default_device, kill_tree, launch_env_record, no_nvls_requested, torchrun_command)
 
-__all__ = ["DEADLINE_RESERVE_S", "DEFAULT_REPS", "DEFAULT_TIMEOUT_S", "DEFAULT_WARMUP", "EXECUTORS", "LAUNCH_ENV_KEYS",
+__all__ = ["COMPILE_CACHE_ENV", "DEADLINE_RESERVE_S", "DEFAULT_REPS", "DEFAULT_TIMEOUT_S", "DEFAULT_WARMUP", "EXECUTORS", "LAUNCH_ENV_KEYS",
            "NO_NVLS_ENV", "NO_NVLS_OPT_IN", "TIMED_OOM_NOTE", "WORKER_MODULE", "Rendezvous", "build_request",
-           "child_env", "default_device", "failure_cause", "kill_tree", "launch_env_record", "log_tail",
+           "child_env", "compile_cache_dir", "default_device", "failure_cause", "kill_tree", "launch_env_record", "log_tail",
            "make_executor", "no_nvls_requested", "run", "run_config", "run_config_submitit", "torchrun_command"]
