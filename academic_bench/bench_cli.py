@@ -179,6 +179,15 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
         return
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    if rows and (args.device or default_device()) == "cuda":  # measured again on the kind of GPU that made them
+        import torch
+
+        from .hardware import match_name
+
+        here, wanted = torch.cuda.get_device_name(0), {r["config"]["gpu"] for r in rows}
+        if getattr(match_name(here), "key", None) not in wanted or len(wanted) > 1:
+            raise ValueError(f"the rows of {setup} ran on {', '.join(sorted(wanted))}, this machine has {here}: "
+                             "measure them again where they ran")
     try:
         summaries = remeasure(out, setup, args.retry, budget_s=args.budget, timeout_s=args.timeout,
                               device=args.device, progress=not args.no_progress)
