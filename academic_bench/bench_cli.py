@@ -180,7 +180,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_run_args(args)
     _retry(args.retry)
     cli_args.check_out(args.out)
-    rdzv = _rendezvous(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
     _check_gpu(args)
@@ -215,6 +214,13 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
     device = device_for(args.device, "remeasure")  # no GPU, no GPU work (as bench and sweep)
+    wanted = sorted({r["config"]["gpu"] for r in rows})
+    if len(wanted) > 1:
+        raise ValueError(f"the rows of {setup} ran on {', '.join(wanted)}: measure each GPU's rows where they ran")
+    if wanted:  # measured again on the kind of GPU that made them
+        from .launch.gpu_in_hand import check_gpu_in_hand
+
+        check_gpu_in_hand(wanted[0], device)
     try:
         summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
                               device=device, progress=not args.no_progress)

@@ -76,6 +76,26 @@ def test_child_environment_and_command(monkeypatch):
     assert cmd[cmd.index("--node_rank") + 1] == "1" and cmd[cmd.index("--rdzv_endpoint") + 1] == "node0:29500"
 
 
+def test_every_process_of_a_sweep_shares_one_compile_cache(monkeypatch, tmp_path):
+    """The workers of every configuration read and write one compile cache (Inductor's FX graph and AOTAutograd
+    caches, on): a later configuration of the same model reuses the kernels an earlier one compiled, also in
+    SLURM jobs on other nodes, where the default cache under each node's /tmp is never shared."""
+    from academic_bench.launch import COMPILE_CACHE_ENV
+
+    for key in (COMPILE_CACHE_ENV, "TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE",
+                "TORCHINDUCTOR_AUTOGRAD_CACHE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    a, b = child_env(tiny()), child_env(tiny(n_gpus=2, methods="free-lunch+zero2+offload"))
+    assert a["TORCHINDUCTOR_CACHE_DIR"] == b["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "cache" / "academic-bench"
+                                                                              / "torchinductor")
+    assert a["TORCHINDUCTOR_FX_GRAPH_CACHE"] == a["TORCHINDUCTOR_AUTOGRAD_CACHE"] == "1"
+    monkeypatch.setenv(COMPILE_CACHE_ENV, str(tmp_path / "shared"))  # e.g. a cluster's shared file system
+    assert child_env(tiny())["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "shared")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))  # a user's own choice stands
+    assert child_env(tiny())["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+
+
 @pytest.fixture
 def no_multicast_vars(monkeypatch):
     """An environment with neither the opt-in nor any of the multicast switches exported."""

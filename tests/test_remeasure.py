@@ -72,3 +72,19 @@ def test_remeasure_lists_the_selected_rows_and_refuses_a_missing_file(tmp_path, 
     assert [(r["micro_batch"], r["search"], r["methods"]) for r in listed] == [(2, "naive", "naive")]
     assert cli.main(["remeasure", "--out", str(tmp_path / "none.jsonl")]) == 2
     assert "no results file at" in capsys.readouterr().err
+
+
+def test_remeasure_refuses_a_gpu_other_than_the_one_that_made_the_rows(tmp_path, capsys, monkeypatch):
+    import torch
+
+    from academic_bench import bench_cli
+
+    out = tmp_path / "h200x1" / "results.jsonl"
+    c = Config("pythia-160m", "h200", 1, methods=parse_methods("naive"))
+    ResultStore(out).append(make_row(c, setup="h200x1", outcome="ok", micro_batch=4, gas=256, step_time_s=1.0,
+                                     mbs_search=[{"micro_batch": 4, "outcome": "ok", "peak_memory_gb": 1.0}]))
+    monkeypatch.setattr(bench_cli, "default_device", lambda: "cuda")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    assert cli.main(["remeasure", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "ran on h200, this machine has NVIDIA H100 80GB HBM3" in err

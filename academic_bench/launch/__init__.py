@@ -14,12 +14,12 @@ from .jobs import EXECUTORS, make_executor, run, run_config_submitit
 from .local import (DEADLINE_RESERVE_S, DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, TIMED_OOM_NOTE, build_request,
                     run_config)
 from .outcome import failure_cause, log_tail, machine_cannot_run
-from .processes import (LAUNCH_ENV_KEYS, NO_NVLS_ENV, NO_NVLS_OPT_IN, WORKER_MODULE, WORKSHOP_PATH, NoGPUError,
-                        Rendezvous, child_env, default_device, device_for, kill_tree, launch_env_record,
-                        no_gpu_reason, no_nvls_requested, torchrun_command)
+from .processes import (COMPILE_CACHE_ENV, LAUNCH_ENV_KEYS, NO_NVLS_ENV, NO_NVLS_OPT_IN, WORKER_MODULE, WORKSHOP_PATH,
+                        NoGPUError, Rendezvous, child_env, compile_cache_dir, default_device, device_for, kill_tree,
+                        launch_env_record, no_gpu_reason, no_nvls_requested, torchrun_command)
 
-__all__ = ["DEADLINE_RESERVE_S", "DEFAULT_REPS", "DEFAULT_TIMEOUT_S", "DEFAULT_WARMUP", "EXECUTORS",
+__all__ = ["COMPILE_CACHE_ENV", "DEADLINE_RESERVE_S", "DEFAULT_REPS", "DEFAULT_TIMEOUT_S", "DEFAULT_WARMUP", "EXECUTORS",
            "LAUNCH_ENV_KEYS", "NO_NVLS_ENV", "NO_NVLS_OPT_IN", "TIMED_OOM_NOTE", "WORKER_MODULE", "WORKSHOP_PATH",
-           "NoGPUError", "Rendezvous", "build_request", "child_env", "default_device", "device_for", "failure_cause",
-           "kill_tree", "launch_env_record", "log_tail", "machine_cannot_run", "make_executor", "no_gpu_reason", "no_nvls_requested", "run",
-           "run_config", "run_config_submitit", "torchrun_command"]
+           "NoGPUError", "Rendezvous", "build_request", "child_env", "compile_cache_dir", "default_device", "device_for",
+           "failure_cause", "kill_tree", "launch_env_record", "log_tail", "machine_cannot_run", "make_executor",
+           "no_gpu_reason", "no_nvls_requested", "run", "run_config", "run_config_submitit", "torchrun_command"]

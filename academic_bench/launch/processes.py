@@ -1,5 +1,6 @@
 """The processes of one launch: torchrun's command line, the workers' environment (with the opt-in that switches
-NVLink multicast off), and killing a whole process tree on a time limit."""
+NVLink multicast off, and the compile cache every launch shares), and killing a whole process tree on a time
+limit."""
 from __future__ import annotations
 
 import os
@@ -24,6 +25,13 @@ NO_NVLS_OPT_IN = "ACADEMIC_BENCH_NO_NVLS"
 NO_NVLS_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 # The variables a row's ``env["launch"]`` records as the workers got them (None: unset, the library's default).
 LAUNCH_ENV_KEYS = (NO_NVLS_OPT_IN, *NO_NVLS_ENV)
+# Where every worker of every configuration keeps its compiled kernels (Inductor's FX graph and AOTAutograd caches):
+# one folder for a whole sweep, so that a configuration reuses what an earlier one of the same model compiled.
+# Inductor's default, a folder under /tmp, is shared on one machine only; this one, under the user's cache
+# folder, is shared by SLURM jobs on several nodes too where the home folder is, and
+# ACADEMIC_BENCH_COMPILE_CACHE points it anywhere else (a user's own TORCHINDUCTOR_CACHE_DIR stands).
+COMPILE_CACHE_ENV = "ACADEMIC_BENCH_COMPILE_CACHE"
+COMPILE_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 # Linux only: torchrun gets SIGTERM when this process dies (even by SIGKILL), and then stops its workers.
 _PDEATHSIG_EXEC = ("import ctypes,os,sys;"
                    "ctypes.CDLL(None).prctl(1,15);"  # 1 = PR_SET_PDEATHSIG
@@ -112,6 +120,15 @@ def launch_env_record(env: dict[str, str]) -> dict[str, str | None]:
     return {key: env.get(key) for key in LAUNCH_ENV_KEYS}
 
 
+def compile_cache_dir(environ: dict[str, str] | None = None) -> Path:
+    """The compile cache a sweep's workers share: ``ACADEMIC_BENCH_COMPILE_CACHE``, else
+    ``$XDG_CACHE_HOME/academic-bench/torchinductor`` (``~/.cache`` when unset)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(COMPILE_CACHE_ENV):
+        return Path(environ[COMPILE_CACHE_ENV])
+    return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "academic-bench" / "torchinductor"
+
+
 def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of torchrun and its workers (multicast switched off only on ``ACADEMIC_BENCH_NO_NVLS=1``)."""
     env = dict(os.environ)
@@ -123,6 +140,9 @@ def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, 
         env.update(NO_NVLS_ENV)
     # Fewer fragmentation failures near the memory limit (torchtitan's default too); a user's choice stands.
     env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(compile_cache_dir(env)))
+    for key, value in COMPILE_CACHE_SWITCHES.items():
+        env.setdefault(key, value)
     env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
     if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)

@@ -6,6 +6,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site${MAMBA_SITE:+:$MAMBA_SITE}:$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # NVLink multicast cannot be used on these shared GPUs: the launcher switches it off for its workers too.
 export ACADEMIC_BENCH_NO_NVLS=1
+# One compile cache for every configuration of the job, under /tmp (which outlives each remote command).
+export ACADEMIC_BENCH_COMPILE_CACHE=${ACADEMIC_BENCH_COMPILE_CACHE:-/tmp/academic-bench-compile-cache}
 MACHINE_TXT=${MACHINE_TXT:-$OUT/machine.txt}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $MACHINE_TXT 2>&1
 python3 -c "import torch, transformers, timm, deepspeed; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'tf', transformers.__version__, 'timm', timm.__version__, 'ds', deepspeed.__version__, 'gpus', torch.cuda.device_count())" >> $MACHINE_TXT 2>&1
