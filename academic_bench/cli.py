@@ -86,10 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_space)
 
     # loaded when a parser is built, not on import
-    from . import bench_cli, cost_cli, estimate_cli, notebook_cli, run_check_cli
+    from . import bench_cli, cost_cli, estimate_cli, export_cli, notebook_cli, run_check_cli
 
-    # cost/plan, estimate, bench/sweep/export, notebook/runs-readme, check-run
-    for module in (cost_cli, estimate_cli, bench_cli, notebook_cli, run_check_cli):
+    # cost/plan, estimate, bench/sweep/remeasure/profile, export, notebook/runs-readme, check-run
+    for module in (cost_cli, estimate_cli, bench_cli, export_cli, notebook_cli, run_check_cli):
         module.register(sub)
     for command in sub.choices.values():  # "--tokens -3e11" is a value its check refuses, not a missing one
         cli_args.read_negative_numbers(command)

@@ -65,17 +65,19 @@ def test_estimate_prints_days_memory_micro_batch_and_feasibility(capsys) -> None
     rc, out, err = run(capsys, "estimate", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "8",
                        "--methods", "free-lunch+zero3")
     assert rc == 0, err
-    for text in ("Days:", "40% MFU", "assumed", "100% MFU (lower bound", "weights", "gradients",
-                 "optimizer states", "activations", "overhead", "total", "Max micro-batch", "Feasible: yes"):
+    for text in ("Days:", "the study's answer", "settings:", "rests on:", "100% MFU (lower bound", "weights",
+                 "gradients", "optimizer states", "activations", "overhead", "total", "Max micro-batch",
+                 "Feasible: yes"):
         assert text in out, text
+    assert "assumed" not in out  # no answer at an assumed MFU
 
 
 def test_estimate_json_agrees_with_the_python_api(capsys) -> None:
     d = run_json(capsys, "estimate", "--model", "pythia-410m", "--gpu", "a100-80gb", "--gpus", "4",
                  "--mfu", "0.5")
     assert d["methods"] == "free-lunch"
-    assert d["days"]["at_mfu"] == pytest.approx(est.analytic_days("pythia-410m", "a100-80gb", 4, 0.5))
-    assert d["days"]["lower_bound"] == pytest.approx(d["days"]["at_mfu"] * 0.5)
+    assert d["what_if"]["days"] == pytest.approx(est.analytic_days("pythia-410m", "a100-80gb", 4, 0.5))
+    assert d["days_analytic"]["lower_bound"] == pytest.approx(d["what_if"]["days"] * 0.5)
     assert d["flops"]["total"] == pytest.approx(est.total_flops("pythia-410m"))
     assert d["fits"] and d["micro_batch"] == d["max_micro_batch"]
     parts = ("weights", "gradients", "optimizer_states", "activations", "buffers", "overhead")
