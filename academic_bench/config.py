@@ -66,6 +66,7 @@ class Config:
                 divisors = [d for d in range(1, self.per_gpu_batch + 1) if self.per_gpu_batch % d == 0]
                 raise ValueError(f"micro-batch {self.micro_batch} must divide the per-GPU batch "
                                  f"{self.per_gpu_batch}; choose one of: {divisors}")
+        r = spec.recipe_for(self.tiny)
         if self.methods.bf16_weights and r.precision != "bf16":
             raise ValueError(f"bf16 weights need a bf16 recipe; {spec.key}'s is {r.precision}: drop bf16w, or "
                              "choose a model trained in bf16")

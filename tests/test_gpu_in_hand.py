@@ -65,7 +65,8 @@ def test_the_gpu_in_hand_passes(on_h100, monkeypatch, tmp_path):
     ran = []
     monkeypatch.setattr(bench_cli, "run", lambda config, **kw: ran.append(config) or make_row(
         config, setup=kw["setup"], outcome="error", reason="stub"))
-    assert cli.main([*BENCH[:4], "h100-80gb", *BENCH[5:], "--out", str(tmp_path / "r.jsonl")]) == 0
+    # The check passes and the run happens (the stub's row measured nothing: exit 1, not the refusal's 2).
+    assert cli.main([*BENCH[:4], "h100-80gb", *BENCH[5:], "--out", str(tmp_path / "r.jsonl")]) == 1
     assert [c.gpu for c in ran] == ["h100-80gb"]
 
 
@@ -73,7 +74,7 @@ def test_an_override_runs_and_is_recorded_in_the_row_which_readers_reject(on_h10
     monkeypatch.setattr(bench_cli, "run", lambda config, **kw: make_row(config, setup=kw["setup"], outcome="error",
                                                                          reason="stub"))
     out = tmp_path / "h200x1" / "results.jsonl"
-    assert cli.main([*BENCH, "--out", str(out), "--allow-gpu-mismatch"]) == 0
+    assert cli.main([*BENCH, "--out", str(out), "--allow-gpu-mismatch"]) == 1  # ran; the stub measured nothing
     row = ResultStore(out).rows()[0]
     assert row["env"]["gpu_mismatch_allowed"] is True and row["env"]["gpu_name"] == H100
     fault = device_fault(row)

@@ -83,8 +83,12 @@ def test_remeasure_refuses_a_gpu_other_than_the_one_that_made_the_rows(tmp_path,
     c = Config("pythia-160m", "h200", 1, methods=parse_methods("naive"))
     ResultStore(out).append(make_row(c, setup="h200x1", outcome="ok", micro_batch=4, gas=256, step_time_s=1.0,
                                      mbs_search=[{"micro_batch": 4, "outcome": "ok", "peak_memory_gb": 1.0}]))
-    monkeypatch.setattr(bench_cli, "default_device", lambda: "cuda")
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    from academic_bench.launch import gpu_in_hand
+
+    monkeypatch.setattr(bench_cli, "device_for", lambda requested, command: "cuda")  # a GPU machine
+    monkeypatch.setattr(gpu_in_hand, "gpu_info", lambda: ("NVIDIA H100 80GB HBM3", "580.00"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv(gpu_in_hand.GPU_MISMATCH_ENV, "0")
     assert cli.main(["remeasure", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "ran on h200, this machine has NVIDIA H100 80GB HBM3" in err
+    assert "h200" in err and "NVIDIA H100 80GB HBM3" in err

@@ -1,10 +1,13 @@
 """The run pages: the executed notebook is shown as saved, and its rows that are no result today are marked."""
 from __future__ import annotations
 
+import pytest
+
 from academic_bench import run_pages
 from academic_bench.config import Config
 from academic_bench.methods import NAIVE, Methods
 from academic_bench.results import ResultStore, make_row
+from measured import typed_figures  # noqa: F401  (a fixture)
 
 ZERO1 = Methods(compile=True, kernels=True, tf32=True, sharding="zero1")
 SAVED = """<h1>Benchmark</h1>
@@ -32,6 +35,7 @@ def test_a_saved_row_set_aside_since_is_marked_as_no_result(tmp_path):
     assert "1 row of its tables shows" in page and page.index("summary") < page.index("<table")
 
 
+@pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
 def test_the_same_row_prints_one_mfu_on_every_table_that_shows_it(tmp_path, monkeypatch):
     """A naive fp32 run is stored rated at the fp32 peak; the notebook's summary, the answer and the run page
     show it on the one basis (the dense 16-bit peak), with the same rounding."""

@@ -30,13 +30,18 @@ def test_the_loader_sets_a_forged_row_aside_naming_the_field(tmp_path):
     other_gpu["env"] = {**ENV, "gpu_name": "NVIDIA H200"}
     for r in (genuine, forged, fast, other_gpu):
         store.append(r)
-    df = analysis.runs_frame(tmp_path).set_index("config_id")
+    # The genuine row's class validated by its engine revision, so that it counts as a result.
+    store.append({**genuine, "mode": "validate", "validate": {
+        "steps": 3, "sustained_step_s": genuine["step_time_s"], "predicted_step_s": genuine["step_time_s"],
+        "rel_error": 0.0}})
+    full = analysis.runs_frame(tmp_path)
+    df = full[full["mode"] == "step"].set_index("config_id")
     assert df.loc[genuine["config_id"], "outcome"] == "ok"
     for row, field in ((forged, "step_time_s"), (fast, "mfu"), (other_gpu, "env.gpu_name")):
         assert df.loc[row["config_id"], "outcome"] == "set aside"
         assert f"{field}:" in df.loc[row["config_id"], "reason"]
-    assert list(analysis.results(df.reset_index())["config_id"]) == [genuine["config_id"]]
-    best = analysis.best_per_setting(df.reset_index())
+    assert list(analysis.results(full)["config_id"]) == [genuine["config_id"]]
+    best = analysis.best_per_setting(full)
     assert list(best["config_id"]) == [genuine["config_id"]]
 
 

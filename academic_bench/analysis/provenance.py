@@ -26,6 +26,12 @@ _DATA_ORIGINS = (
      "Appendix H prices (`price_source`)"),
     ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
      "(`source_url`, `as_of`, `transcribed_in`)"),
+    ("academic_bench/data/published_throughput.csv", "collected by hand from public benchmark tables, model cards "
+     "and issues: each row with its source and the quoted line that holds its figure; loaded and checked by "
+     "`academic_bench.published` and tests/test_published.py"),
+    ("notebooks/runs/answers.json", "the study's answer per catalog model, GPU and count, computed from the runs "
+     "beside it (`academic_bench.answer.store.write_shipped`, run by `make book`; tests/test_answer.py checks it "
+     "is current)"),
     ("tests/fixtures/survey_example.csv", "written by hand: 20 invented respondents for the survey pipeline's "
      "tests, the same file as academic_bench/data/survey_example.csv (not survey data)"),
     ("book/references.bib", "written by hand"),
@@ -67,7 +73,7 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
     rows = []
     files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
         REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib",
-        runs_root(root) / PLANNED_FILE]
+        runs_root(root) / PLANNED_FILE, runs_root(root) / "answers.json"]
     for path in files:
         if not path.is_file():
             continue
