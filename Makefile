@@ -22,7 +22,7 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 book: $(STAMP)
-	$(VENV)/bin/python -m academic_bench.bookbuild
+	$(VENV)/bin/python -m academic_bench.book.build
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q

@@ -57,7 +57,7 @@ def built_site() -> Path:
     """The book built from the working tree (warnings as errors); fails the tests if the build fails."""
     if shutil.which("jupyter-book") is None and not Path(sys.executable).with_name("jupyter-book").exists():
         skip_or_fail("jupyter-book is not installed (pip install -e '.[book]')")
-    from academic_bench import bookbuild
+    from academic_bench.book import build as bookbuild
 
     try:
         html = bookbuild.build(quiet=True)

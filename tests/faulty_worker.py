@@ -27,7 +27,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure import microbatch, worker
 
 FAULTS_ENV = "ACADEMIC_BENCH_FAULTS"  # JSON: {"<configuration id>" or "*": {fault: value}}

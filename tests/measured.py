@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure.extrapolation import model_flops_per_step, peak_flops, step_figures
 
 
@@ -38,7 +38,7 @@ def typed_figures(monkeypatch):
     """For tests of what readers do with a row's figures, on synthetic rows whose figures are typed in (no phase
     times behind them): readers take them as given. What re-deriving them rejects is tested on rows of their own
     (test_check_run, test_export, test_trust)."""
-    from academic_bench import export
+    from academic_bench.answer import export
     from academic_bench.analysis import frame
 
     monkeypatch.setattr(frame, "rejection", lambda row: None)

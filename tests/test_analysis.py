@@ -8,7 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from academic_bench import analysis, answers, charts
+from academic_bench import analysis
+from academic_bench.answer import measured as answers
+from academic_bench.book import charts
 from academic_bench.results import ENGINE_REVISION, ROW_KEYS, SCHEMA, ResultStore
 
 from measured import typed_figures  # noqa: F401  (a fixture)
@@ -150,9 +152,9 @@ def test_validation_variance_and_memory(runs):
     assert v["within"].all() and (v["sustained_s"] == v["validate_steps"] * v["sustained_step_s"]).all()
     var = analysis.variance(runs)
     assert var["relative_spread"].dropna().round(6).eq(0.15).all()
-    from academic_bench.config import Config
+    from academic_bench.catalog.config import Config
     from academic_bench.estimate import predict_memory
-    from academic_bench.methods import Methods
+    from academic_bench.catalog.methods import Methods
 
     mem = analysis.memory_model_error(runs)
     free = mem[mem["methods_label"] == "free-lunch"].iloc[0]
@@ -177,7 +179,7 @@ def test_fit_predictions_compare_each_tried_micro_batch_with_the_model(tmp_path)
 def _fake_facts() -> pd.DataFrame:
     """Made-up FLOPs (the real ones take seconds per model to count): bf16 transformers with our count, and
     ViT as an fp32 model known only by a Figure 9(a)-style total."""
-    from academic_bench.paper import MODEL_KEYS
+    from academic_bench.catalog.paper import MODEL_KEYS
 
     rows = [{"model": m, "display": m, "family": m.split("-")[0], "steps": 1, "precision": "bf16",
              "flops_ours": 2.0e21, "flops_fig9": 1.9e21} for m in MODEL_KEYS if m != "vit-large"]
@@ -274,8 +276,8 @@ def test_a_remeasured_configuration_counts_once_with_its_latest_row(tmp_path):
 def _search_frames(days: list[float], smart_measures: int, drop: int = 0):
     """Synthetic rows: every valid combination of Pythia-160M on one H100 measured (100 s of GPU time each)
     with the given days; the smart search measured the first ``smart_measures`` and skipped the rest."""
-    from academic_bench.methods import exclusion_reason
-    from academic_bench.plans import plan
+    from academic_bench.catalog.methods import exclusion_reason
+    from academic_bench.search.plans import plan
 
     valid = [c for c in plan("pythia-160m", "h100-80gb", 1, "exhaustive") if exclusion_reason(c.methods, 1) is None]
     rows = [_row(c.id, c.to_dict()["methods"], days=d, search="smart" if i < smart_measures else "exhaustive",
@@ -459,8 +461,8 @@ def test_configuration_cost_is_the_median_wall_time_of_what_ran_for_models_up_to
     """The engine's cost per configuration, per setup and revision: synchronized step rows that ran (measured or
     out of memory) of models up to about 1B parameters; validations, unsynchronized timings and larger models
     are not counted."""
-    from academic_bench.config import Config
-    from academic_bench.methods import preset
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import preset
     from academic_bench.results import make_row
 
     def row(model, duration, outcome="ok", timing="synced", mode="step"):

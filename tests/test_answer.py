@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from academic_bench import cli, explorers
+from academic_bench import cli
+from academic_bench.book import explorers
 from academic_bench.analysis import MFU_IMPLAUSIBLE
 from academic_bench.answer import KINDS, answer, grid
 from academic_bench.answer.store import content_key, shipped_is_current
@@ -132,7 +133,7 @@ def test_what_if_mfu_is_labelled_and_never_the_answer(capsys):
 @pytest.mark.parametrize("config", DECODERS, ids=[p.parent.name for p in DECODERS])
 def test_a_config_decoder_gets_one_answer_with_its_settings(capsys, config):
     from academic_bench.answer.decoder import decoder_answer
-    from academic_bench.models.from_config import decoder_spec
+    from academic_bench.catalog.models.from_config import decoder_spec
 
     e = run(capsys, "estimate", "--model", str(config), "--tokens", "3e11", "--seq-len", "2048", "--gpu",
             "a100-80gb", "--gpus", "4")

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from academic_bench import analysis, answers, explorers
-from academic_bench.hardware import catalog as gpu_catalog
-from academic_bench.models import CATALOG
+from academic_bench import analysis
+from academic_bench.answer import measured as answers
+from academic_bench.book import explorers
+from academic_bench.catalog.hardware import catalog as gpu_catalog
+from academic_bench.catalog.models import CATALOG
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import json
 import math
 
 from academic_bench.cli import main
-from academic_bench.models.from_config import decoder_spec, made_with
+from academic_bench.catalog.models.from_config import decoder_spec, made_with
 from academic_bench.results import ResultStore
-from academic_bench.units import days_for
+from academic_bench.catalog.units import days_for
 
 # A Llama-shaped decoder small enough for a CPU step: gated MLP, grouped-query attention, untied embeddings.
 TINY_LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,

@@ -8,13 +8,13 @@ import json
 import pytest
 import torch
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure.apply import MasterWeights, Ran, apply_bf16_weights
 from academic_bench.measure.data import host_batches
 from academic_bench.measure.stepper import Stepper
-from academic_bench.methods import FREE_LUNCH, Methods, exclusion_reason, parse_methods, search_space
-from academic_bench.models import get_model
-from academic_bench.models.from_config import decoder_spec
+from academic_bench.catalog.methods import FREE_LUNCH, Methods, exclusion_reason, parse_methods, search_space
+from academic_bench.catalog.models import get_model
+from academic_bench.catalog.models.from_config import decoder_spec
 
 # A Llama-shaped decoder small enough for a CPU step, with a bf16 recipe (its config says bfloat16).
 TINY_BF16 = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from academic_bench import bookbuild
+from academic_bench.book import build as bookbuild
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_config_builds_offline_and_fails_loudly():
     for pattern in (".*", "**/.*", ".venv", "_build", "tests"):
         assert pattern in cfg["exclude_patterns"]
     assert not (ROOT / "_static").exists(), "a root _static/ makes Jupyter Book add its scripts to every page"
-    assert "academic_bench.bookbuild" in cfg["sphinx"]["extra_extensions"]
+    assert "academic_bench.book.build" in cfg["sphinx"]["extra_extensions"]
 
 
 def test_every_toc_page_is_built(built_site):
@@ -197,7 +197,7 @@ def pandas_artifacts(html: Path) -> list[str]:
 
 def models_out_of_order(html: Path) -> list[str]:
     """Tables whose models are not in catalog order (each family by size) within the columns left of them."""
-    from academic_bench.models import CATALOG, model_rank
+    from academic_bench.catalog.models import CATALOG, model_rank
 
     known = {m.display for m in CATALOG.values()}
     found = []
@@ -229,8 +229,8 @@ def models_out_of_order(html: Path) -> list[str]:
 def raw_keys_shown(html: Path) -> list[str]:
     """Table cells and menu entries that show a model or GPU key ('pythia-1b', '4 x h100-80gb') where the charts
     show its display label."""
-    from academic_bench.hardware import catalog as gpu_catalog
-    from academic_bench.models import CATALOG
+    from academic_bench.catalog.hardware import catalog as gpu_catalog
+    from academic_bench.catalog.models import CATALOG
 
     keys = "|".join(re.escape(k) for k in [*CATALOG, *gpu_catalog()])
     raw = re.compile(rf"(\d+ x )?({keys})")
@@ -278,7 +278,8 @@ def test_the_papers_title_has_no_stray_backslash(built_site):
 def test_intro_answers_first_with_days_only_from_complete_searches(built_site):
     """The first page opens with the answer: a table with a days column, one row per setting whose smart search
     is complete (or where nothing fits), in the days analysis computes, and no 'nan' or 'None' anywhere in it."""
-    from academic_bench import analysis, answers
+    from academic_bench import analysis
+    from academic_bench.answer import measured as answers
 
     page = built_site / "book" / "intro.html"
     html = page.read_text()

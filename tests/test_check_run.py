@@ -11,10 +11,10 @@ import pytest
 
 from academic_bench.analysis import MFU_IMPLAUSIBLE, VALIDATION_TOLERANCE
 from academic_bench.cli import main
-from academic_bench.config import Config
-from academic_bench.methods import preset
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import preset
 from academic_bench.results import ENGINE_REVISION, make_row
-from academic_bench.run_check import ERROR, EVIDENCE_README, NOTEBOOK, RESULTS, WARNING, check_run
+from academic_bench.analysis.run_check import ERROR, EVIDENCE_README, NOTEBOOK, RESULTS, WARNING, check_run
 
 from measured import measured_fields
 

@@ -13,8 +13,8 @@ import pytest
 
 from academic_bench import estimate as est
 from academic_bench.cli import main
-from academic_bench.hardware import catalog as gpu_catalog
-from academic_bench.models import CATALOG
+from academic_bench.catalog.hardware import catalog as gpu_catalog
+from academic_bench.catalog.models import CATALOG
 
 ROOT = Path(__file__).resolve().parents[1]
 

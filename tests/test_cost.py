@@ -6,8 +6,8 @@ import pytest
 
 from academic_bench import cost
 from academic_bench.cost import Assumptions
-from academic_bench.hardware import catalog as gpu_catalog
-from academic_bench.paper import load_machine_costs, load_prices
+from academic_bench.catalog.hardware import catalog as gpu_catalog
+from academic_bench.catalog.paper import load_machine_costs, load_prices
 
 from measured import typed_figures  # noqa: F401  (a fixture)
 
@@ -24,8 +24,8 @@ def write_synthetic_runs(root, rows: list[tuple[str, str, int, float, float]], s
 
     ``spread``: the fastest and slowest timed repetition as fractions of the step time (none by default).
     """
-    from academic_bench.config import Config
-    from academic_bench.methods import preset
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import preset
     from academic_bench.results import ResultStore, make_row
 
     store = ResultStore(root / setup / "results.jsonl")
@@ -192,7 +192,7 @@ def test_unknown_names_and_counts_list_the_valid_choices():
 # --- the live explorer (ipywidgets) ------------------------------------------------------------------------------
 
 def test_cost_explorer_recomputes_when_a_widget_changes(tmp_path):
-    from academic_bench import explorers
+    from academic_bench.book import explorers
     from academic_bench.answer import answer
 
     ex = explorers.cost_explorer(model="pythia-1b", gpu="h100-80gb", n_gpus=4, root=str(tmp_path))

@@ -7,13 +7,13 @@ import json
 import pandas as pd
 import pytest
 
-from academic_bench import decoder_work as dw
-from academic_bench import transfer
-from academic_bench import transfer_validation as tv
+from academic_bench.answer import decoder_work as dw
+from academic_bench.answer import transfer
+from academic_bench.answer import transfer_validation as tv
 from academic_bench.analysis.profiles import PROFILE_COLUMNS
-from academic_bench.models import get_model
-from academic_bench.models.from_config import ConfigError, decoder_spec
-from academic_bench.units import days_for
+from academic_bench.catalog.models import get_model
+from academic_bench.catalog.models.from_config import ConfigError, decoder_spec
+from academic_bench.catalog.units import days_for
 
 KINDS = {"matrix multiplication": "matmul", "attention": "attention", "loss and softmax": "loss",
          "elementwise and other": "memory", "optimizer": "optimizer"}

@@ -1,7 +1,7 @@
 """The environment captured with every result row."""
 from __future__ import annotations
 
-from academic_bench import env
+from academic_bench.catalog import env
 
 
 def test_git_commit_of_a_checkout_is_the_head(monkeypatch):

@@ -13,11 +13,11 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from academic_bench import estimate as est
-from academic_bench import paper
-from academic_bench.config import Config
-from academic_bench.hardware import get_gpu
-from academic_bench.methods import SHARDINGS, parse_methods
-from academic_bench.models import CATALOG, get_model, loss_of
+from academic_bench.catalog import paper
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.hardware import get_gpu
+from academic_bench.catalog.methods import SHARDINGS, parse_methods
+from academic_bench.catalog.models import CATALOG, get_model, loss_of
 
 PYTHIA = [k for k in CATALOG if k.startswith("pythia")]
 SHARDED = [s for s in SHARDINGS if s != "none"]

@@ -12,11 +12,11 @@ import torch
 
 from academic_bench import estimate as est
 from academic_bench.cli import main
-from academic_bench.config import Config
-from academic_bench.estimate_cli import estimate_summary
-from academic_bench.methods import preset
-from academic_bench.models import get_model
-from academic_bench.models.from_config import ConfigError, decoder_spec
+from academic_bench.catalog.config import Config
+from academic_bench.cli.estimate import estimate_summary
+from academic_bench.catalog.methods import preset
+from academic_bench.catalog.models import get_model
+from academic_bench.catalog.models.from_config import ConfigError, decoder_spec
 
 GPU, N = "h100-80gb", 1
 SEQ = 256
@@ -186,7 +186,7 @@ def test_other_commands_still_refuse_a_config_path(capsys) -> None:
 
 
 def test_a_config_spec_is_not_in_the_catalog(tmp_path) -> None:
-    from academic_bench.models import CATALOG
+    from academic_bench.catalog.models import CATALOG
 
     decoder = decoder_spec(_write(tmp_path, "llama", LLAMA_GQA), seq_len=SEQ, tokens=TOKENS)
     assert decoder.spec.key not in CATALOG and get_model(decoder.spec.key) is decoder.spec

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from academic_bench import explorers
+from academic_bench.book import explorers
 
 PAGE = "book/explorers.html"
 NUMBER = re.compile(r"\d[\d,]*\.?\d*")

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from academic_bench import cli
-from academic_bench.config import Config
-from academic_bench.export import best_row, export_best
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.config import Config
+from academic_bench.answer.export import best_row, export_best
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, make_row
 
 from measured import measured_fields, step_at_mfu

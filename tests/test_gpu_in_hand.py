@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from academic_bench import bench_cli, cli
-from academic_bench.env import GPU_MISMATCH_ENV, capture_env
+from academic_bench.cli import bench as bench_cli
+from academic_bench import cli
+from academic_bench.catalog.env import GPU_MISMATCH_ENV, capture_env
 from academic_bench.launch import gpu_in_hand
 from academic_bench.results import ResultStore, device_fault, make_row
 
@@ -20,7 +21,7 @@ def on_h100(monkeypatch):
     """A machine whose GPU is an H100 (as nvidia-smi and torch would say), and no override set."""
     import torch
 
-    from academic_bench import env
+    from academic_bench.catalog import env
 
     for module in (env, gpu_in_hand):
         monkeypatch.setattr(module, "gpu_info", lambda: (H100, "580.00"))

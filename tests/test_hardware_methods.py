@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from academic_bench.hardware import UnknownGPUError, catalog, get_gpu, match_name
-from academic_bench.methods import (FREE_LUNCH, NAIVE, Methods, exclusion_reason, hardware_reason,
+from academic_bench.catalog.hardware import UnknownGPUError, catalog, get_gpu, match_name
+from academic_bench.catalog.methods import (FREE_LUNCH, NAIVE, Methods, exclusion_reason, hardware_reason,
                                     parse_methods, search_space)
 
 

@@ -17,10 +17,10 @@ from conftest import skip_or_fail
 from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.launch import (NO_NVLS_ENV, NO_NVLS_OPT_IN, Rendezvous, build_request, child_env, make_executor,
                                    run, run_config, torchrun_command)
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, check_row, make_row
 
 FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
@@ -139,7 +139,7 @@ def test_the_row_records_the_multicast_switches_the_workers_got(tmp_path, no_mul
     import sys
 
     import academic_bench.launch as launch
-    from academic_bench.env import capture_env
+    from academic_bench.catalog.env import capture_env
 
     if opt_in:
         no_multicast_vars.setenv(NO_NVLS_OPT_IN, opt_in)

@@ -13,13 +13,13 @@ import pytest
 import torch
 
 import faulty_worker
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure import data, extrapolation, microbatch, timing, worker
 from academic_bench.measure.apply import (MAMBA_MODELING, Ran, Unsupported, apply_compile, apply_kernels_check,
                                           deepspeed_config)
 from academic_bench.measure.stepper import Stepper
-from academic_bench.methods import FREE_LUNCH, Methods, parse_methods
-from academic_bench.models import get_model
+from academic_bench.catalog.methods import FREE_LUNCH, Methods, parse_methods
+from academic_bench.catalog.models import get_model
 
 
 def tiny(model="pythia-160m", methods=Methods(kernels=True), **kw) -> Config:
@@ -134,7 +134,7 @@ def test_mfu_uses_model_flops_and_the_precisions_peak():
     phases = {"accumulate": [1.0] * 5, "boundary": [1.0] * 5, "optimizer": [1.0] * 5}
     out = extrapolation.extrapolate(cfg, 8, phases, "synced")
     from academic_bench.estimate import model_flops_per_step
-    from academic_bench.hardware import get_gpu
+    from academic_bench.catalog.hardware import get_gpu
 
     expected = model_flops_per_step(cfg.spec) / (out["step_time_s"] * 2 * get_gpu("h100-80gb").peak_flops("bf16"))
     assert out["mfu"] == pytest.approx(expected)
@@ -339,7 +339,7 @@ def test_zero3_with_offload_times_its_whole_steady_run_as_one_block():
     (engine revision 3): its steady phase is now the whole run of GAS - 2 micro-steps, sampled per micro-step."""
     from types import SimpleNamespace
 
-    from academic_bench.methods import parse_methods
+    from academic_bench.catalog.methods import parse_methods
 
     def cfg(spec):
         return Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec), tiny=True)

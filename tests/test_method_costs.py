@@ -9,13 +9,13 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from academic_bench import decoder_work as dw
-from academic_bench import method_costs as mc
+from academic_bench.answer import decoder_work as dw
+from academic_bench.answer import method_costs as mc
 from academic_bench.cli import main
-from academic_bench.hardware import get_gpu
-from academic_bench.methods import FREE_LUNCH, exclusion_reason, parse_methods, search_space
-from academic_bench.models import get_model
-from academic_bench.models.from_config import decoder_spec
+from academic_bench.catalog.hardware import get_gpu
+from academic_bench.catalog.methods import FREE_LUNCH, exclusion_reason, parse_methods, search_space
+from academic_bench.catalog.models import get_model
+from academic_bench.catalog.models.from_config import decoder_spec
 from test_decoder_work import _decoder, _profile
 
 RATES = {"deepspeed": 4e-10, "fsdp": 2e-9}  # host seconds per parameter: the order of the study's
@@ -125,7 +125,7 @@ def test_no_method_makes_an_answer_faster_unless_its_memory_allows_a_larger_micr
 
 
 def _spec(m) -> str:
-    from academic_bench.estimate_cli import methods_spec
+    from academic_bench.cli.estimate import methods_spec
 
     return methods_spec(m)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from academic_bench.models import CATALOG, UnknownModelError, get_model, loss_of
+from academic_bench.catalog.models import CATALOG, UnknownModelError, get_model, loss_of
 
 NINE = ["pythia-160m", "pythia-410m", "pythia-1b", "pythia-2.8b", "pythia-6.9b", "roberta-large", "mamba-2.8b",
         "convnext-xlarge", "vit-large"]

@@ -14,12 +14,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from academic_bench import benchmark_params as params_mod, notebook as nb, runs_report as report
+from academic_bench.search import params as params_mod, notebook as nb
+from academic_bench.book import runs_report as report
 from academic_bench.cli import build_parser, main
-from academic_bench.config import Config
-from academic_bench.methods import FREE_LUNCH, NAIVE
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import FREE_LUNCH, NAIVE
 from academic_bench.results import ResultStore, is_not_run, latest_rows, make_row
-from academic_bench.sweep import run_sweep
+from academic_bench.search.sweep import run_sweep
 from conftest import skip_or_fail
 
 CPU_FLAGS = ["--models", "pythia-160m", "--gpu", "h100-80gb", "--preset", "naive", "--tiny", "--device", "cpu"]
@@ -66,7 +67,7 @@ def test_runner_rejects_bad_input_before_any_work(tmp_path, capsys, argv, expect
 
 
 def test_rerun_command_gives_back_the_same_parameters():
-    from academic_bench.notebook_cli import overrides_from
+    from academic_bench.cli.notebook import overrides_from
 
     params = params_mod.resolve_parameters("h200x2", {
         "models": ["pythia-1b", "vit-large"], "preset": ["naive", "smart"], "exhaustive_models": ["pythia-1b"],
@@ -233,7 +234,7 @@ def test_the_template_runs_on_cpu_with_a_tiny_model_and_resumes_configurations_n
 
 
 def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each_method_class(tmp_path):
-    from academic_bench.methods import parse_methods
+    from academic_bench.catalog.methods import parse_methods
 
     store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
 
@@ -265,7 +266,7 @@ def test_the_validation_net_plans_the_cheapest_unvalidated_configuration_of_each
 
 
 def test_the_validation_net_validates_again_a_class_validated_only_by_an_older_engine(tmp_path):
-    from academic_bench.methods import parse_methods
+    from academic_bench.catalog.methods import parse_methods
     from academic_bench.results import ENGINE_REVISION
 
     store = ResultStore(tmp_path / params_mod.RESULTS_FILE)

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 import pytest
 
-from academic_bench import paper
+from academic_bench.catalog import paper
 
 
 def _cell(df: pd.DataFrame, model: str, gpu: str, n: int) -> pd.Series:

@@ -22,10 +22,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure import apply, timing
 from academic_bench.measure.stepper import Stepper
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.methods import parse_methods
 
 WORLD = 2
 

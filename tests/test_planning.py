@@ -10,7 +10,7 @@ from academic_bench.answer import Answer, grid
 from academic_bench.answer import planner
 from academic_bench.answer.by_size import mfu_by_size
 from academic_bench.estimate import model_flops_per_step
-from academic_bench.hardware import catalog as gpu_catalog
+from academic_bench.catalog.hardware import catalog as gpu_catalog
 from test_cost import write_synthetic_runs
 
 from measured import typed_figures  # noqa: F401  (a fixture)
@@ -29,7 +29,7 @@ def test_decoder_flops_follow_the_project_convention():
 def test_catalog_decoders_match_estimate_with_their_own_shape():
     """The arbitrary-decoder formula, given Pythia-1B's parameter count and shape, agrees with estimate's count."""
     from academic_bench.estimate import model_stats
-    from academic_bench.models import get_model
+    from academic_bench.catalog.models import get_model
 
     spec = get_model("pythia-1b")
     st = model_stats("pythia-1b")
@@ -52,7 +52,7 @@ def _answer(model: str, gpu: str, n: int, mfu: float, kind: str = "measured", sp
 
 
 def _params(model: str) -> float:
-    from academic_bench.models import get_model
+    from academic_bench.catalog.models import get_model
 
     return float(get_model(model).paper_params)
 
@@ -129,7 +129,7 @@ def test_bad_plans_name_the_bad_value(kwargs, words):
 
 
 def test_plan_explorer_recomputes_when_a_widget_changes(tmp_path):
-    from academic_bench import explorers
+    from academic_bench.book import explorers
 
     root = write_synthetic_runs(tmp_path, [("pythia-1b", "a100-80gb", 8, 20.0, 0.40)])
     ex = explorers.plan_explorer(params=1e9, tokens=1e12, gpu="a100-80gb", n_gpus=8, root=root)
@@ -146,8 +146,8 @@ def test_plan_explorer_recomputes_when_a_widget_changes(tmp_path):
 def test_a_naive_only_setting_is_no_point_of_the_planner(tmp_path):
     """A setting measured only with the naive baseline has no optimum yet: it answers nothing, so its low MFU
     cannot pull the planner's answer for other sizes (a 0.4B model once got more days than a 1B one)."""
-    from academic_bench.config import Config
-    from academic_bench.methods import preset
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import preset
     from academic_bench.results import ResultStore, make_row
 
     store = ResultStore(tmp_path / "two" / "results.jsonl")

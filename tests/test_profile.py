@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from academic_bench import analysis, charts
+from academic_bench import analysis
+from academic_bench.book import charts
 from academic_bench.cli import main
-from academic_bench.config import Config
-from academic_bench.kernels import KIND_NAMES, kind_of
-from academic_bench.methods import NAIVE
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.kernels import KIND_NAMES, kind_of
+from academic_bench.catalog.methods import NAIVE
 from academic_bench.results import ResultStore, load_profiles, make_row
 
 from measured import typed_figures  # noqa: F401  (a fixture)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from academic_bench.published import COLUMNS, FIGURES, load_published_throughput
+from academic_bench.catalog.published import COLUMNS, FIGURES, load_published_throughput
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ import re
 import pandas as pd
 import pytest
 
-from academic_bench import analysis, charts, explorers
-from academic_bench.models import CATALOG, model_rank
+from academic_bench import analysis
+from academic_bench.book import charts, explorers
+from academic_bench.catalog.models import CATALOG, model_rank
 
 PYTHIA = ["Pythia-160M", "Pythia-410M", "Pythia-1B", "Pythia-2.8B", "Pythia-6.9B"]
 ALPHABETICAL = sorted(PYTHIA)  # Pythia-160M, Pythia-1B, Pythia-2.8B, Pythia-410M, Pythia-6.9B

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from academic_bench import cli
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.launch import TIMED_OOM_NOTE
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import (PREDICTED_STOP, ResultStore, latest_rows, load_runs, make_row,
                                     stopped_on_prediction)
-from academic_bench.sweep import remeasure, to_remeasure
+from academic_bench.search.sweep import remeasure, to_remeasure
 
 
 def searched(methods: str) -> Config:
@@ -77,7 +77,7 @@ def test_remeasure_lists_the_selected_rows_and_refuses_a_missing_file(tmp_path, 
 def test_remeasure_refuses_a_gpu_other_than_the_one_that_made_the_rows(tmp_path, capsys, monkeypatch):
     import torch
 
-    from academic_bench import bench_cli
+    from academic_bench.cli import bench as bench_cli
 
     out = tmp_path / "h200x1" / "results.jsonl"
     c = Config("pythia-160m", "h200", 1, methods=parse_methods("naive"))

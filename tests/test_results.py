@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
-from academic_bench.config import Config
-from academic_bench.env import ENV_KEYS, capture_env, library_version
-from academic_bench.methods import FREE_LUNCH, NAIVE
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.env import ENV_KEYS, capture_env, library_version
+from academic_bench.catalog.methods import FREE_LUNCH, NAIVE
 from academic_bench.results import ROW_KEYS, ResultStore, RowError, load_runs, make_row
 
 CFG = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, micro_batch=8, tiny=True)
@@ -149,7 +149,7 @@ def test_environment_capture():
 # --- the run state ----------------------------------------------------------------------------------------------
 
 def test_every_row_says_its_run_state_and_older_rows_are_read_the_same_way(tmp_path):
-    from academic_bench.methods import parse_methods
+    from academic_bench.catalog.methods import parse_methods
     from academic_bench.results import NOT_RUN_PREFIX, status_of
 
     store = ResultStore(tmp_path / "r.jsonl")
@@ -173,7 +173,7 @@ def test_every_row_says_its_run_state_and_older_rows_are_read_the_same_way(tmp_p
 
 
 def test_a_stored_row_whose_state_contradicts_its_outcome_stops_the_load(tmp_path):
-    from academic_bench.methods import parse_methods
+    from academic_bench.catalog.methods import parse_methods
 
     cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch"), tiny=True)
     row = make_row(cfg, setup="t", outcome="oom", reason="out of memory") | {"status": "measured"}
@@ -184,7 +184,7 @@ def test_a_stored_row_whose_state_contradicts_its_outcome_stops_the_load(tmp_pat
 
 
 def test_the_fastest_row_is_a_measured_one_and_ties_go_to_the_lower_configuration_id(tmp_path):
-    from academic_bench.methods import parse_methods
+    from academic_bench.catalog.methods import parse_methods
     from academic_bench.results import fastest_row
 
     def row(spec, step, outcome="ok", **kw):

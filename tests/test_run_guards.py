@@ -11,10 +11,12 @@ import pytest
 import torch
 from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
-from academic_bench import bench_cli, cli, notebook as nb, sweep
-from academic_bench import benchmark_params as params_mod
-from academic_bench.config import Config
-from academic_bench.methods import parse_methods
+from academic_bench.cli import bench as bench_cli
+from academic_bench import cli
+from academic_bench.search import notebook as nb, sweep
+from academic_bench.search import params as params_mod
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, make_row
 
 # The README's examples, as a new user copies them.

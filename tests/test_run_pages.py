@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from academic_bench import run_pages
-from academic_bench.config import Config
-from academic_bench.methods import NAIVE, Methods
+from academic_bench.book import run_pages
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import NAIVE, Methods
 from academic_bench.results import ResultStore, make_row
 from measured import typed_figures  # noqa: F401  (a fixture)
 
@@ -41,7 +41,9 @@ def test_the_same_row_prints_one_mfu_on_every_table_that_shows_it(tmp_path, monk
     show it on the one basis (the dense 16-bit peak), with the same rounding."""
     import pandas as pd
 
-    from academic_bench import analysis, answers, runs_report
+    from academic_bench import analysis
+    from academic_bench.answer import measured as answers
+    from academic_bench.book import runs_report
 
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
     c = Config("vit-large", "h100-80gb", 1, methods=NAIVE)

@@ -10,10 +10,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_notebook
 
-from academic_bench import benchmark_params as params_mod, notebook as nb, runs_readme as readme, runs_report as report
+from academic_bench.search import params as params_mod, notebook as nb
+from academic_bench.book import runs_readme as readme, runs_report as report
 from academic_bench.cli import build_parser, main
-from academic_bench.config import Config
-from academic_bench.methods import FREE_LUNCH, NAIVE, Methods
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import FREE_LUNCH, NAIVE, Methods
 from academic_bench.results import PLANNED_FILE, ResultStore, make_row
 from academic_bench.results import skipped_path
 
@@ -66,7 +67,7 @@ def test_runs_readme_from_a_synthetic_run(tmp_path, capsys):
         in text
     # the whole setup, from its rows (template order, searches, pairs, validations), and the last run as recorded
     whole, last = re.findall(r"```bash\n(.+)\n```", text.split("### Re-run it")[1])
-    from academic_bench.notebook_cli import overrides_from
+    from academic_bench.cli.notebook import overrides_from
 
     args = build_parser().parse_args(shlex.split(whole)[1:])
     params = params_mod.resolve_parameters(args.setup, overrides_from(args))

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from academic_bench import analysis
-from academic_bench.config import Config
-from academic_bench.export import best_row
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.config import Config
+from academic_bench.answer.export import best_row
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ENGINE_REVISION, ResultStore, engine_revision, make_row, set_aside_reason
-from academic_bench.sweep import run_sweep
+from academic_bench.search.sweep import run_sweep
 
 from measured import typed_figures  # noqa: F401  (a fixture)
 

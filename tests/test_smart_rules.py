@@ -8,11 +8,11 @@ from collections import defaultdict
 
 import pytest
 
-from academic_bench.config import Config
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import (faster_beyond_spread, latest_rows, load_runs, machine_spread, make_row,
                                     repeated_measurements, status_of)
-from academic_bench.smart import SmartPruner
+from academic_bench.search.smart import SmartPruner
 
 
 def contradictions(rows: list[dict], spread: float) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from academic_bench import survey
+from academic_bench.analysis import survey
 
 FIXTURE = Path(__file__).parent / "fixtures" / "survey_example.csv"
 

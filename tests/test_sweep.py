@@ -17,14 +17,14 @@ from conftest import skip_or_fail
 from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.launch import TIMED_OOM_NOTE
-from academic_bench.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
+from academic_bench.catalog.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
 from academic_bench.results import ResultStore, make_row, synced_micro_batches
-from academic_bench.plans import plan
+from academic_bench.search.plans import plan
 from academic_bench.results import skipped_path
-from academic_bench.smart import SmartPruner
-from academic_bench.sweep import format_summary, run_sweep
+from academic_bench.search.smart import SmartPruner
+from academic_bench.search.sweep import format_summary, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -227,9 +227,9 @@ def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path, monkeypatc
 
 SWEEP_SCRIPT = textwrap.dedent("""
     import json, os, sys
-    from academic_bench.config import Config
-    from academic_bench.methods import NAIVE
-    from academic_bench.sweep import run_sweep
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import NAIVE
+    from academic_bench.search.sweep import run_sweep
     out, mode = sys.argv[1], sys.argv[2]
     a = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, micro_batch=8, tiny=True)
     b = Config("pythia-160m", "h100-80gb", 2, methods=NAIVE, micro_batch=4, tiny=True)

@@ -7,10 +7,10 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from academic_bench import method_costs, transfer, transfer_validation as tv
-from academic_bench.hardware import UnknownGPUError, get_gpu
-from academic_bench.methods import Methods, preset
-from academic_bench.models import model_rank
+from academic_bench.answer import method_costs, transfer, transfer_validation as tv
+from academic_bench.catalog.hardware import UnknownGPUError, get_gpu
+from academic_bench.catalog.methods import Methods, preset
+from academic_bench.catalog.models import model_rank
 
 
 def _source(split: dict, flops: float = 1e15, **kw) -> transfer.Source:
@@ -131,8 +131,8 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     error from the two files alone (an estimate for another GPU is not compared)."""
     import json
 
-    from academic_bench.config import Config
-    from academic_bench.models.from_config import decoder_spec
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.models.from_config import decoder_spec
     from academic_bench.results import ResultStore, make_row
 
     folder = tmp_path / "runs" / "h100x1" / "evidence" / "decoders"
@@ -165,7 +165,7 @@ def test_a_micro_batch_measured_to_fit_outranks_the_memory_model():
     """Pythia-6.9B ran at micro-batch 2 on one H200 where the memory model fits only 1: the same GPU and count
     keep the measured 2. One H200 to two adds data parallelism's buckets, and a smaller GPU holds less: the
     memory model decides there."""
-    from academic_bench.config import Config
+    from academic_bench.catalog.config import Config
     from academic_bench.estimate import max_micro_batch
 
     src = _source({"flop": 1.0}, model="pythia-6.9b", gpu="h200", micro_batch=2, gas=512)

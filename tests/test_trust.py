@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from academic_bench import analysis
-from academic_bench.config import Config
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, load_runs, make_row, row_faults
 
 from measured import measured_fields

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..hardware import catalog as gpu_catalog
+from ..catalog.hardware import catalog as gpu_catalog
 
 
 CACHE_ENV = "ACADEMIC_BENCH_CACHE"  # set by the book build: a folder where slow, derived tables are kept
-_FACTS_INPUTS = ("models/*.py", "estimate/*.py", "answer/planner.py", "config.py", "data/paper_figure9_flops.csv")
+_FACTS_INPUTS = ("catalog/models/*.py", "estimate/*.py", "answer/planner.py", "catalog/config.py", "data/paper_figure9_flops.csv")
 
 
 def _facts_key() -> str:
@@ -47,8 +47,8 @@ def _model_facts() -> pd.DataFrame:
 
 
 def _count_model_facts() -> pd.DataFrame:
-    from .. import paper
-    from ..models import CATALOG
+    from ..catalog import paper
+    from ..catalog.models import CATALOG
     from ..estimate import model_flops_per_step
 
     fig9 = paper.load_flops().set_index("model")["training_flops"]

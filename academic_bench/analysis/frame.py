@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..methods import Methods
+from ..catalog.methods import Methods
 from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, rejection, set_aside_reason, state_of, status_of,
                        validation_class_of)
 

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..hardware import catalog as gpu_catalog
-from ..methods import Methods
+from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.methods import Methods
 from ..results import SET_ASIDE
 
 from .counted import latest_validations, measured_rows, results, validations
 from .frame import METHOD_COLUMNS, MFU_IMPLAUSIBLE, SETTING, frame_from_rows, runs_root
 
 if TYPE_CHECKING:  # imported where used: config loads torch, which the book's pages need not wait for
-    from ..config import Config
+    from ..catalog.config import Config
 
 
 # --- measuring honestly ------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def configuration_cost(df: pd.DataFrame) -> pd.DataFrame:
     (``duration_s``: launches, search, build, compile and timing together) of the synchronized step rows that ran
     (measured, or out of memory) for models up to about 1B parameters. Different revisions measured different
     configurations: ``engine_cost`` compares the same ones."""
-    from ..models import get_model
+    from ..catalog.models import get_model
 
     d = df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(["ok", "oom"])
            & ~df["tiny"].astype(bool)] if not df.empty else df
@@ -175,7 +175,7 @@ MEMORY_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "outcome", 
 
 
 def _config(r) -> Config:
-    from ..config import Config
+    from ..catalog.config import Config
 
     methods = Methods(**{c: getattr(r, c) for c in METHOD_COLUMNS})
     return Config(r.model, r.gpu, int(r.n_gpus), int(r.nodes or 1), methods, None, bool(r.tiny))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..kernels import FLOP_KINDS, KIND_NAMES, kind_of
-from ..methods import Methods
+from ..catalog.kernels import FLOP_KINDS, KIND_NAMES, kind_of
+from ..catalog.methods import Methods
 
 from .counted import results
 from .frame import SETTING, runs_root

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..env import REPO_ROOT
+from ..catalog.env import REPO_ROOT
 
 from .frame import runs_root
 
@@ -19,16 +19,16 @@ _DATA_ORIGINS = (
      "responses (its first line says so), the example the survey pipeline reads; tests/fixtures/survey_example.csv "
      "is the same file"),
     ("academic_bench/data/paper_", "transcribed by hand from the paper, cell by cell; each row names its table, "
-     "row and column (`source`); loaded and checked by `academic_bench.paper` and tests/test_paper_data.py"),
+     "row and column (`source`); loaded and checked by `academic_bench.catalog.paper` and tests/test_paper_data.py"),
     ("academic_bench/data/survey_", "transcribed by hand from the paper's Section 2, Figure 8 and Appendix A "
-     "(`source` column / field); loaded by `academic_bench.survey`"),
+     "(`source` column / field); loaded by `academic_bench.analysis.survey`"),
     ("academic_bench/data/gpus.csv", "written by hand from vendor datasheets (`spec_source`) and the paper's "
      "Appendix H prices (`price_source`)"),
     ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
      "(`source_url`, `as_of`, `transcribed_in`)"),
     ("academic_bench/data/published_throughput.csv", "collected by hand from public benchmark tables, model cards "
      "and issues: each row with its source and the quoted line that holds its figure; loaded and checked by "
-     "`academic_bench.published` and tests/test_published.py"),
+     "`academic_bench.catalog.published` and tests/test_published.py"),
     ("notebooks/runs/answers.json", "the study's answer per catalog model, GPU and count, computed from the runs "
      "beside it (`academic_bench.answer.store.write_shipped`, run by `make book`; tests/test_answer.py checks it "
      "is current)"),
@@ -67,7 +67,7 @@ _RUN_FILES = {
 
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
-    from ..benchmark_params import command_for, notebook_parameters
+    from ..search.params import command_for, notebook_parameters
     from ..results import PLANNED_FILE
 
     rows = []

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from ..methods import exclusion_reason
+from ..catalog.methods import exclusion_reason
 from ..results import SET_ASIDE
 from .counted import validation_state
 from .frame import SETTING, runs_root
@@ -71,7 +71,7 @@ def not_run_mask(df: pd.DataFrame) -> pd.Series:
 
 def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
     """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
-    from ..plans import plan  # the model catalog behind it imports torch: loaded only when asked
+    from ..search.plans import plan  # the model catalog behind it imports torch: loaded only when asked
 
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
     state = validation_state(df)  # only a result can be a search's optimum

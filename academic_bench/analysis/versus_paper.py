@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..units import SECONDS_PER_DAY
-from ..hardware import catalog as gpu_catalog
+from ..catalog.units import SECONDS_PER_DAY
+from ..catalog.hardware import catalog as gpu_catalog
 
 from .best import best_per_setting, naive_per_setting, optimized_per_setting
 from .facts import model_facts
@@ -43,7 +43,7 @@ def paper_cells(table: str = "table1") -> pd.DataFrame:
     fp32 recipes are rated at the TF32 peak in optimised runs (the free-lunch methods switch TF32 on) and for
     convolutional models (cuDNN's default), otherwise at the fp32 peak.
     """
-    from .. import paper
+    from ..catalog import paper
 
     loaders = {"table1": (paper.load_table1, True), "table4": (paper.load_table4, False)}
     if table not in loaders:
@@ -107,7 +107,7 @@ def table1_long(df: pd.DataFrame, table: str = "table1") -> pd.DataFrame:
 
 def settings_comparison(df: pd.DataFrame) -> pd.DataFrame:
     """Our best configuration per setting beside the paper's Appendix J setting for the same hardware."""
-    from .. import paper
+    from ..catalog import paper
 
     cols = [*SETTING, "ours_methods", "ours_micro_batch", "ours_gas", "ours_days",
             "paper_free_lunch", "paper_checkpointing", "paper_sharding", "paper_offloading", "paper_mbs", "paper_gas"]

@@ -30,7 +30,7 @@ class SizeMFU:
 def decoder_points(answers: tuple[Answer, ...] | list[Answer], gpu: str, n_gpus: int) -> list[tuple[float, Answer]]:
     """(parameters, answer) of the catalog decoders answered on ``n_gpus`` x ``gpu`` (measured or predicted),
     smallest first."""
-    from ..models import CATALOG
+    from ..catalog.models import CATALOG
 
     out = []
     for a in answers:

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..methods import Methods, methods_spec
+from ..catalog.methods import Methods, methods_spec
 from .types import Answer, Settings
 
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
@@ -67,7 +67,7 @@ class Checks:
 
 
 def held_out_checks(root: str | None = None) -> Checks:
-    from ..transfer_validation import error_summary, h100_to_h200, one_to_two_gpus
+    from .transfer_validation import error_summary, h100_to_h200, one_to_two_gpus
 
     def words(frame: pd.DataFrame, what: str) -> str:
         s = error_summary(frame)
@@ -81,7 +81,7 @@ def held_out_checks(root: str | None = None) -> Checks:
 
 def work_model_checks(root: str | os.PathLike | None = None) -> str:
     """The work model's error on the decoders outside the catalog whose estimate was kept before they ran."""
-    from ..transfer_validation import config_decoders
+    from .transfer_validation import config_decoders
 
     d = config_decoders(None if root is None else str(root))
     held = d[d["work_model_held_out"].astype(bool)] if len(d) else d
@@ -98,7 +98,7 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
     (``analysis.paper_cells("table1")``) are computed once by ``compute_grid``."""
     from ..analysis import MFU_IMPLAUSIBLE, paper_cells
     from ..estimate import analytic_days
-    from ..transfer_validation import measured, predict_setting
+    from .transfer_validation import measured, predict_setting
 
     cells = paper_cells("table1") if cells is None else cells
     cell = cells[(cells["model"] == model) & (cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus)
@@ -153,8 +153,8 @@ def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None
                  counts: Iterable[int] = GPU_COUNTS, root: str | None = None,
                  checks: Checks | None = None) -> list[Answer]:
     """``catalog_answer`` for every model, GPU and count (catalog order)."""
-    from ..hardware import catalog as gpu_catalog
-    from ..models import CATALOG
+    from ..catalog.hardware import catalog as gpu_catalog
+    from ..catalog.models import CATALOG
 
     from ..analysis import paper_cells
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ..methods import FREE_LUNCH, Methods
+from ..catalog.methods import FREE_LUNCH, Methods
 from .compute import costs, settings_of
 from .types import Answer
 
@@ -26,9 +26,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     ``n_gpus`` x ``gpu`` with ``methods`` (free-lunch, and any memory-saving methods on top, each charged by the
     work model: ``decoder_work.predict_decoder``, ``method_costs``)."""
     from ..analysis import profiles
-    from ..decoder_work import not_modelled, predict_decoder
+    from .decoder_work import not_modelled, predict_decoder
     from ..estimate import analytic_days, model_stats
-    from ..models import get_model
+    from ..catalog.models import get_model
     from .by_size import mfu_by_size
     from .store import checks, grid
 

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..cost.model import check_gpus, gpu_key
-from ..hardware import catalog as gpu_catalog
-from ..units import SECONDS_PER_DAY
+from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.units import SECONDS_PER_DAY
 from .by_size import SizeMFU, mfu_by_size
 from .compute import GPU_COUNTS
 from .types import Answer

@@ -25,7 +25,7 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from ..hardware import catalog as gpu_catalog
+from ..catalog.hardware import catalog as gpu_catalog
 
 DAYS_PER_YEAR = 365.0
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H)
@@ -118,7 +118,7 @@ def gpu_key(gpu: str) -> str:
 
 def model_key(model: str) -> str:
     """A catalog model key, or a ValueError naming the valid ones."""
-    from ..models import CATALOG
+    from ..catalog.models import CATALOG
 
     key = str(model).lower()
     if key not in CATALOG:
@@ -152,7 +152,7 @@ def default_gpu_prices() -> dict[str, float]:
 @lru_cache(maxsize=1)
 def default_machine_costs() -> dict[int, float]:
     """USD for a machine holding 1, 2, 4 or 8 GPUs (paper Appendix H Tables 6-7, via paper.load_machine_costs)."""
-    from ..paper import load_machine_costs
+    from ..catalog.paper import load_machine_costs
 
     df = load_machine_costs()
     return {int(n): float(c) for n, c in zip(df["n_gpus"], df["total_usd"])}

@@ -122,7 +122,7 @@ def pareto_front(setups: pd.DataFrame, cost: str = "purchase_usd") -> pd.DataFra
 
 def paper_assumptions() -> Assumptions:
     """The paper's own prices (Appendix H Table 5 via paper.load_prices) and five-year lifespan."""
-    from ..paper import load_prices
+    from ..catalog.paper import load_prices
 
     df = load_prices()
     prices = dict(zip(df["gpu"], df["price_usd"].astype(float)))

@@ -44,8 +44,8 @@ from unittest import mock
 import torch
 from torch import nn
 
-from ..config import Config
-from ..models import ModelSpec, get_model, loss_of
+from ..catalog.config import Config
+from ..catalog.models import ModelSpec, get_model, loss_of
 
 from .stats import BYTES, CHECKPOINT_UNITS, GIB, MAMBA_COUNT_TOKENS, ModelStats, meta_batch, meta_model, model_stats, reference_path, spec_of
 
@@ -357,7 +357,7 @@ def host_memory_verdict(config: Config, host_memory_gib: float | None = None) ->
     """Whether the states ``config`` offloads fit the host memory of its machine (``host_memory_gib``, else the
     paper's machine for its GPUs per node, ``paper.typical_host_memory``): {"fits", "need_gib", "have_gib",
     "source", "reason"}; None without offloading. "fits" is None where no host memory is known."""
-    from ..paper import typical_host_memory
+    from ..catalog.paper import typical_host_memory
 
     need = host_memory_need(config) / GIB
     if not need:

@@ -23,9 +23,9 @@ from functools import lru_cache
 import torch
 from torch import nn
 
-from ..hardware import get_gpu
-from ..models import ModelSpec, get_model, loss_of
-from ..units import SECONDS_PER_DAY
+from ..catalog.hardware import get_gpu
+from ..catalog.models import ModelSpec, get_model, loss_of
+from ..catalog.units import SECONDS_PER_DAY
 
 
 GIB = 2**30

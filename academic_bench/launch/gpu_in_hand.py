@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 
-from ..env import GPU_MISMATCH_ENV, capture_env, gpu_info
-from ..hardware import GPU, get_gpu, match_name
+from ..catalog.env import GPU_MISMATCH_ENV, capture_env, gpu_info
+from ..catalog.hardware import GPU, get_gpu, match_name
 
 log = logging.getLogger(__name__)
 

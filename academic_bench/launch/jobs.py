@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..models.from_config import decoder_spec, made_with
+from ..catalog.config import Config
+from ..catalog.models.from_config import decoder_spec, made_with
 from ..results import make_row
 from .local import DEFAULT_TIMEOUT_S, run_config
 from .processes import Rendezvous

@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..config import Config
-from ..models.from_config import made_with
+from ..catalog.config import Config
+from ..catalog.models.from_config import made_with
 from ..results import make_row
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_tree, launch_env_record,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from ..config import Config
-from ..units import days_for
+from ..catalog.config import Config
+from ..catalog.units import days_for
 
 TAIL_LINES = 30
 # Fields of the row that the parent owns; a worker's result never overrides them.

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 
-from ..config import Config
-from ..env import REPO_ROOT
+from ..catalog.config import Config
+from ..catalog.env import REPO_ROOT
 
 WORKER_MODULE = "academic_bench.measure.worker"
 # Opt-in for machines whose NVLink multicast (NVLS/SHARP) cannot be used, e.g. GPUs shared through a

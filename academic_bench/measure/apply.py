@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..config import Config
-from ..models import ModelSpec
+from ..catalog.config import Config
+from ..catalog.models import ModelSpec
 
 
 class Unsupported(RuntimeError):

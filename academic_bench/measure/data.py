@@ -5,7 +5,7 @@ from typing import Iterator
 
 import torch
 
-from ..config import Config
+from ..catalog.config import Config
 
 
 def host_batches(cfg: Config, mbs: int, n: int, seed: int) -> list[dict[str, torch.Tensor]]:

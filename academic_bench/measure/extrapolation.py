@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Mapping
 
-from ..config import Config
-from ..units import days_for
+from ..catalog.config import Config
+from ..catalog.units import days_for
 from .timing import summary
 
 
@@ -21,7 +21,7 @@ def model_flops_per_step(cfg: Config) -> float | None:
 def peak_flops(cfg: Config) -> float | None:
     if cfg.tiny:
         return None
-    from ..hardware import get_gpu
+    from ..catalog.hardware import get_gpu
 
     return get_gpu(cfg.gpu).peak_flops(cfg.recipe.precision, tf32=cfg.methods.tf32)
 

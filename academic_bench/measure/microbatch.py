@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ..config import Config
+from ..catalog.config import Config
 from .data import host_batches
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import any_rank, synchronize
@@ -74,7 +74,7 @@ def start_guess(cfg: Config) -> int:
         return 1
     try:
         from ..estimate import max_micro_batch
-        from ..hardware import get_gpu
+        from ..catalog.hardware import get_gpu
 
         guess = max_micro_batch(cfg, get_gpu(cfg.gpu).memory_gb)
     except Exception:  # noqa: BLE001  (the estimate is only a starting point)

@@ -19,8 +19,8 @@ from collections import defaultdict
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
-from ..config import Config
-from ..kernels import KIND_NAMES, kind_of
+from ..catalog.config import Config
+from ..catalog.kernels import KIND_NAMES, kind_of
 from .data import host_batches
 from .stepper import Stepper
 from .timing import synchronize

@@ -17,8 +17,8 @@ import gc
 import torch
 import torch.distributed as dist
 
-from ..config import Config
-from ..models import loss_of
+from ..catalog.config import Config
+from ..catalog.models import loss_of
 from . import apply
 from .apply import Ran
 

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 import torch
 import torch.distributed as dist
 
-from ..config import Config
+from ..catalog.config import Config
 from .data import host_batches, micro_batches
 from .stepper import Stepper
 

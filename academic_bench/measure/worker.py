@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ..config import Config
-from ..models.from_config import decoder_spec
+from ..catalog.config import Config
+from ..catalog.models.from_config import decoder_spec
 from .apply import Unsupported
 from .extrapolation import extrapolate, predicted_memory_gb, relative_error
 from .microbatch import find_micro_batch, peak_memory_gb

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from ..env import REPO_ROOT, capture_env
+from ..catalog.env import REPO_ROOT, capture_env
 
 SCHEMA = 1
 # The revision of the timing engine that made a row (its ``engine`` key; a row without one is revision 1). A

@@ -59,7 +59,7 @@ def fastest_row(rows: Iterable[dict], keep: Callable[[dict], bool] = lambda r: T
 
 def validation_class_of(row: Mapping) -> str:
     """The ``methods.validation_class`` of a row's configuration."""
-    from ..methods import Methods, validation_class
+    from ..catalog.methods import Methods, validation_class
 
     return validation_class(Methods.from_dict(row["config"]["methods"]), row["config"]["n_gpus"])
 

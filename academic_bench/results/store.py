@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..env import capture_env
+from ..catalog.env import capture_env
 from .schema import DEFAULT_RUNS, OUTCOMES, SCHEMA, RowError, check_row, now_iso, written_status
 from .state import latest_rows, set_aside_reason
 
@@ -227,7 +227,7 @@ def load_planned(root: str | os.PathLike | None = None) -> dict[str, dict]:
     file stops with its name, line and the valid choices."""
     import csv
 
-    from ..hardware import catalog
+    from ..catalog.hardware import catalog
 
     path = (Path(root) if root is not None else DEFAULT_RUNS) / PLANNED_FILE
     if not path.exists():

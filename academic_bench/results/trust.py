@@ -89,7 +89,7 @@ def mfu_fault(row: Mapping) -> Fault | None:
 def device_fault(row: Mapping) -> Fault | None:
     """A row whose environment reports a GPU other than the one its configuration (its setup) names. Tiny rows
     are workshop runs, on whatever device, and rows without a reported GPU have nothing to compare."""
-    from ..hardware import get_gpu, match_name
+    from ..catalog.hardware import get_gpu, match_name
 
     cfg, env = row.get("config") or {}, row.get("env") or {}
     name = env.get("gpu_name")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import torch
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure.data import host_batches
 from academic_bench.measure.stepper import Stepper
-from academic_bench.methods import parse_methods
-from academic_bench.models.from_config import decoder_spec
+from academic_bench.catalog.methods import parse_methods
+from academic_bench.catalog.models.from_config import decoder_spec
 
 SHAPE = {"model_type": "gpt_neox", "num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12,
          "intermediate_size": 3072, "vocab_size": 50304, "max_position_embeddings": 2048, "rotary_pct": 0.25,

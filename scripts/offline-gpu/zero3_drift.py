@@ -18,13 +18,13 @@ import time
 
 import torch.distributed as dist
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure.stepper import Stepper
 from academic_bench.measure.data import host_batches
 from academic_bench.measure.extrapolation import extrapolate
 from academic_bench.measure.timing import synchronize, time_phases, validate
 from academic_bench.measure.worker import init
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.methods import parse_methods
 
 BLOCK = 8  # accumulating micro-steps per timed block
 

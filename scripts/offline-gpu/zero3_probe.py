@@ -17,11 +17,11 @@ import time
 import torch
 import torch.distributed as dist
 
-from academic_bench.config import Config
+from academic_bench.catalog.config import Config
 from academic_bench.measure.stepper import Stepper
 from academic_bench.measure.data import host_batches
 from academic_bench.measure.worker import init
-from academic_bench.methods import parse_methods
+from academic_bench.catalog.methods import parse_methods
 
 
 def main() -> None:

@@ -1,0 +1,287 @@
+"""Step time of a decoder the study never measured, from the kinds of GPU work its shape implies.
+
+MFU interpolated in parameters alone (``planning.interpolate_mfu``) misses what makes two decoders of one size
+train at different speeds: a large vocabulary's loss, a wide or gated MLP, grouped key-value heads, the
+sequence length. Here a decoder's training step is counted in units of work per kind of GPU work
+(``measure.profile``'s kinds), on the meta device, never downloaded:
+
+- **matrix products**: FLOPs, 6 x the weight matrices outside the embedding tables (linear and GPT-2's Conv1D
+  layers, the LM head included, tied or not) x tokens;
+- **attention** (a fused kernel: no attention matrix in memory): layers x (heads x head size) x sequence x
+  tokens, the score and value products of forward and backward;
+- **loss and softmax**: tokens x vocabulary, the fp32 cross-entropy over the logits;
+- **other memory-bound kernels** (elementwise, normalisation, copies on the GPU): layers x (hidden + MLP width) x
+  tokens, the elements of the residual stream and of the MLP's intermediate layer that these kernels read and
+  write in every layer (the MLP width is the config's intermediate size, four times the hidden size where it
+  states none). The two widths are weighted alike: the Pythia decoders the rates come from all have an MLP four
+  times the hidden size, so their profiles cannot tell the two apart;
+- **the GPU's idle time** (host work, kernel launches): per micro-step and layer;
+- **the optimizer step**: per parameter.
+
+The seconds per unit of each kind come from the kernel profiles of the catalog's transformer decoders (Pythia)
+measured on one GPU with the free-lunch settings (``analysis.profiles``): the central value is their median, the
+range their lowest and highest. So the model is calibrated on the catalog's decoders only; the decoders outside
+the catalog that the study measured (``transfer_validation.config_decoders``) test it. A target other than a
+profiled setup's GPU is reached by the transfer model (``transfer.predict``), from the predicted step on a
+profiled GPU. A mixture of experts (only some experts run per token) is not modelled, nor a precision other than
+the profiles' (``modelled``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping
+
+import pandas as pd
+
+from ..catalog.hardware import get_gpu
+from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
+from ..catalog.methods import FREE_LUNCH, Methods
+from ..catalog.models.from_config import EXPERT_KEYS
+from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
+from ..catalog.units import days_for
+
+KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
+# Profile kinds (``measure.profile``) summed into each kind of work above; idle is the step's wall minus busy time.
+PROFILE_KINDS = {"matmul": ("matrix multiplication",), "attention": ("attention",), "loss": ("loss and softmax",),
+                 "memory": ("elementwise and other", "normalisation", "memory copy"), "optimizer": ("optimizer",)}
+# The part of transfer.Source's split each kind scales with on another GPU (idle and optimizer aside).
+SPLIT_OF = {"matmul": "flop", "attention": "flop", "loss": "memory", "memory": "memory", "idle": "idle"}
+CALIBRATION_FAMILY = "pythia"  # the catalog's transformer decoders: the profiles the rates come from
+CALIBRATION_PRECISION = "bf16"  # the precision they train in (paper Table 3), the only one the rates are for
+
+
+@dataclass(frozen=True)
+class Work:
+    """Units of work of one training step on one GPU, per kind (``KINDS``; module docstring)."""
+
+    matmul: float
+    attention: float
+    loss: float
+    memory: float
+    idle: float
+    optimizer: float
+
+    def get(self, kind: str) -> float:
+        return float(getattr(self, kind))
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """A predicted step on a profiled setup: seconds per kind (central), and the step's range."""
+
+    setup: str
+    gpu: str
+    micro_batch: int
+    gas: int
+    seconds: dict
+    low_s: float
+    high_s: float
+    calibration: tuple  # the catalog models whose profiles gave the rates
+
+    @property
+    def step_s(self) -> float:
+        return float(sum(self.seconds.values()))
+
+
+
+
+@lru_cache(maxsize=None)
+def not_modelled(model: str) -> str | None:
+    """Why the work model has no answer for ``model``, or None where it has one."""
+    from ..catalog.models import get_model
+
+    spec = get_model(model)
+    if spec.recipe.precision != CALIBRATION_PRECISION:
+        return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
+    if spec.transformer_shape is None:
+        return "it is not a transformer decoder"
+    if _shape(model)[-1] > 1:
+        return "it is a mixture of experts: only some of its weights work for each token"
+    return None
+
+
+@lru_cache(maxsize=None)
+def _shape(key: str) -> tuple:
+    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts)
+    of a decoder's meta build (experts: 0 where it is no mixture of experts)."""
+    import torch.nn as nn
+
+    from ..estimate import model_stats
+    from ..estimate.stats import meta_model
+    from ..catalog.models import get_model
+
+    spec = get_model(key)
+    layers, hidden = spec.transformer_shape(False)
+    net = meta_model(spec, False)
+    tables = {id(m.weight) for m in net.modules() if isinstance(m, nn.Embedding)}
+    matrices = sum(p.numel() for p in net.parameters() if p.dim() >= 2 and id(p) not in tables)
+    head = net.get_output_embeddings()
+    if head is not None and id(head.weight) in tables:  # a tied head multiplies like an untied one
+        matrices += head.weight.numel()
+    cfg = net.config
+    heads = cfg.num_attention_heads
+    attention = heads * (getattr(cfg, "head_dim", None) or hidden // heads)
+    width = next((v for v in (getattr(cfg, k, None) for k in ("intermediate_size", "n_inner", "ffn_dim")) if v),
+                 4 * hidden)
+    experts = max((getattr(cfg, k, None) or 0) for k in EXPERT_KEYS)
+    r = spec.recipe
+    return matrices, layers, attention, hidden, width, r.vocab_size, model_stats(key).params, r.seq_len, experts
+
+
+def work(model: str, micro_batch: int, gas: int) -> Work:
+    """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences."""
+    matrices, layers, attention, hidden, width, vocab, params, seq, _ = _shape(model)
+    tokens = micro_batch * gas * seq
+    return Work(matmul=6.0 * matrices * tokens, attention=float(layers * attention * seq) * tokens,
+                loss=float(tokens) * vocab, memory=float(layers * (hidden + width)) * tokens,
+                idle=float(layers * gas), optimizer=float(params))
+
+
+def calibration_points(profiles: pd.DataFrame) -> pd.DataFrame:
+    """Seconds per unit of work, per kind, for every profile of a catalog decoder on one GPU with free-lunch
+    settings: one row per (setup, configuration)."""
+    from ..catalog.models import CATALOG
+
+    family = {k for k, s in CATALOG.items() if s.family == CALIBRATION_FAMILY}
+    p = profiles[~profiles["tiny"].astype(bool) & (profiles["timer"] == "gpu kernels")
+                 & profiles["model"].isin(family) & (profiles["methods_label"] == FREE_LUNCH.label())
+                 & (profiles["n_gpus"] == 1)]
+    rows = []
+    for (setup, config_id), g in p.groupby(["setup", "config_id"]):
+        first = g.iloc[0]
+        seconds = g.groupby("kind")["seconds"].sum()
+        w = work(first["model"], int(first["micro_batch"]), int(first["gas"]))
+        row = {"setup": setup, "gpu": first["gpu"], "model": first["model"], "config_id": config_id,
+               "micro_batch": int(first["micro_batch"]), "gas": int(first["gas"]),
+               "step_wall_s": float(first["step_wall_s"])}
+        for kind, names in PROFILE_KINDS.items():
+            row[kind] = float(seconds.reindex(list(names)).fillna(0).sum()) / w.get(kind)
+        row["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"])) / w.idle
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["setup", "gpu", "model", "config_id", "micro_batch", "gas", "step_wall_s",
+                                       *KINDS])
+
+
+def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
+    """GPU key -> the setup whose profiles calibrate it (the one with the most profiled decoders)."""
+    counts = points.groupby(["gpu", "setup"]).size().reset_index(name="n")
+    counts = counts.sort_values(["gpu", "n", "setup"], ascending=[True, False, True])
+    return dict(counts.drop_duplicates("gpu")[["gpu", "setup"]].itertuples(index=False, name=None))
+
+
+def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: int, gas: int,
+                     leave_out: str | None = None) -> StepPrediction:
+    """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
+    ``leave_out``'s): seconds per kind at the median rate; the range sums each kind's lowest and highest rate."""
+    mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
+    if mine.empty:
+        raise ValueError(f"no profiled {CALIBRATION_FAMILY} decoder on {setup!r} to calibrate the work model")
+    w = work(model, micro_batch, gas)
+    seconds = {k: float(mine[k].median()) * w.get(k) for k in KINDS}
+    low = sum(float(mine[k].min()) * w.get(k) for k in KINDS)
+    high = sum(float(mine[k].max()) * w.get(k) for k in KINDS)
+    return StepPrediction(setup, str(mine["gpu"].iloc[0]), micro_batch, gas, seconds, low, high,
+                          tuple(sorted(mine["model"].unique())))
+
+
+def _micro_batch(model: str, gpu: str, n_gpus: int = 1, methods: Methods = FREE_LUNCH) -> tuple[int, int] | None:
+    """(micro-batch, accumulation steps) on each of ``n_gpus`` x ``gpu`` with ``methods``: the memory model's
+    largest, and the steps that make up each GPU's share of the batch."""
+    from ..catalog.config import Config
+    from ..estimate import max_micro_batch
+
+    config = Config(model, gpu, n_gpus, methods=methods)
+    mbs = max_micro_batch(config, get_gpu(gpu).memory_gb)
+    if mbs is None:
+        return None
+    mbs = min(mbs, config.per_gpu_batch)
+    return mbs, max(1, config.per_gpu_batch // mbs)
+
+
+def with_recompute(model: str, seconds: dict) -> dict:
+    """The work model's seconds per kind with activation checkpointing's recompute added
+    (``method_costs.recompute_s``): one more forward of the checkpointed blocks, i.e. of their matrix products
+    (every weight matrix but the LM head), attention, memory-bound kernels and per-layer launches; the head, the
+    loss and the optimizer are not recomputed."""
+    matrices, _, _, hidden, _, vocab, *_ = _shape(model)
+    in_blocks = {"matmul": max(0.0, matrices - vocab * hidden) / matrices, "attention": 1.0, "memory": 1.0,
+                 "idle": 1.0}
+    return {k: v + recompute_s(v * in_blocks.get(k, 0.0)) for k, v in seconds.items()}
+
+
+def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame, methods: Methods = FREE_LUNCH,
+                    host_rates: Mapping[str, float] | None = None) -> Prediction | None:
+    """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
+    (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, each GPU at the largest
+    micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work model's step
+    on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
+    answer, anywhere else the transfer model scales it from the profiled setup of the same architecture, else of
+    the nearest memory size. The methods' other costs are then added on the target (``method_costs``): the
+    collectives over the link between the GPUs, offloading's host copies and the host's optimizer step (at
+    ``host_rates``, default ``method_costs.measured_host_rates``). None where no profile calibrates it, the work
+    model does not model it (``not_modelled``, or free-lunch is not on) or no micro-batch fits."""
+    from ..estimate import BYTES, model_flops_per_step, model_stats
+    from ..catalog.models import get_model
+
+    points = calibration_points(profiles)
+    setups = profiled_setups(points)
+    if not setups or not_modelled(model) or not methods.free_lunch:
+        return None
+    target = get_gpu(gpu)
+    # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
+    # nearest memory size.
+    source_gpu = min(setups, key=lambda g: (g != target.key, get_gpu(g).architecture != target.architecture,
+                                            abs(get_gpu(g).memory_gb - target.memory_gb), g))
+    fit = _micro_batch(model, target.key, n_gpus, methods)
+    if fit is None:
+        return None
+    mbs, gas = fit
+    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas)
+    seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
+    gpu_optimizer = 0.0 if methods.offload else seconds["optimizer"]  # offloaded: the host runs it (below)
+    seconds["optimizer"] = gpu_optimizer
+    scale = sum(seconds.values()) / step.step_s
+    spec = get_model(model)
+    precision = spec.recipe.precision
+    flops = float(model_flops_per_step(spec))
+    basis = (f"work model: the {', '.join(step.calibration)} profiles on {step.setup} "
+             "(seconds per unit of each kind of work)")
+    if target.key == source_gpu:
+        central, low, high = sum(seconds.values()), step.low_s * scale, step.high_s * scale
+    else:
+        split = dict.fromkeys(DEFAULT_SPLIT, 0.0)
+        for kind, part in SPLIT_OF.items():
+            split[part] += seconds[kind]
+        micro = sum(split.values())
+        src = Source(setup=step.setup, model=model, gpu=source_gpu, n_gpus=n_gpus, methods=methods,
+                     micro_batch=mbs, gas=gas, step_time_s=micro + gpu_optimizer, model_flops_per_step=flops,
+                     optimizer_s=gpu_optimizer, split={k: v / micro for k, v in split.items()},
+                     split_basis="work model")
+        p = predict(src, target.key, n_gpus, micro_batch=mbs)
+        basis += "; " + p.basis
+        # The transfer's own range, widened by the work model's relative range on the source GPU.
+        central, low, high = p.step_time_s, p.step_low_s * step.low_s / step.step_s, \
+            p.step_high_s * step.high_s / step.step_s
+    if methods.checkpointing:
+        basis += "; checkpointing recomputes the blocks' forward"
+    rates = host_rates if host_rates is not None or not methods.offload else measured_host_rates()
+    params, dtype_bytes = float(model_stats(model).params), BYTES[precision]
+    costs = method_s(methods, n_gpus, target, params, dtype_bytes, gas, rates or {})
+    charged = [f"{k} {v:.3g} s" for k, v in costs.items() if v]
+    if charged:
+        basis += "; per step: " + ", ".join(charged)
+    hidden = collective_s(methods, n_gpus, target, params, dtype_bytes, gas, max(0.0, central - gpu_optimizer) / gas)
+    comm, copies, host = costs["collectives"], costs["host copies"], costs["host optimizer"]
+    central, low, high = (central + comm + copies + host, low + hidden + 0.5 * copies + 0.8 * host,
+                          high + 2.0 * (comm + copies) + 1.25 * host)
+    # No answer, nor either end of its range, claims more than MFU_CAP (a lower bound then).
+    floor = min_step_s(flops, target, n_gpus, precision, methods.tf32)
+    capped = central < floor
+    central, low, high = (max(s, floor) for s in (central, low, high))
+    if capped:
+        basis += f"; capped at {MFU_CAP:.0%} MFU (a lower bound)"
+    mfu = flops / (central * n_gpus * target.peak_flops(precision, methods.tf32))
+    days = [days_for(spec.recipe.steps, s) for s in (central, low, high)]
+    return Prediction(model, step.setup, target.key, n_gpus, mbs, gas, central, low, high, *days, mfu, capped,
+                      basis, methods)

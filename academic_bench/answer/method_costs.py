@@ -1,0 +1,191 @@
+"""What each memory-saving method, and each GPU beyond the first, adds to a training step, from what it does.
+
+The work model (``decoder_work``) and the transfer model (``transfer``) give the step of free-lunch training on
+one GPU's share of the batch. The methods add to it:
+
+- **activation checkpointing** recomputes the forward of every checkpointed block in the backward: one more
+  forward of the blocks, a third of their forward-and-backward work (the forward is 2 of the 6 FLOPs per weight
+  and token; llm-foundry's hardware-FLOPs utilisation counts checkpointing the same way, 4 passes instead of 3)
+  (``recompute_s``);
+- **data parallelism and sharding** move bytes between the GPUs (``collectives``), over the link the GPU
+  catalog gives (``hardware.GPU.link_gbps``: NVLink where it joins every GPU, else PCIe), on a ring: an
+  all-gather or a reduce-scatter sends ``(n - 1) / n`` of the tensor from each GPU, an all-reduce twice that.
+  The central answer charges every collective its whole time at the datasheet rate: the study's own two-GPU
+  DDP rows have a boundary micro-step longer than the accumulating ones by more than their whole all-reduce at
+  that rate, so nothing of it was hidden there. The fastest end of the range lets a collective issued during
+  the backward (a gradient reduction) or the forward (a prefetched all-gather) run beside that pass's kernels
+  and cost only what it takes beyond them; one issued after the optimizer step (ZeRO-1/2's all-gather of the
+  updated weights) waits for nothing and costs its whole time either way (``exposed_s``);
+- **offloading** copies gradients to the host and weights back over the host link (PCIe, ``host_copy_s``), and
+  runs the optimizer on the host at the rate the study measured for that library's CPU optimizer
+  (``host_optimizer_s``, ``measured_host_rates``).
+
+Bytes per GPU and optimizer step, for a model of ``P`` parameters, training dtype of ``c`` bytes, ``g``
+accumulation steps (as ``measure/apply.py`` configures each library):
+
+| method | each micro-step | at the boundary micro-step | after the optimizer step |
+| --- | --- | --- | --- |
+| DDP (``none``, n > 1) | | all-reduce of fp32 gradients (autocast keeps them fp32) | |
+| ZeRO-1 | | reduce-scatter of ``c``-byte gradients | all-gather of the weights |
+| ZeRO-2 | reduce-scatter of the gradients (partitioned, so reduced as they come) | | all-gather |
+| ZeRO-3 | all-gather in the forward and in the backward, reduce-scatter of the gradients | | |
+| FSDP shard-grad-op | all-gather in the forward (weights kept to the backward) | fp32 reduce-scatter | |
+| FSDP full-shard | all-gather in the forward and in the backward | fp32 reduce-scatter | |
+
+A sharding method is never charged less than the DDP it replaces (``collective_s``): the study's answers do not
+credit a memory-saving method with speed, except through the larger micro-batch its memory allows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping
+
+from ..catalog.hardware import GPU
+from ..catalog.methods import Methods
+
+RECOMPUTE_FRACTION = 1.0 / 3.0  # one extra forward of the checkpointed blocks: 2 of their 6 FLOPs per weight-token
+FORWARD_SHARE = 1.0 / 3.0  # of a micro-step's compute, the forward (the rest is the backward)
+FP32 = 4
+# The library whose CPU optimizer runs the host's step with offloading: DeepSpeed's CPUAdam, or torch's Adam on
+# the host under FSDP2's CPUOffloadPolicy (measure/apply.py).
+ENGINES = ("deepspeed", "fsdp")
+
+
+def engine(m: Methods) -> str:
+    """The library a sharded configuration runs under (``ENGINES``)."""
+    return "deepspeed" if m.uses_deepspeed else "fsdp"
+
+
+def recompute_s(block_s: float) -> float:
+    """Seconds activation checkpointing adds to a step whose checkpointed blocks take ``block_s`` (forward and
+    backward): one more forward of them."""
+    return RECOMPUTE_FRACTION * block_s
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes one GPU sends per optimizer step, by when they are sent (module docstring's table)."""
+
+    forward: float = 0.0  # during each micro-step's forward, summed over the micro-steps
+    backward: float = 0.0  # during each micro-step's backward, summed
+    boundary: float = 0.0  # during the boundary micro-step's backward only
+    after_step: float = 0.0  # after the optimizer step: nothing to run beside
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward + self.boundary + self.after_step
+
+
+def collectives(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> Traffic:
+    """What ``m`` sends between ``n_gpus`` GPUs per optimizer step (module docstring's table)."""
+    if n_gpus <= 1:
+        return Traffic()
+    ring = (n_gpus - 1) / n_gpus
+    once = ring * params * dtype_bytes  # one all-gather or reduce-scatter of every weight in the training dtype
+    fp32 = ring * params * FP32
+    if m.sharding == "none":
+        return Traffic(boundary=2 * fp32)
+    if m.sharding == "zero1":
+        return Traffic(boundary=once, after_step=once)
+    if m.sharding == "zero2":
+        return Traffic(backward=gas * once, after_step=once)
+    if m.sharding == "zero3":
+        return Traffic(forward=gas * once, backward=gas * 2 * once)
+    if m.sharding == "fsdp_shard_grad_op":
+        return Traffic(forward=gas * once, boundary=fp32)
+    if m.sharding == "fsdp_full_shard":
+        return Traffic(forward=gas * once, backward=gas * once, boundary=fp32)
+    raise ValueError(f"unknown sharding {m.sharding!r}")
+
+
+def exposed_s(traffic: Traffic, link_gbps: float, micro_step_s: float, gas: int) -> float:
+    """Seconds of ``traffic`` over a link of ``link_gbps`` (GB/s per direction) that no compute hides: each
+    pass's collectives beyond that pass's compute (``micro_step_s`` per micro-step, ``FORWARD_SHARE`` of it the
+    forward), and everything after the optimizer step."""
+    bw = link_gbps * 1e9
+    forward, backward = FORWARD_SHARE * micro_step_s, (1 - FORWARD_SHARE) * micro_step_s
+    return (max(0.0, traffic.forward / bw - gas * forward) + max(0.0, traffic.backward / bw - gas * backward)
+            + max(0.0, traffic.boundary / bw - backward) + traffic.after_step / bw)
+
+
+def collective_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int,
+                 micro_step_s: float | None = None) -> float:
+    """Seconds per optimizer step the GPUs' collectives add to ``n_gpus`` x ``gpu`` (0 on one GPU), over the
+    link between them: all of their time, or with ``micro_step_s`` (compute seconds per micro-step) only what
+    the passes they run beside do not hide (``exposed_s``: the fastest end of the range). A sharding is charged
+    at least what DDP's all-reduce would cost (module docstring)."""
+    link = gpu.link_gbps(n_gpus)
+    if n_gpus <= 1 or not link:
+        return 0.0
+
+    def cost(methods: Methods) -> float:
+        t = collectives(methods, n_gpus, params, dtype_bytes, gas)
+        return t.total / (link * 1e9) if micro_step_s is None else exposed_s(t, link, micro_step_s, gas)
+
+    if m.sharding == "none":
+        return cost(m)
+    return max(cost(m), cost(Methods(compile=m.compile, kernels=m.kernels, tf32=m.tf32,
+                                     checkpointing=m.checkpointing)))
+
+
+def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> float:
+    """Bytes one GPU copies over its host link per optimizer step with offloading (0 without): DeepSpeed copies
+    each micro-step's gradient partition to the host (ZeRO-1 at the boundary only) and the updated weights back,
+    and ZeRO-3 fetches its weight shard from the host in each forward and backward; FSDP2's CPUOffloadPolicy
+    copies the fp32 weight shard in for each all-gather and the fp32 gradient shard out at the boundary."""
+    if not m.offload or m.sharding == "none":
+        return 0.0
+    shard = params / n_gpus
+    if m.uses_deepspeed:
+        grads = (1 if m.sharding == "zero1" else gas) * shard * dtype_bytes
+        weights = shard * dtype_bytes * (2 * gas if m.sharding == "zero3" else 1)
+        return grads + weights
+    gathers = 2 if m.sharding == "fsdp_full_shard" else 1
+    return gas * gathers * shard * FP32 + shard * FP32
+
+
+def host_copy_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int) -> float:
+    """Seconds per optimizer step of offloading's copies over the host link (``GPU.pcie_gbps``, per direction;
+    charged whole: the study's offloaded steps wait for them)."""
+    moved = host_bytes(m, n_gpus, params, dtype_bytes, gas)
+    if not moved:
+        return 0.0
+    if not gpu.pcie_gbps:
+        raise ValueError(f"the GPU catalog has no pcie_gbps for {gpu.key!r} (data/gpus.csv)")
+    return moved / (gpu.pcie_gbps * 1e9)
+
+
+def host_optimizer_s(m: Methods, n_gpus: int, params: float, rates: Mapping[str, float]) -> float:
+    """Seconds of the optimizer step on the host with offloading (0 without): each GPU's shard of the
+    parameters at ``rates[engine]`` seconds per parameter (``measured_host_rates``)."""
+    if not m.offload or m.sharding == "none":
+        return 0.0
+    return params / n_gpus * rates[engine(m)]
+
+
+@lru_cache(maxsize=1)
+def measured_host_rates() -> dict[str, float]:
+    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``): the median over the
+    study's counted offloaded Pythia rows of the optimizer phase x GPUs / parameters. The optimizer phase also
+    holds the copy of the updated weights back to the GPU, which is small beside the host's arithmetic."""
+    from ..analysis import counted, runs_frame
+    from ..estimate import model_stats
+
+    rows = counted.results(runs_frame())
+    rows = rows[rows["offload"].astype(bool) & rows["model"].str.startswith("pythia")
+                & rows["optimizer_median_s"].notna()]
+    if rows.empty:
+        raise ValueError("no counted offloaded run to take the host's optimizer rate from")
+    per_param = rows["optimizer_median_s"] * rows["n_gpus"] / rows["model"].map(lambda k: model_stats(k).params)
+    by = per_param.groupby(rows["sharding"].str.startswith("zero").map({True: "deepspeed", False: "fsdp"}))
+    return {k: float(v) for k, v in by.median().items()}
+
+
+def method_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int,
+             rates: Mapping[str, float]) -> dict[str, float]:
+    """Seconds per optimizer step each cost of ``m`` adds on ``n_gpus`` x ``gpu`` beyond the compute of the
+    micro-steps: the collectives (whole), offloading's host copies and host optimizer step."""
+    return {"collectives": collective_s(m, n_gpus, gpu, params, dtype_bytes, gas),
+            "host copies": host_copy_s(m, n_gpus, gpu, params, dtype_bytes, gas),
+            "host optimizer": host_optimizer_s(m, n_gpus, params, rates)}

@@ -1,0 +1,289 @@
+"""Step time and days on hardware the study did not measure, from a configuration it did measure.
+
+A measured step is split into parts by the kind of work its GPU time went to (``analysis.profiles``), and each
+part is scaled by the target GPU's capability that bounds it:
+
+- **matrix products, attention, convolution** (``measure.profile.FLOP_KINDS``): by the ratio of dense peak FLOP/s
+  at the precision that ran (fp32 at the TF32 rate where TF32 was on);
+- **the state-space scan** (Mamba): by the ratio of fp32 (CUDA-core) peaks: its fused kernel keeps the state in
+  on-chip memory and reads each input once (Gu & Dao 2023, Sec. 3.3.2), so its arithmetic, not the memory
+  bandwidth, bounds it. This is the one choice made after a first comparison with the held-out H200 (which
+  showed Mamba's step predicted too short with the scan counted as memory-bound);
+- **memory-bound kernels** (elementwise, normalisation, loss and softmax, memory copies on the GPU): by the
+  ratio of memory bandwidth;
+- **the GPU's idle time** within the micro-steps (host work, launches): per micro-step, so by the ratio of
+  accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
+  source's where it is known to fit: ``target_micro_batch``);
+- **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
+  copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
+  between the GPUs (``hardware.GPU.link_gbps``), estimated from the bytes each method sends
+  (``method_costs.collective_s``).
+
+Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
+The model fits nothing: it uses the source row, the source setup's profile and datasheet numbers only, so a
+held-out measurement on the target (``validation``) tests it rather than tunes it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+import pandas as pd
+
+from ..catalog.hardware import GPU, get_gpu
+from .method_costs import collective_s
+from ..catalog.methods import Methods
+from ..catalog.units import days_for
+
+MFU_CAP = 0.75  # the study's plausibility threshold (analysis.MFU_IMPLAUSIBLE): no answer claims more
+FLOP_KINDS = ("matrix multiplication", "attention", "convolution")
+COMM_KIND = "communication"
+SCAN_KIND = "state-space scan"
+# The split assumed where no profile exists at all (no setup was profiled): an assumption, not a measurement. All
+# of the step is taken to scale with the dense peak, and the range is the widest (WIDEN["default"]).
+DEFAULT_SPLIT = {"flop": 1.0, "scan": 0.0, "memory": 0.0, "comm": 0.0, "idle": 0.0}
+# How much wider the range is (each side, as a fraction of the step) when the split is not the configuration's
+# own profile: another configuration of the same model on the source setup, the median split of the source
+# setup's profiles of other models, the median split of every other setup's profiles, or DEFAULT_SPLIT.
+WIDEN = {"configuration": 0.0, "work model": 0.0, "model": 0.05, "setup": 0.10, "others": 0.10, "default": 0.15}
+SPLIT_WORDS = {"configuration": "its own profile", "work model": "the work model's split of the step",
+               "model": "the profile of another configuration of the model",
+               "setup": "the median profile of the setup", "others": "the median profile of the other setups",
+               "default": "an assumed split (no profile at all)"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A measured configuration: a best row's fields (``analysis.fastest``) and its setup's profile split."""
+
+    setup: str
+    model: str
+    gpu: str
+    n_gpus: int
+    methods: Methods
+    micro_batch: int
+    gas: int
+    step_time_s: float
+    model_flops_per_step: float
+    optimizer_s: float = 0.0  # the optimizer step (median), inside step_time_s
+    sync_s: float = 0.0  # boundary - accumulating micro-step: the exposed gradient synchronisation or offload copy
+    split: Mapping[str, float] | None = None  # share of the step: flop, scan, memory, comm, idle (sum 1)
+    split_basis: str = "default"  # "configuration", "work model", "model", "setup", "others" or "default" (WIDEN)
+
+    @property
+    def methods_label(self) -> str:
+        return self.methods.label()
+
+
+@dataclass(frozen=True)
+class Prediction:
+    model: str
+    source_setup: str
+    gpu: str
+    n_gpus: int
+    micro_batch: int | None
+    gas: int | None
+    step_time_s: float | None
+    step_low_s: float | None
+    step_high_s: float | None
+    days: float | None
+    days_low: float | None
+    days_high: float | None
+    mfu: float | None
+    capped: bool  # the scaled step implied an MFU above MFU_CAP: the step was raised to it (a lower bound)
+    basis: str  # what it rests on, in words
+    methods: Methods | None = None  # the methods the predicted configuration uses (the source's)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Source:
+    """A ``Source`` from a results row (``analysis.fastest``/``best_per_setting``) and ``analysis.profiles()``:
+    the configuration's own profile where one exists (same setup, model, methods and micro-batch), else the
+    model's profile of another configuration on that setup, else the median split of the setup's profiles,
+    else the median split of every other setup's profiles, else ``DEFAULT_SPLIT`` (``split_basis`` says which; the
+    range widens by ``WIDEN``)."""
+    split, basis = None, "default"
+    if profiles is not None and not profiles.empty:
+        usable = profiles[~profiles["tiny"].astype(bool) & (profiles["timer"] == "gpu kernels")]
+        setup = usable[usable["setup"] == row["setup"]]
+        mine = setup[setup["model"] == row["model"]]
+        own = mine[(mine["methods_label"] == row["methods_label"]) & (mine["micro_batch"] == int(row["micro_batch"]))]
+        if not own.empty:
+            split, basis = split_of(own[own["config_id"] == own["config_id"].iloc[0]]), "configuration"
+        elif not mine.empty:
+            split, basis = split_of(mine[mine["config_id"] == mine["config_id"].iloc[0]]), "model"
+        elif not setup.empty:
+            each = pd.DataFrame([split_of(g) for _, g in setup.groupby("config_id")]).median()
+            split, basis = (each / each.sum()).to_dict(), "setup"
+        elif not usable.empty:
+            each = pd.DataFrame([split_of(g) for _, g in usable.groupby(["setup", "config_id"])]).median()
+            split, basis = (each / each.sum()).to_dict(), "others"
+
+    def num(key: str) -> float:
+        v = row.get(key)
+        return float(v) if v is not None and not pd.isna(v) else 0.0
+
+    accumulate = num("accumulate_median_s") or num("accumulate_first_median_s")
+    sync = max(0.0, num("boundary_median_s") - accumulate) if accumulate else 0.0
+    methods = Methods(compile=bool(row["compile"]), kernels=bool(row["kernels"]), tf32=bool(row["tf32"]),
+                      checkpointing=bool(row["checkpointing"]), sharding=str(row["sharding"]),
+                      offload=bool(row["offload"]))
+    return Source(setup=str(row["setup"]), model=str(row["model"]), gpu=str(row["gpu"]), n_gpus=int(row["n_gpus"]),
+                  methods=methods, micro_batch=int(row["micro_batch"]),
+                  gas=int(row["gas"]), step_time_s=float(row["step_time_s"]),
+                  model_flops_per_step=float(row["model_flops_per_step"]), optimizer_s=num("optimizer_median_s"),
+                  sync_s=sync, split=split, split_basis=basis)
+
+
+def split_of(profile: pd.DataFrame) -> dict[str, float]:
+    """One configuration's profile rows (kind, seconds, busy_s, step_wall_s) as shares of its step wall time.
+    The optimizer's kernels are left out: the row's own optimizer timing stands for them."""
+    wall = float(profile["step_wall_s"].iloc[0])
+    sec = profile.groupby("kind")["seconds"].sum()
+    flop = float(sec.reindex(FLOP_KINDS).fillna(0).sum())
+    comm = float(sec.get(COMM_KIND, 0.0))
+    scan = float(sec.get(SCAN_KIND, 0.0))
+    opt = float(sec.get("optimizer", 0.0))
+    memory = float(sec.sum()) - flop - scan - comm - opt
+    idle = max(0.0, wall - float(profile["busy_s"].iloc[0]))
+    parts = {"flop": flop, "scan": scan, "memory": memory, "comm": comm, "idle": idle}
+    total = sum(parts.values())
+    return {k: v / total for k, v in parts.items()}
+
+
+def _precision(model: str) -> str:
+    from ..catalog.models import get_model
+
+    return get_model(model).recipe.precision
+
+
+def _params(model: str) -> float:
+    from ..estimate import model_stats
+
+    return float(model_stats(model).params)
+
+
+def target_micro_batch(src: Source, gpu: str, n_gpus: int) -> int | None:
+    """The largest power-of-two micro-batch that fits the target (None: not even 1 fits): the memory model's, or
+    the source's measured micro-batch where each target GPU holds no more than a source GPU did and has at least
+    its memory. That holds at the source's count, and on several GPUs at any count for plain data parallelism
+    (each holds it all) or at a larger count for sharding; from one GPU to several it does not, since data
+    parallelism adds its gradient buckets. A measurement that fitted outranks the model that says it would not."""
+    from ..catalog.config import Config
+    from ..estimate import max_micro_batch
+
+    target = get_gpu(gpu)
+    modelled = max_micro_batch(Config(src.model, gpu, n_gpus, methods=src.methods), target.memory_gb)
+    holds_no_more = n_gpus == src.n_gpus or (src.n_gpus > 1 and (src.methods.sharding == "none"
+                                                                  or n_gpus >= src.n_gpus))
+    known = src.micro_batch if holds_no_more and target.memory_gb >= get_gpu(src.gpu).memory_gb else None
+    fits = [m for m in (modelled, known) if m is not None]
+    return max(fits) if fits else None
+
+
+def min_step_s(flops_per_step: float, gpu: GPU, n_gpus: int, precision: str, tf32: bool) -> float:
+    """The shortest step any answer may claim: ``flops_per_step`` on ``n_gpus`` x ``gpu`` at ``MFU_CAP`` of the
+    dense peak."""
+    return flops_per_step / (n_gpus * gpu.peak_flops(precision, tf32) * MFU_CAP)
+
+
+def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_batch: int | None = None
+            ) -> Prediction:
+    """Step time, days and MFU of ``src``'s configuration on ``n_gpus`` x ``gpu``, with a range.
+
+    Each part of the source step (module docstring) is scaled to the target; the range adds up, per part, the
+    fastest and slowest plausible scaling: FLOP kernels at 0.95..1.15 x the peak ratio where the architecture
+    differs (an older GPU reaches less of its peak), 0.97..1.03 x where it is the same; memory-bound kernels
+    between the bandwidth ratio (fully bandwidth-bound) and the peak ratio (latency- or compute-bound), taking
+    the central estimate at the bandwidth ratio; idle time 0.8..1.25 x; collectives 0.5..2 x (overlap with the
+    backward, the link's achieved bandwidth). Without the configuration's own profile the range widens by
+    ``WIDEN`` of the step on each side.
+
+    The MFU is **capped** at ``MFU_CAP``: a scaled step shorter than the one at 75% of the peak is raised to it
+    and ``capped`` is set, because no measurement of the study (nor any credible one) reaches more; the days
+    are then a lower bound. Raises ``hardware.UnknownGPUError`` for a GPU not in the catalog, ``ValueError`` for
+    a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``);
+    a caller that chose the target's micro-batch itself (a method's memory: ``decoder_work``) passes it.
+    """
+    target, source = get_gpu(gpu), get_gpu(src.gpu)
+    if int(n_gpus) != n_gpus or n_gpus < 1:
+        raise ValueError(f"the GPU count must be at least 1, got {n_gpus!r}")
+    n_gpus = int(n_gpus)
+    precision = _precision(src.model)
+    p_ratio = source.peak_flops(precision, src.methods.tf32) / target.peak_flops(precision, src.methods.tf32)
+    b_ratio = _ratio(source, target, "memory_bandwidth_gbps")
+    share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
+    mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
+    basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
+    if mbs is None:
+        return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
+                          None, None, False, basis + "; no micro-batch fits the target's memory", src.methods)
+    per_gpu = src.micro_batch * src.gas * src.n_gpus // n_gpus
+    mbs = min(mbs, per_gpu)
+    gas = max(1, per_gpu // mbs)
+
+    split = dict(src.split or DEFAULT_SPLIT)
+    micro = max(0.0, src.step_time_s - src.optimizer_s - src.sync_s)
+    flop, scan, memory, comm, idle = (micro * split.get(k, 0.0) for k in ("flop", "scan", "memory", "comm", "idle"))
+    cuda_ratio = source.peak_flops("fp32") / target.peak_flops("fp32")
+    same_arch = source.architecture == target.architecture
+    lo_f, hi_f = (0.97, 1.03) if same_arch else (0.95, 1.15)
+    parts = [  # (central, low, high) seconds on the target
+        tuple(flop * p_ratio * share * f for f in (1.0, lo_f, hi_f)),
+        tuple(scan * cuda_ratio * share * f for f in (1.0, lo_f, hi_f)),
+        (memory * b_ratio * share, memory * min(b_ratio, p_ratio) * share, memory * max(b_ratio, p_ratio) * share),
+        tuple(idle * gas / src.gas * f for f in (1.0, 0.8, 1.25)),
+    ]
+    # The optimizer step: host Adam plus PCIe copies with offloading; GPU kernels (bandwidth-bound) without.
+    # ZeRO and FSDP shard it over the GPUs; plain data parallelism runs it whole on each.
+    sharded = src.methods.sharding != "none"
+    opt_share = share if sharded else 1.0
+    pcie = _ratio(source, target, "pcie_gbps")
+    opt = src.optimizer_s * opt_share * (pcie if src.methods.offload else b_ratio)
+    parts.append((opt, opt * 0.8, opt * 1.25))
+    # Communication: the source's measured collectives scaled by link and ring size, or, from one GPU to
+    # several, the collectives estimated from bytes; an offload copy at the boundary scales with PCIe.
+    link_t = target.link_gbps(n_gpus)
+    if src.n_gpus > 1 and n_gpus == 1:
+        # No collectives on one GPU. The source's exposed boundary time holds its collectives and, with
+        # offloading, the copy to the host together; all of it is taken as the copy (an upper bound).
+        c = src.sync_s * pcie * share if src.methods.offload else 0.0
+    elif src.n_gpus > 1 and link_t:
+        link_s = source.link_gbps(src.n_gpus) or link_t
+        ring = ((n_gpus - 1) / n_gpus) / ((src.n_gpus - 1) / src.n_gpus) if n_gpus > 1 else 0.0
+        c = (comm + src.sync_s) * link_s / link_t * ring
+    else:
+        c = comm + src.sync_s * (pcie * share if src.methods.offload else 0.0)
+        if n_gpus > 1 and link_t:
+            from ..estimate import BYTES
+
+            c += collective_s(src.methods, n_gpus, target, _params(src.model), BYTES[precision], gas)
+    parts.append((c, 0.5 * c, 2.0 * c))
+
+    step, low, high = (sum(p[i] for p in parts) for i in range(3))
+    widen = WIDEN[src.split_basis] * src.step_time_s * share
+    low, high = max(low - widen, 0.0), high + widen
+    floor = min_step_s(src.model_flops_per_step, target, n_gpus, precision, src.methods.tf32)
+    capped = step < floor
+    step, low, high = max(step, floor), max(low, floor), max(high, floor)
+    if steps is None:
+        from ..catalog.models import get_model
+
+        steps = get_model(src.model).recipe.steps
+    mfu = src.model_flops_per_step / (step * n_gpus * target.peak_flops(precision, src.methods.tf32))
+    if capped:
+        basis += f"; capped at {MFU_CAP:.0%} MFU (the scaled step was shorter: a lower bound)"
+    return Prediction(src.model, src.setup, target.key, n_gpus, mbs, gas, step, low, high, days_for(steps, step),
+                      days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods)
+
+
+def _ratio(source: GPU, target: GPU, field: str) -> float:
+    """source / target of a catalog figure; a GPU without it is named (data/gpus.csv)."""
+    for gpu in (source, target):
+        value = getattr(gpu, field)
+        if not value or not math.isfinite(value):
+            raise ValueError(f"the GPU catalog has no {field} for {gpu.key!r} (data/gpus.csv)")
+    return getattr(source, field) / getattr(target, field)

@@ -1,0 +1,72 @@
+"""The answer grid: every model of the study on every catalog GPU and count, with the study's answer
+(``academic_bench.answer``): the days, the settings, what they rest on and what renting the GPUs for them costs. Each cell is labelled: measured (a complete search on that setup), predicted
+(the transfer model from our measurements, with a range), the paper's (only where its implied MFU is plausible), or
+none. The paper's Table 1 cell stays beside every answer, with its implied MFU. A model menu filters the grid in the
+browser (an Altair parameter), so it needs no kernel."""
+from __future__ import annotations
+
+
+import altair as alt
+import pandas as pd
+
+from ...analysis import MFU_IMPLAUSIBLE, gpu_label, model_label
+from ...answer import answers_frame
+from ..charts import gpu_names, model_order
+from .common import DEFAULT_MODEL, select_param
+
+GRID_LABELS = {"measured": "measured", "predicted": "predicted", "paper": "the paper's", "none": "no answer"}
+GRID_COLORS = alt.Scale(domain=list(GRID_LABELS.values()), range=["#1f77b4", "#9ecae1", "#bdbdbd", "#ffffff"])
+GRID_COLUMNS = ["model", "model_label", "gpu", "gpu_label", "n_gpus", "kind", "days", "days_low", "days_high", "mfu",
+                "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell"]
+
+
+def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
+    """The study's answers (``answer.answers_frame``) with display names, the settings in words and the paper's
+    cell in words (flagged above ``MFU_IMPLAUSIBLE``)."""
+    t = answers_frame(root=root)
+
+    def settings(r) -> str:
+        if not isinstance(r.methods_label, str):
+            return "none"
+        return r.methods_label + (f", micro-batch {int(r.micro_batch)} x {int(r.gas)}"
+                                  if pd.notna(r.micro_batch) else "")
+
+    def paper_note(days, mfu) -> str:
+        if pd.isna(days):
+            return "not measured by the paper"
+        flag = f", above {MFU_IMPLAUSIBLE:.0%}: no real run reaches it" if mfu > MFU_IMPLAUSIBLE else ""
+        return f"{days:,.0f} days (implied MFU {mfu:.0%}{flag})"
+
+    out = t.assign(model_label=t["model"].map(model_label), gpu_label=t["gpu"].map(gpu_label),
+                   kind=t["kind"].map(GRID_LABELS), basis=t["rests_on"], settings=[settings(r) for r in t.itertuples()],
+                   cloud_usd=t["rental_usd"].astype(float),
+                   paper_note=[paper_note(d, m) for d, m in zip(t["paper_days"], t["paper_mfu"])],
+                   cell=[f"{d:,.0f}" if pd.notna(d) else "–" for d in t["days"]])
+    return out[GRID_COLUMNS].reset_index(drop=True)
+
+
+def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Chart:
+    """Days per GPU (rows) and count (columns) for the model the menu picks; colour says what the days rest on."""
+    models = model_order(frame["model"].unique())
+    pick = select_param("grid_model", models, model if model in models else models[0], "Model ",
+                        [model_label(m) for m in models])
+    gpus = [gpu_label(g) for g in gpu_names() if g in set(frame["gpu"])]
+    base = alt.Chart(frame).transform_filter("datum.model == grid_model").encode(
+        x=alt.X("n_gpus:O", title="GPUs", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("gpu_label:N", title=None, sort=gpus))
+    tooltip = [alt.Tooltip("model_label:N", title="model"), alt.Tooltip("gpu_label:N", title="GPU"),
+               alt.Tooltip("n_gpus:O", title="GPUs"), alt.Tooltip("kind:N", title="answer"),
+               alt.Tooltip("days:Q", format=",.1f", title="days"),
+               alt.Tooltip("days_low:Q", format=",.1f", title="range from"),
+               alt.Tooltip("days_high:Q", format=",.1f", title="range to"),
+               alt.Tooltip("mfu:Q", format=".0%", title="MFU"), alt.Tooltip("settings:N", title="settings"),
+               alt.Tooltip("basis:N", title="rests on"),
+               alt.Tooltip("cloud_usd:Q", format="$,.0f", title="cloud rental"),
+               alt.Tooltip("paper_note:N", title="the paper's Table 1")]
+    cells = base.mark_rect(stroke="#777", strokeWidth=0.5).encode(
+        color=alt.Color("kind:N", scale=GRID_COLORS, title="days",
+                        legend=alt.Legend(orient="bottom", direction="horizontal")),
+        tooltip=tooltip)
+    text = base.mark_text(fontSize=12).encode(text="cell:N", tooltip=tooltip)
+    return (cells + text).add_params(pick).properties(width=240, height=alt.Step(30),
+                                                      title="Days to pre-train, by GPU and count")

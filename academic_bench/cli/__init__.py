@@ -1,0 +1,163 @@
+"""The ``academic-bench`` command. Each sub-command is one ``_cmd_*`` function and one ``_add_*`` parser.
+
+Bad input (unknown model or GPU, a GPU count below 1, an impossible combination) prints a message naming
+the valid choices and exits with status 2, before any work.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import sys
+
+from . import args as cli_args
+from ..catalog.hardware import UnknownGPUError, catalog as gpu_catalog
+from ..catalog.methods import InvalidCombinationError, search_space
+from ..catalog.models import CATALOG, UnknownModelError
+from .args import EXIT_USAGE
+from ..catalog.config import check_gpu_count
+
+
+# --- models, gpus, space -------------------------------------------------------------------------------
+
+def _cmd_models(args: argparse.Namespace) -> None:
+    rows = [{"model": m.key, "family": m.family, "params (paper)": f"{m.paper_params / 1e6:,.0f}M",
+             "global batch": m.recipe.global_batch, "steps": m.recipe.steps,
+             "seq/image": m.recipe.seq_len or m.recipe.image_size, "precision": m.recipe.precision,
+             "optimizer": m.recipe.optimizer.name} for m in CATALOG.values()]
+    cli_args.emit(args, rows, lambda: cli_args.table(rows, list(rows[0])))
+
+
+def _cmd_gpus(args: argparse.Namespace) -> None:
+    rows = [{"gpu": g.key, "name": g.name, "memory GB": g.memory_gb, "arch": g.architecture,
+             **{f"{p} TFLOP/s": v for p, v in g.peak_tflops.items()}, "power W": g.board_power_w,
+             "price USD": g.price_usd} for g in gpu_catalog().values()]
+    cli_args.emit(args, rows, lambda: cli_args.table(rows, list(rows[0])))
+
+
+def _cmd_space(args: argparse.Namespace) -> None:
+    from ..catalog.methods import hardware_reason, preset
+
+    base = preset("free-lunch")
+    valid, excluded = search_space(args.gpus, base)
+    if args.gpu:
+        gpu = gpu_catalog()[args.gpu]
+        bad = hardware_reason(base, gpu.supports_tf32)
+        if bad:
+            excluded += [(m, bad) for m in valid]
+            valid = []
+    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu,
+            "valid": [{"label": m.label(), **m.to_dict()} for m in valid],
+            "excluded": [{"label": m.label(), "reason": r, **m.to_dict()} for m, r in excluded]}
+
+    def text() -> str:
+        lines = [f"{len(valid)} valid memory-saving combinations for {args.model} on {args.gpus} GPU(s) "
+                 "(free-lunch methods on):"]
+        lines += [f"  {m.label()}" for m in valid]
+        lines.append(f"{len(excluded)} excluded:")
+        lines += [f"  {m.label():<55} {r}" for m, r in excluded]
+        return "\n".join(lines)
+
+    cli_args.emit(args, data, text)
+
+
+# --- parser ---------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="academic-bench", description=(
+        "How long does pre-training model M take on N GPUs of type G, with which settings, and what does it "
+        "cost? Catalogs, estimates, honest (GPU-synchronized) measurement, cost and planning."))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("models", help="list the model catalog")
+    cli_args.add_json(p)
+    p.set_defaults(func=_cmd_models)
+
+    p = sub.add_parser("gpus", help="list the GPU catalog")
+    cli_args.add_json(p)
+    p.set_defaults(func=_cmd_gpus)
+
+    p = sub.add_parser("space", help="valid and excluded memory-saving combinations, with reasons")
+    cli_args.add_json(p)
+    cli_args.add_model(p)
+    cli_args.add_gpus(p)
+    cli_args.add_gpu(p, required=False)
+    p.set_defaults(func=_cmd_space)
+
+    # loaded when a parser is built, not on import
+    from . import bench, cost, estimate, export, notebook, run_check
+
+    # cost/plan, estimate, bench/sweep/remeasure/profile, export, notebook/runs-readme, check-run
+    for module in (cost, estimate, bench, export, notebook, run_check):
+        module.register(sub)
+    for command in sub.choices.values():  # "--tokens -3e11" is a value its check refuses, not a missing one
+        cli_args.read_negative_numbers(command)
+    return parser
+
+
+def command_help(name: str) -> str:
+    """A sub-command's help, as ``academic-bench NAME --help`` prints it (the book's "run it" page shows them)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # argparse keeps them here
+    if name not in sub.choices:
+        raise ValueError(f"unknown command {name!r}; choose one of: {', '.join(sub.choices)}")
+    return sub.choices[name].format_help()
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """Names before work: unknown model/GPU and counts < 1 stop here."""
+    if getattr(args, "model", None) is not None:
+        config_ok = getattr(args, "accepts_config", False)  # commands that read a config.json themselves
+        for name in str(args.model).split(","):
+            cli_args.check_model_path(name, config_ok)
+            if name in CATALOG and getattr(args, "gpus", None):  # every command accepts the same counts
+                check_gpu_count(name, args.gpus, bool(getattr(args, "tiny", False)))
+            if name not in CATALOG and not (config_ok and cli_args.is_config_path(name)):
+                raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}"
+                                        + (", or a decoder's PATH/config.json" if config_ok else ""))
+    if getattr(args, "gpu", None) is not None and args.gpu not in gpu_catalog():
+        raise UnknownGPUError(f"unknown GPU {args.gpu!r}; choose one of: {', '.join(gpu_catalog())}")
+    if getattr(args, "gpus", None) is not None and args.gpus < 1:
+        raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
+
+
+def _parse(argv: list[str] | None, wants_json: bool) -> argparse.Namespace:
+    """argparse's own refusals (a missing argument, an invalid choice) as JSON under ``--json``, exit 2."""
+    if not wants_json:
+        return build_parser().parse_args(argv)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            return build_parser().parse_args(argv)
+    except SystemExit as exc:
+        if exc.code != EXIT_USAGE:
+            sys.stderr.write(said.getvalue())
+            raise
+        lines = said.getvalue().strip().splitlines()
+        print(cli_args.error_json(lines[-1].partition(": error: ")[2] if lines else "invalid arguments"))
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    # The package reports progress through logging; a command shows it on stderr (a caller's own setup stands).
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    args = _parse(argv, wants_json)
+    try:
+        _validate(args)
+        rc = args.func(args)
+    except (UnknownModelError, UnknownGPUError, InvalidCombinationError, ValueError) as exc:
+        if wants_json:
+            print(cli_args.error_json(str(exc), getattr(exc, "choices", None)))
+        else:
+            print(f"academic-bench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # a command with rows to keep says where (``cli.bench.interrupted``); one line here
+        print(f"academic-bench {args.command}: interrupted", file=sys.stderr)
+        return cli_args.EXIT_INTERRUPTED
+    return rc or 0  # a command that ran and produced no result returns EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""The command line's shared pieces: output (JSON for scripts or text for people) and the arguments that
+name a setting. Used by ``cli`` and by each module that adds sub-commands (``*_cli``)."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.models import CATALOG
+from ..results import jsonl_problem
+
+EXIT_FAILED = 1  # the work ran and produced no result (every configuration failed), or a notebook's cell raised
+EXIT_USAGE = 2  # bad input: a message naming the valid choices, before any work
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: one line, every finished row kept
+
+# "...; choose one of: a, b", "(choose from 'a', 'b')", "one of: a, b": where a message names the valid choices
+_CHOICES = re.compile(r"(?:choose one of|choose from|one of)\s*:?\s*(.+?)\)?$")
+
+
+def choices_in(message: str) -> list[str]:
+    """The valid choices an error message names (the list after "choose one of:"), or []."""
+    found = None
+    for line in message.splitlines():
+        found = _CHOICES.search(line) or found
+    if not found:
+        return []
+    items = [i.strip().strip("'\"[]").removeprefix("or ").strip() for i in found.group(1).split(",")]
+    return [i for i in items if i]
+
+
+def error_json(message: str, choices: list[str] | None = None) -> str:
+    """A refusal for scripts (``--json``): ``{"error": ..., "choices": [...]}``."""
+    return json.dumps({"error": message, "choices": choices_in(message) if choices is None else choices}, indent=2)
+
+
+def check_out(path: str | Path, folder: bool = False) -> Path:
+    """``--out`` checked before anything is measured: a JSON-lines file that can take rows (``jsonl_problem``),
+    or with ``folder`` a folder that can be written (not a file, not under a file)."""
+    path = Path(path)
+    if not folder:
+        problem = jsonl_problem(path)
+    elif path.exists() and not path.is_dir():
+        problem = f"{path} is a file; name a folder for the exported files"
+    else:
+        above = next((a for a in path.parents if a.exists()), Path("."))
+        problem = (f"{path} is under {above}, which is a file, not a folder" if not above.is_dir() else
+                   f"{path if path.exists() else above} is not writable"
+                   if not os.access(path if path.exists() else above, os.W_OK) else None)
+    if problem:
+        raise ValueError(f"--out: {problem}")
+    return path
+
+
+def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
+    """Print JSON for scripts (--json) or text for people."""
+    print(json.dumps(data, indent=2, default=str) if args.json else text())
+
+
+def table(rows: list[dict], cols: list[str]) -> str:
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) if rows else len(c) for c in cols}
+    line = lambda r: "  ".join(str(r.get(c, "")).ljust(widths[c]) for c in cols)  # noqa: E731
+    return "\n".join([line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols}), *map(line, rows)])
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def add_model(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--model", required=required, type=str.lower, help=f"one of: {', '.join(CATALOG)}")
+
+
+def is_config_path(name: str) -> bool:
+    """A ``--model`` that names a Hugging Face config.json file rather than a catalog model."""
+    return str(name).lower().endswith(".json")
+
+
+def model_or_config(text: str) -> str:
+    """``--model``'s type where a config.json is accepted: catalog names fold to lower case, paths do not."""
+    return text if is_config_path(text) else text.lower()
+
+
+def add_gpu(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--gpu", required=required, type=str.lower, help=f"one of: {', '.join(gpu_catalog())}")
+
+
+def add_gpus(p: argparse.ArgumentParser, default: int | None = None) -> None:
+    p.add_argument("--gpus", type=int, default=default, required=default is None, help="GPU count (>= 1)")
+
+
+def add_setting(p: argparse.ArgumentParser) -> None:
+    """--json, --model, --gpu and --gpus: the arguments that name one setting."""
+    add_json(p)
+    add_model(p)
+    add_gpu(p)
+    add_gpus(p)
+
+
+def add_methods(p: argparse.ArgumentParser, default: str = "free-lunch", note: str = "") -> None:
+    p.add_argument("--methods", default=default,
+                   help="a preset (naive, free-lunch) joined by '+' with switches, e.g. "
+                        f"free-lunch+ckpt+zero3+offload (default: {default}){note}")
+
+
+def check_model_path(name: str, config_ok: bool) -> None:
+    """A folder given as ``--model`` (where a config.json is accepted) says which file to pass."""
+    from pathlib import Path
+
+    if config_ok and Path(name).is_dir():
+        hint = Path(name) / "config.json"
+        raise ValueError(f"--model {name} is a folder: pass its config.json ({hint}"
+                         + (")" if hint.is_file() else ", which it does not hold)"))
+
+
+# argparse reads a value starting with '-' as an option unless it looks like a plain negative number, so
+# "--tokens -3e11" stopped with "expected one argument"; read scientific notation as a number too, so that the
+# value's own check says what is wrong with it.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def read_negative_numbers(p: argparse.ArgumentParser) -> None:
+    """Let ``p`` take a negative number in any notation as an option's value (then refused by its type)."""
+    p._negative_number_matcher = NEGATIVE_NUMBER  # argparse's own hook for what counts as a negative number
+
+
+def positive(name: str) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 (``name`` for the message)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number above 0, got {text}")
+        return value
+
+    return parse

@@ -1,0 +1,166 @@
+"""The ``cost`` and ``plan`` sub-commands: what a run costs, and which setup answers a budget question."""
+from __future__ import annotations
+
+import argparse
+
+
+from . import args as cli_args
+from ..answer import Answer, answer
+from ..cost import DEFAULT_SOURCES, Assumptions, cheapest_within_deadline, cost_of, fastest_within_budget, pareto_front
+
+
+def _assumptions(args: argparse.Namespace) -> Assumptions:
+    a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
+                                     utilisation=args.utilisation)
+    gpu_price = getattr(args, "gpu_price", None)
+    cloud_price = getattr(args, "cloud_price", None)
+    if gpu_price is not None:
+        a = a.with_overrides(gpu_price_usd={args.gpu: gpu_price})
+    if cloud_price is not None:
+        a = a.with_overrides(cloud_usd_per_gpu_hour={args.gpu: cloud_price})
+    return a
+
+
+def _usd(x: float) -> str:
+    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits."""
+    return f"${x:,.0f}" if abs(x) < 1e12 else f"${x:.3g}"
+
+
+# --- cost -----------------------------------------------------------------------------------------------
+
+def answer_lines(a: Answer) -> list[str]:
+    """The study's answer in words: days and range, the settings and how to write them, what it rests on."""
+    lines = [f"{a.model} on {a.n_gpus} x {a.gpu}: {a.headline()}"]
+    if a.settings:
+        lines.append(f"  settings      {a.settings.words()}")
+        if a.settings.export_command:
+            lines.append(f"  write them    {a.settings.export_command}")
+    lines.append(f"  rests on      {a.rests_on}")
+    if a.stated_error:
+        lines.append(f"  checked       {a.stated_error}")
+    if a.paper_days is not None and a.kind != "paper":
+        lines.append(f"  the paper     {a.paper_days:g} days in its Table 1 (implied MFU {a.paper_mfu:.0%}; "
+                     "timed without synchronising the GPU)")
+    if a.bound_days is not None:
+        lines.append(f"  lower bound   {a.bound_days:,.1f} days at 100% of the dense peak (no real run is faster)")
+    return lines
+
+
+def _cmd_cost(args: argparse.Namespace) -> None:
+    a = _assumptions(args)
+    ans = answer(args.model, args.gpu, args.gpus)
+    if args.days is not None:
+        days, source = args.days, "given (--days): your what-if"
+    elif ans.answered:
+        days, source = ans.days, ans.kind
+    else:
+        raise ValueError(f"no answer for {args.model} on {args.gpus} x {args.gpu}: {ans.rests_on}; pass --days "
+                         "for a what-if")
+    c = cost_of(args.gpu, args.gpus, days, a, source, args.model)
+    mfu = ans.mfu if args.days is None else None
+    data = {**c.to_dict(), "implied_mfu": mfu, "answer": ans.to_dict(), "sources": DEFAULT_SOURCES}
+
+    def text() -> str:
+        s = c.assumptions
+        head = (answer_lines(ans) if args.days is None else
+                [f"{args.model} on {c.n_gpus} x {c.gpu}: {c.days:,.1f} days ({c.days_source})",
+                 f"  the study's answer: {ans.headline()}"])
+        return "\n".join([
+            *head,
+            f"  purchase            {_usd(c.purchase_usd):>12}  ({c.n_gpus} x {_usd(s['gpu_price_usd'])} GPUs "
+            f"+ {_usd(c.machine_usd)} machine for {s['machine_size']} GPU(s))",
+            f"  per experiment      {_usd(c.per_experiment_usd):>12}  (purchase x {c.days:.1f} days / "
+            f"{s['lifespan_years']:g} years)",
+            f"  energy              {_usd(c.energy_usd):>12}  ({c.energy_kwh:,.0f} kWh: {s['board_power_w']:g} W x "
+            f"{c.n_gpus} x {c.days * 24:,.0f} h x {s['utilisation']:g} x PUE {s['pue']:g}; "
+            f"${s['kwh_price_usd']:g}/kWh)",
+            f"  owned, per run      {_usd(c.owned_per_experiment_usd):>12}  (per experiment + energy)",
+            f"  cloud rental        {_usd(c.cloud_usd):>12}  (${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)",
+            "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",
+        ])
+
+    cli_args.emit(args, data, text)
+
+
+# --- plan -----------------------------------------------------------------------------------------------
+
+def _cmd_plan(args: argparse.Namespace) -> None:
+    from ..answer.setups import answer_setups, unanswered
+
+    a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
+                                     utilisation=args.utilisation)
+    setups = answer_setups([args.model], a)
+    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in unanswered(args.model)]
+    if setups.empty:
+        raise ValueError(f"no answer for {args.model} on any setup: {'; '.join(missing)}")
+    if args.budget is not None:
+        question = f"fastest setup for {args.model} within a budget of {_usd(args.budget)} (purchase)"
+        ranked = fastest_within_budget(setups, args.budget, plausible_only=True)
+    else:
+        question = f"cheapest setup (purchase) that trains {args.model} within {args.deadline:g} days"
+        ranked = cheapest_within_deadline(setups, args.deadline, plausible_only=True)
+    cols = ["setup", "gpu", "n_gpus", "days", "days_low", "days_high", "kind", "days_source", "implied_mfu",
+            "methods_label", "micro_batch", "gas", "purchase_usd", "per_experiment_usd", "owned_per_experiment_usd",
+            "cloud_usd"]
+    top = ranked.iloc[0] if len(ranked) else None
+    chosen = answer(args.model, top["gpu"], int(top["n_gpus"])) if top is not None else None
+    front = pareto_front(setups)[cols].to_dict("records")
+    data = {"question": question, "answer": chosen.to_dict() if chosen else None,
+            "costs": top[cols].to_dict() if top is not None else None, "candidates": ranked[cols].to_dict("records"),
+            "pareto_front": front, "considered": len(setups), "no_answer": missing}
+
+    def text() -> str:
+        lines = [question + ":"]
+        if chosen is None:
+            lines.append(f"  none of the {len(setups)} answered setups qualifies. The cost/days trade-off "
+                         "(Pareto front):")
+            rows = front
+        else:
+            lines += answer_lines(chosen)
+            lines.append(f"  purchase {_usd(top['purchase_usd'])}, per run {_usd(top['per_experiment_usd'])} "
+                         f"(+ energy: {_usd(top['owned_per_experiment_usd'])}), cloud {_usd(top['cloud_usd'])}")
+            lines.append(f"All {len(ranked)} qualifying setups, best first:")
+            rows = ranked[cols].to_dict("records")
+        table = [{"setup": r["setup"], "days": f"{r['days']:.1f}", "answer": r["days_source"],
+                  "settings": r["methods_label"] or "", "purchase": _usd(r["purchase_usd"]),
+                  "per run": _usd(r["per_experiment_usd"]), "cloud": _usd(r["cloud_usd"])} for r in rows]
+        lines.append(cli_args.table(table, ["setup", "days", "answer", "settings", "purchase", "per run", "cloud"]))
+        if missing:
+            lines.append(f"No answer: {'; '.join(missing)}.")
+        return "\n".join(lines)
+
+    cli_args.emit(args, data, text)
+
+
+# --- parsers --------------------------------------------------------------------------------------------
+
+def _assumption_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lifespan-years", type=float, default=None, help="hardware lifespan (default 5, paper Sec 4.1)")
+    p.add_argument("--kwh-price", type=float, default=None, help="USD per kWh (default 0.1124, EIA)")
+    p.add_argument("--pue", type=float, default=None, help="data-centre overhead, >= 1 (default 1.58, Uptime)")
+    p.add_argument("--utilisation", type=float, default=None,
+                   help="fraction of board power drawn, (0, 1] (default 1: an upper bound)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cost", help="purchase, per-experiment, energy and cloud cost of one training run")
+    cli_args.add_setting(p)
+    p.add_argument("--days", type=float, default=None,
+                   help="training days, your what-if (default: the study's answer: measured, else predicted "
+                        "from a measurement, else the paper's Table 1 where plausible)")
+    p.add_argument("--gpu-price", type=float, default=None, help="USD per GPU (default: data/gpus.csv)")
+    p.add_argument("--cloud-price", type=float, default=None,
+                   help="USD per GPU-hour (default: data/cloud_prices.csv)")
+    _assumption_args(p)
+    p.set_defaults(func=_cmd_cost)
+
+    p = sub.add_parser("plan", help="the fastest setup within a budget, or the cheapest within a deadline")
+    cli_args.add_json(p)
+    cli_args.add_model(p)
+    q = p.add_mutually_exclusive_group(required=True)
+    q.add_argument("--budget", type=float, help="USD available to buy a machine")
+    q.add_argument("--deadline", type=float, help="days the run may take")
+    _assumption_args(p)
+    p.set_defaults(func=_cmd_plan)
+
+

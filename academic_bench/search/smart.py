@@ -1,0 +1,154 @@
+"""The smart search's pruning: candidates that cannot fit or cannot win are skipped, each with its rule."""
+from __future__ import annotations
+
+import psutil
+
+from ..catalog.config import Config
+from ..catalog.hardware import get_gpu
+from ..launch import DEFAULT_TIMEOUT_S
+from ..catalog.methods import Methods, exclusion_reason
+from .plans import saves_at_least, saves_more
+from ..results import is_not_run
+
+FIT_MARGIN = 0.10  # skip as "cannot fit" only when the model predicts 10% more than the GPU holds
+
+
+def _setting(c: Config) -> tuple:
+    m = c.methods
+    return (c.model, c.gpu, c.n_gpus, c.nodes, c.tiny, c.micro_batch, m.compile, m.kernels, m.tf32)
+
+
+
+def oom_above_smallest(row: dict) -> bool:
+    """Out of memory when timed at a searched micro-batch above 1: it says nothing about smaller sizes."""
+    return row["outcome"] == "oom" and row["config"].get("micro_batch") is None and (row.get("micro_batch") or 0) > 1
+
+
+def same_library(a: Methods, b: Methods) -> bool:
+    """Whether two settings run their step through the same library: PyTorch alone (DDP), DeepSpeed or FSDP."""
+    return (a.uses_deepspeed, a.uses_fsdp) == (b.uses_deepspeed, b.uses_fsdp)
+
+
+def _power_of_two_floor(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+class SmartPruner:
+    """Skips candidates that cannot fit or cannot win, with a reason for each.
+
+    Rules (candidates compared only within one setting: model, GPU, count, free-lunch switches):
+    1. cannot fit: the memory model predicts that micro-batch 1 needs more than the GPU's memory (+10%), or
+       that the states a node's ranks offload need more than the host memory of the machine running the sweep
+       (seen on one H100 with 128 GiB: Pythia-6.9B's ZeRO-1 offload was killed by the out-of-memory killer);
+    2. cannot fit: a measured configuration that saves at least as much memory ran out at micro-batch 1;
+    3. cannot win: a measured configuration of the same library that saves less memory already runs the whole
+       per-GPU batch in one micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
+    4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration of the same
+       library that saves less memory (predictions compared with predictions, so the model's bias cancels), so
+       again only overhead;
+    5. cannot finish: a configuration that saves less memory ran at least this sweep's time limit without a
+       result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
+       search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
+       ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
+    Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
+
+    "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
+    (``results.machine_spread``); inside it the two tie, and the tie goes to the cheaper setting, the one that
+    saves less memory. Rules 3 and 4 compare configurations of one library only (``same_library``): at the same
+    micro-batch, DeepSpeed's step (bf16 weights, its own optimizer) differs from PyTorch's autocast over fp32
+    weights by more than the spread, either way, so more memory saving through another library is no overhead
+    on the same work (ZeRO-1 + offload beat free-lunch at the same micro-batch on every exhaustive search that
+    ran both). ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
+    """
+
+    def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 host_memory_gb: float | None = None) -> None:
+        self.measured: dict[tuple, list[tuple[Config, dict]]] = {}
+        self.timeout_s = timeout_s
+        self.host_gb = host_memory_gb if host_memory_gb is not None else psutil.virtual_memory().total / 1e9
+        self.estimate = None
+        if use_memory_model:
+            try:
+                from .. import estimate
+
+                self.estimate = estimate
+            except ImportError:
+                self.estimate = None
+
+    def observe(self, config: Config, row: dict) -> None:
+        if row.get("outcome") in ("ok", "oom") or (row.get("outcome") == "timeout" and not is_not_run(row)):
+            self.measured.setdefault(_setting(config), []).append((config, row))
+
+    def _predicted_gb(self, c: Config, micro_batch: int) -> float | None:
+        try:
+            mem = self.estimate.predict_memory(c, micro_batch)
+        except Exception:  # noqa: BLE001  (no prediction, no skip)
+            return None
+        total = getattr(mem, "total", mem)
+        return float(total) / 1e9 if total is not None else None
+
+    def _host_need_gb(self, c: Config) -> float | None:
+        try:
+            return float(self.estimate.host_memory_need(c)) / 1e9
+        except Exception:  # noqa: BLE001  (no prediction, no skip)
+            return None
+
+    def _usable_gb(self, gpu_gb: float) -> float:
+        try:
+            return float(self.estimate.usable_bytes(gpu_gb)) / 1e9
+        except Exception:  # noqa: BLE001  (an estimate without the helper: the nominal size)
+            return gpu_gb
+
+    def _predicted_max(self, c: Config) -> int | None:
+        try:
+            n = self.estimate.max_micro_batch(c, get_gpu(c.gpu).memory_gb)
+        except Exception:  # noqa: BLE001
+            return None
+        return None if n is None else min(int(n), c.per_gpu_batch)
+
+    def skip(self, c: Config) -> tuple[str, str] | None:
+        """(category, reason) when ``c`` should be skipped, else None."""
+        if exclusion_reason(c.methods, c.n_gpus) is not None:
+            return None  # invalid ones get an invalid row, not a skip
+        gpu_gb = None if c.tiny else get_gpu(c.gpu).memory_gb
+        if self.estimate is not None and gpu_gb is not None:
+            need, usable = self._predicted_gb(c, 1), self._usable_gb(gpu_gb)
+            if need is not None and need > usable * (1 + FIT_MARGIN):
+                return ("cannot fit (memory model)",
+                        f"smart: skipped because the memory model predicts {need:.1f} GB at micro-batch 1, more "
+                        f"than the {usable:.1f} GB usable on the {gpu_gb:g} GB GPU (+{FIT_MARGIN:.0%} margin)")
+            host = self._host_need_gb(c)
+            if host is not None and host > self.host_gb:
+                return ("cannot fit (host memory model)",
+                        f"smart: skipped because the memory model puts the states offloaded on one node at "
+                        f"{host:.1f} GB (with DeepSpeed's {self.estimate.HOST_BUFFER_FACTOR:g}x buffer), more "
+                        f"than this machine's {self.host_gb:.1f} GB of host memory")
+        for other, row in self.measured.get(_setting(c), []):
+            m, o = c.methods, other.methods
+            if row["outcome"] == "oom" and not oom_above_smallest(row) and saves_at_least(o, m):
+                at = "the smallest micro-batch" if c.micro_batch is None else f"micro-batch {c.micro_batch}"
+                return ("cannot fit (measured)",
+                        f"smart: skipped because {o.label()}, which saves at least as much memory, ran out of "
+                        f"memory at {at}")
+            if (row["outcome"] == "timeout" and saves_more(m, o)
+                    and (row.get("duration_s") or 0) >= self.timeout_s):
+                return ("cannot finish (measured)",
+                        f"smart: skipped because {o.label()}, which saves less memory, ran "
+                        f"{row['duration_s']:.0f} s without a result; saving more memory only adds work, so it "
+                        f"would not finish within this sweep's {self.timeout_s:g} s limit either")
+            if row["outcome"] != "ok" or not saves_more(m, o) or not same_library(m, o):
+                continue
+            if row.get("gas") == 1 or c.micro_batch is not None:
+                what = ("already fits the whole per-GPU batch" if c.micro_batch is None
+                        else "already runs the same fixed micro-batch")
+                return ("cannot win (batch already fits)",
+                        f"smart: skipped because {o.label()} {what} ({row['micro_batch']}) at "
+                        f"{row['step_time_s']:.4g} s/step; more memory saving only adds overhead")
+            if self.estimate is not None and gpu_gb is not None:
+                mine, theirs = self._predicted_max(c), self._predicted_max(other)
+                if mine is not None and theirs and _power_of_two_floor(mine) <= _power_of_two_floor(theirs):
+                    return ("cannot win (no larger micro-batch)",
+                            f"smart: skipped because the memory model predicts no larger micro-batch for it "
+                            f"(<= {_power_of_two_floor(mine)}) than for {o.label()}, measured at "
+                            f"{row['step_time_s']:.4g} s/step; more memory saving would only add overhead")
+        return None
