@@ -149,3 +149,16 @@ def test_python_dash_m_runs_estimate() -> None:
     assert ok.returncode == 0, ok.stderr
     d = json.loads(ok.stdout)
     assert d["model"] == "roberta-large" and d["n_gpus"] == 2 and d["max_micro_batch"] is not None
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`academic-bench models | head -1`: the reader closes the pipe; the command ends quietly with status 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "academic_bench", "models"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command writes: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import io
 import logging
+import os
 import sys
 
 from . import args as cli_args
@@ -156,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a command with rows to keep says where (``cli.bench.interrupted``); one line here
         print(f"academic-bench {args.command}: interrupted", file=sys.stderr)
         return cli_args.EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`... | head`): what it wanted was printed; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
+        return 0
     return rc or 0  # a command that ran and produced no result returns EXIT_FAILED
 
 
