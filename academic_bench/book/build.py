@@ -147,6 +147,14 @@ def _jupyter_book() -> str:
     return found
 
 
+def build_env(root: Path = ROOT, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the build: ``root`` first on PYTHONPATH, so the page kernels import the package from the
+    checkout being built, not from wherever it is installed (an editable install of another checkout)."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    return env
+
+
 @contextmanager
 def _lock(out: Path) -> Iterator[None]:
     """One build at a time per output folder (tests and `make book` may run together)."""
@@ -171,7 +179,7 @@ def build(path_output: str | Path | None = None, fresh: bool = False, quiet: boo
         cmd = [_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going"]
         if path_output:
             cmd += ["--path-output", str(out)]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=quiet, text=True)
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=quiet, text=True, env=build_env())
         if proc.returncode != 0:
             tail = "" if not quiet else "\n".join((proc.stdout + proc.stderr).splitlines()[-60:])
             raise RuntimeError(f"the book build failed (exit {proc.returncode}); command: {' '.join(cmd)}\n{tail}")
