@@ -35,6 +35,8 @@ _DATA_ORIGINS = (
     ("tests/fixtures/survey_example.csv", "written by hand: 20 invented respondents for the survey pipeline's "
      "tests, the same file as academic_bench/data/survey_example.csv (not survey data)"),
     ("book/references.bib", "written by hand"),
+    ("notebooks/workshop/timing.json", "`python scripts/workshop_timing.py`: the workshop's laptop path timed end to "
+     "end, with the date, the commit and the machine it ran on"),
     ("notebooks/runs/planned-setups.csv", "written by hand: the study's hardware setups, and why one has not run "
      "(read by `results.load_planned`)"),
 )
@@ -73,7 +75,8 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
     rows = []
     files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
         REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib",
-        runs_root(root) / PLANNED_FILE, runs_root(root) / "answers.json"]
+        runs_root(root) / PLANNED_FILE, runs_root(root) / "answers.json",
+        REPO_ROOT / "notebooks" / "workshop" / "timing.json"]
     for path in files:
         if not path.is_file():
             continue

@@ -42,7 +42,8 @@ _ASSET = re.compile(
 
 # What the pages read besides their own text. Jupyter's cache keys a page on its code cells only, so a new
 # result file or a changed module would otherwise leave stale numbers in cached pages.
-INPUTS = ("academic_bench/**/*.py", "academic_bench/data/*", "notebooks/runs/**/*", "tests/fixtures/*")
+INPUTS = ("academic_bench/**/*.py", "academic_bench/data/*", "notebooks/runs/**/*", "notebooks/workshop/*",
+          "tests/fixtures/*", "pyproject.toml")
 FINGERPRINT = ".inputs-fingerprint"
 
 
