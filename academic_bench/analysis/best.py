@@ -111,7 +111,7 @@ def planned_setups(root: str | Path | None = None) -> dict[str, dict]:
 def setup_names(df: pd.DataFrame | None = None, root: str | Path | None = None) -> dict[str, str]:
     """Each hardware setup's folder name as a reader sees it ('h100x1' -> '1 x H100 80GB SXM'): its GPU and count,
     from the planned setups and from the runs in ``df``. A folder name is how a run is filed, not prose."""
-    from ..cost import setup_label
+    from .facts import setup_label
 
     names = {s: setup_label(p["gpu"], int(p["n_gpus"])) for s, p in planned_setups(root).items()}
     if df is not None and not df.empty:

@@ -79,6 +79,21 @@ def _without_index(table: str) -> str:
     return _INDEX_CELL.sub(r"\1", _INDEX_HEAD.sub(r"\1", table))
 
 
+# A chart as the notebook saved it: the offline renderer's div and script around the chart's spec (its data).
+_SAVED_CHART = re.compile(r'<div id="ab-chart-[^"]*" class="ab-chart"></div>\s*<script type="text/javascript">\s*'
+                          r"\(function \(\) \{\s*var spec = (?P<spec>.*?);\n.*?\}\)\(\);\s*</script>", re.S)
+
+
+def redraw_saved_charts(body: str) -> str:
+    """The saved charts of an executed notebook drawn by today's renderer, from the same spec and data: it adds
+    the rendering for a phone (``charts.narrow``), which a notebook saved before it could not carry."""
+    import json
+
+    from .charts import chart_html
+
+    return _SAVED_CHART.sub(lambda m: chart_html(json.loads(m["spec"])), body)
+
+
 NotResult = tuple[str, str, float, str]  # model, methods label, step time (s), why it is no result
 
 
@@ -140,7 +155,7 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None) -> st
     """A run page's HTML body with the summary after its title; saved tables without pandas' index column and
     NaN, in scrolling wrappers; rows that show a measurement that is no result today (``gone``) marked, with a
     note above the notebook saying how many."""
-    body = _NAN_CELL.sub("<td>—</td>", body)
+    body = redraw_saved_charts(_NAN_CELL.sub("<td>—</td>", body))
     # The saved tables hold the MFU as the row stores it (rated at the peak of the precision that ran); every
     # other MFU on the page is on the study's one basis, so the saved column says which it is.
     body = _SAVED_MFU.sub(r"\1MFU (as saved: rated at the peak of the precision that ran)\2", body)

@@ -65,10 +65,18 @@ def with_book_config(spec: dict) -> dict:
 
 
 def _html(spec: dict, **_: Any) -> dict[str, str]:
+    """The renderer Altair calls: ``chart_html`` as a notebook output."""
+    return {"text/html": chart_html(spec)}
+
+
+def chart_html(spec: dict) -> str:
     """A div and a script that draws ``spec`` with the locally served vega-embed: the wide rendering where it fits
     the column, else the narrow one drawn for a phone (``narrow``), switched again when the window is resized.
     The div's ``data-drawn`` names the rendering once it is drawn (the browser tests wait for it)."""
     wide, narrow = (with_book_config(s) for s in split_narrow(spec))
+    # The data both renderings share is written once (vega-lite names a dataset by a hash of its rows).
+    shared = wide.get("datasets") or {}
+    narrow["datasets"] = {k: v for k, v in (narrow.get("datasets") or {}).items() if shared.get(k) != v}
     blob = json.dumps(wide, sort_keys=True)
     div = f"ab-chart-{next(_counter)}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
     # A "</script>" inside a label must not end the script.
@@ -77,6 +85,7 @@ def _html(spec: dict, **_: Any) -> dict[str, str]:
 <script type="text/javascript">
 (function () {{
   var specs = {{wide: {safe_wide}, narrow: {safe_narrow}}};
+  specs.narrow.datasets = Object.assign({{}}, specs.wide.datasets || {{}}, specs.narrow.datasets);
   var el, shown = null, view = null, wideWidth = null, pending = null;
   // The wide rendering's own width, once drawn: below it the column cannot hold it.
   function fits() {{ return wideWidth === null || el.clientWidth + 1 >= wideWidth; }}
@@ -118,7 +127,7 @@ def _html(spec: dict, **_: Any) -> dict[str, str]:
   else {{ start(); }}
 }})();
 </script>"""
-    return {"text/html": html}
+    return html
 
 
 def enable_offline() -> None:
