@@ -116,9 +116,10 @@ def setup(app) -> dict:  # noqa: ANN001
     app.connect("env-get-outdated", _reread_all)
     app.connect("build-finished", _save_fingerprint)
     app.connect("html-page-context", _drop_thebe)
-    from .run_pages import on_page
+    from .run_pages import on_doctree, on_page
 
     app.connect("html-page-context", on_page)
+    app.connect("doctree-read", on_doctree, priority=400)  # before Sphinx's title collector (500)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
 
 

@@ -183,6 +183,22 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None) -> st
     return body[:end] + summary + body[end:]
 
 
+def on_doctree(app, doctree) -> None:  # noqa: ANN001 (Sphinx objects)
+    """Sphinx ``doctree-read``: a run page's title names its hardware ('Benchmark run: 1 x H100 80GB SXM'), not
+    the folder the notebook saved in it; read before Sphinx takes the title for the navigation."""
+    from docutils import nodes
+
+    from .. import analysis
+
+    m = RUN_PAGE.match(app.env.docname)
+    title = next(iter(doctree.findall(nodes.title)), None) if m else None
+    if title is None:
+        return
+    name = analysis.setup_names(_frames()[0]).get(m["setup"])
+    if name and m["setup"] in title.astext():
+        title.children = [nodes.Text(title.astext().replace(m["setup"], name))]
+
+
 def on_page(app, pagename, templatename, context, doctree) -> None:  # noqa: ANN001 (Sphinx objects)
     """Sphinx ``html-page-context``: decorate each run page."""
     m = RUN_PAGE.match(pagename)
