@@ -274,3 +274,17 @@ def test_the_workshop_page_quotes_its_measured_time(built_site, open_page):
     for step in record["steps"]:
         assert step["command"] in text and step["exit_status"] == 0, step
     assert not visit.problems, visit.problems
+
+
+def test_the_example_survey_is_described_alike_and_counted_alike(built_site, open_page):
+    """The survey example is invented data on both pages that describe it, with the same count of respondents."""
+    from academic_bench.analysis import survey
+
+    n = len(survey.load_survey(ROOT / "academic_bench" / "data" / "survey_example.csv"))
+    hardware = _text(open_page("book/academic-hardware.html", width=1400))
+    assert f"made-up export of {n} invented respondent" in hardware
+    visit = open_page("book/provenance.html", width=1400)
+    row = visit.page.evaluate("""() => Array.from(document.querySelectorAll('article table tbody tr'))
+        .map(r => Array.from(r.cells).map(c => c.innerText.replace(/\\s+/g, ''))
+        .join(' | ')).find(r => r.startsWith('academic_bench/data/survey_example.csv'))""")
+    assert row and f"| {n} |" in row and "inventedrespondents" in row and "transcribed" not in row, row
