@@ -125,11 +125,12 @@ class Visit:
 
 @pytest.fixture
 def open_page(browser, site_url):
-    """``open_page(path, wait_for_charts=True) -> Visit``: load a page of the book and wait for its charts."""
+    """``open_page(path, wait_for_charts=True, width=None) -> Visit``: load a page of the book (in a window
+    ``width`` px wide, 900 high, where given) and wait for its charts."""
     contexts = []
 
-    def _open(path: str, wait_for_charts: bool = True, timeout_ms: int = 15_000) -> Visit:
-        ctx = browser.new_context()
+    def _open(path: str, wait_for_charts: bool = True, timeout_ms: int = 15_000, width: int | None = None) -> Visit:
+        ctx = browser.new_context(**({"viewport": {"width": width, "height": 900}} if width else {}))
         contexts.append(ctx)
         page = ctx.new_page()
         visit = Visit(page=page, url=site_url + path.lstrip("/"))
@@ -160,10 +161,13 @@ CHART_SELECTOR = ".ab-chart"
 
 
 def wait_for_charts_drawn(page, timeout_ms: int = 15_000) -> None:
-    """Wait until every chart div on the page holds an SVG or a canvas (vega-embed has drawn it)."""
+    """Wait until every chart div on the page is drawn in the rendering it keeps for the window's width (its
+    ``data-drawn``: the renderer draws the wide one, then the phone one where the wide does not fit), or says
+    why it is not (a missing chart library)."""
     page.wait_for_function(
         """sel => Array.from(document.querySelectorAll(sel)).every(
-               el => el.querySelector('svg, canvas') !== null || el.textContent.trim().length > 0)""",
+               el => el.dataset.drawn !== undefined ||
+                     (el.querySelector('svg, canvas') === null && el.textContent.trim().length > 0))""",
         arg=CHART_SELECTOR, timeout=timeout_ms)
 
 

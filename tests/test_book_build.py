@@ -99,8 +99,12 @@ def test_pages_say_plainly_when_there_is_no_data(built_site):
             assert r.parent.name in run_it
     from academic_bench.results import load_planned
 
+    from academic_bench import analysis
+
     unrun = [s for s in load_planned() if s not in {r.parent.name for r in runs}]
-    if runs and unrun:  # a planned setup that has not run is named as missing, not left out
+    names = analysis.setup_names()
+    if runs and unrun:  # a planned setup that has not run is named as missing (by its GPUs), not left out
+        unrun = [names[s] for s in unrun]
         assert f"every cell of {', '.join(unrun)}" in " ".join(re.sub(r"<[^>]+>", "", run_it).split())
         assert f"Planned but not run yet: {', '.join(unrun)}" in re.sub(r"<[^>]+>", "", intro)
 
@@ -300,3 +304,34 @@ def test_intro_answers_first_with_days_only_from_complete_searches(built_site):
     left = len(ans) - len(shown)
     if left:
         assert f"{left} setting" in " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_page_kernels_import_the_checkout_being_built(tmp_path, monkeypatch):
+    """The kernels that execute the pages import the package from the checkout the book is built from, even where
+    another checkout is installed or first on PYTHONPATH (otherwise a page shows another tree's numbers)."""
+    import subprocess
+    import sys
+
+    other = tmp_path / "other-checkout"
+    (other / "academic_bench").mkdir(parents=True)
+    (other / "academic_bench" / "__init__.py").write_text("raise ImportError('the wrong checkout')\n")
+    env = bookbuild.build_env(base={**os.environ, "PYTHONPATH": str(other)})
+    # A kernel is a Python process started in the page's folder with the build's environment.
+    out = subprocess.run([sys.executable, "-c", "import academic_bench; print(academic_bench.__file__)"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).resolve().is_relative_to(ROOT / "academic_bench"), out.stdout
+
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen.update(kw)
+        return subprocess.CompletedProcess(cmd, 1, "", "stopped by the test")
+
+    monkeypatch.setattr(bookbuild.subprocess, "run", fake_run)
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    try:
+        bookbuild.build(tmp_path / "out", quiet=True)
+    except RuntimeError:
+        pass
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)

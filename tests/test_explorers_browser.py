@@ -61,7 +61,7 @@ def setups():
 
 
 def test_explorers_page_loads_offline_with_three_charts(open_page):
-    visit = open_page(PAGE)
+    visit = open_page(PAGE, width=1400)  # the desktop rendering (a phone gets each answer on lines)
     assert not visit.problems, visit.problems
     assert visit.page.eval_on_selector_all(".ab-chart svg", "els => els.length") >= 3
     names = visit.page.eval_on_selector_all(".vega-bind [name]", "els => els.map(e => e.getAttribute('name'))")
@@ -71,7 +71,7 @@ def test_explorers_page_loads_offline_with_three_charts(open_page):
 
 
 def test_budget_slider_names_the_fastest_setup_that_fits(open_page, setups):
-    visit = open_page(PAGE)
+    visit = open_page(PAGE, width=1400)  # the desktop rendering (a phone gets each answer on lines)
     first = _answer(visit.page, BUDGET)
     # The study's answers by default: the same days the intro and `academic-bench plan` give.
     _same(first, explorers.budget_answer(setups, "pythia-1b", "answer", 40_000))
@@ -85,7 +85,7 @@ def test_budget_slider_names_the_fastest_setup_that_fits(open_page, setups):
 
 
 def test_cost_sliders_update_the_cost_per_run(open_page, setups):
-    visit = open_page(PAGE)
+    visit = open_page(PAGE, width=1400)  # the desktop rendering (a phone gets each answer on lines)
     first = _answer(visit.page, COST)
     _same(first, explorers.cost_answer(setups, "pythia-1b", "answer", "4 x h100-80gb"))
     # Switched to the paper's days, its cells whose days imply an impossible MFU are bars still, named as
@@ -110,7 +110,7 @@ def test_cost_sliders_update_the_cost_per_run(open_page, setups):
 
 
 def test_planner_sliders_update_the_days(open_page):
-    visit = open_page(PAGE)
+    visit = open_page(PAGE, width=1400)  # the desktop rendering (a phone gets each answer on lines)
     shown = _answer(visit.page, PLAN)
     _same(shown, explorers.plan_answer(1.0, 3000, 2048, "8 x h100-80gb"))  # OLMo-1B's budget: 1B on 3T tokens
     for name, value in (("plan_params_b", 2.5), ("plan_tokens_b", 1000), ("plan_setup", "4 x a100-80gb")):

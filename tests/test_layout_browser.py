@@ -56,9 +56,7 @@ def _found_on_every_page(site, open_page, width: int, script: str, arg=None) -> 
     """What ``script`` finds on each page at ``width`` px, one line per finding ('' when nothing anywhere)."""
     problems = {}
     for path in _pages(site):
-        visit = open_page(path)
-        visit.page.set_viewport_size({"width": width, "height": 900})
-        visit.page.wait_for_timeout(300)  # charts with container widths redraw on resize
+        visit = open_page(path, width=width)  # each chart drawn for this width (charts.narrow)
         found = visit.page.evaluate(script, arg)
         if found:
             problems[path] = found[:8]

@@ -63,3 +63,25 @@ def test_the_same_row_prints_one_mfu_on_every_table_that_shows_it(tmp_path, monk
     assert round(answer["mfu"].iloc[0], analysis.MFU_DIGITS) == expected
     saved = run_pages.decorate("<h1>x</h1><table class=\"dataframe\"><tr><th>MFU</th></tr></table>", "")
     assert "MFU (as saved: rated at the peak of the precision that ran)" in saved
+
+
+def test_saved_charts_are_drawn_again_with_a_phone_rendering_and_named_hardware():
+    """A chart the executed notebook saved (spec and data in its output) is drawn by today's renderer, which
+    carries the phone rendering, from the same data; a run folder's name in its title reads as the hardware."""
+    import json
+
+    import altair as alt
+    import pandas as pd
+
+    from academic_bench.book import charts
+
+    spec = alt.Chart(pd.DataFrame({"days": [10.2, 41.8], "model": ["pythia-160m", "pythia-1b"]})).mark_bar().encode(
+        x="days:Q", y="model:N").properties(width=600, title="Fastest configuration per model and search (h100x1)")
+    saved_js = json.dumps(spec.to_dict(), sort_keys=True)
+    saved = (f'<div id="ab-chart-0-abc" class="ab-chart"></div>\n<script type="text/javascript">\n(function () {{\n'
+             f'  var spec = {saved_js};\n  function draw() {{ window.vegaEmbed(el, spec); }}\n  draw();\n}})();\n</script>')
+    page = run_pages.decorate(f"<h1>Benchmark run</h1>\n{saved}", "", names={"h100x1": "1 x H100 80GB SXM"})
+    assert "var spec = " not in page and "var specs = {wide: " in page
+    assert "(1 x H100 80GB SXM)" in page and "(h100x1)" not in page
+    assert '"days": 41.8' in page  # the same data
+    assert charts.NARROW_COLUMN > 0

@@ -29,6 +29,7 @@ from .facts import (  # noqa: F401
     gpu_label,
     model_facts,
     model_label,
+    setup_label,
 )
 from .counted import (  # noqa: F401
     VALIDATION_KEY,
@@ -86,6 +87,7 @@ from .best import (  # noqa: F401
     without_optimum,
     outcome_counts,
     planned_setups,
+    setup_names,
     step_breakdown,
     unrun_setups,
 )

@@ -108,6 +108,18 @@ def planned_setups(root: str | Path | None = None) -> dict[str, dict]:
     return load_planned(runs_root(root))
 
 
+def setup_names(df: pd.DataFrame | None = None, root: str | Path | None = None) -> dict[str, str]:
+    """Each hardware setup's folder name as a reader sees it ('h100x1' -> '1 x H100 80GB SXM'): its GPU and count,
+    from the planned setups and from the runs in ``df``. A folder name is how a run is filed, not prose."""
+    from .facts import setup_label
+
+    names = {s: setup_label(p["gpu"], int(p["n_gpus"])) for s, p in planned_setups(root).items()}
+    if df is not None and not df.empty:
+        for s, g, n in df[["setup", "gpu", "n_gpus"]].drop_duplicates("setup").itertuples(index=False):
+            names.setdefault(s, setup_label(g, int(n)))
+    return names
+
+
 def unrun_setups(df: pd.DataFrame, planned: Iterable[str]) -> list[str]:
     """The planned setups with no row in ``df`` yet, in the plan's order."""
     have = set(df["setup"])

@@ -74,6 +74,11 @@ def gpu_label(key: str) -> str:
     return g.name.replace("NVIDIA ", "").replace("GeForce ", "") if g else str(key)
 
 
+def setup_label(gpu: str, n_gpus: int) -> str:
+    """'4 x H100 80GB SXM': how tables, charts and prose name a setup."""
+    return f"{int(n_gpus)} x {gpu_label(gpu)}"
+
+
 def model_label(key: str) -> str:
     facts = _model_facts().set_index("model")
     return str(facts["display"].get(key, key))

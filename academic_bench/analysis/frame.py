@@ -122,15 +122,25 @@ def runs_frame(root: str | Path | None = None) -> pd.DataFrame:
     return frame_from_rows(rows_to_read(load_runs(runs_root(root))), checked=True)
 
 
-def setups(df: pd.DataFrame) -> pd.DataFrame:
-    """Per hardware setup: the GPU it reported, how many rows, how many ok, and when it ran."""
-    cols = ["setup", "gpu_name", "rows", "ok", "models", "first", "last"]
+def setups(df: pd.DataFrame, root: str | Path | None = None) -> pd.DataFrame:
+    """Per hardware setup: the GPU it reported, the lines of its results file (``in_file``: every row ever
+    appended), how many of them are the latest of their configuration, timing and mode (``rows``: what the tables
+    read), how many of those ran to the end (``ok``), and when it ran."""
+    cols = ["setup", "gpu_name", "in_file", "rows", "ok", "models", "first", "last"]
     if df.empty:
         return pd.DataFrame(columns=cols)
-    g = df.groupby("setup", sort=True)
+    # The frame holds the latest rows, then each configuration's earlier validations (``results.rows_to_read``).
+    latest = df.drop_duplicates(["setup", "config_id", "timing", "mode"], keep="first")
+    g = latest.groupby("setup", sort=True)
     out = pd.DataFrame({
         "gpu_name": g["gpu_name"].agg(lambda s: ", ".join(sorted({str(x) for x in s.dropna()}))),
         "rows": g.size(), "ok": g["outcome"].agg(lambda s: int((s == "ok").sum())),
         "models": g["model"].agg(lambda s: ", ".join(sorted(set(s.dropna())))),
-        "first": g["started_at"].min(), "last": g["started_at"].max()}).reset_index()
+        "first": df.groupby("setup")["started_at"].min(), "last": df.groupby("setup")["started_at"].max()}).reset_index()
+    out["in_file"] = [_lines_in(runs_root(root) / s / "results.jsonl") for s in out["setup"]]
     return out[cols]
+
+
+def _lines_in(path: Path) -> int | None:
+    """The rows of a results file: its non-empty lines (None where the file is not there)."""
+    return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.is_file() else None

@@ -15,9 +15,9 @@ from .frame import runs_root
 PROVENANCE_COLUMNS = ["file", "what", "rows", "produced_by"]
 # How each kind of repository file the book reads came to be (no command: written or transcribed by hand).
 _DATA_ORIGINS = (
-    ("academic_bench/data/survey_example.csv", "written by hand: 20 invented respondents, not the paper's survey "
-     "responses (its first line says so), the example the survey pipeline reads; tests/fixtures/survey_example.csv "
-     "is the same file"),
+    ("academic_bench/data/survey_example.csv", "written by hand: invented respondents (one a row), not the paper's "
+     "survey responses (its first line says so), the example the survey pipeline reads; "
+     "tests/fixtures/survey_example.csv is the same file"),
     ("academic_bench/data/paper_", "transcribed by hand from the paper, cell by cell; each row names its table, "
      "row and column (`source`); loaded and checked by `academic_bench.catalog.paper` and tests/test_paper_data.py"),
     ("academic_bench/data/survey_", "transcribed by hand from the paper's Section 2, Figure 8 and Appendix A "
@@ -32,9 +32,11 @@ _DATA_ORIGINS = (
     ("notebooks/runs/answers.json", "the study's answer per catalog model, GPU and count, computed from the runs "
      "beside it (`academic_bench.answer.store.write_shipped`, run by `make book`; tests/test_answer.py checks it "
      "is current)"),
-    ("tests/fixtures/survey_example.csv", "written by hand: 20 invented respondents for the survey pipeline's "
+    ("tests/fixtures/survey_example.csv", "written by hand: invented respondents for the survey pipeline's "
      "tests, the same file as academic_bench/data/survey_example.csv (not survey data)"),
     ("book/references.bib", "written by hand"),
+    ("notebooks/workshop/timing.json", "`python scripts/workshop_timing.py`: the workshop's laptop path timed end to "
+     "end, with the date, the commit and the machine it ran on"),
     ("notebooks/runs/planned-setups.csv", "written by hand: the study's hardware setups, and why one has not run "
      "(read by `results.load_planned`)"),
 )
@@ -73,7 +75,8 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
     rows = []
     files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
         REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib",
-        runs_root(root) / PLANNED_FILE, runs_root(root) / "answers.json"]
+        runs_root(root) / PLANNED_FILE, runs_root(root) / "answers.json",
+        REPO_ROOT / "notebooks" / "workshop" / "timing.json"]
     for path in files:
         if not path.is_file():
             continue

@@ -42,7 +42,8 @@ _ASSET = re.compile(
 
 # What the pages read besides their own text. Jupyter's cache keys a page on its code cells only, so a new
 # result file or a changed module would otherwise leave stale numbers in cached pages.
-INPUTS = ("academic_bench/**/*.py", "academic_bench/data/*", "notebooks/runs/**/*", "tests/fixtures/*")
+INPUTS = ("academic_bench/**/*.py", "academic_bench/data/*", "notebooks/runs/**/*", "notebooks/workshop/*",
+          "tests/fixtures/*", "pyproject.toml")
 FINGERPRINT = ".inputs-fingerprint"
 
 
@@ -115,9 +116,10 @@ def setup(app) -> dict:  # noqa: ANN001
     app.connect("env-get-outdated", _reread_all)
     app.connect("build-finished", _save_fingerprint)
     app.connect("html-page-context", _drop_thebe)
-    from .run_pages import on_page
+    from .run_pages import on_doctree, on_page
 
     app.connect("html-page-context", on_page)
+    app.connect("doctree-read", on_doctree, priority=400)  # before Sphinx's title collector (500)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
 
 
@@ -147,6 +149,14 @@ def _jupyter_book() -> str:
     return found
 
 
+def build_env(root: Path = ROOT, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the build: ``root`` first on PYTHONPATH, so the page kernels import the package from the
+    checkout being built, not from wherever it is installed (an editable install of another checkout)."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    return env
+
+
 @contextmanager
 def _lock(out: Path) -> Iterator[None]:
     """One build at a time per output folder (tests and `make book` may run together)."""
@@ -171,7 +181,7 @@ def build(path_output: str | Path | None = None, fresh: bool = False, quiet: boo
         cmd = [_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going"]
         if path_output:
             cmd += ["--path-output", str(out)]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=quiet, text=True)
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=quiet, text=True, env=build_env())
         if proc.returncode != 0:
             tail = "" if not quiet else "\n".join((proc.stdout + proc.stderr).splitlines()[-60:])
             raise RuntimeError(f"the book build failed (exit {proc.returncode}); command: {' '.join(cmd)}\n{tail}")

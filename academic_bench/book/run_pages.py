@@ -79,6 +79,29 @@ def _without_index(table: str) -> str:
     return _INDEX_CELL.sub(r"\1", _INDEX_HEAD.sub(r"\1", table))
 
 
+# A chart as the notebook saved it: the offline renderer's div and script around the chart's spec (its data).
+_SAVED_CHART = re.compile(r'<div id="ab-chart-[^"]*" class="ab-chart"></div>\s*<script type="text/javascript">\s*'
+                          r"\(function \(\) \{\s*var spec = (?P<spec>.*?);\n.*?\}\)\(\);\s*</script>", re.S)
+
+
+def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
+    """The saved charts of an executed notebook drawn by today's renderer, from the same spec and data: it adds
+    the rendering for a phone (``charts.narrow``), which a notebook saved before it could not carry. A run folder's
+    name in a chart's title is given as its hardware (``names``: ``analysis.setup_names``)."""
+    import json
+
+    from .charts import chart_html
+
+    def redraw(m: re.Match) -> str:
+        spec = json.loads(m["spec"])
+        if isinstance(spec.get("title"), str):
+            for key, name in (names or {}).items():
+                spec["title"] = re.sub(rf"\b{re.escape(key)}\b", name, spec["title"])
+        return chart_html(spec)
+
+    return _SAVED_CHART.sub(redraw, body)
+
+
 NotResult = tuple[str, str, float, str]  # model, methods label, step time (s), why it is no result
 
 
@@ -136,11 +159,13 @@ def mark_not_results(table: str, gone: list[NotResult]) -> tuple[str, int]:
     return _ROW.sub(mark, table), marked
 
 
-def decorate(body: str, summary: str, gone: list[NotResult] | None = None) -> str:
+def decorate(body: str, summary: str, gone: list[NotResult] | None = None,
+             names: dict[str, str] | None = None) -> str:
     """A run page's HTML body with the summary after its title; saved tables without pandas' index column and
-    NaN, in scrolling wrappers; rows that show a measurement that is no result today (``gone``) marked, with a
-    note above the notebook saying how many."""
-    body = _NAN_CELL.sub("<td>—</td>", body)
+    NaN, in scrolling wrappers; saved charts drawn again (``redraw_saved_charts``, with the setups' ``names``);
+    rows that show a measurement that is no result today (``gone``) marked, with a note above the notebook saying
+    how many."""
+    body = redraw_saved_charts(_NAN_CELL.sub("<td>—</td>", body), names)
     # The saved tables hold the MFU as the row stores it (rated at the peak of the precision that ran); every
     # other MFU on the page is on the study's one basis, so the saved column says which it is.
     body = _SAVED_MFU.sub(r"\1MFU (as saved: rated at the peak of the precision that ran)\2", body)
@@ -168,8 +193,27 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None) -> st
     return body[:end] + summary + body[end:]
 
 
+def on_doctree(app, doctree) -> None:  # noqa: ANN001 (Sphinx objects)
+    """Sphinx ``doctree-read``: a run page's title names its hardware ('Benchmark run: 1 x H100 80GB SXM'), not
+    the folder the notebook saved in it; read before Sphinx takes the title for the navigation."""
+    from docutils import nodes
+
+    from .. import analysis
+
+    m = RUN_PAGE.match(app.env.docname)
+    title = next(iter(doctree.findall(nodes.title)), None) if m else None
+    if title is None:
+        return
+    name = analysis.setup_names(_frames()[0]).get(m["setup"])
+    if name and m["setup"] in title.astext():
+        title.children = [nodes.Text(title.astext().replace(m["setup"], name))]
+
+
 def on_page(app, pagename, templatename, context, doctree) -> None:  # noqa: ANN001 (Sphinx objects)
     """Sphinx ``html-page-context``: decorate each run page."""
     m = RUN_PAGE.match(pagename)
     if m and "body" in context:
-        context["body"] = decorate(context["body"], setup_summary_html(m["setup"]), not_results(m["setup"]))
+        from .. import analysis
+
+        context["body"] = decorate(context["body"], setup_summary_html(m["setup"]), not_results(m["setup"]),
+                                   analysis.setup_names(_frames()[0]))

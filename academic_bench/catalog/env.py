@@ -57,6 +57,27 @@ def package_version() -> str | None:
     return match.group(1) if match else None
 
 
+def repository_url(root: Path = REPO_ROOT) -> str | None:
+    """Where this repository is published: ``[project.urls] Repository`` of ``pyproject.toml``, the one place it
+    is set (the installed package's metadata where there is no checkout); None while none is set."""
+    try:
+        text = (root / "pyproject.toml").read_text()
+    except OSError:
+        try:
+            urls = importlib.metadata.metadata("academic-bench").get_all("Project-URL") or []
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        found = dict(u.split(", ", 1) for u in urls if ", " in u)
+        return found.get("Repository") or None
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        match = re.search(r'^\[project\.urls\][^\[]*?^Repository\s*=\s*"([^"]+)"', text, re.M | re.S)
+        return match.group(1) if match else None
+    url = tomllib.loads(text).get("project", {}).get("urls", {}).get("Repository")
+    return url or None
+
+
 def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
     try:
         out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=20)

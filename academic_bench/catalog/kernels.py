@@ -38,3 +38,21 @@ _PATTERNS = [(k, re.compile(p, re.IGNORECASE)) for k, p in KINDS]
 def kind_of(name: str) -> str:
     """The kind of work a kernel or operator does, from its name (``KINDS``)."""
     return next(k for k, p in _PATTERNS if p.search(name))
+
+
+def kernel_label(name: str) -> str:
+    """A kernel's name as a reader needs it: the function, without its return type, template arguments or
+    parameters ('void selective_scan_bwd_kernel<Traits<128, 16, true>, float>(Params)' ->
+    'selective_scan_bwd_kernel'). A cut inside the arguments would leave a dangling ', ' list."""
+    out, depth = [], 0
+    for ch in name.strip():
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif ch == "(" and depth == 0:
+            break
+        elif depth == 0:
+            out.append(ch)
+    label = "".join(out).strip()
+    return label.split(" ")[-1] if " " in label else label

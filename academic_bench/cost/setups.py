@@ -11,6 +11,7 @@ import math
 
 import pandas as pd
 
+from ..analysis.facts import setup_label  # noqa: F401 (how a setup is named, here and in every table)
 from .model import Assumptions, Cost, check_non_negative, cost_of
 
 # --- the paper's days --------------------------------------------------------------------
@@ -43,11 +44,6 @@ def paper_days(plausible_only: bool = False) -> pd.DataFrame:
     return df[[*DAYS_COLUMNS, "mfu"]].rename(columns={"mfu": "implied_mfu"}).reset_index(drop=True)
 
 
-def setup_label(gpu: str, n_gpus: int) -> str:
-    """'4 x H100 80GB SXM': how tables and charts name a setup."""
-    from ..analysis import gpu_label
-
-    return f"{int(n_gpus)} x {gpu_label(gpu)}"
 
 
 # --- setups, budget questions, Pareto fronts -------------------------------------------------------------

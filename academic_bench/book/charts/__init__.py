@@ -4,6 +4,7 @@ HTML tables. Every public name of the submodules is importable from here (``from
 | module | holds |
 | --- | --- |
 | ``render`` | the offline renderer (``enable_offline``, ``vendor_bundle``) and the configuration every chart shares |
+| ``narrow`` | each chart's rendering for a phone (``with_narrow``, ``narrow_spec``), drawn where the wide one does not fit |
 | ``common`` | colours, one marker and colour per GPU, the catalog's model order, the empty chart |
 | ``figures`` | the book's figures, chapter by chapter |
 | ``concept`` | illustrations that are not measurements (the unsynchronised clock) |
@@ -19,6 +20,7 @@ from .labels import (OPTIMISED, clock_ratio_summary, dense16_peak, on_dense16, o
                      unoptimised, unoptimised_note)
 from .figures import *  # noqa: F401,F403
 from .figures import settings_order  # noqa: F401  (the setting labels in model order)
-from .render import (BOOK_CONFIG, BUNDLE_NAME, CHART_CLASS, RENDERER, enable_offline, vendor_bundle,  # noqa: F401
+from .narrow import NARROW_COLUMN, narrow_spec, with_narrow, wrap_expression  # noqa: F401
+from .render import (BOOK_CONFIG, BUNDLE_NAME, CHART_CLASS, RENDERER, chart_html, enable_offline, vendor_bundle,  # noqa: F401
                      with_book_config)
 from .tables import NO_VALUE, count, glue, grid_html, table  # noqa: F401

@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from .narrow import with_narrow
+
 ILLUSTRATION = "illustration, not a measurement"
 HOST, DEVICE = "CPU: queues the kernels", "GPU: runs them"
 
@@ -41,8 +43,13 @@ def clock_stops(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def clock_illustration(frame: pd.DataFrame | None = None) -> alt.LayerChart:
-    """The host's queueing and the GPU's execution of one step on a time line, with where each clock stops."""
+    """The host's queueing and the GPU's execution of one step on a time line, with where each clock stops (on a
+    phone, the two clocks' labels on lines of their own)."""
     frame = clock_illustration_frame() if frame is None else frame
+    return with_narrow(_clock(frame, False), _clock(frame, True))
+
+
+def _clock(frame: pd.DataFrame, narrow: bool) -> alt.LayerChart:
     stops = clock_stops(frame)
     bars = alt.Chart(frame).mark_bar(height=18, cornerRadius=2).encode(
         x=alt.X("start_ms:Q", title="time within one training step (arbitrary units)"),
@@ -53,11 +60,13 @@ def clock_illustration(frame: pd.DataFrame | None = None) -> alt.LayerChart:
         tooltip=["lane", "kernel"])
     rules = alt.Chart(stops).mark_rule(strokeWidth=2, strokeDash=[5, 3]).encode(
         x="t_ms:Q", color=alt.Color("color:N", scale=None))
+
     def label(row: int, align: str, dx: int) -> alt.Chart:
         return alt.Chart(stops.iloc[[row]]).mark_text(align=align, dx=dx, fontSize=11, baseline="top").encode(
-            x="t_ms:Q", y=alt.value(2), text="clock:N", color=alt.Color("color:N", scale=None))
+            x="t_ms:Q", y=alt.value(2 + 14 * row if narrow else 2), text="clock:N",
+            color=alt.Color("color:N", scale=None))
 
     return alt.layer(bars, rules, label(0, "left", 4), label(1, "right", -4)).properties(
-        width=420, height=110,
+        width=230 if narrow else 420, height=130 if narrow else 110,
         title=alt.Title("Why a clock read without waiting under-counts",
                         subtitle=f"{ILLUSTRATION.capitalize()}: made-up durations, to show the shape of the problem"))

@@ -5,6 +5,7 @@ import altair as alt
 import pandas as pd
 
 from ...analysis import COVERAGE_STATUSES, MFU_IMPLAUSIBLE
+from .narrow import with_narrow
 from .common import SOURCE_COLORS, empty_chart, by_model, gpu_color, gpu_names, gpu_shape, model_order
 
 __all__ = ["availability_heatmap", "share_bars", "days_by_gpus", "mfu_strip", "feasibility_grid", "COVERAGE_COLORS",
@@ -49,22 +50,31 @@ def share_bars(df: pd.DataFrame, category: str, title: str, value: str = "share"
 
 def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") -> alt.Chart:
     """Days (log scale) vs GPU count, one line per model, paper and ours side by side, one panel per GPU (two
-    panels a row, so the chart fits a page's column).
+    panels a row, so the chart fits a page's column; one a row on a phone). Ours are solid lines with filled
+    dots, the paper's dashed lines with open ones, and the legend draws them so.
 
     ``df`` columns: model, gpu (display label), n_gpus, days, source ("paper"/"ours"), and optionally mfu and
     status (what the search behind a point of ours reached, for its tooltip).
     """
     if df.empty:
         return empty_chart("No training times to show yet.")
-    return alt.Chart(df).mark_line(point=True).encode(
+    sources = [s for s in ("ours", "paper") if s in set(df["source"])] + sorted(set(df["source"]) - {"ours", "paper"})
+    base = alt.Chart().encode(
         x=alt.X("n_gpus:O", title="GPUs"),
         y=alt.Y("days:Q", scale=alt.Scale(type="log"), title="days (log scale)"),
         color=alt.Color("model:N", sort=model_order(df["model"])),
-        strokeDash=alt.StrokeDash("source:N", title="source"),
         tooltip=["model", "gpu", "n_gpus", "source", alt.Tooltip("days:Q", format=",.1f"),
                  *([alt.Tooltip("mfu:Q", format=".2f")] if "mfu" in df.columns else []),
-                 *(["status"] if "status" in df.columns else [])],
-    ).properties(width=250, height=160).facet(
+                 *(["status"] if "status" in df.columns else [])])
+    lines = base.mark_line().encode(strokeDash=alt.StrokeDash(
+        "source:N", title="source", sort=sources,
+        scale=alt.Scale(domain=sources, range=[[1, 0], [5, 3], [1, 2]][:len(sources)]),
+        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolSize=400, symbolStrokeColor="#555")))
+    points = base.mark_point(size=36, strokeWidth=1.5).encode(
+        fill=alt.Fill("model:N", sort=model_order(df["model"]), legend=None),
+        fillOpacity=alt.FillOpacity("source:N", sort=sources,
+                                    scale=alt.Scale(domain=sources, range=[1, 0, 0][:len(sources)]), legend=None))
+    return alt.layer(lines, points, data=df).properties(width=250, height=160).facet(
         facet=alt.Facet("gpu:N", title=None, sort=[g for g in gpu_names() if g in set(df["gpu"])]), columns=2,
     ).properties(title=title)
 
@@ -89,16 +99,32 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
     return (points + rule).properties(width=460, height=260, title=title)
 
 
-def feasibility_grid(df: pd.DataFrame, title: str) -> alt.Chart:
-    """Which model x (GPU, count) settings are feasible; ``df``: model, setting, status."""
+def feasibility_grid(df: pd.DataFrame, title: str, row: str | None = None) -> alt.Chart:
+    """Which model x (GPU, count) settings are feasible; ``df``: model, setting, status, and the ``row`` column
+    that splits it into panels (one per table). On a phone the axes swap: a setting a row, a model a column."""
     if df.empty:
         return empty_chart("No settings to show yet.")
-    return alt.Chart(df).mark_rect(stroke="white").encode(
-        x=alt.X("setting:N", sort=None, title=None), y=alt.Y("model:N", sort=model_order(df["model"]), title=None),
-        color=alt.Color("status:N", scale=alt.Scale(
-            domain=["feasible", "infeasible", "not measured"], range=["#59a14f", "#e15759", "#dddddd"])),
-        tooltip=["model", "setting", "status"],
-    ).properties(title=title)
+
+    def grid(narrow: bool) -> alt.Chart:
+        setting = alt.X("setting:N", sort=None, title=None)
+        model = alt.Y("model:N", sort=model_order(df["model"]), title=None)
+        if narrow:
+            setting = alt.Y("setting:N", sort=None, title=None)
+            model = alt.X("model:N", sort=model_order(df["model"]), title=None,
+                          axis=alt.Axis(orient="top", labelAngle=-90))
+        cells = alt.Chart(df).mark_rect(stroke="white").encode(
+            setting, model,
+            color=alt.Color("status:N", scale=alt.Scale(
+                domain=["feasible", "infeasible", "not measured"], range=["#59a14f", "#e15759", "#dddddd"])),
+            tooltip=["model", "setting", "status"],
+        ).properties(width=alt.Step(18 if narrow else 20), height=alt.Step(16 if narrow else 20))
+        if row:
+            cells = cells.facet(row=alt.Row(f"{row}:N", title=None, sort=list(dict.fromkeys(df[row])),
+                                            header=alt.Header(labelOrient="top", labelAnchor="start",
+                                                              labelFontWeight="bold")))
+        return cells.properties(title=title)
+
+    return with_narrow(grid(False), grid(True))
 
 
 COVERAGE_COLORS = alt.Scale(domain=list(COVERAGE_STATUSES),
@@ -160,21 +186,31 @@ SMART_COLORS = alt.Scale(domain=["measured", "skipped", "not run"], range=["#4c7
 
 def search_bars(df: pd.DataFrame, title: str = "Every combination of the exhaustive search, and what smart did") -> alt.Chart:
     """Training days of each measured combination (one panel per setting), coloured by what the smart search
-    did with it; ``df`` is ``analysis.search_combinations`` with a ``setting`` label column."""
+    did with it; ``df`` is ``analysis.search_combinations`` with a ``setting`` label column. On a phone, one row
+    of dots per setting (a dot per combination, its methods in the tooltip) instead of a panel of named bars."""
     if df.empty:
         return empty_chart("No exhaustive search to show yet.")
-    return alt.Chart(df).mark_bar().encode(
+    tooltip = ["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
+               alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"]
+    color = alt.Color("smart:N", scale=SMART_COLORS, title="smart search", legend=alt.Legend(orient="bottom"))
+    wide = alt.Chart(df).mark_bar().encode(
         x=alt.X("days:Q", title="training days"),
         y=alt.Y("methods_label:N", title=None, sort=alt.EncodingSortField("days", order="ascending"),
                 axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("smart:N", scale=SMART_COLORS, title="smart search", legend=alt.Legend(orient="bottom")),
-        tooltip=["methods_label", alt.Tooltip("days:Q", format=",.1f"), "micro_batch",
-                 alt.Tooltip("gpu_minutes:Q", format=",.1f", title="GPU minutes to measure"), "smart"],
+        color=color, tooltip=tooltip,
     ).properties(width=300, height=alt.Step(16)).facet(  # settings above their panels: the page is narrow
         row=alt.Row("setting:N", title=None, sort=settings_order(df),
                     header=alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold",
                                       labelFontSize=12)),
     ).resolve_scale(y="independent").properties(title=title)
+    narrow = alt.Chart(df).mark_point(filled=True, size=70, opacity=0.85).encode(
+        x=alt.X("days:Q", title="training days"),
+        y=alt.Y("setting:N", title=None, sort=settings_order(df)),
+        yOffset=alt.YOffset("smart:N", scale=alt.Scale(domain=SMART_COLORS.domain)),
+        color=color, tooltip=tooltip,
+    ).properties(width=200, height=alt.Step(13), title=alt.Title(
+        title, subtitle="One dot per combination measured (tap it for its methods)"))
+    return with_narrow(wide, narrow)
 
 
 def settings_order(df: pd.DataFrame) -> list[str]:

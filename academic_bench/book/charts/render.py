@@ -7,8 +7,8 @@ emits a plain div plus a script calling ``window.vegaEmbed``; the library itself
 Charts stay interactive (tooltips, bound sliders and menus) with no kernel and no network.
 
 Every chart gets the book's shared configuration (``BOOK_CONFIG``): legends below the plot with labels never
-cut, so a chart's width is its plot's and a page's column holds it. The stylesheet scales a chart's SVG down to
-its column on a narrow screen.
+cut, so a chart's width is its plot's and a page's column holds it. Where the column is narrower than a chart (a
+phone), the chart is drawn again for the phone (``narrow``) instead of being scaled down.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import altair as alt
+
+from .narrow import split_narrow
 
 BUNDLE_NAME = "vega-bundle.js"
 RENDERER = "academic-bench-offline"
@@ -63,31 +65,69 @@ def with_book_config(spec: dict) -> dict:
 
 
 def _html(spec: dict, **_: Any) -> dict[str, str]:
-    """A div and a script that draws ``spec`` with the locally served vega-embed."""
-    blob = json.dumps(with_book_config(spec), sort_keys=True)
+    """The renderer Altair calls: ``chart_html`` as a notebook output."""
+    return {"text/html": chart_html(spec)}
+
+
+def chart_html(spec: dict) -> str:
+    """A div and a script that draws ``spec`` with the locally served vega-embed: the wide rendering where it fits
+    the column, else the narrow one drawn for a phone (``narrow``), switched again when the window is resized.
+    The div's ``data-drawn`` names the rendering once it is drawn (the browser tests wait for it)."""
+    wide, narrow = (with_book_config(s) for s in split_narrow(spec))
+    # The data both renderings share is written once (vega-lite names a dataset by a hash of its rows).
+    shared = wide.get("datasets") or {}
+    narrow["datasets"] = {k: v for k, v in (narrow.get("datasets") or {}).items() if shared.get(k) != v}
+    blob = json.dumps(wide, sort_keys=True)
     div = f"ab-chart-{next(_counter)}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
-    safe = blob.replace("</", "<\\/")  # a "</script>" inside a label must not end the script
+    # A "</script>" inside a label must not end the script.
+    safe_wide, safe_narrow = (b.replace("</", "<\\/") for b in (blob, json.dumps(narrow, sort_keys=True)))
     html = f"""<div id="{div}" class="{CHART_CLASS}"></div>
 <script type="text/javascript">
 (function () {{
-  var spec = {safe};
-  function draw() {{
-    var el = document.getElementById("{div}");
+  var specs = {{wide: {safe_wide}, narrow: {safe_narrow}}};
+  specs.narrow.datasets = Object.assign({{}}, specs.wide.datasets || {{}}, specs.narrow.datasets);
+  var el, shown = null, view = null, wideWidth = null, pending = null;
+  // The wide rendering's own width, once drawn: below it the column cannot hold it.
+  function fits() {{ return wideWidth === null || el.clientWidth + 1 >= wideWidth; }}
+  function draw(layout) {{
+    shown = layout;
+    if (view) {{ view.finalize(); view = null; }}
+    delete el.dataset.drawn;
+    return window.vegaEmbed(el, specs[layout], {{actions: false, renderer: "svg"}}).then(function (result) {{
+      view = result.view;
+      if (layout === "wide") {{
+        var svg = el.querySelector("svg");
+        wideWidth = svg ? parseFloat(svg.getAttribute("width")) : null;
+        if (!fits()) {{ return draw("narrow"); }}
+      }}
+      el.dataset.drawn = layout;
+    }}).catch(function (err) {{
+      el.textContent = "Chart error: " + err;
+      el.dataset.drawn = "error";
+      console.error(err);
+    }});
+  }}
+  function start() {{
+    el = document.getElementById("{div}");
     if (!window.vegaEmbed) {{
       el.textContent = "The chart library is missing: build the book with `make book`.";
       console.error("vegaEmbed is not loaded");
       return;
     }}
-    window.vegaEmbed(el, spec, {{actions: false, renderer: "svg"}}).catch(function (err) {{
-      el.textContent = "Chart error: " + err;
-      console.error(err);
+    draw("wide");
+    window.addEventListener("resize", function () {{
+      clearTimeout(pending);
+      pending = setTimeout(function () {{
+        var want = fits() ? "wide" : "narrow";
+        if (el.dataset.drawn && want !== shown) {{ draw(want); }}
+      }}, 100);
     }});
   }}
-  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}
-  else {{ draw(); }}
+  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", start); }}
+  else {{ start(); }}
 }})();
 </script>"""
-    return {"text/html": html}
+    return html
 
 
 def enable_offline() -> None:

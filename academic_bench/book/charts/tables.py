@@ -15,13 +15,16 @@ _MISSING_TEXT = {"nan", "NaN", "None", "<NA>", "NaT"}
 
 
 def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict[str, str] | None = None,
-          empty: str = "Nothing to show yet.", escape: bool = True, na: str = NO_VALUE, verbatim: bool = False):
+          empty: str = "Nothing to show yet.", escape: bool = True, na: str = NO_VALUE, verbatim: bool = False,
+          stacked: bool = False):
     """A compact HTML table for a page: chosen columns renamed, numbers formatted, no index.
 
     ``columns`` maps column -> heading (order kept); ``formats`` maps column -> format spec (e.g. ",.1f");
     a missing value (NaN, None, or such a value already turned into text) shows as ``na``. The table sits in a
     wrapper that scrolls sideways on a phone-sized screen; on a wide one it fits its column. ``verbatim`` marks
-    text quoted as published (the paper's survey questions), which the browser tests do not correct.
+    text quoted as published (the paper's survey questions), which the browser tests do not correct. ``stacked``:
+    on a phone each row is drawn as a block of "heading: value" lines instead (the stylesheet's ``ab-stack``), so
+    a table the reader must see whole fits the column without scrolling.
     """
     from IPython.display import HTML
 
@@ -38,8 +41,20 @@ def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict
     if escape:  # escaped here, so that long paths, commands and URLs can get break opportunities
         out = out.map(lambda v: _breakable(html.escape(v, quote=False)) if isinstance(v, str) else v)
     classes = "ab-table ab-verbatim" if verbatim else "ab-table"
+    if stacked:
+        return HTML(_stacked(out, classes + " ab-stack"))
     return HTML('<div class="ab-scroll">' + out.to_html(index=False, escape=False, border=0, classes=classes)
                 + "</div>")
+
+
+def _stacked(out: pd.DataFrame, classes: str) -> str:
+    """An HTML table whose cells carry their column's heading (``data-label``), for the phone layout."""
+    heads = [html.escape(str(h)) for h in out.columns]
+    head = "".join(f"<th>{h}</th>" for h in heads)
+    body = "".join("<tr>" + "".join(f'<td data-label="{h}">{v}</td>' for h, v in zip(heads, row)) + "</tr>"
+                   for row in out.itertuples(index=False))
+    return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
 
 
 _LONG_TOKEN = re.compile(r"\S{24,}")

@@ -17,7 +17,9 @@ from .common import DEFAULT_MODEL, select_param
 GRID_LABELS = {"measured": "measured", "predicted": "predicted", "paper": "the paper's", "none": "no answer"}
 GRID_COLORS = alt.Scale(domain=list(GRID_LABELS.values()), range=["#1f77b4", "#9ecae1", "#bdbdbd", "#ffffff"])
 GRID_COLUMNS = ["model", "model_label", "gpu", "gpu_label", "n_gpus", "kind", "days", "days_low", "days_high", "mfu",
-                "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell"]
+                "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell", "days_text",
+                "range_text", "mfu_text", "cloud_text"]
+NO_ANSWER = "none"  # what a tooltip says for a figure a cell without an answer does not have
 
 
 def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
@@ -41,7 +43,13 @@ def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
                    kind=t["kind"].map(GRID_LABELS), basis=t["rests_on"], settings=[settings(r) for r in t.itertuples()],
                    cloud_usd=t["rental_usd"].astype(float),
                    paper_note=[paper_note(d, m) for d, m in zip(t["paper_days"], t["paper_mfu"])],
-                   cell=[f"{d:,.0f}" if pd.notna(d) else "–" for d in t["days"]])
+                   cell=[f"{d:,.0f}" if pd.notna(d) else "–" for d in t["days"]],
+                   # The tooltip's figures as words, so that a cell without an answer says so instead of "null".
+                   days_text=[f"{d:,.1f}" if pd.notna(d) else NO_ANSWER for d in t["days"]],
+                   range_text=[f"{lo:,.1f} to {hi:,.1f}" if pd.notna(lo) and pd.notna(hi) else NO_ANSWER
+                               for lo, hi in zip(t["days_low"], t["days_high"])],
+                   mfu_text=[f"{m:.0%}" if pd.notna(m) else NO_ANSWER for m in t["mfu"]],
+                   cloud_text=[f"${c:,.0f}" if pd.notna(c) else NO_ANSWER for c in t["rental_usd"].astype(float)])
     return out[GRID_COLUMNS].reset_index(drop=True)
 
 
@@ -56,12 +64,9 @@ def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Ch
         y=alt.Y("gpu_label:N", title=None, sort=gpus))
     tooltip = [alt.Tooltip("model_label:N", title="model"), alt.Tooltip("gpu_label:N", title="GPU"),
                alt.Tooltip("n_gpus:O", title="GPUs"), alt.Tooltip("kind:N", title="answer"),
-               alt.Tooltip("days:Q", format=",.1f", title="days"),
-               alt.Tooltip("days_low:Q", format=",.1f", title="range from"),
-               alt.Tooltip("days_high:Q", format=",.1f", title="range to"),
-               alt.Tooltip("mfu:Q", format=".0%", title="MFU"), alt.Tooltip("settings:N", title="settings"),
-               alt.Tooltip("basis:N", title="rests on"),
-               alt.Tooltip("cloud_usd:Q", format="$,.0f", title="cloud rental"),
+               alt.Tooltip("days_text:N", title="days"), alt.Tooltip("range_text:N", title="range"),
+               alt.Tooltip("mfu_text:N", title="MFU"), alt.Tooltip("settings:N", title="settings"),
+               alt.Tooltip("basis:N", title="rests on"), alt.Tooltip("cloud_text:N", title="cloud rental"),
                alt.Tooltip("paper_note:N", title="the paper's Table 1")]
     cells = base.mark_rect(stroke="#777", strokeWidth=0.5).encode(
         color=alt.Color("kind:N", scale=GRID_COLORS, title="days",

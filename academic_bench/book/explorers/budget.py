@@ -8,16 +8,25 @@ import pandas as pd
 
 from ...analysis import MFU_IMPLAUSIBLE, model_label
 from ...cost import DAYS_PER_YEAR, Assumptions, cost_of, fastest_within_budget
-from .common import (DEFAULT_MODEL, SOURCE_KINDS, answer_text, select_param, selected_answer, setup_options, slider_param,
-                     explorer_setups)
+from ..charts.narrow import NARROW_COLUMN, with_narrow
+from .common import (DEFAULT_MODEL, SOURCE_KINDS, answer_text, explorer_setups, select_param, selected_answer,
+                     setup_options, slider_param, wrapped_answer)
+
+NARROW_WIDTH = NARROW_COLUMN - 80  # a phone's plot, beside its axis
 
 
 # --- (1) budget: which setups fit, and the fastest of them -------------------------------------------------
 
 def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
                  budget_usd: float = 40_000) -> alt.VConcatChart:
-    """Purchase cost vs days for one model; a budget slider marks what fits and names the fastest."""
+    """Purchase cost vs days for one model; a budget slider marks what fits and names the fastest. On a phone:
+    a narrower plot and the answer on several lines."""
     df = explorer_setups() if setups is None else setups
+    return with_narrow(_budget(df, model, budget_usd, False), _budget(df, model, budget_usd, True))
+
+
+def _budget(df: pd.DataFrame, model: str, budget_usd: float, narrow: bool) -> alt.VConcatChart:
+    width = NARROW_WIDTH if narrow else 520
     from ...catalog.models import model_rank  # the catalog loads torch: only when a chart is drawn
 
     models = sorted(df["model"].unique(), key=model_rank)
@@ -43,7 +52,7 @@ def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
     rule = alt.Chart(pd.DataFrame({"one": [1]})).transform_calculate(b="budget_usd").mark_rule(
         color="#2ca02c", strokeDash=[5, 4]).encode(x="b:Q")
     # The answer: fitting setups first (fastest, then cheapest), else the cheapest of all.
-    answer = answer_text(df, 520).transform_filter("datum.model == budget_model && datum.kind == budget_days_from"
+    answer = answer_text(df, width, narrow).transform_filter("datum.model == budget_model && datum.kind == budget_days_from"
                                                     " && !datum.implausible").transform_calculate(
         fits="datum.purchase_usd <= budget_usd ? 0 : 1",
         key="datum.purchase_usd <= budget_usd ? datum.days : datum.purchase_usd",
@@ -56,8 +65,8 @@ def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
               "format(datum.purchase_usd, '$,.0f')")
     ring = answer.mark_point(size=320, strokeWidth=2, color="#222").encode(
         x="purchase_usd:Q", y="days:Q", text=alt.Undefined)
-    plot = alt.layer(rule, points, ring).properties(width=520, height=300)
-    return alt.vconcat(answer, plot).add_params(p_model, p_budget, p_kind).properties(title=alt.Title(
+    plot = alt.layer(rule, points, ring).properties(width=width, height=260 if narrow else 300)
+    return alt.vconcat(wrapped_answer(answer) if narrow else answer, plot).add_params(p_model, p_budget, p_kind).properties(title=alt.Title(
         "Which setups fit a budget, and which is fastest",
         subtitle=["Purchase = GPUs + the machine that holds them (paper Appendix H). Hover a point for its setup.",
                   f"Red crosses: days implying an MFU above {MFU_IMPLAUSIBLE:.2f}, too fast to be real; never recommended."]))
@@ -88,9 +97,16 @@ COST_SLIDERS = {  # name: (default, lo, hi, step, label)
 
 def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
                setup: str = "4 x h100-80gb") -> alt.VConcatChart:
-    """Cost of one training run per setup, bought (hardware share + energy) or rented, with price sliders."""
+    """Cost of one training run per setup, bought (hardware share + energy) or rented, with price sliders. On a
+    phone: each setup's name above its bars, shorter names of the implausible setups, the answer on several lines."""
     df = explorer_setups() if setups is None else setups
     df = df.assign(key=df["n_gpus"].astype(str) + " x " + df["gpu"])
+    return with_narrow(_cost(df, model, setup, False), _cost(df, model, setup, True))
+
+
+def _cost(df: pd.DataFrame, model: str, setup: str, narrow: bool) -> alt.VConcatChart:
+    width = NARROW_COLUMN if narrow else 520
+    implausible = ("' (implausible)'" if narrow else f"' (implausible: MFU above {MFU_IMPLAUSIBLE:.2f})'")
     from ...catalog.models import model_rank  # the catalog loads torch: only when a chart is drawn
 
     models = sorted(df["model"].unique(), key=model_rank)
@@ -112,19 +128,26 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
     for k, v in calc.items():
         base = base.transform_calculate(**{k: v})
     # The paper's cells whose days imply an impossible MFU stay visible as the paper's, named as such on the axis.
+    hows = ["owned: hardware share + energy", "rented on demand"]
+    shown = f"datum.implausible ? datum.setup + {implausible} : datum.setup"
+    # On a phone each setup's name is written above its two bars, not beside them, so the bars take the width.
+    y = alt.Y("shown:N", title=None, sort=alt.EncodingSortField("days", op="max", order="descending"),
+              axis=None if narrow else alt.Axis())
+    offset = alt.YOffset("how:N", scale=alt.Scale(domain=(["name"] if narrow else []) + hows))
     bars = base.transform_fold(["owned", "cloud"], as_=["how", "usd"]).transform_calculate(
-        how="datum.how == 'owned' ? 'owned: hardware share + energy' : 'rented on demand'",
-        shown=f"datum.implausible ? datum.setup + ' (implausible: MFU above {MFU_IMPLAUSIBLE:.2f})' : datum.setup",
+        how=f"datum.how == 'owned' ? '{hows[0]}' : '{hows[1]}'", shown=shown,
     ).mark_bar().encode(
-        y=alt.Y("shown:N", title=None, sort=alt.EncodingSortField("days", order="descending")),
-        x=alt.X("usd:Q", title="USD per training run", axis=alt.Axis(format="$,.0f")),
-        yOffset="how:N",
-        color=alt.Color("how:N", title=None, scale=alt.Scale(range=["#1f77b4", "#ff7f0e"])),
+        y=y, x=alt.X("usd:Q", title="USD per training run", axis=alt.Axis(format="$,.0f")), yOffset=offset,
+        color=alt.Color("how:N", title=None, scale=alt.Scale(domain=hows, range=["#1f77b4", "#ff7f0e"])),
         opacity=alt.condition("datum.key == cost_setup", alt.value(1.0), alt.value(0.45)),
         tooltip=["setup:N", "how:N", alt.Tooltip("usd:Q", format="$,.0f"), alt.Tooltip("days:Q", format=",.1f"),
                  "days_source:N", alt.Tooltip("implied_mfu:Q", format=".2f", title="implied MFU")]
-    ).properties(width=520, height=alt.Step(9))
-    answer = answer_text(df, 520)
+    ).properties(width=width, height=alt.Step(13 if narrow else 9))
+    if narrow:
+        names = base.transform_calculate(how="'name'", shown=shown).mark_text(
+            align="left", baseline="middle", fontSize=11).encode(y=y, yOffset=offset, x=alt.value(0), text="shown:N")
+        bars = alt.layer(bars, names)
+    answer = answer_text(df, width, narrow)
     answer = answer.transform_filter("datum.model == cost_model && datum.kind == cost_days_from")
     answer = selected_answer(
         answer, calc, "cost_setup",
@@ -134,10 +157,11 @@ def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
         "(datum.implausible ? '; warning: these days imply an MFU of ' + format(datum.implied_mfu, '.2f') + "
         "', too fast to be real' : '') : "
         "'No days for ' + cost_setup + ' and this model'")
-    return alt.vconcat(answer, bars).add_params(*params).properties(title=alt.Title(
+    return alt.vconcat(wrapped_answer(answer) if narrow else answer, bars).add_params(*params).properties(title=alt.Title(
         "What one training run costs: owning the hardware or renting it",
         subtitle=["Owned: the purchase spread over the hardware's life, plus electricity (board power x PUE).",
-                  "Rented: on-demand price per GPU-hour x GPU-hours (data/cloud_prices.csv)."]))
+                  "Rented: on-demand price per GPU-hour x GPU-hours (data/cloud_prices.csv)."]
+        + ([f"Implausible: the days imply an MFU above {MFU_IMPLAUSIBLE:.2f}."] if narrow else [])))
 
 
 def cost_answer(setups: pd.DataFrame, model: str, kind: str, setup: str, gpu_pct: float = 100,

@@ -58,12 +58,29 @@ def slider_param(name: str, value: float, lo: float, hi: float, step: float, lab
     return alt.param(name=name, value=value, bind=alt.binding_range(min=lo, max=hi, step=step, name=label))
 
 
-def answer_text(data: pd.DataFrame | alt.Chart, width: int) -> alt.Chart:
-    """A one-line text chart; its ``label`` field is computed by the transforms the caller adds."""
+def answer_text(data: pd.DataFrame | alt.Chart, width: int, narrow: bool = False) -> alt.Chart:
+    """A one-line text chart; its ``label`` field is computed by the transforms the caller adds. Narrow (a phone):
+    the line is wrapped onto up to four lines (``wrapped_answer`` after the caller's transforms)."""
+    if narrow:
+        return alt.Chart(data).mark_text(align="left", baseline="top", fontSize=13, fontWeight="bold",
+                                         lineHeight=16, color="#222").encode(
+            x=alt.value(0), y=alt.value(2), text="label:N").properties(
+            width=width, height=ANSWER_LINES * 16 + 4, view=alt.ViewBackground(stroke=None))
     return alt.Chart(data).mark_text(align="left", baseline="middle", fontSize=13, fontWeight="bold",
                                      color="#222").encode(x=alt.value(0), y=alt.value(10), text="label:N"
                                                           ).properties(width=width, height=22,
                                                                        view=alt.ViewBackground(stroke=None))
+
+
+ANSWER_LINES = 4
+NARROW_ANSWER_CHARS = 38  # characters of a 13 px bold line on a phone
+
+
+def wrapped_answer(answer: alt.Chart) -> alt.Chart:
+    """The answer line of a narrow chart broken onto lines at spaces (vega draws a list of strings as lines)."""
+    from ..charts.narrow import wrap_expression
+
+    return answer.transform_calculate(label=wrap_expression("datum.label", NARROW_ANSWER_CHARS))
 
 
 def selected_answer(answer: alt.Chart, calc: dict[str, str], param: str, label: str) -> alt.Chart:

@@ -12,7 +12,8 @@ from ...answer.planner import decoder_flops_terms, peak_flops, plan_decoder
 from ...cost import GPU_COUNTS, setup_label
 from ...catalog.hardware import catalog as gpu_catalog
 from ...catalog.units import SECONDS_PER_DAY
-from .common import answer_text, select_param, selected_answer, setup_options, slider_param
+from ..charts.narrow import NARROW_COLUMN, with_narrow
+from .common import answer_text, select_param, selected_answer, setup_options, slider_param, wrapped_answer
 
 
 # --- (3) planner: days for a decoder of any size, from the MFU we measured ----------------------------------
@@ -48,8 +49,15 @@ def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> 
 
 def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b: float = 3000,
                seq_len: int = 2048, setup: str = "8 x h100-80gb") -> alt.VConcatChart:
-    """Days (with the MFU range) for a custom decoder on every setup with an MFU, from sliders."""
+    """Days (with the MFU range) for a custom decoder on every setup with an MFU, from sliders. On a phone: a
+    narrower plot and the answer on several lines."""
     df = plan_grid() if grid is None else grid
+    return with_narrow(*(_plan(df, params_b, tokens_b, seq_len, setup, narrow) for narrow in (False, True)))
+
+
+def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setup: str,
+          narrow: bool) -> alt.VConcatChart:
+    width = NARROW_COLUMN - 140 if narrow else 520
     options, labels = setup_options(df)
     params = [slider_param("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
                       "Parameters (billions) "),
@@ -74,14 +82,14 @@ def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b
         y=y, x="days:Q", color=color,
         tooltip=["setup:N", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip("days_low:Q", format=",.1f"),
                  alt.Tooltip("days_high:Q", format=",.1f"), alt.Tooltip("mfu:Q", format=".0%"), "mfu_source:N"])
-    answer = _plan_rows(df, answer_text(df.iloc[:0], 520))
+    answer = _plan_rows(df, answer_text(df.iloc[:0], width, narrow))
     answer = selected_answer(
         answer, calc, "plan_setup",
         "datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
         "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
         "format(datum.mfu, '.0%') + ' (' + datum.mfu_source + ')' : 'No answered decoder on ' + plan_setup")
-    plot = alt.layer(bars, dots).properties(width=520, height=alt.Step(16))
-    return alt.vconcat(answer, plot).add_params(*params).properties(title=alt.Title(
+    plot = alt.layer(bars, dots).properties(width=width, height=alt.Step(16))
+    return alt.vconcat(wrapped_answer(answer) if narrow else answer, plot).add_params(*params).properties(title=alt.Title(
         "How long would a decoder of this size take?",
         subtitle=["MFU: the study's answers for the Pythia decoders on the same setup (measured, or predicted from",
                   "a measurement), interpolated between the sizes that bracket it; held at the nearest size outside."]))
