@@ -3,7 +3,7 @@
 Computing them reads every run, profile and held-out check (tens of seconds); a question asked twenty times while
 planning must not wait for that. ``grid`` keeps the answers in a JSON file keyed by the content of what they are
 computed from (the runs' results, skipped configurations and profiles, the decoders' evidence, the package's data
-files) and ``GRID_VERSION`` (raised whenever the way an answer is computed changes):
+files, the catalog models' kept facts) and ``GRID_VERSION`` (raised whenever the way an answer is computed changes):
 
 - the shipped runs' answers are kept in ``notebooks/runs/answers.json``, which ``make book`` writes
   (``write_shipped``) and a test checks is current;
@@ -39,7 +39,7 @@ def content_key(root: str | os.PathLike | None = None) -> str:
     data = Path(__file__).resolve().parent.parent / "data"
     h = hashlib.sha256(f"grid {GRID_VERSION}".encode())
     files = sorted({p for pattern in RUN_FILES for p in runs.glob(pattern) if p.is_file()})
-    for path in [*files, *sorted(data.glob("*.csv"))]:
+    for path in [*files, *sorted(data.glob("*.csv")), *sorted(data.glob("model_facts.json"))]:
         h.update(str(path.relative_to(runs if path.is_relative_to(runs) else data.parent)).encode())
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()[:20]
