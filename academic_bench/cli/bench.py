@@ -219,7 +219,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     if wanted:  # measured again on the kind of GPU that made them
         from ..launch.gpu_in_hand import check_gpu_in_hand
 
-        check_gpu_in_hand(wanted[0], device)
+        check_gpu_in_hand(wanted[0], device, overridable=False)
     try:
         summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
                               device=device, progress=not args.no_progress)
@@ -237,7 +237,10 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     if args.reps < 1:
         raise ValueError(f"--reps must be at least 1, got {args.reps}")
     out = cli_args.check_out(args.out)
-    device = device_for(args.device, args.command)
+    device = device_for(args.device, args.command)  # no GPU, no GPU work
+    from ..launch.gpu_in_hand import check_gpu_in_hand
+
+    check_gpu_in_hand(args.gpu, device, overridable=False)  # a profile filed under another GPU's name
     config, mbs = _profile_target(args, out)
     check_profilable(config)
     # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
