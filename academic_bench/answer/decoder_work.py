@@ -197,12 +197,13 @@ def with_recompute(model: str, seconds: dict) -> dict:
     return {k: v + recompute_s(v * in_blocks.get(k, 0.0)) for k, v in seconds.items()}
 
 
-def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame, methods: Methods = FREE_LUNCH,
+def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
                     host_rates: Mapping[str, float] | None = None) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
-    (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, each GPU at the largest
-    micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work model's step
-    on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
+    (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
+    calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
+    the largest micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work
+    model's step on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
     answer, anywhere else the transfer model scales it from the profiled setup of the same architecture, else of
     the nearest memory size. The methods' other costs are then added on the target (``method_costs``): the
     collectives over the link between the GPUs, offloading's host copies and the host's optimizer step (at
@@ -211,7 +212,6 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame, m
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
-    points = calibration_points(profiles)
     setups = profiled_setups(points)
     if not setups or not_modelled(model) or not methods.free_lunch:
         return None

@@ -183,7 +183,8 @@ def add_model_or_config(p: argparse.ArgumentParser) -> None:
 def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """--tokens, --seq-len and --global-batch: what a decoder from its config.json trains on (its group, for more)."""
     g = p.add_argument_group("a decoder from its config.json")
-    g.add_argument("--tokens", type=positive("--tokens"), default=None, help="training tokens (e.g. 3e11): the days' steps")
+    g.add_argument("--tokens", type=positive("--tokens"), default=None,
+                   help="training tokens (e.g. 3e11): the days' steps")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
