@@ -4,6 +4,8 @@ Runs in-process through ``academic_bench.cli.main`` and once as ``python -m acad
 """
 from __future__ import annotations
 
+import itertools
+
 import json
 import subprocess
 import sys
@@ -65,11 +67,32 @@ def test_estimate_prints_days_memory_micro_batch_and_feasibility(capsys) -> None
     rc, out, err = run(capsys, "estimate", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "8",
                        "--methods", "free-lunch+zero3")
     assert rc == 0, err
-    for text in ("Days:", "the study's answer", "settings:", "rests on:", "100% MFU (lower bound", "weights",
+    for text in ("the study's answer", "  settings  ", "  rests on  ", "  lower bound  ", "weights",
                  "gradients", "optimizer states", "activations", "overhead", "total", "Max micro-batch",
                  "Feasible: yes"):
         assert text in out, text
     assert "assumed" not in out  # no answer at an assumed MFU
+
+
+def test_estimate_cost_and_plan_print_the_answer_in_the_same_words(capsys) -> None:
+    """One printer (``cli.args.answer_lines``): the lines after the head (settings, how to write them, what the
+    answer rests on, its checked error, the paper's days, the lower bound) are the same in each command."""
+    def block(out: str, head: str) -> list[str]:
+        lines = out.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(head))
+        assert lines[start].endswith(a.headline())
+        return list(itertools.takewhile(lambda line: line.startswith("  ") and not line.startswith("  purchase"),
+                                        lines[start + 1:]))
+
+    from academic_bench.answer import answer
+
+    a = answer("pythia-1b", "a100-80gb", 4)
+    estimate = block(run(capsys, "estimate", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4")[1],
+                     "Pythia-1B on 4 x")
+    cost_block = block(run(capsys, "cost", "--model", "pythia-1b", "--gpu", "a100-80gb", "--gpus", "4")[1],
+                       "pythia-1b on 4 x a100-80gb")
+    assert estimate == cost_block and len(estimate) >= 4
+    assert any(a.rests_on in line for line in estimate) and any("lower bound" in line for line in estimate)
 
 
 def test_estimate_json_agrees_with_the_python_api(capsys) -> None:

@@ -97,21 +97,22 @@ def test_on_the_profiled_gpu_the_days_are_the_steps_days_and_elsewhere_the_trans
     prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64)])
     key = _decoder(tmp_path, "d")
     steps = get_model(key).recipe.steps
-    here = dw.predict_decoder(key, "h100-80gb", 1, prof)
+    here = dw.predict_decoder(key, "h100-80gb", 1, dw.calibration_points(prof))
     assert here.source_setup == "h100x1" and here.days == pytest.approx(days_for(steps, here.step_time_s))
     assert here.basis.startswith("work model") and "scaled from" not in here.basis
-    there = dw.predict_decoder(key, "a100-80gb", 4, prof)
+    there = dw.predict_decoder(key, "a100-80gb", 4, dw.calibration_points(prof))
     assert there.source_setup == "h100x1" and there.n_gpus == 4 and "scaled from h100x1" in there.basis
     assert there.days_low <= there.days <= there.days_high and there.mfu <= transfer.MFU_CAP
 
 
 def test_without_a_profile_of_a_catalog_decoder_there_is_no_prediction(tmp_path):
     key = _decoder(tmp_path, "d")
-    assert dw.predict_decoder(key, "h100-80gb", 1, pd.DataFrame(columns=PROFILE_COLUMNS)) is None
+    none = dw.calibration_points(pd.DataFrame(columns=PROFILE_COLUMNS))
+    assert dw.predict_decoder(key, "h100-80gb", 1, none) is None
     # Profiles of other families or other settings calibrate nothing.
     vit = _profile("pythia-160m", 32, 32).assign(model="vit-large")
     naive = _profile("pythia-160m", 32, 32).assign(methods_label="naive")
-    assert dw.predict_decoder(key, "h100-80gb", 1, pd.concat([vit, naive])) is None
+    assert dw.predict_decoder(key, "h100-80gb", 1, dw.calibration_points(pd.concat([vit, naive]))) is None
 
 
 def test_leave_one_out_predicts_each_calibration_decoder_from_the_others(monkeypatch):
@@ -136,10 +137,10 @@ def test_a_decoder_in_another_precision_gets_no_work_model_answer(tmp_path):
     (tmp_path / "fp32" / "config.json").write_text(json.dumps(data))
     key = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64).spec.key
     assert get_model(key).recipe.precision == "fp32"
-    assert dw.predict_decoder(key, "h100-80gb", 1, prof) is None
+    assert dw.predict_decoder(key, "h100-80gb", 1, dw.calibration_points(prof)) is None
     bf16 = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64,
                         precision="bf16").spec.key
-    assert dw.predict_decoder(bf16, "h100-80gb", 1, prof) is not None
+    assert dw.predict_decoder(bf16, "h100-80gb", 1, dw.calibration_points(prof)) is not None
 
 
 def test_the_work_counts_every_weight_matrix_and_the_attention_width(tmp_path):
@@ -177,7 +178,7 @@ def test_a_transferred_range_never_claims_more_than_the_cap(tmp_path):
     prof = pd.concat([_profile("pythia-160m", 32, 32, rates=fast), _profile("pythia-410m", 16, 64, rates=RATES)])
     key = _decoder(tmp_path, "d")
     for gpu, n in (("h100-80gb", 1), ("a100-80gb", 4)):
-        p = dw.predict_decoder(key, gpu, n, prof)
+        p = dw.predict_decoder(key, gpu, n, dw.calibration_points(prof))
         assert p.mfu <= transfer.MFU_CAP * (1 + 1e-9)
         assert p.mfu * p.step_time_s / p.step_low_s <= transfer.MFU_CAP * (1 + 1e-9)
 

@@ -257,3 +257,36 @@ def test_host_memory_need_holds_every_offloaded_state_per_node() -> None:
         assert need(methods, 4) == pytest.approx(need(methods))  # split over a node's ranks, same node total
         assert need(methods, 4, nodes=2) == pytest.approx(need(methods) / 2)
     assert need("free-lunch+zero3+offload") > need("free-lunch+zero2+offload")  # the 16-bit weights too
+
+
+# --- the kept facts --------------------------------------------------------------------------------------
+
+def test_the_shipped_model_facts_are_current_and_equal_a_fresh_computation() -> None:
+    """``academic_bench/data/model_facts.json`` holds what a meta-device build of every catalog model gives today
+    under the installed libraries (``make book`` rewrites it when a model file or the counting changes)."""
+    import json
+
+    from academic_bench.estimate import facts, kept
+
+    assert kept.shipped_is_current(), "run `make book` (or academic_bench.estimate.kept.write_shipped()) and commit"
+    shipped = json.loads(facts.SHIPPED.read_text())["facts"]
+    assert kept.fresh() == shipped
+
+
+def test_an_estimate_of_a_catalog_model_reads_the_kept_facts_without_torch() -> None:
+    """The question asked twenty times while planning: a catalog model's estimate (memory, micro-batch, FLOPs,
+    offloading's host memory, the alternatives that fit) builds no model and never loads torch."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\nfrom academic_bench.cli import main\n"
+            "for model in ('pythia-6.9b', 'vit-large', 'mamba-2.8b', 'convnext-xlarge'):\n"
+            "    assert main(['estimate', '--model', model, '--gpu', 'rtx3090', '--gpus', '2', '--json']) == 0\n"
+            "    assert main(['estimate', '--model', model, '--gpu', 'a100-80gb', '--gpus', '4', '--methods',\n"
+            "                 'free-lunch+ckpt+zero3+offload', '--json']) == 0\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'timm') if m in sys.modules), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1] == "[]"

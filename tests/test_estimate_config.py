@@ -192,3 +192,40 @@ def test_a_config_spec_is_not_in_the_catalog(tmp_path) -> None:
     assert decoder.spec.key not in CATALOG and get_model(decoder.spec.key) is decoder.spec
     with pytest.raises(ConfigError):
         decoder_spec(_write(tmp_path, "vit", VIT), seq_len=SEQ, tokens=TOKENS)
+
+
+def test_a_config_json_asked_again_reads_no_run_and_loads_neither_torch_nor_transformers(tmp_path):
+    """Asked twenty times while planning: the first estimate of a file reads it with transformers and builds it
+    on the meta device; asked again (other tokens, GPUs, methods), the kept shape and facts (the user's cache
+    folder) and the kept work-model calibration (``answer.store.work_model``) answer without torch, transformers or
+    re-reading the runs, and the answer is the same."""
+    import os
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "llama", LLAMA_GQA)
+    code = ("import json, sys\nfrom academic_bench.cli import main\n"
+            "for gpu, n, methods, tokens in ((%r, 1, 'free-lunch', '1e9'), ('a100-80gb', 4,\n"
+            "                                 'free-lunch+zero2+offload', '3e9')):\n"
+            "    assert main(['estimate', '--model', %r, '--tokens', tokens, '--seq-len', '256', '--gpu', gpu,\n"
+            "                 '--gpus', str(n), '--methods', methods, '--json']) == 0\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)") % (GPU, path)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    root = Path(__file__).resolve().parents[1]
+    first, again = (subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                                   timeout=600) for _ in range(2))
+    assert first.returncode == 0 and again.returncode == 0, first.stderr[-2000:] + again.stderr[-2000:]
+    assert len(_documents(first.stdout)) == 2
+    assert first.stderr.strip().splitlines()[-1] == "['torch', 'transformers']"  # the first time: read and built
+    assert again.stderr.strip().splitlines()[-1] == "[]"
+    assert _documents(first.stdout) == _documents(again.stdout)
+
+
+def _documents(text: str) -> list:
+    """The JSON documents printed one after another."""
+    decoder, out, at = json.JSONDecoder(), [], 0
+    while text[at:].strip():
+        at += len(text[at:]) - len(text[at:].lstrip())
+        doc, at = decoder.raw_decode(text, at)
+        out.append(doc)
+    return out

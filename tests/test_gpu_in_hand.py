@@ -51,6 +51,23 @@ def test_another_gpu_than_the_one_in_hand_stops_before_any_work(on_h100, monkeyp
     assert not out.exists()
 
 
+def test_profile_stops_before_profiling_and_offers_no_override(on_h100, monkeypatch, tmp_path, capsys):
+    """A profile is filed under its ``--gpu``'s name and calibrates the work model there: another card's kernels
+    would be read as that GPU's. ``profile`` has no override (its readers could not set such entries aside), so
+    the message does not offer one."""
+    from academic_bench.measure import profile
+
+    monkeypatch.setattr(profile, "profile_step", _no_work)
+    out = tmp_path / "h200x1" / "profiles.jsonl"
+    argv = ["profile", "--model", "pythia-160m", "--gpu", "h200", "--gpus", "1", "--methods", "naive",
+            "--micro-batch", "4", "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--gpu h200" in err and H100 in err and "pass --gpu h100-80gb" in err
+    assert "--allow-gpu-mismatch" not in err
+    assert not out.exists()
+
+
 def test_the_notebook_stops_before_papermill_starts(on_h100, monkeypatch, tmp_path, capsys):
     import papermill
 

@@ -30,7 +30,8 @@ def _profiles() -> pd.DataFrame:
 
 
 def _tokens_per_gpu(key: str, gpu: str, n: int, spec: str):
-    p = dw.predict_decoder(key, gpu, n, _profiles(), parse_methods(spec), host_rates=RATES)
+    points = dw.calibration_points(_profiles())
+    p = dw.predict_decoder(key, gpu, n, points, parse_methods(spec), host_rates=RATES)
     if p is None:
         return None, None
     r = get_model(key).recipe
@@ -39,8 +40,9 @@ def _tokens_per_gpu(key: str, gpu: str, n: int, spec: str):
 
 def test_checkpointing_is_charged_one_more_forward_of_the_blocks(tmp_path):
     key = _decoder(tmp_path, "d")
-    plain = dw.predict_decoder(key, "h100-80gb", 1, _profiles(), FREE_LUNCH)
-    ckpt = dw.predict_decoder(key, "h100-80gb", 1, _profiles(), replace(FREE_LUNCH, checkpointing=True))
+    points = dw.calibration_points(_profiles())
+    plain = dw.predict_decoder(key, "h100-80gb", 1, points, FREE_LUNCH)
+    ckpt = dw.predict_decoder(key, "h100-80gb", 1, points, replace(FREE_LUNCH, checkpointing=True))
     assert ckpt.micro_batch == plain.micro_batch
     # A third of the blocks' work more: less than a third of the step (head, loss, optimizer are not recomputed).
     assert plain.step_time_s * 1.15 < ckpt.step_time_s < plain.step_time_s * (1 + 1 / 3)
@@ -79,8 +81,9 @@ def test_several_gpus_over_pcie_cost_each_gpu_its_all_reduce(tmp_path):
 def test_offloading_charges_its_host_copies_and_the_host_optimizer(tmp_path):
     key = _decoder(tmp_path, "d")
     m = parse_methods("free-lunch+zero2+offload")
-    p = dw.predict_decoder(key, "h100-80gb", 2, _profiles(), m, host_rates=RATES)
-    base = dw.predict_decoder(key, "h100-80gb", 2, _profiles(), parse_methods("free-lunch+zero2"), host_rates=RATES)
+    points = dw.calibration_points(_profiles())
+    p = dw.predict_decoder(key, "h100-80gb", 2, points, m, host_rates=RATES)
+    base = dw.predict_decoder(key, "h100-80gb", 2, points, parse_methods("free-lunch+zero2"), host_rates=RATES)
     params = dw._shape(key)[6]
     host = mc.host_optimizer_s(m, 2, params, RATES) + mc.host_copy_s(m, 2, get_gpu("h100-80gb"), params, 2, p.gas)
     assert p.micro_batch == base.micro_batch and p.step_time_s >= base.step_time_s + 0.99 * host - \

@@ -92,3 +92,4 @@ def test_remeasure_refuses_a_gpu_other_than_the_one_that_made_the_rows(tmp_path,
     assert cli.main(["remeasure", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "h200" in err and "NVIDIA H100 80GB HBM3" in err
+    assert "--allow-gpu-mismatch" not in err  # remeasure offers no override: the message does not name one

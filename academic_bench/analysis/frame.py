@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..catalog.config import run_name
 from ..catalog.methods import Methods
 from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, rejection, set_aside_reason, state_of, status_of,
                        validation_class_of)
@@ -25,7 +26,7 @@ COLUMNS = [
     "peak_flops", "mfu", "peak_memory_gb", "peak_reserved_gb", "predicted_memory_gb", "days", "gpu_days",
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
     "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
-    "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "torch", "started_at", "duration_s",
+    "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "device", "torch", "started_at", "duration_s",
     "mbs_search", "engine", "validation_class",
 ]
 
@@ -63,7 +64,7 @@ def _flat(row: dict, checked: bool = False) -> dict:
         "predicted_step_s": val.get("predicted_step_s"), "validate_rel_error": val.get("rel_error"),
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
-        "gpu_name": env.get("gpu_name"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
+        "gpu_name": env.get("gpu_name"), "device": env.get("device"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
         "engine": engine_revision(row), "validation_class": validation_class_of(row), "status": status,
         # A row set aside stays in the frame, so that coverage and counts say what was set aside and why (never a
         # result); an older row a budget never started was stored as a timeout, but nothing timed out.
@@ -125,10 +126,15 @@ def runs_frame(root: str | Path | None = None) -> pd.DataFrame:
 def setups(df: pd.DataFrame, root: str | Path | None = None) -> pd.DataFrame:
     """Per hardware setup: the GPU it reported, the lines of its results file (``in_file``: every row ever
     appended), how many of them are the latest of their configuration, timing and mode (``rows``: what the tables
-    read), how many of those ran to the end (``ok``), and when it ran."""
+    read), how many of those ran to the end (``ok``), and when it ran. Tiny rows are workshop runs: their models
+    are named as tiny and their machine as the device they ran on (``config.run_name``), never by a GPU's name."""
     cols = ["setup", "gpu_name", "in_file", "rows", "ok", "models", "first", "last"]
     if df.empty:
         return pd.DataFrame(columns=cols)
+    tiny = df["tiny"].astype(bool)
+    machine = [run_name("models", g, n, True, d) for g, n, d in zip(df["gpu"], df["n_gpus"], df["device"])]
+    df = df.assign(model=df["model"].where(~tiny, "tiny " + df["model"].astype(str)),
+                   gpu_name=df["gpu_name"].where(~tiny, machine))
     # The frame holds the latest rows, then each configuration's earlier validations (``results.rows_to_read``).
     latest = df.drop_duplicates(["setup", "config_id", "timing", "mode"], keep="first")
     g = latest.groupby("setup", sort=True)

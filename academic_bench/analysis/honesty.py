@@ -34,7 +34,8 @@ def sync_pairs(df: pd.DataFrame) -> pd.DataFrame:
     """
     if df.empty:
         return pd.DataFrame(columns=SYNC_COLUMNS)
-    ok = df[(df["mode"] == "step") & (df["outcome"] == "ok")]
+    # Tiny rows are workshop runs, not results on the GPU their configuration names (often the CPU's).
+    ok = df[(df["mode"] == "step") & (df["outcome"] == "ok") & ~df["tiny"].astype(bool)]
     keys = ["setup", "config_id", "micro_batch"]  # the same work: an unsynced row at another size pairs with none
     cols = keys + SETTING + ["methods_label", "step_time_s", "days", "mfu", "started_at"]
     synced = ok[ok["timing"] == "synced"][cols].sort_values("started_at").groupby(keys).tail(1)

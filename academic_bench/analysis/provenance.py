@@ -29,6 +29,9 @@ _DATA_ORIGINS = (
     ("academic_bench/data/published_throughput.csv", "collected by hand from public benchmark tables, model cards "
      "and issues: each row with its source and the quoted line that holds its figure; loaded and checked by "
      "`academic_bench.catalog.published` and tests/test_published.py"),
+    ("academic_bench/data/model_facts.json", "computed: every catalog model's parameter counts, counted FLOPs and "
+     "saved activations from a meta-device build (`academic_bench.estimate.kept.write_shipped`, run by `make book`; "
+     "tests/test_estimate.py checks it equals a fresh computation)"),
     ("notebooks/runs/answers.json", "the study's answer per catalog model, GPU and count, computed from the runs "
      "beside it (`academic_bench.answer.store.write_shipped`, run by `make book`; tests/test_answer.py checks it "
      "is current)"),

@@ -25,12 +25,11 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     """The answer for the registered decoder ``key`` (``models.from_config.decoder_spec(...).spec.key``) on
     ``n_gpus`` x ``gpu`` with ``methods`` (free-lunch, and any memory-saving methods on top, each charged by the
     work model: ``decoder_work.predict_decoder``, ``method_costs``)."""
-    from ..analysis import profiles
     from .decoder_work import not_modelled, predict_decoder
     from ..estimate import analytic_days, model_stats
     from ..catalog.models import get_model
     from .by_size import mfu_by_size
-    from .store import checks, grid
+    from .store import checks, grid, work_model
 
     spec = get_model(key)
     bound = float(analytic_days(spec, gpu, n_gpus, mfu=1.0))
@@ -40,7 +39,8 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
                                          f"{spec.recipe.precision}") or (
         None if methods.free_lunch else "the work model's profiles are of the free-lunch settings")
     if why_not_work is None:
-        p = predict_decoder(key, gpu, n_gpus, profiles(None if root is None else str(root)), methods)
+        points, host_rates = work_model(root)  # kept with the answers: the runs are not read again
+        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates)
         if p is not None and p.days is not None:
             return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
                           settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),

@@ -37,7 +37,6 @@ import pandas as pd
 from ..catalog.hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
-from ..catalog.models.from_config import EXPERT_KEYS
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from ..catalog.units import days_for
 
@@ -104,29 +103,17 @@ def not_modelled(model: str) -> str | None:
 @lru_cache(maxsize=None)
 def _shape(key: str) -> tuple:
     """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts)
-    of a decoder's meta build (experts: 0 where it is no mixture of experts)."""
-    import torch.nn as nn
-
+    of a decoder (``estimate.model_stats``: kept for the catalog, else a meta build; experts: 0 where it is no
+    mixture of experts). The MLP width is four times the hidden size where the config states none."""
     from ..estimate import model_stats
-    from ..estimate.stats import meta_model
     from ..catalog.models import get_model
 
     spec = get_model(key)
     layers, hidden = spec.transformer_shape(False)
-    net = meta_model(spec, False)
-    tables = {id(m.weight) for m in net.modules() if isinstance(m, nn.Embedding)}
-    matrices = sum(p.numel() for p in net.parameters() if p.dim() >= 2 and id(p) not in tables)
-    head = net.get_output_embeddings()
-    if head is not None and id(head.weight) in tables:  # a tied head multiplies like an untied one
-        matrices += head.weight.numel()
-    cfg = net.config
-    heads = cfg.num_attention_heads
-    attention = heads * (getattr(cfg, "head_dim", None) or hidden // heads)
-    width = next((v for v in (getattr(cfg, k, None) for k in ("intermediate_size", "n_inner", "ffn_dim")) if v),
-                 4 * hidden)
-    experts = max((getattr(cfg, k, None) or 0) for k in EXPERT_KEYS)
+    st = model_stats(key)
     r = spec.recipe
-    return matrices, layers, attention, hidden, width, r.vocab_size, model_stats(key).params, r.seq_len, experts
+    return (st.matrix_params, layers, st.attention_width, hidden, st.mlp_width or 4 * hidden, r.vocab_size,
+            st.params, r.seq_len, st.experts)
 
 
 def work(model: str, micro_batch: int, gas: int) -> Work:
@@ -210,12 +197,13 @@ def with_recompute(model: str, seconds: dict) -> dict:
     return {k: v + recompute_s(v * in_blocks.get(k, 0.0)) for k, v in seconds.items()}
 
 
-def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame, methods: Methods = FREE_LUNCH,
+def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
                     host_rates: Mapping[str, float] | None = None) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
-    (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, each GPU at the largest
-    micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work model's step
-    on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
+    (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
+    calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
+    the largest micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work
+    model's step on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
     answer, anywhere else the transfer model scales it from the profiled setup of the same architecture, else of
     the nearest memory size. The methods' other costs are then added on the target (``method_costs``): the
     collectives over the link between the GPUs, offloading's host copies and the host's optimizer step (at
@@ -224,7 +212,6 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, profiles: pd.DataFrame, m
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
-    points = calibration_points(profiles)
     setups = profiled_setups(points)
     if not setups or not_modelled(model) or not methods.free_lunch:
         return None

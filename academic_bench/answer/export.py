@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import frame_from_rows, validation_state
-from ..catalog.config import Config
-from ..results import ResultStore, fastest_row, load_runs, rejection, rows_to_read, status_of
+from ..catalog.config import Config, run_name
+from ..results import ResultStore, fastest_row, load_runs, rejection, rows_to_read, run_label, status_of
 
 EXPORT_FILES = ("training_args.json", "accelerate.yaml", "deepspeed.json", "fsdp.json", "recipe.json")
 
@@ -57,9 +57,10 @@ def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = F
     ok = [r for r in usable if setting(r) == want]
     if not ok:
         have = sorted({setting(r) for r in usable})
-        choices = "; ".join(f"{m} on {n} x {g}" + (" (tiny)" if t else "") for m, g, n, t in have) or "none"
-        raise ValueError(f"no ok, synchronized result for {model} on {n_gpus} x {gpu}"
-                         f"{' (tiny)' if tiny else ''}; settings with results: {choices}")
+        choices = "; ".join(run_name(m, g, n, t) + (f" (--tiny --gpu {g} --gpus {n})" if t else "")
+                            for m, g, n, t in have) or "none"
+        raise ValueError(f"no ok, synchronized result for {run_name(model, gpu, n_gpus, tiny)}; settings with "
+                         f"results: {choices}")
     return fastest_row(ok)
 
 
@@ -125,7 +126,7 @@ def accelerate_yaml(config: Config, row: dict) -> dict:
     doc: dict[str, Any] = {
         "compute_environment": "LOCAL_MACHINE", "debug": False, "num_processes": config.n_gpus,
         "num_machines": config.nodes, "machine_rank": 0, "rdzv_backend": "static", "same_network": True,
-        "main_training_function": "main", "use_cpu": False, "downcast_bf16": "no", "gpu_ids": "all",
+        "main_training_function": "main", "use_cpu": _ran_on_cpu(row), "downcast_bf16": "no", "gpu_ids": "all",
         "distributed_type": "NO" if config.n_gpus == 1 and m.sharding == "none" else "MULTI_GPU",
     }
     if m.uses_deepspeed:
@@ -146,11 +147,20 @@ def accelerate_yaml(config: Config, row: dict) -> dict:
     return doc
 
 
+def _ran_on_cpu(row: dict) -> bool:
+    """A tiny (workshop) row the launcher recorded as run on the CPU: its export trains on the CPU too."""
+    return bool((row.get("config") or {}).get("tiny")) and (row.get("env") or {}).get("device") == "cpu"
+
+
 def measured_provenance(row: dict, results: str) -> dict:
-    """Where exported settings come from when a measured row has them."""
-    return {"measured": {"results": results, "config_id": row["config_id"], "setup": row["setup"],
-                         "step_time_s": row["step_time_s"], "step_time_spread": row["step_time_spread"],
-                         "days": row["days"], "mfu": row["mfu"], "env": row["env"]}}
+    """Where exported settings come from when a measured row has them, the run named as every output names it
+    (``results.run_label``). A tiny row is a workshop run: its days are the tiny recipe's and its MFU is rated at
+    a GPU it need not have used, so neither is written (as ``bench`` prints none)."""
+    tiny = bool(row["config"].get("tiny"))
+    return {"measured": {"run": run_label(row), "results": results, "config_id": row["config_id"],
+                         "setup": row["setup"], "step_time_s": row["step_time_s"],
+                         "step_time_spread": row["step_time_spread"],
+                         **({} if tiny else {"days": row["days"], "mfu": row["mfu"]}), "env": row["env"]}}
 
 
 def recipe_json(config: Config, row: dict, provenance: dict) -> dict:
@@ -166,7 +176,9 @@ def recipe_json(config: Config, row: dict, provenance: dict) -> dict:
     if row.get("ran", {}) and row["ran"].get("compiled"):
         notes.append("The benchmark compiled each repeated block (torch.compile per block); torch_compile=True "
                      "compiles the whole model instead.")
-    return {"model": config.model, "gpu": config.gpu, "n_gpus": config.n_gpus, "nodes": config.nodes,
+    # A tiny row is named where it ran (``results.run_label``), never by the GPU its configuration names.
+    return {"run": run_label(row) if "config" in row else config.name(), "model": config.model,
+            "gpu": None if config.tiny else config.gpu, "n_gpus": config.n_gpus, "nodes": config.nodes,
             "tiny": config.tiny, "methods": config.methods.to_dict(), "methods_label": config.methods.label(),
             "global_batch": r.global_batch, "micro_batch": row["micro_batch"], "gas": row["gas"],
             "steps": r.steps, "precision": r.precision, "seq_len": r.seq_len, "image_size": r.image_size,

@@ -164,15 +164,15 @@ def host_optimizer_s(m: Methods, n_gpus: int, params: float, rates: Mapping[str,
     return params / n_gpus * rates[engine(m)]
 
 
-@lru_cache(maxsize=1)
-def measured_host_rates() -> dict[str, float]:
+@lru_cache(maxsize=4)
+def measured_host_rates(root: str | None = None) -> dict[str, float]:
     """Seconds per parameter of the host's optimizer step, per library (``ENGINES``): the median over the
     study's counted offloaded Pythia rows of the optimizer phase x GPUs / parameters. The optimizer phase also
     holds the copy of the updated weights back to the GPU, which is small beside the host's arithmetic."""
     from ..analysis import counted, runs_frame
     from ..estimate import model_stats
 
-    rows = counted.results(runs_frame())
+    rows = counted.results(runs_frame(root))
     rows = rows[rows["offload"].astype(bool) & rows["model"].str.startswith("pythia")
                 & rows["optimizer_median_s"].notna()]
     if rows.empty:

@@ -3,7 +3,7 @@
 Computing them reads every run, profile and held-out check (tens of seconds); a question asked twenty times while
 planning must not wait for that. ``grid`` keeps the answers in a JSON file keyed by the content of what they are
 computed from (the runs' results, skipped configurations and profiles, the decoders' evidence, the package's data
-files) and ``GRID_VERSION`` (raised whenever the way an answer is computed changes):
+files, the catalog models' kept facts) and ``GRID_VERSION`` (raised whenever the way an answer is computed changes):
 
 - the shipped runs' answers are kept in ``notebooks/runs/answers.json``, which ``make book`` writes
   (``write_shipped``) and a test checks is current;
@@ -20,9 +20,11 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from ..catalog.env import cache_dir
+from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 1
+GRID_VERSION = 2  # 2: the work model's calibration and the host's optimizer rates kept beside the answers
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*")
 
@@ -42,15 +44,11 @@ def content_key(root: str | os.PathLike | None = None) -> str:
     for path in [*files, *sorted(data.glob("*.csv"))]:
         h.update(str(path.relative_to(runs if path.is_relative_to(runs) else data.parent)).encode())
         h.update(hashlib.sha256(path.read_bytes()).digest())
+    h.update(shipped_digest().encode())  # the models' kept facts (the memory model's inputs), not their key
     return h.hexdigest()[:20]
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "academic-bench"
-
-
-Kept = tuple[tuple[Answer, ...], dict]  # the answers, and the held-out checks' errors in words
+Kept = tuple[tuple[Answer, ...], dict, dict]  # the answers, the held-out checks' errors in words, ``calibration``
 
 
 def _read(path: Path, key: str) -> Kept | None:
@@ -60,7 +58,25 @@ def _read(path: Path, key: str) -> Kept | None:
         return None
     if doc.get("key") != key:
         return None
-    return tuple(Answer.from_dict(a) for a in doc["answers"]), dict(doc["checks"])
+    return tuple(Answer.from_dict(a) for a in doc["answers"]), dict(doc["checks"]), dict(doc["work_model"])
+
+
+def calibration(root: str | None = None) -> dict:
+    """What the work model (``decoder_work``) takes from the runs, as kept: its calibration points (seconds per
+    unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates of the
+    offloaded runs (``method_costs.measured_host_rates``; None where no counted offloaded run gives them)."""
+    from ..analysis import profiles
+    from .decoder_work import calibration_points
+    from .method_costs import measured_host_rates
+
+    points = calibration_points(profiles(root))
+    try:
+        rates = measured_host_rates(root)
+    except ValueError:
+        rates = None
+    # Plain numbers (numpy's own scalars have no JSON form), every digit kept.
+    records = [{k: v.item() if hasattr(v, "item") else v for k, v in r.items()} for r in points.to_dict("records")]
+    return {"points": records, "columns": list(points.columns), "host_rates": rates}
 
 
 def _compute(runs: Path) -> Kept:
@@ -68,15 +84,15 @@ def _compute(runs: Path) -> Kept:
 
     c = held_out_checks(str(runs))
     checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs)}
-    return tuple(compute_grid(root=str(runs), checks=c)), checks
+    return tuple(compute_grid(root=str(runs), checks=c)), checks, calibration(str(runs))
 
 
 def _write(path: Path, key: str, kept: Kept) -> None:
-    answers, checks = kept
+    answers, checks, work = kept
     doc = {"key": key, "grid_version": GRID_VERSION,
            "note": "The study's answer per catalog model, GPU and count (academic_bench.answer); written by "
                    "`make book` from the runs beside it. Do not edit: a changed run changes the key.",
-           "checks": checks, "answers": [a.to_dict() for a in answers]}
+           "checks": checks, "work_model": work, "answers": [a.to_dict() for a in answers]}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     tmp.replace(path)
@@ -86,7 +102,7 @@ def _write(path: Path, key: str, kept: Kept) -> None:
 def _grid(runs: Path, key: str) -> Kept:
     found = _read(runs / SHIPPED_NAME, key)
     if found is None:
-        cached = _cache_dir() / f"answers-{key}.json"
+        cached = cache_dir() / f"answers-{key}.json"
         found = _read(cached, key)
         if found is None:
             found = _compute(runs)
@@ -111,6 +127,14 @@ def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
 def checks(root: str | os.PathLike | None = None) -> dict:
     """The error the study's held-out checks observed, in words: ``other_gpu``, ``other_count``, ``work_model``."""
     return _kept(root)[1]
+
+
+def work_model(root: str | os.PathLike | None = None):
+    """The work model's kept calibration: (its points as a frame, the host's optimizer rates or None)."""
+    import pandas as pd
+
+    work = _kept(root)[2]
+    return pd.DataFrame(work["points"], columns=work["columns"]), work["host_rates"]
 
 
 def write_shipped(root: str | os.PathLike | None = None) -> Path:

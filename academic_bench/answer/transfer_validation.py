@@ -226,11 +226,11 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     import json
 
     from ..analysis import profiles, runs_root
-    from .decoder_work import predict_decoder
+    from .decoder_work import calibration_points, predict_decoder
     from ..results import ResultStore, status_of
 
     out = []
-    prof = profiles(root)
+    points = calibration_points(profiles(root))
     for path in sorted(runs_root(root).glob("*/evidence/decoders/results.jsonl")):
         for row in ResultStore(path).rows():
             name = row["config"]["model"].split("@")[0]
@@ -242,7 +242,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                 continue  # an estimate for another setting says nothing about this row
             a = e["architecture"]
             key = _decoder_key(estimate.with_name("config.json"), a)
-            now = predict_decoder(key, e["gpu"], e["n_gpus"], prof) if key else None
+            now = predict_decoder(key, e["gpu"], e["n_gpus"], points) if key else None
             made_by = str(e["mfu"].get("source", ""))
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],

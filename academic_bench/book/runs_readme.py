@@ -15,8 +15,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..search.params import (ENV_SOFTWARE, NOTEBOOK_FILE, README_FILE, RESULTS_FILE, check_parameters, command_for,
                                notebook_parameters, setup_parameters, template_parameters)
 from ..catalog.hardware import get_gpu
-from ..results import DEFAULT_RUNS, SET_ASIDE, load_planned, read_lines, skip_is_latest, skip_key
+from ..results import DEFAULT_RUNS, SET_ASIDE, load_planned, read_lines, run_label, skip_is_latest, skip_key
 from .runs_report import (NOT_VALIDATED, every_row, failure_groups, kind, kind_of, label_list, run_rows, short_reason,
+                          shown_model,
                           skips_of, unvalidated_reasons, with_states)
 
 _CITED = (re.compile(r"than for (?P<label>.+?), (?P<time>measured at (?P<s>[0-9.e+-]+) s/step)"),
@@ -122,7 +123,11 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     gpus = "/".join(sorted({str(r["config"]["n_gpus"]) for r in rows})) or "?"
     keys = ", ".join(sorted({r["config"]["gpu"] for r in rows}))
     env = lambda k: _values(rows, k)  # noqa: E731
-    if env("gpu_name") == "not installed":
+    tiny_only = bool(rows) and all(r["config"].get("tiny") for r in rows)
+    if tiny_only:  # workshop runs: named where they ran (``results.run_label``), never by a GPU's name
+        machine = where = "; ".join(sorted({run_label({**r, "config": {**r["config"], "model": "models"}})
+                                            for r in rows}))
+    elif env("gpu_name") == "not installed":
         machine = "no GPU"
         where = f"no GPU: ran on the CPU (configurations named for {gpus} x {keys})"
     else:
@@ -134,7 +139,8 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     when = f"{dates[0][:10]} to {dates[-1][:10]}" if dates and dates[0][:10] != dates[-1][:10] else \
         (dates[0][:10] if dates else "unknown")
     lines = [f"## {setup}", "",
-             f"- **Machine:** {where}" + (" — tiny models (a test or workshop run, not results)" if tiny else ""),
+             f"- **Machine:** {where}" + (" — tiny models (a test or workshop run, not results)"
+                                          if tiny and not tiny_only else ""),
              "- **Software:** " + ", ".join(f"{k.replace('_', '-')} {env(k)}" for k in ENV_SOFTWARE)
              + f"; academic-bench {env('package_version')}"
              + (f"; git commit {env('git_commit')}" if env("git_commit") not in ("not installed", "unknown")
@@ -153,7 +159,7 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
 
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r, st in stated:
-        counts[(r["config"]["model"], kind(r))][st] += 1
+        counts[(shown_model(r), kind(r))][st] += 1
     outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped",
                             SET_ASIDE, NOT_VALIDATED) if any(c[o] for c in counts.values())]
     lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "

@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Sequence
 from ..search.params import RESULTS_FILE
 from ..search.notebook import BenchmarkRun
 from ..results import (ResultStore, engine_revision, is_settled, latest_rows, latest_skips, read_lines, rows_to_read,
-                      set_aside_reason, state_of, status_of, validation_class_of)
+                      run_label, set_aside_reason, state_of, status_of, validation_class_of)
 
 # --- what the notebook shows ------------------------------------------------------------------------------------
 
@@ -99,6 +99,12 @@ def kind_of(search: str, timing: str, mode: str) -> str:
     return search + (f" ({', '.join(extra)})" if extra else "")
 
 
+def shown_model(row: dict) -> str:
+    """The model as the tables name a row's: its key, or for a tiny variant the workshop run it is, on the device it
+    ran on (``results.run_label``, as ``bench`` prints it), never under the name of the GPU its config names."""
+    return run_label(row) if row["config"].get("tiny") else row["config"]["model"]
+
+
 def kind(row: dict) -> str:
     """The search, plus the timing and mode when they are not the usual ones: 'naive (unsynced)'."""
     return kind_of(row["search"], row["timing"], row["mode"])
@@ -116,7 +122,8 @@ def summary_table(run: BenchmarkRun | str | Path):
     from ..analysis import MFU_DIGITS, shown_mfu
 
     stated = _states(run)
-    df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated])
+    df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated],
+                                               model=[shown_model(r) for r, _ in stated])
     df = df.assign(mfu_shown=shown_mfu(df))  # the study's one basis and rounding (the dense 16-bit peak)
     cols = ["model", "search", "configurations", "outcomes", "best methods", "micro-batch x GAS", "step s", "days",
             "MFU", "peak GB"]
@@ -131,8 +138,9 @@ def summary_table(run: BenchmarkRun | str | Path):
         if len(ok):
             b = ok.iloc[0]
             row.update({"best methods": b["methods_label"], "micro-batch x GAS": f"{b['micro_batch']} x {b['gas']}",
-                        "step s": b["step_time_s"], "days": b["days"], "MFU": b["mfu_shown"],
-                        "peak GB": b["peak_memory_gb"]})
+                        "step s": b["step_time_s"], "peak GB": b["peak_memory_gb"]})
+            if not b["tiny"]:  # a tiny run's days and MFU would read as a GPU's (bench prints its step only)
+                row.update({"days": b["days"], "MFU": b["mfu_shown"]})
         out.append(row)
     return pd.DataFrame(out, columns=cols).round({"step s": 4, "days": 3, "MFU": MFU_DIGITS, "peak GB": 2})
 
@@ -163,9 +171,9 @@ def failure_groups(rows: Sequence[dict], width: int = 160,
     for r in rows:
         status = status_of(r)
         if id(r) in unvalidated:
-            key = (r["config"]["model"], kind(r), NOT_VALIDATED, short_reason(unvalidated[id(r)], width))
+            key = (shown_model(r), kind(r), NOT_VALIDATED, short_reason(unvalidated[id(r)], width))
         elif status != "measured":
-            key = (r["config"]["model"], kind(r), state_of(r, status), _reason_key(r, width))
+            key = (shown_model(r), kind(r), state_of(r, status), _reason_key(r, width))
         else:
             continue
         groups[key].append(Methods.from_dict(r["config"]["methods"]).label())
@@ -217,9 +225,13 @@ def days_chart(run: BenchmarkRun | str | Path):
 
     stated = _states(run)
     df = _frame([r for r, _ in stated]).assign(state=[st for _, st in stated])
-    ok = df[(df["state"] == "ok") & (df["timing"] == "synced") & (df["mode"] == "step") & df["days"].notna()]
+    # Tiny rows are workshop runs: their days are the tiny recipe's, no training days of a model on a GPU.
+    ok = df[(df["state"] == "ok") & (df["timing"] == "synced") & (df["mode"] == "step") & df["days"].notna()
+            & ~df["tiny"].astype(bool)]
     if ok.empty:
-        chart = alt.Chart(alt.Data(values=[{"t": "No configuration ran ok, so there are no days to draw."}])
+        none = ("Tiny models only: workshop runs, which have no training days to draw." if df["tiny"].any() else
+                "No configuration ran ok, so there are no days to draw.")
+        chart = alt.Chart(alt.Data(values=[{"t": none}])
                           ).mark_text(size=13).encode(text="t:N").properties(width=420, height=40)
     else:
         best = ok.sort_values("days").groupby(["model", "search"], sort=True).head(1)
@@ -233,7 +245,7 @@ def days_chart(run: BenchmarkRun | str | Path):
         labels = base.mark_text(align="left", dx=9, fontSize=10).encode(text=alt.Text("days:Q", format=",.3g"))
         chart = (points + labels).properties(
             width=460, title=f"Fastest configuration per model and search ({_setup_of(df)}"
-                             + (", tiny models: not results)" if df["tiny"].any() else ")"))
+                             + (", tiny models left out: workshop runs)" if df["tiny"].any() else ")"))
     try:
         import vl_convert
     except ImportError:
@@ -251,5 +263,5 @@ def _setup_of(df) -> str:
 
 
 __all__ = ["NOT_VALIDATED", "days_chart", "every_row", "failure_groups", "failures_table", "honesty_tables", "kind",
-           "kind_of", "label_list", "run_rows", "show", "short_reason", "skips_of", "summary_table",
+           "kind_of", "label_list", "run_rows", "show", "short_reason", "shown_model", "skips_of", "summary_table",
            "unvalidated_reasons", "with_states"]

@@ -15,8 +15,8 @@ def run_name(model: str, gpu: str, n_gpus: int, tiny: bool = False, device: str 
     would read as that GPU's result: 'tiny pythia-160m on the CPU (a workshop run, not a GPU result)'."""
     if not tiny:
         return f"{model} on {n_gpus} x {gpu}"
-    where = {"cpu": "the CPU", "cuda": f"{n_gpus} GPU(s)"}.get(device or "", "this machine")
-    return f"tiny {model} on {where} (a workshop run, not a GPU result)"
+    where = {"cpu": " on the CPU", "cuda": f" on {n_gpus} GPU(s)"}.get(device or "", "")  # unrecorded: not said
+    return f"tiny {model}{where} (a workshop run, not a GPU result)"
 
 
 @dataclass(frozen=True)

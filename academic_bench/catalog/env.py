@@ -29,6 +29,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 GPU_MISMATCH_ENV = "ACADEMIC_BENCH_ALLOW_GPU_MISMATCH"
 
 
+def cache_dir() -> Path:
+    """The user's cache folder for what the package computes once and keeps (``$XDG_CACHE_HOME/academic-bench``,
+    else ``~/.cache/academic-bench``): answers for other runs, facts of decoders read from config.json files."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "academic-bench"
+
+
 def library_version(module: str, distribution: str) -> str | None:
     """The installed version of a library, or None when its module cannot be found."""
     try:

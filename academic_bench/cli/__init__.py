@@ -87,10 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_space)
 
     # loaded when a parser is built, not on import
-    from . import bench, cost, estimate, export, notebook, run_check
+    from . import bench, cost, estimate, export, notebook, profile, run_check
 
-    # cost/plan, estimate, bench/sweep/remeasure/profile, export, notebook/runs-readme, check-run
-    for module in (cost, estimate, bench, export, notebook, run_check):
+    # cost/plan, estimate, bench/sweep/remeasure, profile, export, notebook/runs-readme, check-run
+    for module in (cost, estimate, bench, profile, export, notebook, run_check):
         module.register(sub)
     for command in sub.choices.values():  # "--tokens -3e11" is a value its check refuses, not a missing one
         cli_args.read_negative_numbers(command)

@@ -8,11 +8,15 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..catalog.hardware import catalog as gpu_catalog
 from ..catalog.models import CATALOG
+from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH
 from ..results import jsonl_problem
+
+if TYPE_CHECKING:
+    from ..answer import Answer
 
 EXIT_FAILED = 1  # the work ran and produced no result (every configuration failed), or a notebook's cell raised
 EXIT_USAGE = 2  # bad input: a message naming the valid choices, before any work
@@ -59,6 +63,27 @@ def check_out(path: str | Path, folder: bool = False) -> Path:
 def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
     """Print JSON for scripts (--json) or text for people."""
     print(json.dumps(data, indent=2, default=str) if args.json else text())
+
+
+def answer_lines(a: "Answer", head: str) -> list[str]:
+    """The study's answer as every command prints it (``estimate``, ``cost``, ``plan``): ``head``, the days and
+    their range; the settings, the ``--methods`` that name them and the command that writes them; what the answer
+    rests on and the error its kind showed in the study's held-out checks; the paper's days where the answer is
+    not the paper's; the lower bound at 100% of the dense peak."""
+    lines = [f"{head}: {a.headline()}"]
+    if a.settings:
+        lines.append(f"  settings      {a.settings.words()} (--methods {a.settings.methods})")
+        if a.settings.export_command:
+            lines.append(f"  write them    {a.settings.export_command}")
+    lines.append(f"  rests on      {a.rests_on}")
+    if a.stated_error:
+        lines.append(f"  checked       {a.stated_error}")
+    if a.paper_days is not None and a.kind != "paper":
+        lines.append(f"  the paper     {a.paper_days:g} days in its Table 1 (implied MFU {a.paper_mfu:.0%}; "
+                     "timed without synchronising the GPU)")
+    if a.bound_days is not None:
+        lines.append(f"  lower bound   {a.bound_days:,.1f} days at 100% of the dense peak (no real run is faster)")
+    return lines
 
 
 def table(rows: list[dict], cols: list[str]) -> str:
@@ -140,3 +165,47 @@ def positive(name: str) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+# --- a run's setup and model, for the commands that measure -------------------------------------------------
+
+def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
+    """A hardware label like 'h100x1' (the folder name under notebooks/runs)."""
+    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "")
+
+
+def add_model_or_config(p: argparse.ArgumentParser) -> None:
+    """--model: a catalog model or a decoder's config.json (with ``add_config_args``)."""
+    p.add_argument("--model", required=True, type=model_or_config,
+                   help=f"one of: {', '.join(CATALOG)}; or a decoder's PATH/config.json (with --tokens and --seq-len)")
+
+
+def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """--tokens, --seq-len and --global-batch: what a decoder from its config.json trains on (its group, for more)."""
+    g = p.add_argument_group("a decoder from its config.json")
+    g.add_argument("--tokens", type=positive("--tokens"), default=None,
+                   help="training tokens (e.g. 3e11): the days' steps")
+    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
+    g.add_argument("--global-batch", type=int, default=None,
+                   help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
+    return g
+
+
+def model_key(args: argparse.Namespace) -> str:
+    """The catalog model, or the key of the decoder a config.json describes (registered for this run and, through
+    the request, for its workers)."""
+    from ..catalog.models.from_config import ConfigError, decoder_spec
+
+    given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
+                            ("--global-batch", args.global_batch)) if v is not None]
+    if not is_config_path(args.model):
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
+        return args.model
+    if args.tiny:
+        raise ConfigError("--tiny applies to the catalog's models; a config.json describes one model at full size")
+    if args.tokens is None or args.seq_len is None:
+        raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
+                          "length, which set the steps and the batch's shape")
+    return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
+                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key

@@ -1,5 +1,6 @@
-"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations), ``remeasure`` (the rows of
-a results file that a rule selects, measured again) and ``profile`` (where one configuration's step time goes).
+"""Sub-commands ``bench`` (one configuration), ``sweep`` (a preset of configurations) and ``remeasure`` (the rows
+of a results file that a rule selects, measured again); ``profile`` (where one configuration's step time goes) is
+``cli.profile``.
 
 Names, counts, combinations, the output file and the device (a GPU, unless ``--device cpu`` asks for the CPU) are
 checked before any process starts; a bad one exits with status 2 and a message naming the valid choices. A run
@@ -19,16 +20,11 @@ from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
-from ..results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
+from ..results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
 
 from .args import EXIT_FAILED, EXIT_INTERRUPTED
-
-
-def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
-    """A hardware label like 'h100x1' (the folder name under notebooks/runs)."""
-    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "")
 
 
 def _slurm_params(items: list[str]) -> dict:
@@ -106,35 +102,15 @@ def _interrupted(out: str) -> None:
 
 # --- commands -----------------------------------------------------------------------------------------
 
-def _model_key(args: argparse.Namespace) -> str:
-    """The catalog model, or the key of the decoder a config.json describes (registered for this run and, through
-    the request, for its workers)."""
-    from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec
-
-    given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
-                            ("--global-batch", args.global_batch)) if v is not None]
-    if not cli_args.is_config_path(args.model):
-        if given:
-            raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
-        return args.model
-    if args.tiny:
-        raise ConfigError("--tiny applies to the catalog's models; a config.json describes one model at full size")
-    if args.tokens is None or args.seq_len is None:
-        raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
-                          "length, which set the steps and the batch's shape")
-    return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
-                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key
-
-
 def _cmd_bench(args: argparse.Namespace) -> int:
-    config = Config(_model_key(args), args.gpu, args.gpus, args.nodes, parse_methods(args.methods),
+    config = Config(cli_args.model_key(args), args.gpu, args.gpus, args.nodes, parse_methods(args.methods),
                     args.micro_batch, args.tiny)
     config.check()
     _check_run_args(args)
     cli_args.check_out(args.out)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
     _check_gpu(args)
-    setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
+    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"
     out = Path(args.out)
     # An unsynced timing runs at the micro-batch of the same configuration's synced row, when there is one.
@@ -179,7 +155,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_run_args(args)
     _retry(args.retry)
     cli_args.check_out(args.out)
-    setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
+    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
     _check_gpu(args)
     try:
@@ -219,99 +195,13 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     if wanted:  # measured again on the kind of GPU that made them
         from ..launch.gpu_in_hand import check_gpu_in_hand
 
-        check_gpu_in_hand(wanted[0], device)
+        check_gpu_in_hand(wanted[0], device, overridable=False)
     try:
         summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
                               device=device, progress=not args.no_progress)
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli_args.emit(args, summaries, lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
-
-
-def _cmd_profile(args: argparse.Namespace) -> None:
-    from ..measure.profile import check_profilable
-    from ..results import append_profile
-
-    if args.gpus != 1:
-        raise ValueError(f"the profiler runs one process on one GPU: use --gpus 1 (got {args.gpus})")
-    if args.reps < 1:
-        raise ValueError(f"--reps must be at least 1, got {args.reps}")
-    out = cli_args.check_out(args.out)
-    device = device_for(args.device, args.command)
-    config, mbs = _profile_target(args, out)
-    check_profilable(config)
-    # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
-    if device == "cpu" and not args.tiny and not cli_args.is_config_path(args.model):
-        raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
-    setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
-    profiled = _profile_or_say_why(config, mbs, device, args.reps, smaller_on_oom=args.micro_batch is None)
-    entry = append_profile(out, config, profiled, setup=setup)
-
-    def text() -> str:
-        lines = [f"{config.name(device)}, {config.methods.label()}, micro-batch {entry['micro_batch']} x "
-                 f"{entry['gas']}: busy {entry['busy_share']:.0%} of {entry['step_wall_s']:.4g} s per step "
-                 f"({entry['timer']})"]
-        lines += [f"  {k['kind']:<24} {k['share']:6.1%}  {k['seconds']:.4g} s" for k in entry["kinds"]]
-        lines.append(f"  appended to {out}")
-        return "\n".join(lines)
-
-    cli_args.emit(args, entry, text)
-
-
-def _profile_target(args: argparse.Namespace, out: Path) -> tuple[Config, int]:
-    """The configuration to profile and its micro-batch: as named, at the micro-batch of its synced row in the
-    results file beside ``out`` (or ``--micro-batch``); or, for ``--methods best``, the fastest measured there
-    that the profiler can take (no sharding, no offloading)."""
-    from ..measure.profile import profilable
-    from ..search.params import RESULTS_FILE
-    from ..search.notebook import best_row
-
-    results = out.with_name(RESULTS_FILE)
-    rows = latest_rows(ResultStore(results).rows())
-    model = _model_key(args)
-    if args.methods == "best":
-        mine = [r for r in rows if r["config"]["gpu"] == args.gpu and bool(r["config"].get("tiny")) == args.tiny
-                and r["micro_batch"] and profilable(Config.from_dict(r["config"]))]
-        best = best_row(mine, model)
-        if best is None:
-            raise ValueError(f"--methods best: no measured configuration of {args.model} on 1 x {args.gpu} without "
-                             f"sharding or offloading in {results}; name the methods (e.g. --methods free-lunch)")
-        return Config.from_dict(best["config"]), args.micro_batch or best["micro_batch"]
-    config = Config(model, args.gpu, 1, 1, parse_methods(args.methods), None, args.tiny)
-    config.check()
-    mbs = args.micro_batch or synced_micro_batches(rows).get(config.id)
-    if not mbs:
-        raise ValueError(f"no measured micro-batch for {config.model} {config.methods.label()} in {results}: "
-                         "give --micro-batch, or measure the configuration first (academic-bench bench)")
-    return config, mbs
-
-
-def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int, smaller_on_oom: bool) -> dict:
-    """``profile_step``, with a missing kernel library or a full GPU told as a message (exit 2), not a trace.
-    The profiler's own buffers can push a measured micro-batch past the GPU's memory (Pythia-2.8B on one H100,
-    Pythia-6.9B on one H200): with ``smaller_on_oom`` (no --micro-batch given) it says so and tries the next
-    smaller micro-batch that divides the per-GPU batch. The entry records the micro-batch it profiled."""
-    from ..measure.apply import Unsupported
-    from ..measure.profile import profile_step
-    from ..measure.stepper import free_after_oom, is_oom
-
-    while True:
-        try:
-            return profile_step(config, mbs, device, reps=reps)
-        except Unsupported as exc:
-            raise ValueError(f"cannot profile {config.methods.label()} here: {exc}") from exc
-        except (RuntimeError, MemoryError) as exc:
-            if not is_oom(exc):
-                raise
-            smaller = max((d for d in range(1, mbs // 2 + 1) if config.per_gpu_batch % d == 0), default=None)
-            if not smaller_on_oom or smaller is None:
-                raise ValueError(f"out of memory at micro-batch {mbs} under the profiler; give a smaller "
-                                 "--micro-batch") from exc
-        # outside the handler, so that the failed attempt's frames (and its tensors) are already released
-        print(f"out of memory at micro-batch {mbs} under the profiler; trying micro-batch {smaller}",
-              file=sys.stderr)
-        free_after_oom(None, device)
-        mbs = smaller
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
@@ -339,23 +229,15 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                         "the readers reject such rows)")
 
 
-def _config_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("a decoder from its config.json")
-    g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11): the days' steps")
-    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
-    g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
     cli_args.add_json(p)
-    p.add_argument("--model", required=True, type=cli_args.model_or_config,
-                   help=f"one of: {', '.join(CATALOG)}; or a decoder's PATH/config.json (with --tokens and --seq-len)")
+    cli_args.add_model_or_config(p)
     cli_args.add_gpu(p)
     cli_args.add_gpus(p)
     cli_args.add_methods(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
-    _config_args(p)
+    cli_args.add_config_args(p)
     _run_args(p)
     p.set_defaults(func=_cmd_bench, accepts_config=True)
 
@@ -386,24 +268,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_remeasure)
-
-    p = sub.add_parser("profile", help="where one configuration's step time goes (torch.profiler), by kind of work")
-    cli_args.add_json(p)
-    p.add_argument("--model", required=True, type=cli_args.model_or_config,
-                   help=f"one of: {', '.join(CATALOG)}; or a decoder's PATH/config.json (with --tokens and --seq-len)")
-    cli_args.add_gpu(p)
-    cli_args.add_gpus(p)
-    cli_args.add_methods(p, note="; or best: the fastest measured without sharding or offloading, in the results "
-                             "file beside --out")
-    p.add_argument("--micro-batch", type=int, default=None,
-                   help="default: the micro-batch of this configuration's synced row in the results file beside "
-                        "--out (a smaller one if the profiler runs out of memory at it)")
-    p.add_argument("--out", required=True, help="profiles file (JSON lines), e.g. notebooks/runs/h100x1/profiles.jsonl")
-    p.add_argument("--setup", default=None, help="hardware label of the run (default e.g. h100x1)")
-    p.add_argument("--reps", type=int, default=3, help="profiled repetitions of each phase (default 3)")
-    p.add_argument("--tiny", action="store_true", help="the tiny CPU/workshop variant of the model")
-    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
-    _config_args(p)
-    p.set_defaults(func=_cmd_profile, accepts_config=True)
-
-

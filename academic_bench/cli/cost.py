@@ -5,7 +5,7 @@ import argparse
 
 
 from . import args as cli_args
-from ..answer import Answer, answer
+from ..answer import answer
 from ..cost import DEFAULT_SOURCES, Assumptions, cheapest_within_deadline, cost_of, fastest_within_budget, pareto_front
 
 
@@ -28,24 +28,6 @@ def _usd(x: float) -> str:
 
 # --- cost -----------------------------------------------------------------------------------------------
 
-def answer_lines(a: Answer) -> list[str]:
-    """The study's answer in words: days and range, the settings and how to write them, what it rests on."""
-    lines = [f"{a.model} on {a.n_gpus} x {a.gpu}: {a.headline()}"]
-    if a.settings:
-        lines.append(f"  settings      {a.settings.words()}")
-        if a.settings.export_command:
-            lines.append(f"  write them    {a.settings.export_command}")
-    lines.append(f"  rests on      {a.rests_on}")
-    if a.stated_error:
-        lines.append(f"  checked       {a.stated_error}")
-    if a.paper_days is not None and a.kind != "paper":
-        lines.append(f"  the paper     {a.paper_days:g} days in its Table 1 (implied MFU {a.paper_mfu:.0%}; "
-                     "timed without synchronising the GPU)")
-    if a.bound_days is not None:
-        lines.append(f"  lower bound   {a.bound_days:,.1f} days at 100% of the dense peak (no real run is faster)")
-    return lines
-
-
 def _cmd_cost(args: argparse.Namespace) -> None:
     a = _assumptions(args)
     ans = answer(args.model, args.gpu, args.gpus)
@@ -62,7 +44,7 @@ def _cmd_cost(args: argparse.Namespace) -> None:
 
     def text() -> str:
         s = c.assumptions
-        head = (answer_lines(ans) if args.days is None else
+        head = (cli_args.answer_lines(ans, f"{args.model} on {c.n_gpus} x {c.gpu}") if args.days is None else
                 [f"{args.model} on {c.n_gpus} x {c.gpu}: {c.days:,.1f} days ({c.days_source})",
                  f"  the study's answer: {ans.headline()}"])
         return "\n".join([
@@ -116,7 +98,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
                          "(Pareto front):")
             rows = front
         else:
-            lines += answer_lines(chosen)
+            lines += cli_args.answer_lines(chosen, f"{chosen.model} on {chosen.n_gpus} x {chosen.gpu}")
             lines.append(f"  purchase {_usd(top['purchase_usd'])}, per run {_usd(top['per_experiment_usd'])} "
                          f"(+ energy: {_usd(top['owned_per_experiment_usd'])}), cloud {_usd(top['cloud_usd'])}")
             lines.append(f"All {len(ranked)} qualifying setups, best first:")

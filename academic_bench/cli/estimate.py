@@ -105,17 +105,9 @@ def estimate_summary(config: Config, host_memory_gib: float | None = None) -> di
 
 
 def _days_lines(d: dict) -> list[str]:
-    a = Answer.from_dict(d["answer"])
-    lines = [f"Days:     {a.headline()}"]
-    if a.settings:
-        lines.append(f"          settings: {a.settings.words()} (--methods {a.settings.methods})")
-        if a.settings.export_command:
-            lines.append(f"          write them: {a.settings.export_command}")
-    lines.append(f"          rests on: {a.rests_on}")
-    if a.stated_error:
-        lines.append(f"          checked: {a.stated_error}")
-    lines.append(f"          {d['days_analytic']['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is "
-                 "faster)")
+    """The study's answer (``cli.args.answer_lines``, as ``cost`` and ``plan`` print it) and the user's what-if."""
+    lines = cli_args.answer_lines(Answer.from_dict(d["answer"]),
+                                  f"{d['display']} on {d['n_gpus']} x {get_gpu(d['gpu']).name}, the study's answer")
     if "what_if" in d:
         w = d["what_if"]
         lines.append(f"What-if:  {w['days']:,.1f} days at your --mfu {w['mfu']:.0%} (an assumption, not an answer)")
@@ -136,7 +128,6 @@ def _text(d: dict) -> str:
         if a["positions_extended_to"]:
             lines.append(f"          (positions extended from the config's {a['max_positions']} to {a['seq_len']})")
     lines += [
-        f"{d['display']} on {d['n_gpus']} x {gpu.name}: the study's answer",
         *_days_lines(d),
         f"Your configuration, --methods {d['methods']} ({d['methods_label']}):",
         f"Compute:  {f['total']:.3g} FLOPs = {f['steps']:,} steps x {f['per_step']:.3g} FLOPs/step",
@@ -209,12 +200,9 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..catalog.models import CATALOG
-
     p = sub.add_parser("estimate", help="analytic days, predicted memory, max micro-batch and feasibility")
     cli_args.add_json(p)
-    p.add_argument("--model", required=True, type=cli_args.model_or_config,
-                   help=f"one of: {', '.join(CATALOG)}; or a Hugging Face decoder's PATH/config.json")
+    cli_args.add_model_or_config(p)
     cli_args.add_gpu(p)
     cli_args.add_gpus(p)
     cli_args.add_methods(p)
@@ -226,11 +214,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host-memory", type=cli_args.positive("--host-memory"), default=None, metavar="GIB",
                    help="host memory of the machine in GiB, for offloading (default: the paper's machine for the "
                         "GPU count, Appendix H: 64 GiB for 1 GPU, 128 for 2, 256 for 4, 512 for 8)")
-    g = p.add_argument_group("a config.json decoder")
-    g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11)")
-    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
-    g.add_argument("--global-batch", type=int, default=None,
-                   help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
+    g = cli_args.add_config_args(p)
     g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
                    help="training precision (default: the config's dtype, else bf16)")
     p.set_defaults(func=_cmd_estimate, accepts_config=True)

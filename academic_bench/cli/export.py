@@ -48,8 +48,11 @@ def _cmd_export(args: argparse.Namespace) -> None:
         if not Path(args.results).exists():
             raise ValueError(f"no results at {args.results}: give a results.jsonl file or a folder of runs")
         written = export_best(args.results, args.model, args.gpu, args.gpus, args.out, tiny=args.tiny)
+    import json
+
     data = {name: str(path) for name, path in written.items()}
-    cli_args.emit(args, data, lambda: "wrote:\n" + "\n".join(f"  {p}" for p in data.values()))
+    run = json.loads(written["recipe.json"].read_text())["run"]  # tiny: the workshop run, never a GPU's name
+    cli_args.emit(args, data, lambda: f"the settings of {run}; wrote:\n" + "\n".join(f"  {p}" for p in data.values()))
 
 
 # --- parsers --------------------------------------------------------------------------------------------

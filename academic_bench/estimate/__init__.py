@@ -1,30 +1,34 @@
 """Analytic estimates: model FLOPs per step, a memory model per configuration, the largest micro-batch
-predicted to fit, and analytic training days. Everything is computed on the meta device: no GPU, no weights.
+predicted to fit, and analytic training days. Everything is computed from the model's shape: no GPU, no weights.
 
-Two modules: ``stats`` (the model on the meta device, FLOPs, analytic days) and ``memory`` (the memory model),
-which builds on it. Their public names are this package's.
+| module | holds |
+| --- | --- |
+| ``kept`` | ``data/model_facts.json`` written and checked: the facts of every catalog model, computed afresh |
+| ``memory`` | the memory model |
+| ``stats`` | parameter counts, FLOPs, analytic days |
+| ``facts`` | what a meta-device build tells, kept for the catalog (``ModelStats``, ``ActivationProfile``) |
+| ``meta`` | the model built on the meta device (torch), for a model the kept file does not hold |
+
+Their public names are this package's; the meta-device build's (``meta_model``, ``meta_batch``,
+``reference_path``, ``CHECKPOINT_UNITS``) load torch when first used, so that an estimate of a catalog model
+never waits for it.
 """
+from .facts import ActivationProfile, ModelStats  # noqa: F401
 from .stats import (  # noqa: F401
     BYTES,
-    CHECKPOINT_UNITS,
     DEFAULT_MFU,
     GIB,
     MAMBA_COUNT_TOKENS,
-    ModelStats,
     analytic_days,
     counted_flops,
     flops_method,
     flops_per_sample,
-    meta_batch,
-    meta_model,
     model_flops_per_step,
     model_stats,
-    reference_path,
     spec_of,
     total_flops,
 )
 from .memory import (  # noqa: F401
-    ActivationProfile,
     COEFFICIENTS,
     Coefficients,
     HOST_BUFFER_FACTOR,
@@ -38,3 +42,13 @@ from .memory import (  # noqa: F401
     saved_tensor_profile,
     usable_bytes,
 )
+
+_META = ("CHECKPOINT_UNITS", "meta_batch", "meta_model", "reference_path")
+
+
+def __getattr__(name: str):
+    if name in _META:
+        from . import meta
+
+        return getattr(meta, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

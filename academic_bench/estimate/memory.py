@@ -36,18 +36,13 @@ GiB = 2**30 bytes.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from unittest import mock
-
-import torch
-from torch import nn
 
 from ..catalog.config import Config
-from ..catalog.models import ModelSpec, get_model, loss_of
+from ..catalog.models import ModelSpec
 
-from .stats import BYTES, CHECKPOINT_UNITS, GIB, MAMBA_COUNT_TOKENS, ModelStats, meta_batch, meta_model, model_stats, reference_path, spec_of
+from .facts import ActivationProfile, ModelStats, saved_tensors_of
+from .stats import BYTES, GIB, MAMBA_COUNT_TOKENS, model_stats, spec_of
 
 # --- memory: the coefficients ----------------------------------------------------------------------------
 
@@ -91,105 +86,11 @@ COEFFICIENTS = Coefficients()
 
 # --- memory: activations ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ActivationProfile:
-    """Activation bytes of one sample, split by checkpointed blocks."""
-
-    blocks: tuple[float, ...]  # kept for backward inside each block
-    block_inputs: tuple[float, ...]  # each block's input: what checkpointing keeps
-    other: float  # embeddings, head, loss
-
-    def per_sample(self, checkpointing: bool) -> float:
-        if not self.blocks:
-            return self.other
-        # With checkpointing: every block's input, and one block recomputed at a time; ``other`` is mostly the
-        # LM head's loss tensors, freed before the first block is recomputed, so the larger of the two counts.
-        if checkpointing:
-            return sum(self.block_inputs) + max(self.other, max(self.blocks))
-        return self.other + sum(self.blocks)
-
-    def scaled(self, factor: float) -> "ActivationProfile":
-        return ActivationProfile(tuple(b * factor for b in self.blocks),
-                                 tuple(b * factor for b in self.block_inputs), self.other * factor)
-
-
-class _FusedAttention(torch.autograd.Function):
-    """Stands in for SDPA during a profile: on the meta device SDPA always decomposes into the math path,
-    which keeps the attention matrix; fused GPU kernels keep only q, k, v, the output and the log-sum-exp."""
-
-    @staticmethod
-    def forward(ctx, q, k, v):
-        out = q.new_empty((*q.shape[:-1], v.shape[-1]))
-        ctx.save_for_backward(q, k, v, out, q.new_empty(q.shape[:-1], dtype=torch.float32))
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):  # never run: profiles only record what forward saves
-        raise NotImplementedError
-
-
-def _fused_sdpa(query, key, value, *args, **kwargs):
-    return _FusedAttention.apply(query, key, value)
-
-
-def _unpacked_sequences():
-    """transformers looks for packed sequences in the position ids with a data-dependent ``.item()``, which
-    meta tensors cannot answer; a profile's batch holds one sequence per row, so the answer is 'none'."""
-    try:
-        from transformers import masking_utils
-    except ImportError:
-        return contextlib.nullcontext()
-    if not hasattr(masking_utils, "find_packed_sequence_indices"):
-        return contextlib.nullcontext()
-    return mock.patch.object(masking_utils, "find_packed_sequence_indices", lambda *args, **kwargs: None)
-
-
-@lru_cache(maxsize=None)
-def saved_tensor_profile(key: str, tiny: bool, attn: str, dtype: str, seq_len: int | None = None
+def saved_tensor_profile(model: ModelSpec | str, tiny: bool, attn: str, dtype: str, seq_len: int | None = None
                          ) -> ActivationProfile:
-    """Bytes autograd saves for backward in one forward of one sample (meta device), by checkpointed block.
-
-    Parameters and buffers are excluded (they are counted as weights); a storage saved twice counts once.
-    """
-    spec = get_model(key)
-    units = CHECKPOINT_UNITS.get(spec.family, spec.block_types)
-    with reference_path(spec):
-        net = meta_model(spec, tiny, attn).to({"fp32": torch.float32, "fp16": torch.float16,
-                                                 "bf16": torch.bfloat16}[dtype])
-        owned = {t.untyped_storage()._cdata for t in [*net.parameters(), *net.buffers()]}
-        seen, blocks, inputs, current, other = set(), [], [], [None], [0.0]
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            storage = t.untyped_storage()
-            if storage._cdata not in owned and storage._cdata not in seen:
-                seen.add(storage._cdata)
-                if current[0] is None:
-                    other[0] += storage.nbytes()
-                else:
-                    blocks[current[0]] += storage.nbytes()
-            return t
-
-        def enter(_mod, args, kwargs) -> None:
-            x = args[0] if args else next(iter(kwargs.values()))
-            current[0] = len(blocks)
-            blocks.append(0.0)
-            inputs.append(float(x.numel() * x.element_size()))
-
-        def leave(*_) -> None:
-            current[0] = None
-
-        for m in net.modules():
-            if type(m).__name__ in units:
-                m.register_forward_pre_hook(enter, with_kwargs=True)
-                m.register_forward_hook(leave)
-        batch = meta_batch(spec, tiny, seq_len)
-        if "pixel_values" in batch:
-            batch["pixel_values"] = batch["pixel_values"].to(next(net.parameters()).dtype)
-        fused = (mock.patch.object(nn.functional, "scaled_dot_product_attention", _fused_sdpa)
-                 if attn != "eager" else contextlib.nullcontext())
-        with fused, _unpacked_sequences(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss_of(net, batch)
-    return ActivationProfile(tuple(blocks), tuple(inputs), other[0])
+    """Bytes autograd saves for backward in one forward of one sample (meta device: ``meta.saved_tensor_bytes``;
+    kept for the catalog), by checkpointed block."""
+    return saved_tensors_of(spec_of(model).key, tiny, attn, dtype, seq_len)
 
 
 def _logits_bytes(seq: int, vocab: int, k: Coefficients) -> float:
@@ -226,9 +127,9 @@ def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool,
             n = len(st.block_params)
             return ActivationProfile((k.mamba_fused_layer * s * net_h * c / 2,) * n, (4.0 * s * net_h,) * n, head)
         short = min(MAMBA_COUNT_TOKENS, s)
-        ref = saved_tensor_profile(spec.key, tiny, "eager", r.precision, short).scaled(s / short)
+        ref = saved_tensor_profile(spec, tiny, "eager", r.precision, short).scaled(s / short)
         return ActivationProfile(ref.blocks, ref.block_inputs, head)
-    return saved_tensor_profile(spec.key, tiny, _attention_impl(spec, kernels), r.precision)
+    return saved_tensor_profile(spec, tiny, _attention_impl(spec, kernels), r.precision)
 
 
 # --- memory: states and the estimate ---------------------------------------------------------------------

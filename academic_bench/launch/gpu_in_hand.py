@@ -41,9 +41,11 @@ def mismatch_allowed() -> bool:
     return os.environ.get(GPU_MISMATCH_ENV) == "1"
 
 
-def check_gpu_in_hand(gpu: str, device: str | None) -> None:
+def check_gpu_in_hand(gpu: str, device: str | None, overridable: bool = True) -> None:
     """Stop (``GPUMismatchError``) when this machine's GPU is not ``gpu``, unless ``allow_gpu_mismatch``. Nothing to
-    compare on the CPU, or where no GPU is found (whether GPU work can run at all is checked on its own)."""
+    compare on the CPU, or where no GPU is found (whether GPU work can run at all is checked on its own).
+    ``overridable``: the command offers ``--allow-gpu-mismatch`` (``profile`` and ``remeasure`` do not: their
+    readers have no way to set such entries aside), and the message says so."""
     if device == "cpu":
         return
     name, found = gpu_in_hand()
@@ -51,12 +53,13 @@ def check_gpu_in_hand(gpu: str, device: str | None) -> None:
     if name is None or (found is not None and found.key == want.key):
         return
     here = f"{name} ({found.key})" if found else f"{name}, which is not in the catalog"
-    if mismatch_allowed():
+    if overridable and mismatch_allowed():
         log.warning("measuring %s as %s (%s): recorded in every row, which no reader counts", here, want.key,
                     OVERRIDE_FLAG)
         return
     fix = (f"pass --gpu {found.key}" if found else
            "add a row for it to academic_bench/data/gpus.csv (with its spec sources) and pass its key")
+    anyway = (f", or add {OVERRIDE_FLAG} to measure anyway (recorded in every row; check-run and the readers "
+              "reject them)") if overridable else ""
     raise GPUMismatchError(f"--gpu {want.key} ({want.name}) is not the GPU in hand: {here}. Its rows would carry "
-                           f"another card's name, peak and memory limit: {fix}, or add {OVERRIDE_FLAG} to measure "
-                           "anyway (recorded in every row; check-run and the readers reject them)")
+                           f"another card's name, peak and memory limit: {fix}{anyway}")

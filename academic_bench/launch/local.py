@@ -151,8 +151,9 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     if micro_batch:
         req.update(micro_batch=int(micro_batch), mbs_search=None)
     env = child_env(config, extra_env)
-    # A copy: ``capture_env`` is cached, and the launch environment is this run's (which rows had NVLS off).
-    row["env"] = {**row["env"], "launch": launch_env_record(env)}
+    # A copy: ``capture_env`` is cached, and the launch environment is this run's (which rows had NVLS off); the
+    # device it ran on names a tiny run where it ran (``results.run_label``), never by the GPU its config names.
+    row["env"] = {**row["env"], "device": device, "launch": launch_env_record(env)}
     procs: list[subprocess.Popen] = []  # the one still running is killed if we are interrupted
 
     def launch(request_obj: dict, phase: str, logf) -> tuple[int | None, bool]:

@@ -3,8 +3,9 @@ made it, and a complete row for a configuration."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Mapping
 
+from ..catalog.config import run_name
 from ..catalog.env import REPO_ROOT, capture_env
 
 SCHEMA = 1
@@ -83,6 +84,15 @@ def make_row(config, *, setup: str, outcome: str, reason: str | None = None, tim
                started_at=now_iso(), duration_s=0.0, engine=ENGINE_REVISION)
     row.update(fields)
     return row
+
+
+def run_label(row: Mapping) -> str:
+    """How every output names the run a row records (``catalog.config.run_name``, as ``bench`` prints it):
+    'pythia-1b on 1 x h100-80gb'; a tiny variant as a workshop run on the device it ran on (``env.device``, where
+    the launcher recorded it), never with the name of the GPU its configuration names."""
+    c = row.get("config") or {}
+    return run_name(c.get("model"), c.get("gpu"), c.get("n_gpus"), bool(c.get("tiny")),
+                    (row.get("env") or {}).get("device"))
 
 
 def written_status(outcome: str) -> str:

@@ -11,13 +11,16 @@ encoders such as BERT, encoder-decoders), a missing or non-positive shape key, o
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..env import cache_dir
 from .spec import ModelSpec, Optimizer, Recipe
 
 # Sequences per optimizer step when not given: the catalog decoders' recipe (paper Table 3, Pythia).
@@ -151,14 +154,83 @@ def _refuse_experts(path: Path, kind: str, cfg) -> None:
                           "days and FLOPs would be wrong; it is not estimated")
 
 
+SHAPE_KEYS = (*REQUIRED, "intermediate_size", "num_key_value_heads", "max_position_embeddings")
+
+
+def _decoder_shape(path: Path, data: dict) -> dict:
+    """What transformers reads in a decoder's config: the shape keys it states (under their own names or the config
+    class's aliases), the attribute that holds its positions, its repeated layer, MLP kind and tied embeddings;
+    or a ConfigError saying why the file is no decoder the estimates can take (``_decoder_class``,
+    ``_check_shape``, ``_refuse_experts``, a model transformers cannot build on the meta device).
+
+    Importing transformers' config and model classes and building the model take seconds, so a file that passed
+    is kept with what it gave, in the user's cache folder, under a digest of its content, the installed
+    transformers and this module (``_shape_file``): asked again, the answer needs neither torch nor transformers."""
+    where = _shape_file(data)
+    try:
+        return json.loads(where.read_text())
+    except (OSError, ValueError):
+        pass
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    cls = _decoder_class(path, data)
+    _check_shape(path, data, cls)
+    # A copy: transformers fills in nested settings (rope_scaling) in place, and the file's content names it.
+    cfg = AutoConfig.for_model(data["model_type"], **{k: v for k, v in copy.deepcopy(data).items()
+                                                      if k != "model_type"})
+    _refuse_experts(path, data["model_type"], cfg)
+    model_cls = MODEL_FOR_CAUSAL_LM_MAPPING[cls]
+    blocks = list(getattr(model_cls, "_no_split_modules", None) or ())
+    try:
+        with torch.device("meta"):
+            net = AutoModelForCausalLM.from_config(cfg)
+    except Exception as exc:  # transformers' own checks of the config: a file it cannot build is a bad file
+        raise ConfigError(f"{path}: transformers cannot build a {data['model_type']!r} model from it: {exc}") from None
+    if not blocks or not any(type(m).__name__ in blocks for m in net.modules()):
+        raise ConfigError(f"{path}: cannot find the repeated decoder layer of {model_cls.__name__}")
+    shape = {"stated": {k: _stated(data, cls, k) for k in SHAPE_KEYS},
+             "positions_key": getattr(cls, "attribute_map", {}).get("max_position_embeddings",
+                                                                    "max_position_embeddings"),
+             "blocks": blocks, "mlp": _mlp_kind(net, tuple(blocks)),
+             "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False))}
+    _keep_shape(where, shape)
+    return shape
+
+
+def _shape_file(data: dict) -> Path:
+    """Where a decoder config's shape is kept: a digest of the file's content, the installed transformers (which
+    reads it) and this module's source (how it is read)."""
+    import importlib.metadata
+
+    try:
+        library = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        library = "none"
+    blob = json.dumps({"config": data, "transformers": library, "reader": Path(__file__).read_text()},
+                      sort_keys=True, default=str)
+    return cache_dir() / "decoders" / f"{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
+
+
+def _keep_shape(path: Path, shape: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(shape))
+        tmp.replace(path)
+    except OSError:  # a read-only home: the shape is read again next time
+        pass
+
+
 def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch: int = DEFAULT_GLOBAL_BATCH,
                  precision: str | None = None) -> ConfigDecoder:
     """The spec of the decoder ``path`` describes, trained on ``tokens`` tokens in sequences of ``seq_len`` at
     ``global_batch`` sequences per step (steps rounded up), registered for ``models.get_model``."""
     path = Path(path)
     data = _read_json(path)
-    cls = _decoder_class(path, data)
-    _check_shape(path, data, cls)
+    shape = _decoder_shape(path, data)
+    stated = shape["stated"]
     for label, value in (("--seq-len", seq_len), ("--tokens", tokens), ("--global-batch", global_batch)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 1:
             raise ConfigError(f"{label} must be at least 1, got {value!r}")
@@ -167,64 +239,48 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
                           f"sequences of {seq_len} tokens is {global_batch * seq_len:,} tokens (--global-batch sets it)")
     precision = _precision(path, data, precision)
     steps = math.ceil(tokens / (global_batch * seq_len))
-    positions = _stated(data, cls, "max_position_embeddings")
+    positions = stated["max_position_embeddings"]
     extended = positions is not None and seq_len > positions
     settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
                 "precision": precision}
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    # The meta-device facts depend on the file and on the positions the sequence length makes it build, not on the
+    # tokens, batch or precision: one set per file and built length (``ModelSpec.facts_key``).
+    built = {"config": data, "positions": seq_len if extended else None}
+    facts_digest = hashlib.sha256(json.dumps(built, sort_keys=True, default=str).encode()).hexdigest()[:10]
     # Named from the resolved path, so that "config.json" given from inside its folder, "../x/config.json" and the
     # absolute path the workers receive (``made_with``) all name the same key.
     where = path.resolve()
     name = (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
     key = f"{name}@{digest}".lower()
 
-    def make_config():
-        from transformers import AutoConfig
-
-        cfg = AutoConfig.for_model(data["model_type"], **{k: v for k, v in data.items() if k != "model_type"})
-        cfg.use_cache = False  # training: a KV cache only costs memory
-        if extended:  # as the catalog's Pythia does for its 2048 + 1 tokens; learned positions grow with it
-            setattr(cfg, getattr(cls, "attribute_map", {}).get("max_position_embeddings",
-                                                                "max_position_embeddings"), seq_len)
-        return cfg
-
-    _refuse_experts(path, data["model_type"], make_config())
-
     def build(tiny: bool = False, attn: str = "sdpa"):
-        from transformers import AutoModelForCausalLM
+        from transformers import AutoConfig, AutoModelForCausalLM
 
         if tiny:
             raise ValueError(f"{key} comes from a config.json and has no tiny variant")
-        cfg = make_config()
+        cfg = AutoConfig.for_model(data["model_type"], **{k: v for k, v in copy.deepcopy(data).items()
+                                                          if k != "model_type"})
+        cfg.use_cache = False  # training: a KV cache only costs memory
+        if extended:  # as the catalog's Pythia does for its 2048 + 1 tokens; learned positions grow with it
+            setattr(cfg, shape["positions_key"], seq_len)
         cfg._attn_implementation = attn
         return AutoModelForCausalLM.from_config(cfg)
 
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    model_cls = MODEL_FOR_CAUSAL_LM_MAPPING[cls]
-    blocks = tuple(getattr(model_cls, "_no_split_modules", None) or ())
-    layers, hidden = _stated(data, cls, "num_hidden_layers"), _stated(data, cls, "hidden_size")
+    blocks = tuple(shape["blocks"])
+    layers, hidden = stated["num_hidden_layers"], stated["hidden_size"]
     opt = Optimizer("adamw", 3e-4, (0.9, 0.95), 1e-8, 0.1,
                     source=f"{SOURCE}; the memory model counts Adam's two moments and an fp32 master copy")
     recipe = Recipe(global_batch=global_batch, steps=steps, precision=precision, optimizer=opt, seq_len=seq_len,
-                    vocab_size=_stated(data, cls, "vocab_size"), sources={"all": f"{path} and the command line"})
+                    vocab_size=stated["vocab_size"], sources={"all": f"{path} and the command line"})
     spec = ModelSpec(key=key, family=f"config:{data['model_type']}", display=f"{name} ({data['model_type']})",
                      paper_params=0.0, task="causal-lm", recipe=recipe, build=build, tiny_recipe=recipe,
-                     transformer_shape=lambda tiny: (layers, hidden), block_types=blocks)
-    import torch
-
-    try:
-        with torch.device("meta"):
-            net = build()
-    except Exception as exc:  # transformers' own checks of the config: a file it cannot build is a bad file
-        raise ConfigError(f"{path}: transformers cannot build a {data['model_type']!r} model from it: {exc}") from None
-    if not blocks or not any(type(m).__name__ in blocks for m in net.modules()):
-        raise ConfigError(f"{path}: cannot find the repeated decoder layer of {model_cls.__name__}")
-    heads = _stated(data, cls, "num_attention_heads")
+                     transformer_shape=lambda tiny: (layers, hidden), block_types=blocks,
+                     facts_key=f"config@{facts_digest}")
+    heads = stated["num_attention_heads"]
     facts = {"model_type": data["model_type"], "layers": layers, "hidden": hidden, "heads": heads,
-             "kv_heads": _stated(data, cls, "num_key_value_heads") or heads,
-             "intermediate": _stated(data, cls, "intermediate_size"), "mlp": _mlp_kind(net, blocks),
-             "vocab": recipe.vocab_size, "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False)),
+             "kv_heads": stated["num_key_value_heads"] or heads, "intermediate": stated["intermediate_size"],
+             "mlp": shape["mlp"], "vocab": recipe.vocab_size, "tied_embeddings": shape["tied_embeddings"],
              "max_positions": positions, "positions_extended_to": seq_len if extended else None,
              "block": blocks[0], "tokens": steps * global_batch * seq_len, "global_batch": global_batch,
              "seq_len": seq_len, "steps": steps, "precision": precision}

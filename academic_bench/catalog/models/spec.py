@@ -76,6 +76,9 @@ class ModelSpec:
     block_types: tuple[str, ...] = ()  # class names of repeated blocks (checkpointing, FSDP wrapping)
     compiles: bool = True  # the paper did not compile Mamba
     kernel: str = "sdpa"  # custom-kernel path: "sdpa" (attention), "mamba-ssm", "none"
+    # What its meta-device facts (``estimate.facts``) are kept under where not its key: a decoder from a config.json
+    # keeps them per file and sequence length, whatever the tokens, batch and precision it trains with.
+    facts_key: str | None = None
 
     def recipe_for(self, tiny: bool) -> Recipe:
         return self.tiny_recipe if tiny else self.recipe
