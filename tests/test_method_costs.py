@@ -97,13 +97,15 @@ def _without(m, switch: str):
         return replace(m, checkpointing=False)
     if switch == "offload":
         return replace(m, offload=False)
-    return replace(m, sharding="none")
+    # The data parallelism the sharding replaces: DeepSpeed's own reduces bf16 gradients (method_costs.replaced_ddp).
+    return replace(m, sharding="none", bf16_weights=m.uses_deepspeed)
 
 
 @pytest.mark.parametrize("gpu", ["h100-80gb", "a100-80gb", "rtx3090"])
 def test_no_method_makes_an_answer_faster_unless_its_memory_allows_a_larger_micro_batch(tmp_path, gpu):
     """Over every valid combination of the search space: taking any one method away never makes the answer
-    slower, except where the method lets a larger micro-batch fit."""
+    slower, except where the method lets a larger micro-batch fit. Taking a sharding away leaves the data
+    parallelism of the same library."""
     keys = [_decoder(tmp_path, "small"),
             _decoder(tmp_path, "wide", hidden_size=2048, intermediate_size=5504, num_hidden_layers=8,
                      num_attention_heads=16, num_key_value_heads=4, vocab_size=32000)]
@@ -135,7 +137,8 @@ def _spec(m) -> str:
 
 def test_estimate_charges_the_methods_it_is_given(tmp_path, monkeypatch, capsys):
     """``estimate --methods`` answers from the work model with the methods charged: checkpointing takes longer at
-    the same micro-batch, and a sharding on eight GPUs is no faster unless its micro-batch is larger."""
+    the same micro-batch, and a sharding on eight GPUs is no faster than the data parallelism it replaces unless
+    its micro-batch is larger."""
     from academic_bench import analysis
 
     monkeypatch.setattr(analysis, "profiles", lambda root=None: _profiles())
@@ -155,8 +158,43 @@ def test_estimate_charges_the_methods_it_is_given(tmp_path, monkeypatch, capsys)
     assert ckpt["answer"]["by"] == "work model" and ckpt["micro_batch"] == plain["micro_batch"]
     assert ckpt["answer"]["settings"]["methods"] == "free-lunch+ckpt"
     assert ckpt["days"] > 1.15 * plain["days"]
-    ddp, zero3 = run("free-lunch", 8), run("free-lunch+zero3", 8)
+    # ZeRO-3 against the data parallelism it replaces: DeepSpeed's own, which reduces bf16 gradients.
+    ddp, ds_ddp, zero3 = run("free-lunch", 8), run("free-lunch+bf16w", 8), run("free-lunch+zero3", 8)
     assert zero3["answer"]["by"] == "work model"
-    assert zero3["days"] >= ddp["days"] or (zero3["answer"]["settings"]["micro_batch"]
-                                            > ddp["answer"]["settings"]["micro_batch"])
+    assert zero3["days"] >= ds_ddp["days"] or (zero3["answer"]["settings"]["micro_batch"]
+                                               > ds_ddp["answer"]["settings"]["micro_batch"])
     assert ddp["days"] * 8 > plain["days"]  # eight GPUs over PCIe: each slower than one alone
+
+
+def test_without_pcie_peer_access_the_ring_is_staged_in_host_memory():
+    """GeForce cards cannot write into each other's memory over PCIe: NCCL stages every byte in host memory, so
+    a ring between them gets half the rate of the same PCIe link with peer access; beyond one CPU socket's GPUs
+    the ring also crosses the link between the sockets. NVLink where it joins every GPU is unchanged."""
+    geforce, pro = get_gpu("rtx3090"), get_gpu("a6000")
+    assert not geforce.pcie_p2p and pro.pcie_p2p and not get_gpu("rtx4090").pcie_p2p
+    with_p2p = replace(geforce, pcie_p2p=True)
+    assert mc.ring_gbps(geforce, 4) == pytest.approx(mc.ring_gbps(with_p2p, 4) / 2)
+    assert mc.ring_gbps(with_p2p, 4) == pytest.approx(mc.PCIE_USABLE * geforce.pcie_gbps)
+    assert mc.ring_gbps(with_p2p, 4) < geforce.pcie_gbps
+    assert mc.ring_gbps(pro, 8) == pytest.approx(mc.INTER_SOCKET_GBPS) and mc.ring_gbps(pro, 8) < mc.ring_gbps(pro, 4)
+    assert mc.ring_gbps(geforce, 8) == pytest.approx(mc.INTER_SOCKET_GBPS / 2)
+    assert mc.ring_gbps(geforce, 2) == geforce.link_gbps(2)  # the bridge of a pair
+    assert mc.ring_gbps(get_gpu("h100-80gb"), 8) == get_gpu("h100-80gb").nvlink_gbps / 2
+    assert mc.ring_gbps(geforce, 1) is None
+    # Eight RTX 3090s: DDP's all-reduce of a billion fp32 gradients takes seconds, not a fraction of one.
+    assert mc.collective_s(FREE_LUNCH, 8, geforce, 1e9, 2, 1) == pytest.approx(2 * 7 / 8 * 1e9 * 4 / 5e9)
+
+
+def test_ddp_with_bf16_weights_reduces_bf16_gradients_and_zero_is_floored_at_deepspeeds_own():
+    p, n = 1e9, 8
+    fp32 = mc.collectives(FREE_LUNCH, n, p, 2, 1)
+    bf16 = mc.collectives(parse_methods("free-lunch+bf16w"), n, p, 2, 1)
+    assert bf16.total == pytest.approx(fp32.total / 2)
+    zero1 = parse_methods("free-lunch+zero1")
+    assert mc.replaced_ddp(zero1) == parse_methods("free-lunch+bf16w")
+    assert mc.replaced_ddp(parse_methods("free-lunch+fsdp_full_shard")) == FREE_LUNCH
+    h100 = get_gpu("h100-80gb")
+    # ZeRO-1 sends a bf16 reduce-scatter and all-gather: a bf16 all-reduce's bytes, half of torch DDP's fp32 ones.
+    assert mc.collective_s(zero1, n, h100, p, 2, 1) == pytest.approx(mc.collective_s(
+        parse_methods("free-lunch+bf16w"), n, h100, p, 2, 1))
+    assert mc.collective_s(zero1, n, h100, p, 2, 1) < mc.collective_s(FREE_LUNCH, n, h100, p, 2, 1)

@@ -21,6 +21,7 @@ def test_every_point_has_a_source_and_a_quote_that_holds_its_figure(points):
         assert r["figure"] in FIGURES
         assert r["quote_figure"] in r["quote"], (r["quote_figure"], r["quote"])
         number = float(re.sub(r"[^0-9.]", "", r["quote_figure"]))
+        number *= 1000 if r["quote_figure"].strip().endswith("k") else 1  # "8.2k" tokens/s
         assert number == pytest.approx(float(r["value"])), r.to_dict()
 
 
@@ -35,10 +36,47 @@ def test_a_table_rows_settings_are_the_cells_of_its_quoted_row(points):
             assert str(int(r[key])) in cells, (key, r["quote"])
 
 
+def test_a_readme_rows_gpus_and_micro_batch_are_the_cells_of_its_quoted_row(points):
+    """whyNLP/tinyllama's README rows read '| tinyllama | 8*RTX3090 | 3 | ...': the GPU count and the micro-batch
+    (with the accumulation steps where it states them, '16*8') are that row's cells."""
+    rows = points[points["source"].str.startswith("whyNLP/tinyllama")]
+    assert len(rows) >= 10
+    for _, r in rows.iterrows():
+        cells = [c.strip() for c in r["quote"].strip("|").split("|")]
+        assert cells[1].startswith(f"{int(r['n_gpus'])}*"), r["quote"]
+        batch = f"{int(r['micro_batch'])}" + (f"*{int(r['grad_accum'])}" if r["grad_accum"] > 1 else "")
+        assert cells[2] == batch, r["quote"]
+
+
+def test_all_gpus_tokens_become_tokens_per_gpu(points):
+    total = points[points["figure"] == "tokens_per_s"]
+    assert len(total) > 0
+    assert (total["tokens_per_s_per_gpu"] * total["n_gpus"]).tolist() == pytest.approx(total["value"].tolist())
+
+
+def test_every_model_with_a_config_builds_with_the_published_shape(points):
+    """Each published model's shape is a config in data/published_configs/ that builds (on the meta device) with
+    the widths its ``shape`` column states."""
+    from academic_bench.catalog.models.from_config import decoder_spec
+    from academic_bench.catalog.published import CONFIGS, config_path
+
+    assert set(CONFIGS) <= set(points["model"])
+    for model in CONFIGS:
+        facts = decoder_spec(config_path(model), seq_len=2048, tokens=2048 * 8, global_batch=8).facts
+        shape = points.loc[points["model"] == model, "shape"].iloc[0]
+        assert str(facts["hidden"]) in shape and str(facts["layers"]) in shape, (model, facts, shape)
+    assert config_path("Llama 3.1 8B") is None
+
+
 def test_single_node_points_for_the_datacenter_gpus(points):
     assert (points["n_gpus"] <= 8).all()
     counts = points.groupby("gpu").size()
     assert counts.get("a100-80gb", 0) >= 3 and counts.get("h100-80gb", 0) >= 3
+
+
+def test_points_for_the_gpus_labs_own(points):
+    counts = points.groupby("gpu").size()
+    assert counts.get("rtx3090", 0) >= 3 and counts.get("a6000", 0) >= 3 and counts.get("rtx4090", 0) >= 1
 
 
 def test_a_step_time_becomes_tokens_per_second_per_gpu(points):

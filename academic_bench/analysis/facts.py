@@ -69,9 +69,15 @@ def model_facts() -> pd.DataFrame:
 # --- labels for tables ---------------------------------------------------------------------------------------
 
 def gpu_label(key: str) -> str:
-    """A short display name for a GPU key ('h100-80gb' -> 'H100 80GB')."""
-    g = gpu_catalog().get(key)
-    return g.name.replace("NVIDIA ", "").replace("GeForce ", "") if g else str(key)
+    """A short display name for a GPU key ('h100-80gb' -> 'H100 80GB'), the study's or one known to the
+    transfer model only (data/gpus.csv)."""
+    from ..catalog.hardware import UnknownGPUError, get_gpu
+
+    try:
+        g = get_gpu(str(key))
+    except UnknownGPUError:
+        return str(key)
+    return g.name.replace("NVIDIA ", "").replace("GeForce ", "")
 
 
 def setup_label(gpu: str, n_gpus: int) -> str:

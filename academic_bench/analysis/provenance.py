@@ -23,15 +23,20 @@ _DATA_ORIGINS = (
     ("academic_bench/data/survey_", "transcribed by hand from the paper's Section 2, Figure 8 and Appendix A "
      "(`source` column / field); loaded by `academic_bench.analysis.survey`"),
     ("academic_bench/data/gpus.csv", "written by hand from vendor datasheets (`spec_source`) and the paper's "
-     "Appendix H prices (`price_source`)"),
+     "Appendix H prices (`price_source`); PCIe peer access (`pcie_p2p`) with its source; `in_study` no marks the "
+     "GPUs known only to the published-throughput check"),
     ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
      "(`source_url`, `as_of`, `transcribed_in`)"),
     ("academic_bench/data/published_throughput.csv", "collected by hand from public benchmark tables, model cards "
      "and issues: each row with its source and the quoted line that holds its figure; loaded and checked by "
-     "`academic_bench.catalog.published` and tests/test_published.py"),
+     "`academic_bench.catalog.published` and tests/test_published.py; what it leaves out, and why, is in that "
+     "module's docstring"),
     ("academic_bench/data/model_facts.json", "computed: every catalog model's parameter counts, counted FLOPs and "
      "saved activations from a meta-device build (`academic_bench.estimate.kept.write_shipped`, run by `make book`; "
      "tests/test_estimate.py checks it equals a fresh computation)"),
+    ("academic_bench/data/published_configs/", "written by hand: the Hugging Face config of each published model's "
+     "shape, from the `shape` column of published_throughput.csv (llm-foundry's MPT as a GPT-2 of the same "
+     "widths; `academic_bench.catalog.published.CONFIGS`)"),
     ("notebooks/runs/answers.json", "the study's answer per catalog model, GPU and count, computed from the runs "
      "beside it (`academic_bench.answer.store.write_shipped`, run by `make book`; tests/test_answer.py checks it "
      "is current)"),
@@ -76,7 +81,7 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
     from ..results import PLANNED_FILE
 
     rows = []
-    files = sorted((REPO_ROOT / "academic_bench" / "data").glob("*")) + [
+    files = sorted((REPO_ROOT / "academic_bench" / "data").rglob("*")) + [
         REPO_ROOT / "tests" / "fixtures" / "survey_example.csv", REPO_ROOT / "book" / "references.bib",
         runs_root(root) / PLANNED_FILE, runs_root(root) / "answers.json",
         REPO_ROOT / "notebooks" / "workshop" / "timing.json"]

@@ -21,10 +21,12 @@ from .types import Answer
 
 
 def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None,
-                   facts: dict | None = None, methods: Methods = FREE_LUNCH) -> Answer:
+                   facts: dict | None = None, methods: Methods = FREE_LUNCH, micro_batch: int | None = None
+                   ) -> Answer:
     """The answer for the registered decoder ``key`` (``models.from_config.decoder_spec(...).spec.key``) on
     ``n_gpus`` x ``gpu`` with ``methods`` (free-lunch, and any memory-saving methods on top, each charged by the
-    work model: ``decoder_work.predict_decoder``, ``method_costs``)."""
+    work model: ``decoder_work.predict_decoder``, ``method_costs``), at ``micro_batch`` per GPU where it is given,
+    else at the largest the memory model fits."""
     from .decoder_work import not_modelled, predict_decoder
     from ..estimate import analytic_days, model_stats
     from ..catalog.models import get_model
@@ -40,7 +42,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         None if methods.free_lunch else "the work model's profiles are of the free-lunch settings")
     if why_not_work is None:
         points, host_rates = work_model(root)  # kept with the answers: the runs are not read again
-        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates)
+        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch)
         if p is not None and p.days is not None:
             return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
                           settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),

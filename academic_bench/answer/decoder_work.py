@@ -172,14 +172,15 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
                           tuple(sorted(mine["model"].unique())))
 
 
-def _micro_batch(model: str, gpu: str, n_gpus: int = 1, methods: Methods = FREE_LUNCH) -> tuple[int, int] | None:
-    """(micro-batch, accumulation steps) on each of ``n_gpus`` x ``gpu`` with ``methods``: the memory model's
-    largest, and the steps that make up each GPU's share of the batch."""
+def _micro_batch(model: str, gpu: str, n_gpus: int = 1, methods: Methods = FREE_LUNCH,
+                 given: int | None = None) -> tuple[int, int] | None:
+    """(micro-batch, accumulation steps) on each of ``n_gpus`` x ``gpu`` with ``methods``: the ``given``
+    micro-batch, else the memory model's largest, and the steps that make up each GPU's share of the batch."""
     from ..catalog.config import Config
     from ..estimate import max_micro_batch
 
     config = Config(model, gpu, n_gpus, methods=methods)
-    mbs = max_micro_batch(config, get_gpu(gpu).memory_gb)
+    mbs = given if given is not None else max_micro_batch(config, get_gpu(gpu).memory_gb)
     if mbs is None:
         return None
     mbs = min(mbs, config.per_gpu_batch)
@@ -198,11 +199,13 @@ def with_recompute(model: str, seconds: dict) -> dict:
 
 
 def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
-                    host_rates: Mapping[str, float] | None = None) -> Prediction | None:
+                    host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None
+                    ) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
     (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
     calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
-    the largest micro-batch the memory model lets ``methods`` fit. Each GPU's share of the batch is the work
+    ``micro_batch`` where it is given (a run whose micro-batch is known), else at the largest micro-batch the
+    memory model lets ``methods`` fit. Each GPU's share of the batch is the work
     model's step on a profiled GPU (with checkpointing's recompute: ``with_recompute``); on a profiled GPU that is the
     answer, anywhere else the transfer model scales it from the profiled setup of the same architecture, else of
     the nearest memory size. The methods' other costs are then added on the target (``method_costs``): the
@@ -220,7 +223,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     # nearest memory size.
     source_gpu = min(setups, key=lambda g: (g != target.key, get_gpu(g).architecture != target.architecture,
                                             abs(get_gpu(g).memory_gb - target.memory_gb), g))
-    fit = _micro_batch(model, target.key, n_gpus, methods)
+    fit = _micro_batch(model, target.key, n_gpus, methods, micro_batch)
     if fit is None:
         return None
     mbs, gas = fit

@@ -7,15 +7,14 @@ one GPU's share of the batch. The methods add to it:
   forward of the blocks, a third of their forward-and-backward work (the forward is 2 of the 6 FLOPs per weight
   and token; llm-foundry's hardware-FLOPs utilisation counts checkpointing the same way, 4 passes instead of 3)
   (``recompute_s``);
-- **data parallelism and sharding** move bytes between the GPUs (``collectives``), over the link the GPU
-  catalog gives (``hardware.GPU.link_gbps``: NVLink where it joins every GPU, else PCIe), on a ring: an
-  all-gather or a reduce-scatter sends ``(n - 1) / n`` of the tensor from each GPU, an all-reduce twice that.
-  The central answer charges every collective its whole time at the datasheet rate: the study's own two-GPU
-  DDP rows have a boundary micro-step longer than the accumulating ones by more than their whole all-reduce at
-  that rate, so nothing of it was hidden there. The fastest end of the range lets a collective issued during
-  the backward (a gradient reduction) or the forward (a prefetched all-gather) run beside that pass's kernels
-  and cost only what it takes beyond them; one issued after the optimizer step (ZeRO-1/2's all-gather of the
-  updated weights) waits for nothing and costs its whole time either way (``exposed_s``);
+- **data parallelism and sharding** move bytes between the GPUs (``collectives``), over the link between them
+  (``ring_gbps``, below), on a ring: an all-gather or a reduce-scatter sends ``(n - 1) / n`` of the tensor from
+  each GPU, an all-reduce twice that. The central answer charges every collective its whole time: the study's
+  own two-GPU DDP rows have a boundary micro-step longer than the accumulating ones by more than their whole
+  all-reduce over NVLink, so nothing of it was hidden there. The fastest end of the range lets a collective
+  issued during the backward (a gradient reduction) or the forward (a prefetched all-gather) run beside that
+  pass's kernels and cost only what it takes beyond them; one issued after the optimizer step (ZeRO-1/2's
+  all-gather of the updated weights) waits for nothing and costs its whole time either way (``exposed_s``);
 - **offloading** copies gradients to the host and weights back over the host link (PCIe, ``host_copy_s``), and
   runs the optimizer on the host at the rate the study measured for that library's CPU optimizer
   (``host_optimizer_s``, ``measured_host_rates``).
@@ -25,15 +24,41 @@ accumulation steps (as ``measure/apply.py`` configures each library):
 
 | method | each micro-step | at the boundary micro-step | after the optimizer step |
 | --- | --- | --- | --- |
-| DDP (``none``, n > 1) | | all-reduce of fp32 gradients (autocast keeps them fp32) | |
+| DDP (``none``, n > 1) | | all-reduce of the gradients: fp32 under autocast, ``c`` bytes with bf16 weights | |
 | ZeRO-1 | | reduce-scatter of ``c``-byte gradients | all-gather of the weights |
 | ZeRO-2 | reduce-scatter of the gradients (partitioned, so reduced as they come) | | all-gather |
 | ZeRO-3 | all-gather in the forward and in the backward, reduce-scatter of the gradients | | |
 | FSDP shard-grad-op | all-gather in the forward (weights kept to the backward) | fp32 reduce-scatter | |
 | FSDP full-shard | all-gather in the forward and in the backward | fp32 reduce-scatter | |
 
-A sharding method is never charged less than the DDP it replaces (``collective_s``): the study's answers do not
-credit a memory-saving method with speed, except through the larger micro-batch its memory allows.
+A sharding method is never charged less than the data parallelism it replaces (``collective_s``): the study's
+answers do not credit a memory-saving method with speed, except through the larger micro-batch its memory allows.
+The data parallelism a ZeRO stage replaces is DeepSpeed's own (``replaced_ddp``), which in its bf16 mode reduces
+bf16 gradients, half the bytes of torch DDP's fp32 ones under autocast: a ZeRO-1 step sends what it sends and is
+no longer charged torch DDP's fp32 all-reduce. Measurements disagreed with that older floor: on the study's two
+H200s Pythia-1B's step was shorter with ZeRO-1 than with DDP (notebooks/runs/h200x2/results.jsonl), and eight
+RTX 3090s ran TinyLlama under ZeRO-2 and under bf16 DDP with about the same slowdown over one card (the published
+points of ``answer.published_check``).
+
+The link a ring gets between ``n`` GPUs (``ring_gbps``) is NVLink where it joins every GPU (half the datasheet's
+both-directions figure). Over PCIe it is less than the datasheet's rate per direction (``hardware.GPU.pcie_gbps``),
+for three reasons, each with its source:
+
+1. NCCL plans a PCIe link at three quarters of its signalling rate (``PCIE_USABLE``): its topology model
+   (NVIDIA/nccl src/graph/topo.h) rates a Gen3 x16 link, 16 GB/s per direction, at ``PCI_BW 12.0``, and a Gen4
+   x16 link at 24 GB/s;
+2. eight GPUs on x16 links need 128 PCIe lanes, more than one Intel Xeon Scalable socket has (48 on the 2nd
+   generation, 64 on the 3rd), so a machine of more than ``GPUS_PER_SOCKET`` GPUs spans two sockets and its ring
+   crosses the link between them, which NCCL rates at 10 GB/s (``SKL_QPI_BW``, Skylake to Ice Lake:
+   ``INTER_SOCKET_GBPS``). A one-socket AMD EPYC host (128 lanes) would not cross; the central answer takes the
+   two-socket machine that eight x16 GPUs usually need;
+3. GPUs without PCIe peer access (GeForce cards: ``hardware.GPU.pcie_p2p``) cannot write into each other's
+   memory, so NCCL stages every byte in host memory (its SHM transport, "used between devices when peer-to-peer
+   cannot happen, therefore, host memory is used", NCCL's environment documentation): each byte crosses the PCIe
+   fabric twice, into host memory and out of it, through the same root complex, which halves the rate
+   (``STAGED_CROSSINGS``).
+
+Eight RTX 3090s thus get 5 GB/s per direction between them, not the 32 GB/s of their x16 links.
 """
 from __future__ import annotations
 
@@ -47,6 +72,12 @@ from ..catalog.methods import Methods
 RECOMPUTE_FRACTION = 1.0 / 3.0  # one extra forward of the checkpointed blocks: 2 of their 6 FLOPs per weight-token
 FORWARD_SHARE = 1.0 / 3.0  # of a micro-step's compute, the forward (the rest is the backward)
 FP32 = 4
+# The link between the GPUs over PCIe (module docstring, ``ring_gbps``), from NCCL's topology model
+# (NVIDIA/nccl src/graph/topo.h) and Intel's lane counts.
+PCIE_USABLE = 0.75  # NCCL's PCI_BW 12.0 GB/s for a PCIe Gen3 x16 link, whose signalling rate is 16 GB/s per direction
+GPUS_PER_SOCKET = 4  # x16 GPUs one Xeon Scalable socket holds: 64 lanes (3rd generation)
+INTER_SOCKET_GBPS = 10.0  # NCCL's SKL_QPI_BW: the link between two Intel sockets, Skylake to Ice Lake
+STAGED_CROSSINGS = 2  # without PCIe peer access each byte goes into host memory and out of it
 # The library whose CPU optimizer runs the host's step with offloading: DeepSpeed's CPUAdam, or torch's Adam on
 # the host under FSDP2's CPUOffloadPolicy (measure/apply.py).
 ENGINES = ("deepspeed", "fsdp")
@@ -84,8 +115,8 @@ def collectives(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: i
     ring = (n_gpus - 1) / n_gpus
     once = ring * params * dtype_bytes  # one all-gather or reduce-scatter of every weight in the training dtype
     fp32 = ring * params * FP32
-    if m.sharding == "none":
-        return Traffic(boundary=2 * fp32)
+    if m.sharding == "none":  # DDP reduces the gradients in the dtype they have: fp32 under autocast
+        return Traffic(boundary=2 * (once if m.bf16_weights else fp32))
     if m.sharding == "zero1":
         return Traffic(boundary=once, after_step=once)
     if m.sharding == "zero2":
@@ -97,6 +128,23 @@ def collectives(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: i
     if m.sharding == "fsdp_full_shard":
         return Traffic(forward=gas * once, backward=gas * once, boundary=fp32)
     raise ValueError(f"unknown sharding {m.sharding!r}")
+
+
+def ring_gbps(gpu: GPU, n_gpus: int) -> float | None:
+    """GB/s per direction a ring collective gets between ``n_gpus`` GPUs of type ``gpu`` (module docstring):
+    NVLink where it joins them all, else the PCIe rate NCCL plans, capped by the link between two sockets beyond
+    ``GPUS_PER_SOCKET`` GPUs and halved where the bytes are staged in host memory. None on one GPU, or where the
+    catalog has no link for the GPU."""
+    if n_gpus <= 1:
+        return None
+    if gpu.nvlink_gbps and (gpu.nvlink_scope == "all" or n_gpus <= 2):
+        return gpu.link_gbps(n_gpus)
+    if not gpu.pcie_gbps:
+        return None
+    rate = PCIE_USABLE * gpu.pcie_gbps
+    if n_gpus > GPUS_PER_SOCKET:
+        rate = min(rate, INTER_SOCKET_GBPS)
+    return rate if gpu.pcie_p2p else rate / STAGED_CROSSINGS
 
 
 def exposed_s(traffic: Traffic, link_gbps: float, micro_step_s: float, gas: int) -> float:
@@ -114,8 +162,8 @@ def collective_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: 
     """Seconds per optimizer step the GPUs' collectives add to ``n_gpus`` x ``gpu`` (0 on one GPU), over the
     link between them: all of their time, or with ``micro_step_s`` (compute seconds per micro-step) only what
     the passes they run beside do not hide (``exposed_s``: the fastest end of the range). A sharding is charged
-    at least what DDP's all-reduce would cost (module docstring)."""
-    link = gpu.link_gbps(n_gpus)
+    at least what the data parallelism it replaces would cost (``replaced_ddp``; module docstring)."""
+    link = ring_gbps(gpu, n_gpus)
     if n_gpus <= 1 or not link:
         return 0.0
 
@@ -125,8 +173,15 @@ def collective_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: 
 
     if m.sharding == "none":
         return cost(m)
-    return max(cost(m), cost(Methods(compile=m.compile, kernels=m.kernels, tf32=m.tf32,
-                                     checkpointing=m.checkpointing)))
+    return max(cost(m), cost(replaced_ddp(m)))
+
+
+def replaced_ddp(m: Methods) -> Methods:
+    """The data parallelism a sharding ``m`` replaces, in the same library and gradient dtype: DeepSpeed's
+    bf16 mode keeps bf16 weights and reduces bf16 gradients without ZeRO too (the study's ``bf16_weights`` DDP),
+    FSDP reduces in fp32 as torch DDP under autocast does."""
+    return Methods(compile=m.compile, kernels=m.kernels, tf32=m.tf32, checkpointing=m.checkpointing,
+                   bf16_weights=m.uses_deepspeed)
 
 
 def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> float:

@@ -16,7 +16,7 @@ part is scaled by the target GPU's capability that bounds it:
   source's where it is known to fit: ``target_micro_batch``);
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
   copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
-  between the GPUs (``hardware.GPU.link_gbps``), estimated from the bytes each method sends
+  between the GPUs (``method_costs.ring_gbps``), estimated from the bytes each method sends
   (``method_costs.collective_s``).
 
 Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
@@ -32,7 +32,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..catalog.hardware import GPU, get_gpu
-from .method_costs import collective_s
+from .method_costs import collective_s, ring_gbps
 from ..catalog.methods import Methods
 from ..catalog.units import days_for
 
@@ -246,13 +246,13 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     parts.append((opt, opt * 0.8, opt * 1.25))
     # Communication: the source's measured collectives scaled by link and ring size, or, from one GPU to
     # several, the collectives estimated from bytes; an offload copy at the boundary scales with PCIe.
-    link_t = target.link_gbps(n_gpus)
+    link_t = ring_gbps(target, n_gpus)
     if src.n_gpus > 1 and n_gpus == 1:
         # No collectives on one GPU. The source's exposed boundary time holds its collectives and, with
         # offloading, the copy to the host together; all of it is taken as the copy (an upper bound).
         c = src.sync_s * pcie * share if src.methods.offload else 0.0
     elif src.n_gpus > 1 and link_t:
-        link_s = source.link_gbps(src.n_gpus) or link_t
+        link_s = ring_gbps(source, src.n_gpus) or link_t
         ring = ((n_gpus - 1) / n_gpus) / ((src.n_gpus - 1) / src.n_gpus) if n_gpus > 1 else 0.0
         c = (comm + src.sync_s) * link_s / link_t * ring
     else:

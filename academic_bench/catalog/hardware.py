@@ -1,4 +1,10 @@
-"""The GPU catalog (specs, power, prices; data/gpus.csv) and detection of the GPU in hand."""
+"""The GPU catalog (specs, power, prices; data/gpus.csv) and detection of the GPU in hand.
+
+``catalog()`` is the study's GPUs (``in_study``: the paper's four and the H200), the ones every command, answer
+and page covers. data/gpus.csv also holds GPUs known to the transfer model only (``in_study`` no: the RTX 4090 and
+the A100 40GB), so that training throughput others published on them can be predicted and checked
+(``answer.published_check``); ``get_gpu`` resolves every row.
+"""
 from __future__ import annotations
 
 import csv
@@ -27,6 +33,8 @@ class GPU:
     nvlink_gbps: float | None = None  # NVLink, GB/s as the datasheet states it (both directions together)
     nvlink_scope: str = ""  # "all": every GPU of the machine (NVSwitch); "pairs": a bridge joins two cards only
     pcie_gbps: float | None = None  # host link, GB/s per direction
+    pcie_p2p: bool = True  # GPUs of this type read and write each other's memory over PCIe (GeForce cards: no)
+    in_study: bool = True  # one of the study's GPUs (``catalog``), not only known to the transfer model
 
     def link_gbps(self, n_gpus: int) -> float | None:
         """GB/s per direction between the GPUs of an ``n_gpus`` machine of this type: NVLink where it joins them
@@ -57,9 +65,15 @@ class UnknownGPUError(KeyError):
 
 
 @lru_cache(maxsize=1)
-def catalog() -> dict[str, GPU]:
+def _every_gpu() -> dict[str, GPU]:
     text = resources.files("academic_bench").joinpath("data/gpus.csv").read_text()
     return {row["key"]: _row_to_gpu(row) for row in csv.DictReader(text.splitlines())}
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, GPU]:
+    """The study's GPUs, by key (module docstring)."""
+    return {k: g for k, g in _every_gpu().items() if g.in_study}
 
 
 def _row_to_gpu(row: dict[str, str]) -> GPU:
@@ -72,7 +86,13 @@ def _row_to_gpu(row: dict[str, str]) -> GPU:
         price_source=row["price_source"], spec_source=row["spec_source"], match=row["match"],
         memory_bandwidth_gbps=_number(row.get("memory_bandwidth_gbps")), nvlink_gbps=_number(row.get("nvlink_gbps")),
         nvlink_scope=row.get("nvlink_scope") or "", pcie_gbps=_number(row.get("pcie_gbps")),
+        pcie_p2p=_yes(row.get("pcie_p2p")), in_study=_yes(row.get("in_study")),
     )
+
+
+def _yes(text: str | None) -> bool:
+    """A yes/no cell; an empty one is yes (the column's default)."""
+    return not text or text.strip().lower() == "yes"
 
 
 def _number(text: str | None) -> float | None:
@@ -84,9 +104,9 @@ def gpu_names() -> list[str]:
 
 
 def get_gpu(key: str) -> GPU:
-    """The catalog entry for ``key``; an unknown key names the valid ones."""
+    """The entry for ``key`` (any row of data/gpus.csv); an unknown key names the study's GPUs."""
     try:
-        return catalog()[key.lower()]
+        return _every_gpu()[key.lower()]
     except KeyError:
         raise UnknownGPUError(f"unknown GPU {key!r}; choose one of: {', '.join(catalog())}") from None
 

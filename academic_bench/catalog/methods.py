@@ -176,4 +176,5 @@ def methods_spec(m: Methods) -> str:
     else:
         parts = [n for n in ("compile", "kernels", "tf32") if getattr(m, n)] or ["naive"]
     parts += ["ckpt"] * m.checkpointing + [m.sharding] * (m.sharding != "none") + ["offload"] * m.offload
+    parts += ["bf16w"] * m.bf16_weights
     return "+".join(parts)

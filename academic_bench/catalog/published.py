@@ -1,40 +1,73 @@
 """Training throughput that others measured and published, as data with provenance (data/published_throughput.csv).
 
 Each row is one single-node training configuration (GPU type and count, model shape, sequence length, batch,
-method) with the figure its source reports (tokens per second per GPU, or the time of one optimizer step), the
-source's address and the line quoted from it that holds the figure. The study predicts each with the same shape
-and settings to check its predictions against measurements it did not make.
+method) with the figure its source reports (tokens per second per GPU, tokens per second of all the GPUs
+together, or the time of one optimizer step), the source's address and the line quoted from it that holds the
+figure. The study predicts each with the same shape and settings (``answer.published_check``) to check its
+predictions against measurements it did not make; each model's shape is a Hugging Face config in
+data/published_configs/ (``config_path``).
+
+``method`` is the study's method switches joined by '+' (``none`` on one GPU, ``ddp`` for plain data parallelism,
+``zero1``-``zero3``, ``fsdp_shard_grad_op``, ``fsdp_full_shard``, ``ckpt`` for activation checkpointing of every
+block, ``bf16w`` for weights kept in bf16), or a switch the study has no method for (``selective_ckpt``,
+``compile`` where the source names it), which the check names instead of predicting.
 
 Left out by design: whole-run totals (GPU-hours of a finished training run: they hold restarts, evaluation and
-idle time, not a step's throughput), hand-written CUDA trainers (they measure kernels the study's PyTorch engine
-does not run), and runs on more than one node. Sources so far: llm-foundry's MPT benchmark tables (H100 80GB,
-A100 80GB, A100 40GB; FSDP full-shard, with and without activation checkpointing; the rows of 8 GPUs or fewer,
-sequences up to 8,192 and models up to 13B), torchtitan's Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the
-catalog's H100; Float8 rows left out) and a nanoGPT iteration log on 8 x A100. Nothing yet for the RTX 3090,
-RTX 4090 or RTX A6000.
+idle time, not a step's throughput; so TinyLlama's "3456 A100 GPU hours" and its 24k tokens/s per A100-40G, a
+two-node run of 16 GPUs), hand-written CUDA trainers (llm.c and the like: they measure kernels the study's PyTorch
+engine does not run), FP8 training and the Muon optimizer (other arithmetic than the study's bf16 AdamW), runs on
+more than one node (torchtitan's H200 benchmarks are 4 and 8 nodes), GPUs outside the check (the A40 rows of the
+same README) and user reports their own thread diagnoses as a fault (whyNLP/tinyllama issue 1, 2 x RTX 4090 at
+1.8k tokens/s, where the maintainer answers that his 2 x RTX 3090 run 'is still much faster than the results').
+
+Sources: llm-foundry's MPT benchmark tables (H100 80GB, A100 80GB, A100 40GB; FSDP full-shard, with and without
+activation checkpointing; the rows of 8 GPUs or fewer, sequences up to 8,192 and models up to 13B), torchtitan's
+Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the catalog's H100; Float8 rows left out), a nanoGPT iteration log on
+8 x A100 (memory size not stated), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the
+transformers Trainer on 1-8 x RTX 3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed
+ZeRO-2). No single-node H200 training throughput in bf16 was found.
 """
 from __future__ import annotations
 
 import io
 from importlib import resources
+from pathlib import Path
 
 import pandas as pd
 
-FIGURES = ("tokens_per_s_per_gpu", "step_time_ms")  # what a row's ``value`` may be
+# What a row's ``value`` may be: tokens per second per GPU, of all the GPUs together, or one optimizer step's time.
+FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms")
 COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch", "grad_accum", "global_batch",
            "precision", "method", "framework", "figure", "value", "quote_figure", "source", "url", "quote", "notes")
+# The Hugging Face config of each model's shape (data/published_configs/). llm-foundry's MPT is written as a GPT-2
+# of the same widths, depth, MLP (4 x d_model, not gated), vocabulary and tied head: transformers builds MPT only
+# with eager attention, and the study's work counts (``answer.decoder_work``) are the same for both.
+CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m": "mpt-760m.json",
+           "MPT-1b": "mpt-1b.json", "MPT-3b": "mpt-3b.json", "MPT-7b": "mpt-7b.json", "MPT-13b": "mpt-13b.json",
+           "GPT-2 124M (nanoGPT)": "gpt2-124m-nanogpt.json", "TinyLlama-1.1B": "tinyllama-1.1b.json",
+           "LLaMA-7B": "llama-7b.json"}
 
 
 def load_published_throughput() -> pd.DataFrame:
-    """Every published point, with ``tokens_per_s_per_gpu`` filled in for the rows that give a step's time
-    (micro-batch x accumulation steps x sequence length per GPU, over the step)."""
+    """Every published point, with ``tokens_per_s_per_gpu`` filled in for the rows that give all the GPUs'
+    tokens (over the GPU count) or a step's time (micro-batch x accumulation steps x sequence length per GPU,
+    over the step)."""
     text = resources.files("academic_bench").joinpath("data/published_throughput.csv").read_text()
     df = pd.read_csv(io.StringIO(text), dtype={"quote_figure": str, "quote": str})
     unknown = sorted(set(df["figure"]) - set(FIGURES))
     if unknown:
         raise ValueError(f"data/published_throughput.csv: unknown figure(s) {unknown}; choose one of: "
                          f"{', '.join(FIGURES)}")
-    step = df["figure"] == "step_time_ms"
+    step, total = df["figure"] == "step_time_ms", df["figure"] == "tokens_per_s"
     tokens = df["micro_batch"] * df["grad_accum"] * df["seq_len"]
-    df["tokens_per_s_per_gpu"] = df["value"].where(~step, tokens / (df["value"] / 1e3)).astype(float)
+    per_gpu = df["value"].where(~total, df["value"] / df["n_gpus"])
+    df["tokens_per_s_per_gpu"] = per_gpu.where(~step, tokens / (df["value"] / 1e3)).astype(float)
     return df
+
+
+def config_path(model: str) -> Path | None:
+    """The config.json of a published model's shape (``CONFIGS``), or None where none is kept."""
+    name = CONFIGS.get(model)
+    if name is None:
+        return None
+    return Path(str(resources.files("academic_bench").joinpath("data/published_configs", name)))

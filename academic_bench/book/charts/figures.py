@@ -10,7 +10,7 @@ from .common import SOURCE_COLORS, empty_chart, by_model, gpu_color, gpu_names, 
 
 __all__ = ["availability_heatmap", "share_bars", "days_by_gpus", "mfu_strip", "feasibility_grid", "COVERAGE_COLORS",
            "coverage_grid", "speedup_bars", "SMART_COLORS", "search_bars", "profile_bars", "scatter_vs",
-           "cost_vs_days"]
+           "cost_vs_days", "published_ratio_strip"]
 
 # --- the survey --------------------------------------------------------------------------------------------
 
@@ -273,4 +273,34 @@ def cost_vs_days(df: pd.DataFrame, cost: str, title: str, cost_title: str) -> al
         + (["source"] if "source" in df.columns else []),
     ).properties(width=480, height=300, title=title)
 
+
+# --- other hardware -------------------------------------------------------------------------------------------
+
+def published_ratio_strip(df: pd.DataFrame, order: list[str], median: tuple[float, float], worst: tuple[float, float],
+                          title: str = "Predicted over published time per token, by GPU type") -> alt.Chart:
+    """One point per published measurement (``answer.published_check``: columns gpu, ratio, source, model,
+    n_gpus, method, published, predicted), one row per GPU type in ``order``, on a log axis; the ``worst``
+    band shaded and the ``median`` band darker. Narrow enough for a phone's column."""
+    df = df.dropna(subset=["ratio"])
+    if df.empty:
+        return empty_chart("No published measurement predicted yet.")
+    lo = min(float(df["ratio"].min()), worst[0]) * 0.95
+    hi = max(float(df["ratio"].max()), worst[1]) * 1.05
+    x = alt.X("ratio:Q", title="predicted / published time per token",
+              scale=alt.Scale(type="log", domain=[lo, hi], nice=False), axis=alt.Axis(format=".2f"))
+    y = alt.Y("gpu:N", title=None, sort=order)
+    bands = pd.DataFrame({"from": [worst[0], median[0]], "to": [worst[1], median[1]],
+                          "band": ["every point", "median"]})
+    shade = alt.Chart(bands).mark_rect(opacity=0.15).encode(
+        x=alt.X("from:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)), x2="to:Q",
+        color=alt.Color("band:N", title="target", scale=alt.Scale(domain=["every point", "median"],
+                                                                  range=["#74c476", "#238b45"])))
+    one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="#555").encode(x="ratio:Q")
+    points = alt.Chart(df).mark_point(filled=True, size=60, opacity=0.8).encode(
+        x=x, y=y, shape=alt.Shape("source:N", title="published in"),
+        tooltip=["model", "gpu", "n_gpus", "method", alt.Tooltip("published:Q", title="published tokens/s/GPU",
+                                                                 format=",.0f"),
+                 alt.Tooltip("predicted:Q", title="predicted tokens/s/GPU", format=",.0f"),
+                 alt.Tooltip("ratio:Q", format=".2f")])
+    return (shade + one + points).properties(width=300, height=alt.Step(28), title=title)
 

@@ -1,0 +1,125 @@
+"""The study's answers set beside training throughput that others measured and published (``catalog.published``).
+
+Each published point is predicted with its own shape (its config in data/published_configs/), sequence length,
+micro-batch, accumulation steps, GPU type and count and method, through the one answer for a decoder outside the
+catalog (``decoder.decoder_answer``: the work model, the transfer model and ``method_costs``), at the published
+micro-batch rather than the one the memory model would choose. Nothing is fitted to these points: the answer
+knows them only by their shape and settings.
+
+``ratio`` is the predicted time per token over the published one (published tokens per second per GPU over the
+predicted): above 1 the study predicts too slow, below 1 too fast. The target per GPU type with at least
+``MIN_POINTS`` points: median within ``TARGET_MEDIAN``, every point within ``TARGET_WORST``.
+
+A point is not predicted, and says why, where its GPU is not in data/gpus.csv, its shape has no config, or its
+method has a switch the study has no method for.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import replace
+from functools import lru_cache
+
+import pandas as pd
+
+from ..catalog.methods import FREE_LUNCH, SHARDINGS, Methods
+
+MIN_POINTS = 3
+TARGET_MEDIAN = (0.95, 1.05)
+TARGET_WORST = (0.8, 1.25)
+POINT_COLUMNS = ["gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source", "url",
+                 "published", "predicted", "ratio", "kind", "by", "predicted_mfu", "published_mfu", "why_not"]
+GPU_COLUMNS = ["gpu", "points", "predicted", "median", "low", "high", "worst", "target"]
+
+
+def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
+    """The study's methods for a published ``method`` (``catalog.published``), on top of free-lunch (compiled,
+    fused kernels, TF32: the study's class closest to a tuned training stack), or None and the switch the study
+    has no method for."""
+    m = FREE_LUNCH
+    for part in (p.strip() for p in str(spec).split("+") if p.strip()):
+        if part in ("none", "ddp"):
+            m = replace(m, sharding="none")
+        elif part in SHARDINGS:
+            m = replace(m, sharding=part)
+        elif part == "ckpt":
+            m = replace(m, checkpointing=True)
+        elif part == "bf16w":
+            m = replace(m, bf16_weights=True)
+        elif part == "offload":
+            m = replace(m, offload=True)
+        elif part == "compile":
+            continue  # free-lunch compiles already
+        else:
+            return None, f"{part!r} is no method of the study"
+    if n_gpus > 1 and m.sharding == "none" and "ddp" not in str(spec):
+        return None, f"{n_gpus} GPUs without a data-parallel method named"
+    return m, None
+
+
+def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict:
+    """One published point beside the study's answer for it (``POINT_COLUMNS``)."""
+    from ..catalog.hardware import UnknownGPUError, get_gpu
+    from ..catalog.models.from_config import decoder_spec
+    from ..catalog.published import config_path
+    from .decoder import decoder_answer
+
+    n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
+    out = {k: row[k] for k in ("gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source",
+                               "url")}
+    out.update(published=float(row["tokens_per_s_per_gpu"]), predicted=math.nan, ratio=math.nan, kind="none",
+               by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="")
+    try:
+        gpu = get_gpu(str(row["gpu"]))
+    except UnknownGPUError:
+        return {**out, "why_not": f"GPU {row['gpu']!r} is not in data/gpus.csv"}
+    config = config_path(str(row["model"]))
+    methods, why = methods_of(row["method"], n)
+    if config is None or methods is None:
+        return {**out, "why_not": why or f"no config of {row['model']!r} in data/published_configs"}
+    per_gpu = mbs * gas
+    spec = decoder_spec(config, seq_len=seq, tokens=per_gpu * n * seq, global_batch=per_gpu * n, precision="bf16")
+    a = decoder_answer(spec.spec.key, gpu.key, n, root, facts=spec.facts, methods=methods, micro_batch=mbs)
+    if a.days is None:
+        return {**out, "kind": a.kind, "why_not": a.rests_on}
+    step_s = a.days * 86400 / spec.spec.recipe.steps
+    predicted = per_gpu * seq / step_s
+    # The published point's own MFU, on the answer's basis: the answer's MFU scales with its tokens per second.
+    return {**out, "predicted": predicted, "ratio": out["published"] / predicted, "kind": a.kind, "by": a.by or "",
+            "predicted_mfu": a.mfu, "published_mfu": a.mfu * out["published"] / predicted}
+
+
+@lru_cache(maxsize=4)
+def published_check(root: str | None = None) -> pd.DataFrame:
+    """Every published point (``catalog.published.load_published_throughput``) beside the study's answer for it,
+    one row each (``POINT_COLUMNS``)."""
+    from transformers.initialization import no_init_weights
+
+    from ..catalog.published import load_published_throughput
+
+    points = load_published_throughput()
+    # Each point builds its decoder on the meta device; the weights' initial values are never read, so their
+    # initialisation (most of a build's time) is skipped.
+    with no_init_weights():
+        rows = [predict_point(r, root) for _, r in points.iterrows()]
+    return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def by_gpu(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per GPU type: points published and predicted, the median ratio, its lowest and highest, the worst (the
+    farthest from 1, either way) and whether the target holds (``met``, ``missed``, or too few points)."""
+    rows = []
+    for gpu, g in frame.groupby("gpu", sort=False):
+        r = g["ratio"].dropna()
+        worst = float(r.loc[(r.map(math.log)).abs().idxmax()]) if len(r) else math.nan
+        if len(r) < MIN_POINTS:
+            target = f"fewer than {MIN_POINTS} points"
+        else:
+            held = (TARGET_MEDIAN[0] <= r.median() <= TARGET_MEDIAN[1]
+                    and TARGET_WORST[0] <= r.min() and r.max() <= TARGET_WORST[1])
+            target = "met" if held else "missed"
+        rows.append({"gpu": gpu, "points": len(g), "predicted": len(r),
+                     "median": float(r.median()) if len(r) else math.nan,
+                     "low": float(r.min()) if len(r) else math.nan, "high": float(r.max()) if len(r) else math.nan,
+                     "worst": worst, "target": target})
+    return pd.DataFrame(rows, columns=GPU_COLUMNS)
