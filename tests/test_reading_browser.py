@@ -198,9 +198,8 @@ _LEGENDS_JS = """() => {
   const out = [];
   for (const legend of document.querySelectorAll('.ab-chart svg .role-legend')) {
     const symbols = {};
-    for (const entry of legend.querySelectorAll('.role-legend-symbol')) {
-      const group = entry.closest('g.mark-group') || entry.parentNode.parentNode;
-      const label = group.parentNode.querySelector('.role-legend-label text');
+    for (const entry of legend.querySelectorAll('.role-legend-symbol')) {  // one entry: its symbol and label
+      const label = entry.parentNode.querySelector('.role-legend-label text');
       const path = entry.querySelector('path');
       if (!label || !path) continue;
       const s = getComputedStyle(path);

@@ -6,6 +6,7 @@ import pandas as pd
 
 from ...analysis import COVERAGE_STATUSES, MFU_IMPLAUSIBLE
 from .narrow import with_narrow
+from .tables import NO_VALUE
 from .common import SOURCE_COLORS, empty_chart, by_model, gpu_color, gpu_names, gpu_shape, model_order
 
 __all__ = ["availability_heatmap", "share_bars", "days_by_gpus", "mfu_strip", "feasibility_grid", "COVERAGE_COLORS",
@@ -58,6 +59,8 @@ def days_by_gpus(df: pd.DataFrame, title: str = "Training days by GPU count") ->
     """
     if df.empty:
         return empty_chart("No training times to show yet.")
+    if "status" in df.columns:  # the paper's points have no search of ours behind them: a dash, never "null"
+        df = df.assign(status=df["status"].fillna(NO_VALUE))
     sources = [s for s in ("ours", "paper") if s in set(df["source"])] + sorted(set(df["source"]) - {"ours", "paper"})
     base = alt.Chart().encode(
         x=alt.X("n_gpus:O", title="GPUs"),
