@@ -17,7 +17,7 @@ from pathlib import Path
 from . import args as cli_args
 from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
-from ..catalog.methods import Methods, parse_methods
+from ..catalog.methods import Methods, device_reason, parse_methods
 from ..catalog.models import CATALOG
 from ..results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
@@ -92,6 +92,14 @@ def _check_gpu(args: argparse.Namespace) -> None:
         check_gpu_in_hand(args.gpu, args.device)
 
 
+def _check_device(methods: Methods, device: str | None) -> None:
+    """A method that cannot run on the device stops here (``methods.device_reason``); a SLURM job's device is its
+    node's GPU."""
+    reason = device_reason(methods, device) if device else None
+    if reason:
+        raise ValueError(f"{methods.label()} cannot run here: {reason}")
+
+
 def _run_kwargs(args: argparse.Namespace) -> dict:
     return dict(timing=args.timing, validate=args.validate, timeout_s=args.timeout, device=_device(args),
                 warmup=args.warmup, reps=args.reps, rdzv=_rendezvous(args))
@@ -133,6 +141,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     _check_run_args(args)
     cli_args.check_out(args.out)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
+    _check_device(config.methods, kwargs["device"])
     _check_gpu(args)
     setup = args.setup or default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"
@@ -240,6 +249,7 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     device = device_for(args.device, args.command)
     config, mbs = _profile_target(args, out)
     check_profilable(config)
+    _check_device(config.methods, device)
     # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
     if device == "cpu" and not args.tiny and not cli_args.is_config_path(args.model):
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
