@@ -38,7 +38,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     why_not_work = not_modelled(key) or (None if spec.recipe.precision == "bf16" else
                                          f"the work model's profiles are bf16; this decoder trains in "
                                          f"{spec.recipe.precision}") or (
-        None if methods.free_lunch else "the work model's profiles are of the free-lunch settings")
+        None if methods.free_lunch else "the work model's profiles are of the free-lunch settings") or (
+        None if not methods.beyond_paper else "the work model's profiles are of the paper's methods, not of a switch "
+                                              "beyond the paper")
     if why_not_work is None:
         p = predict_decoder(key, gpu, n_gpus, profiles(None if root is None else str(root)), methods)
         if p is not None and p.days is not None:

@@ -38,6 +38,8 @@ def answer_lines(a: Answer) -> list[str]:
     lines.append(f"  rests on      {a.rests_on}")
     if a.stated_error:
         lines.append(f"  checked       {a.stated_error}")
+    if a.beyond_paper is not None:  # beside the answer, never in it, and flagged
+        lines.append(f"  beside it     {a.beyond_paper.words()}")
     if a.paper_days is not None and a.kind != "paper":
         lines.append(f"  the paper     {a.paper_days:g} days in its Table 1 (implied MFU {a.paper_mfu:.0%}; "
                      "timed without synchronising the GPU)")

@@ -114,6 +114,11 @@ def _days_lines(d: dict) -> list[str]:
     lines.append(f"          rests on: {a.rests_on}")
     if a.stated_error:
         lines.append(f"          checked: {a.stated_error}")
+    if a.beyond_paper is not None:  # beside the answer, never in it, and flagged
+        b = a.beyond_paper
+        lines.append(f"Beside:   {b.words()}")
+        if b.settings:
+            lines.append(f"          (--methods {b.settings.methods}; {b.rests_on})")
     lines.append(f"          {d['days_analytic']['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is "
                  "faster)")
     if "what_if" in d:

@@ -17,7 +17,7 @@ from .common import DEFAULT_MODEL, select_param
 GRID_LABELS = {"measured": "measured", "predicted": "predicted", "paper": "the paper's", "none": "no answer"}
 GRID_COLORS = alt.Scale(domain=list(GRID_LABELS.values()), range=["#1f77b4", "#9ecae1", "#bdbdbd", "#ffffff"])
 GRID_COLUMNS = ["model", "model_label", "gpu", "gpu_label", "n_gpus", "kind", "days", "days_low", "days_high", "mfu",
-                "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell"]
+                "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell", "beyond_paper"]
 
 
 def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
@@ -41,7 +41,8 @@ def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
                    kind=t["kind"].map(GRID_LABELS), basis=t["rests_on"], settings=[settings(r) for r in t.itertuples()],
                    cloud_usd=t["rental_usd"].astype(float),
                    paper_note=[paper_note(d, m) for d, m in zip(t["paper_days"], t["paper_mfu"])],
-                   cell=[f"{d:,.0f}" if pd.notna(d) else "–" for d in t["days"]])
+                   cell=[f"{d:,.0f}" if pd.notna(d) else "–" for d in t["days"]],
+                   beyond_paper=t["beyond_paper_words"].fillna("not measured yet"))
     return out[GRID_COLUMNS].reset_index(drop=True)
 
 
@@ -62,7 +63,8 @@ def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Ch
                alt.Tooltip("mfu:Q", format=".0%", title="MFU"), alt.Tooltip("settings:N", title="settings"),
                alt.Tooltip("basis:N", title="rests on"),
                alt.Tooltip("cloud_usd:Q", format="$,.0f", title="cloud rental"),
-               alt.Tooltip("paper_note:N", title="the paper's Table 1")]
+               alt.Tooltip("paper_note:N", title="the paper's Table 1"),
+               alt.Tooltip("beyond_paper:N", title="beside it, beyond the paper")]
     cells = base.mark_rect(stroke="#777", strokeWidth=0.5).encode(
         color=alt.Color("kind:N", scale=GRID_COLORS, title="days",
                         legend=alt.Legend(orient="bottom", direction="horizontal")),
