@@ -4,6 +4,7 @@ runs faster, and a number beyond the paper is offered only when validated and it
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,8 @@ from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, make_row
 from measured import typed_figures  # noqa: F401  (a fixture)
 from test_cost import write_synthetic_runs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
 
@@ -121,3 +124,26 @@ def test_estimate_and_cost_print_it_beside_the_answer(runs, capsys, monkeypatch)
     assert "--methods free-lunch+fused-ce" in out
     assert cli.main(["cost", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "1"]) == 0
     assert "beside it     beyond the paper: 45.0 days" in capsys.readouterr().out
+
+
+def test_a_config_decoders_rows_join_when_one_is_beyond_the_paper(tmp_path):
+    """The decoders' rows stay out of the setups' results; those of a decoder measured with a switch beyond the
+    paper are read here with its free-lunch row, registered from the config and settings kept beside them."""
+    import shutil
+
+    from academic_bench.analysis.beyond import decoder_rows
+    from academic_bench.catalog.models.from_config import decoder_spec
+
+    shipped = ROOT / "notebooks/runs/h100x1/evidence/decoders"
+    folder = tmp_path / "h100x1" / "evidence" / "decoders"
+    shutil.copytree(shipped / "llama-3.2-1b", folder / "llama-3.2-1b")
+    key = decoder_spec(folder / "llama-3.2-1b" / "config.json", seq_len=2048, tokens=3e11).spec.key
+    plain = [r for r in ResultStore(shipped / "results.jsonl").rows() if r["config"]["model"] == key]
+    assert plain, "the shipped free-lunch row of the decoder"
+    store = ResultStore(folder / "results.jsonl")
+    store.append(plain[-1])
+    assert decoder_rows(tmp_path) == [], "no decoder beyond the paper: nothing to read (and nothing built)"
+    beyond = make_row(Config(key, "h100-80gb", 1, methods=parse_methods("free-lunch+fused-ce")), setup="h100x1",
+                      outcome="oom", search="single")  # what it measured does not matter here
+    store.append(beyond)
+    assert [r["config_id"] for r in decoder_rows(tmp_path)] == [plain[-1]["config_id"], beyond["config_id"]]

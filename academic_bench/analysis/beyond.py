@@ -28,6 +28,9 @@ GAIN_COLUMNS = ["setup", *SETTING, "config_id", "methods", "methods_label", "swi
                 "gas", "step_time_s", "days", "mfu", "peak_memory_gb", "paper_methods_label", "paper_step_time_s",
                 "paper_days", "paper_peak_memory_gb", "speedup", "memory_saved", "parity", "parity_words"]
 PARITY_STATES = ("passed", "failed", "not checked yet")
+# The study's grid beyond the paper: the Pythia models by size on one GPU of each Hopper kind (FP8 needs one).
+STUDY_MODELS = ("pythia-160m", "pythia-1b", "pythia-2.8b", "pythia-6.9b")
+STUDY_GPUS = ("h100-80gb", "h200")
 
 
 def parity_frame(root: str | Path | None = None) -> pd.DataFrame:
@@ -67,23 +70,28 @@ def parity_verdict(parity: pd.DataFrame, switches: list[str], setup: str) -> tup
 
 
 def decoder_rows(root: str | Path | None = None) -> list[dict]:
-    """The rows of the decoders measured from a config.json, each registered first with the config and training
-    settings its estimate was made with (``<setup>/evidence/decoders/<name>/{config,estimate}.json``, on any
-    setup), so that its figures can be re-derived; a row whose key those do not give is left out."""
+    """The rows of each decoder measured from a config.json with a switch beyond the paper, with its other rows
+    (its paper counterparts), each decoder registered first with the config and training settings its estimate was
+    made with (``<setup>/evidence/decoders/<name>/{config,estimate}.json``, on any setup), so that its figures can
+    be re-derived; a decoder whose rows those settings do not give is left out."""
+    from ..catalog.methods import Methods
     from ..catalog.models.from_config import ConfigError, decoder_spec
     from ..results import ResultStore
 
-    runs, keys = runs_root(root), {}
+    runs = runs_root(root)
+    rows = [row for path in sorted(runs.glob("*/evidence/decoders/results.jsonl")) for row in ResultStore(path).rows()]
+    wanted = {r["config"]["model"] for r in rows if Methods.from_dict(r["config"]["methods"]).beyond_paper}
+    keys = set()
     for estimate in sorted(runs.glob("*/evidence/decoders/*/estimate.json")):
+        if not any(k.split("@")[0] == estimate.parent.name for k in wanted):
+            continue  # building a decoder on the meta device takes seconds: only those with rows to read
         a = json.loads(estimate.read_text())["architecture"]
         try:
-            key = decoder_spec(estimate.with_name("config.json"), seq_len=a["seq_len"], tokens=a["tokens"],
-                               global_batch=a["global_batch"], precision=a["precision"]).spec.key
+            keys.add(decoder_spec(estimate.with_name("config.json"), seq_len=a["seq_len"], tokens=a["tokens"],
+                                  global_batch=a["global_batch"], precision=a["precision"]).spec.key)
         except (ConfigError, KeyError):
             continue
-        keys.setdefault(key, estimate.parent)
-    return [row for path in sorted(runs.glob("*/evidence/decoders/results.jsonl"))
-            for row in ResultStore(path).rows() if row["config"]["model"] in keys]
+    return [r for r in rows if r["config"]["model"] in keys & wanted]
 
 
 def decoder_frame(root: str | Path | None = None) -> pd.DataFrame:
@@ -144,3 +152,20 @@ def not_measured(g: pd.DataFrame, grid: list[tuple[str, str, str]]) -> list[tupl
             if r.validation == "validated" and int(r.n_gpus) == 1} if not g.empty else set()
     return [cell for cell in grid if cell not in done]
 
+
+
+def study_grid() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
+    """The study's cells beyond the paper: ([(model, GPU, switch)] for each switch alone on free-lunch that applies
+    to the model on one GPU of the kind, [(model, GPU, switch, why not)] for the others), by ``Config``'s rules."""
+    from dataclasses import replace
+
+    from ..catalog.config import Config
+    from ..catalog.methods import BEYOND_SWITCHES, FREE_LUNCH
+
+    cells, excluded = [], []
+    for model in STUDY_MODELS:
+        for gpu in STUDY_GPUS:
+            for switch, (field, on) in BEYOND_SWITCHES.items():
+                why = Config(model, gpu, 1, methods=replace(FREE_LUNCH, **{field: on})).methods_reason()
+                (excluded.append((model, gpu, switch, why)) if why else cells.append((model, gpu, switch)))
+    return cells, excluded
