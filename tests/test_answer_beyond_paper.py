@@ -64,6 +64,7 @@ def test_the_replication_answer_stays_the_papers_and_the_switch_is_offered_besid
     b = a.beyond_paper
     assert (b.status, b.days, b.label) == ("measured", 45.0, "beyond the paper")
     assert b.settings.methods == "free-lunch+fused-ce" and b.settings.methods_label.endswith("[beyond the paper]")
+    assert b.settings.export_command == "", "export --best writes the replication's settings, not these"
     assert b.saves == pytest.approx(0.1) and "fused-ce: passed" in b.parity
     assert b.words().startswith("beyond the paper: 45.0 days") and "10% fewer days than the answer" in b.words()
     assert Answer.from_dict(json.loads(json.dumps(a.to_dict()))) == a, "kept in answers.json as it is"
@@ -147,3 +148,22 @@ def test_a_config_decoders_rows_join_when_one_is_beyond_the_paper(tmp_path):
                       outcome="oom", search="single")  # what it measured does not matter here
     store.append(beyond)
     assert [r["config_id"] for r in decoder_rows(tmp_path)] == [plain[-1]["config_id"], beyond["config_id"]]
+
+
+def test_export_writes_the_replications_best_not_a_faster_switch_beyond_it(runs):
+    from academic_bench.answer.export import best_row, load_rows
+
+    row = best_row(load_rows(runs / "synthetic" / "results.jsonl"), "pythia-1b", "h100-80gb", 1)
+    assert row["config"]["methods"] == parse_methods("free-lunch").to_dict()
+
+
+def test_the_study_grid_is_each_switch_that_applies_and_a_validated_row_takes_its_cell_off_the_list(runs):
+    from academic_bench.analysis.beyond import not_measured, study_grid
+
+    cells, excluded = study_grid()
+    assert ("pythia-1b", "h100-80gb", "bf16w") in cells and ("pythia-6.9b", "h200", "fp8-rowwise") in cells
+    assert {(m, s) for m, _, s, _ in excluded} == {(m, "bf16w") for m in ("pythia-160m", "pythia-2.8b", "pythia-6.9b")}
+    g = gains(runs_frame(runs), parity_frame(runs))
+    left = not_measured(g, cells)
+    assert ("pythia-1b", "h100-80gb", "fused-ce") not in left and ("pythia-1b", "h200", "fused-ce") in left
+    assert len(left) == len(cells) - 1

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .counted import VALIDATION_TOLERANCE, measured_rows, results, validation_state
+from ..catalog.methods import BEYOND_SWITCHES, FREE_LUNCH, Methods, methods_spec
+from .counted import measured_rows, results, validation_state
 from .facts import mfu_on_dense16
-from .frame import SETTING, frame_from_rows, runs_root
+from .frame import METHOD_COLUMNS, SETTING, frame_from_rows, runs_root
 
 PARITY_COLUMNS = ["setup", "switch", "passed", "tolerance", "window_steps", "largest_window_difference",
                   "largest_noise_difference", "steps", "device", "file"]
@@ -74,7 +75,6 @@ def decoder_rows(root: str | Path | None = None) -> list[dict]:
     (its paper counterparts), each decoder registered first with the config and training settings its estimate was
     made with (``<setup>/evidence/decoders/<name>/{config,estimate}.json``, on any setup), so that its figures can
     be re-derived; a decoder whose rows those settings do not give is left out."""
-    from ..catalog.methods import Methods
     from ..catalog.models.from_config import ConfigError, decoder_spec
     from ..results import ResultStore
 
@@ -111,9 +111,6 @@ def gains(df: pd.DataFrame, parity: pd.DataFrame) -> pd.DataFrame:
     if mine.empty:
         return pd.DataFrame(columns=GAIN_COLUMNS)
     paper = results(df)
-    from ..catalog.methods import Methods, methods_spec
-    from .frame import METHOD_COLUMNS
-
     out = []
     state = validation_state(df)
     for i, r in mine.iterrows():
@@ -140,12 +137,6 @@ def gains(df: pd.DataFrame, parity: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values([*SETTING, "setup", "step_time_s"], kind="stable").reset_index(drop=True)
 
 
-def recommendable(g: pd.DataFrame) -> pd.DataFrame:
-    """The gains that may be recommended: validated on their setup (``VALIDATION_TOLERANCE``) and every switch's
-    loss parity passed."""
-    return g[(g["validation"] == "validated") & (g["parity"] == "passed")] if not g.empty else g
-
-
 def not_measured(g: pd.DataFrame, grid: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
     """The (model, GPU, switch) cells of ``grid`` that no validated row measures alone on one GPU yet."""
     done = {(r.model, r.gpu, r.switches) for r in g.itertuples()
@@ -153,14 +144,12 @@ def not_measured(g: pd.DataFrame, grid: list[tuple[str, str, str]]) -> list[tupl
     return [cell for cell in grid if cell not in done]
 
 
-
 def study_grid() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
     """The study's cells beyond the paper: ([(model, GPU, switch)] for each switch alone on free-lunch that applies
     to the model on one GPU of the kind, [(model, GPU, switch, why not)] for the others), by ``Config``'s rules."""
     from dataclasses import replace
 
-    from ..catalog.config import Config
-    from ..catalog.methods import BEYOND_SWITCHES, FREE_LUNCH
+    from ..catalog.config import Config  # the catalog's models: loaded when the grid is asked for
 
     cells, excluded = [], []
     for model in STUDY_MODELS:

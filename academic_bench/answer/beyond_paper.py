@@ -7,6 +7,7 @@ says "not measured yet".
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import pandas as pd
@@ -48,8 +49,9 @@ def beyond_paper_of(answer: Answer, g: pd.DataFrame, settings_of) -> BeyondPaper
     r = ok.iloc[0]
     saves = (1 - r["days"] / answer.days if answer.kind == "measured" and answer.source_setup == r["setup"]
              and answer.days else None)
-    return BeyondPaper(status="measured", days=float(r["days"]), mfu=float(r["mfu"]),
-                       settings=settings_of(parse_methods(r["methods"]), r["micro_batch"], r["gas"]), saves=saves,
+    # No export command: ``export --best`` writes the replication's settings, not a switch beyond the paper.
+    settings = replace(settings_of(parse_methods(r["methods"]), r["micro_batch"], r["gas"]), export_command="")
+    return BeyondPaper(status="measured", days=float(r["days"]), mfu=float(r["mfu"]), settings=settings, saves=saves,
                        parity=r["parity_words"],
                        rests_on=f"measured on {r['setup']} ({r['methods_label']}), row {r['config_id']}, against "
                                 f"{r['paper_methods_label']} on the same setup")
