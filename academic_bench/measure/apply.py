@@ -149,25 +149,23 @@ def apply_fp8(model: nn.Module, recipe: str, device: str, ran: Ran) -> None:
         raise Unsupported(f"FP8 training needs a Hopper or newer GPU; this one has compute capability "
                           f"{'.'.join(map(str, torch.cuda.get_device_capability()))}")
     convert, config_cls = float8_training()
-    head, kept = output_layer(model), []
+    head, converted, kept = output_layer(model), [], []
 
-    def eligible(module: nn.Module, fqn: str) -> bool:
-        if module is head:
-            return False
+    def eligible(module: nn.Module, fqn: str) -> bool:  # asked by torchao of every linear layer
         fits = module.in_features % FP8_MULTIPLE == 0 and module.out_features % FP8_MULTIPLE == 0
-        if not fits:
-            kept.append(f"{fqn} ({module.in_features} x {module.out_features})")
-        return fits
+        if module is not head:
+            (converted if fits else kept).append(f"{fqn} ({module.in_features} x {module.out_features})")
+        return fits and module is not head
 
     linears = sum(isinstance(m, nn.Linear) for m in model.modules())
     convert(model, config=config_cls.from_recipe_name(recipe), module_filter_fn=eligible)
-    left = sum(type(m) is nn.Linear for m in model.modules())  # float8 layers subclass nn.Linear
-    if linears - left == 0:
+    if not converted:
         raise Unsupported(f"FP8 training: none of the model's {linears} linear layers has both dimensions divisible "
                           f"by {FP8_MULTIPLE} (the output layer aside)")
     ran.kernels.append(f"torchao float8 {recipe}")
-    ran.notes.append(f"FP8 training (torchao float8, {recipe} scaling): {linears - left} of {linears} linear layers; "
-                     f"kept in {ran.precision}: the output layer" + (f", {', '.join(kept)}" if kept else ""))
+    kept = ["the output layer"] * (head is not None) + kept
+    ran.notes.append(f"FP8 training (torchao float8, {recipe} scaling): {len(converted)} of {linears} linear layers"
+                     + (f"; kept in {ran.precision}: {', '.join(kept)}" if kept else ""))
 
 
 def fused_loss_class(device: str) -> type:
