@@ -36,7 +36,7 @@ def decoder(tmp_path) -> str:
 
 def test_the_switch_is_named_labelled_and_kept_out_of_the_search_space():
     m = parse_methods("free-lunch+bf16w")
-    assert m.bf16_weights and m.free_lunch and m.label() == "free-lunch + bf16 weights"
+    assert m.bf16_weights and m.free_lunch and m.label() == "free-lunch + bf16 weights [beyond the paper]"
     assert Methods.from_dict(m.to_dict()) == m
     assert "bf16_weights" not in FREE_LUNCH.to_dict(), "configurations without it keep their ids"
     assert not any(v.bf16_weights for n in (1, 2) for v in search_space(n)[0]), "not searched until validated"

@@ -335,3 +335,22 @@ def test_page_kernels_import_the_checkout_being_built(tmp_path, monkeypatch):
     except RuntimeError:
         pass
     assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+
+
+def test_the_methods_chapter_says_what_is_beyond_the_paper_and_what_is_not_measured_yet(built_site):
+    """The section beyond the paper reads its gains and loss parity from the runs, and names every cell of the
+    study's grid that no validated row measures yet (``analysis.beyond``), none typed by hand."""
+    from academic_bench import analysis
+    from academic_bench.analysis import beyond
+    from academic_bench.catalog.methods import SWITCH_LABELS
+
+    text = " ".join(re.sub(r"<[^>]+>", "", (built_site / "book" / "efficient-methods.html").read_text()).split())
+    assert "Beyond the paper" in text and "beyond the paper" in text
+    g = beyond.gains(analysis.runs_frame(), beyond.parity_frame())
+    cells, _ = beyond.study_grid()
+    for model, gpu, switch in beyond.not_measured(g, cells):
+        assert f"{analysis.model_label(model)} on {analysis.gpu_label(gpu)}: " in text and SWITCH_LABELS[switch] in text
+    if g.empty:
+        assert "nothing beyond the paper is measured yet on any setup" in text
+    if beyond.parity_frame().empty:
+        assert "no switch is checked yet" in text

@@ -47,7 +47,7 @@ def test_extras_name_the_tools_the_readme_promises():
     extras = _pyproject()["project"]["optional-dependencies"]
     names = {k: {re.split(r"[<>=\[ ]", d)[0].lower() for d in v} for k, v in extras.items()}
     assert {"jupyter-book", "altair", "vl-convert-python", "ipywidgets", "papermill", "ipykernel", "pandas"} <= names["book"]
-    assert {"deepspeed", "flash-attn", "mamba-ssm", "causal-conv1d"} <= names["gpu"]
+    assert {"deepspeed", "flash-attn", "mamba-ssm", "causal-conv1d", "liger-kernel", "torchao"} <= names["gpu"]
     assert {"pytest", "playwright"} <= names["test"]
 
 

@@ -41,12 +41,14 @@ def missed_validation(df: pd.DataFrame) -> set[tuple[str, str, int]]:
     return {key for key, within in validation_verdicts(df).items() if not within}
 
 
-def measured_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Synchronised step-mode measurements with days (set-aside rows are not ``ok``), tiny models left out."""
+def measured_rows(df: pd.DataFrame, beyond_paper: bool = False) -> pd.DataFrame:
+    """Synchronised step-mode measurements with days (set-aside rows are not ``ok``), tiny models left out: the
+    replication's, i.e. of the paper's methods; with ``beyond_paper`` those of a switch beyond the paper instead,
+    which every table of the replication leaves out (``beyond``)."""
     if df.empty:
         return df.copy()
     keep = (df["timing"] == "synced") & (df["mode"] == "step") & (df["outcome"] == "ok") & df["days"].notna()
-    return df[keep & ~df["tiny"].astype(bool)].copy()
+    return df[keep & ~df["tiny"].astype(bool) & (df["beyond_paper"].astype(bool) == beyond_paper)].copy()
 
 
 def validation_state(df: pd.DataFrame) -> pd.Series:
@@ -59,10 +61,11 @@ def validation_state(df: pd.DataFrame) -> pd.Series:
     return pd.Series(states, index=df.index, dtype=object)
 
 
-def results(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows that count as results: synchronised step-mode measurements (``measured_rows``) whose method class the
-    same engine revision validated on the same setup within ``VALIDATION_TOLERANCE`` (``validation_state``)."""
-    r = measured_rows(df)
+def results(df: pd.DataFrame, beyond_paper: bool = False) -> pd.DataFrame:
+    """Rows that count as results: synchronised step-mode measurements (``measured_rows``; the replication's, or
+    with ``beyond_paper`` those beside it) whose method class the same engine revision validated on the same setup
+    within ``VALIDATION_TOLERANCE`` (``validation_state``)."""
+    r = measured_rows(df, beyond_paper)
     if r.empty:
         return r
     return r[validation_state(df).loc[r.index] == "validated"].copy()

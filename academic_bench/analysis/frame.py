@@ -16,12 +16,14 @@ from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, rejection, s
                        validation_class_of)
 
 SETTING = ["model", "gpu", "n_gpus"]
-METHOD_COLUMNS = ["compile", "kernels", "tf32", "checkpointing", "sharding", "offload"]
+# The paper's switches, then those beyond the paper (``methods.BEYOND_SWITCHES``; ``beyond_paper`` says whether any is on).
+METHOD_COLUMNS = ["compile", "kernels", "tf32", "checkpointing", "sharding", "offload", "bf16_weights", "fused_ce",
+                  "fp8"]
 METHOD_CLASSES = ("naive", "free-lunch", "memory-saving")
 PHASES = ("accumulate_first", "accumulate", "boundary", "optimizer")
 COLUMNS = [
     "setup", "config_id", "model", "gpu", "n_gpus", "nodes", "tiny", "methods_label", "method_class",
-    *METHOD_COLUMNS, "search", "timing", "mode", "status", "outcome", "reason", "micro_batch", "gas",
+    *METHOD_COLUMNS, "beyond_paper", "search", "timing", "mode", "status", "outcome", "reason", "micro_batch", "gas",
     "step_time_s", "step_lo_s", "step_hi_s", "throughput", "throughput_unit", "model_flops_per_step",
     "peak_flops", "mfu", "peak_memory_gb", "peak_reserved_gb", "predicted_memory_gb", "days", "gpu_days",
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
@@ -53,7 +55,7 @@ def _flat(row: dict, checked: bool = False) -> dict:
         "setup": row.get("setup"), "config_id": row.get("config_id"), "model": cfg.get("model"),
         "gpu": cfg.get("gpu"), "n_gpus": cfg.get("n_gpus"), "nodes": cfg.get("nodes", 1),
         "tiny": bool(cfg.get("tiny", False)), "methods_label": m.label(), "method_class": method_class(m),
-        **{c: getattr(m, c) for c in METHOD_COLUMNS},
+        **{c: getattr(m, c) for c in METHOD_COLUMNS}, "beyond_paper": m.beyond_paper,
         **{k: row.get(k) for k in ("search", "timing", "mode", "outcome", "reason", "micro_batch", "gas",
                                    "step_time_s", "throughput", "throughput_unit", "model_flops_per_step",
                                    "peak_flops", "mfu", "predicted_memory_gb", "days", "gpu_days",

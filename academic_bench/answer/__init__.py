@@ -7,8 +7,9 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 
 | module | holds |
 | --- | --- |
-| ``types`` | ``Answer``, ``Settings``, the kinds and the order of sources |
+| ``types`` | ``Answer``, ``Settings``, ``BeyondPaper``, the kinds and the order of sources |
 | ``compute`` | a catalog model's answer from the runs (measured, predicted, paper, none), the whole grid |
+| ``beyond_paper`` | what the switches beyond the paper buy beside a catalog model's answer (``analysis.beyond``) |
 | ``store`` | the grid computed once and kept, keyed by the content of the runs |
 | ``by_size`` | a decoder of any size on a setup, from the catalog decoders answered on that setup |
 | ``decoder`` | a decoder from a config.json: the work model, else by size |
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import os
 
-from .types import KINDS, SOURCE_ORDER, Answer, Settings
+from .types import BEYOND_STATUSES, KINDS, SOURCE_ORDER, Answer, BeyondPaper, Settings
 
-__all__ = ["KINDS", "SOURCE_ORDER", "Answer", "Settings", "answer", "answers_frame", "grid"]
+__all__ = ["BEYOND_STATUSES", "KINDS", "SOURCE_ORDER", "Answer", "BeyondPaper", "Settings", "answer", "answers_frame",
+           "grid"]
 
 
 def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None) -> Answer:
@@ -47,7 +49,8 @@ def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
 
 def answers_frame(answers=None, root: str | os.PathLike | None = None):
     """The answers as a pandas frame, one row each, the settings' fields flattened (``methods``,
-    ``methods_label``, ``micro_batch``, ``gas``, ``export_command``)."""
+    ``methods_label``, ``micro_batch``, ``gas``, ``export_command``), and beside them ``beyond_paper_status``,
+    ``beyond_paper_days`` and ``beyond_paper_words`` (``BeyondPaper``)."""
     import pandas as pd
 
     rows = []
@@ -55,6 +58,9 @@ def answers_frame(answers=None, root: str | os.PathLike | None = None):
         d = a.to_dict()
         s = d.pop("settings") or {}
         d.pop("extra", None)
+        b = d.pop("beyond_paper", None) or {}
+        d.update(beyond_paper_status=b.get("status"), beyond_paper_days=b.get("days"),
+                 beyond_paper_words=a.beyond_paper.words() if a.beyond_paper else None)
         d["rows"] = ",".join(d["rows"])
         rows.append({**d, **{k: s.get(k) for k in Settings.__dataclass_fields__}})
     return pd.DataFrame(rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 import pandas as pd
@@ -36,9 +36,9 @@ def settings_of(model: str, gpu: str, n_gpus: int, methods: Methods | None, micr
 
 
 def methods_of_row(row: pd.Series) -> Methods:
-    return Methods(compile=bool(row["compile"]), kernels=bool(row["kernels"]), tf32=bool(row["tf32"]),
-                   checkpointing=bool(row["checkpointing"]), sharding=str(row["sharding"]),
-                   offload=bool(row["offload"]))
+    from ..analysis import METHOD_COLUMNS
+
+    return Methods(**{c: row[c] if c in ("sharding", "fp8") else bool(row[c]) for c in METHOD_COLUMNS})
 
 
 def costs(gpu: str, n_gpus: int, days: float | None) -> dict:
@@ -94,8 +94,19 @@ def work_model_checks(root: str | os.PathLike | None = None) -> str:
 
 def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
                    checks: Checks | None = None, cells: pd.DataFrame | None = None) -> Answer:
-    """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked). ``checks`` and ``cells``
-    (``analysis.paper_cells("table1")``) are computed once by ``compute_grid``."""
+    """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked), the replication's
+    (``replication_answer``), with what the switches beyond the paper buy beside it (``beyond_paper``)."""
+    from .beyond_paper import beyond_gains, beyond_paper_of
+
+    a = replication_answer(model, gpu, n_gpus, root, checks, cells)
+    beside = beyond_paper_of(a, beyond_gains(root), lambda m, mbs, gas: settings_of(model, gpu, n_gpus, m, mbs, gas))
+    return replace(a, beyond_paper=beside)
+
+
+def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
+                       checks: Checks | None = None, cells: pd.DataFrame | None = None) -> Answer:
+    """The replication's answer for a catalog model on ``n_gpus`` x ``gpu``, from the paper's methods only.
+    ``checks`` and ``cells`` (``analysis.paper_cells("table1")``) are computed once by ``compute_grid``."""
     from ..analysis import MFU_IMPLAUSIBLE, paper_cells
     from ..estimate import analytic_days
     from .transfer_validation import measured, predict_setting

@@ -44,7 +44,9 @@ def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = F
     """The ok, synchronized row of the setting with the shortest step time (never a row set aside by a
     correction of the engine, ``results.set_aside_reason``, nor one whose figures its phases do not give, with an
     implausible MFU or from another GPU, ``results.rejection``, nor one of a method class that the engine revision
-    which made it did not validate on its setup within the study's rule, ``analysis.validation_state``)."""
+    which made it did not validate on its setup within the study's rule, ``analysis.validation_state``), of the
+    paper's methods: a configuration with a switch beyond the paper is measured beside the replication, and its
+    training configuration is not one these files can write yet."""
     def setting(r: dict) -> tuple:
         c = r["config"]
         return c["model"], c["gpu"], c["n_gpus"], bool(c.get("tiny"))
@@ -53,7 +55,8 @@ def best_row(rows: list[dict], model: str, gpu: str, n_gpus: int, tiny: bool = F
     rows = rows_to_read(rows)
     state = validation_state(frame_from_rows(rows, checked=True)).tolist()
     usable = [r for r, st in zip(rows, state) if status_of(r) == "measured" and r["timing"] == "synced"
-              and r["mode"] == "step" and (st == "validated" or r["config"].get("tiny")) and not rejection(r)]
+              and r["mode"] == "step" and (st == "validated" or r["config"].get("tiny")) and not rejection(r)
+              and not Config.from_dict(r["config"]).methods.beyond_paper]
     ok = [r for r in usable if setting(r) == want]
     if not ok:
         have = sorted({setting(r) for r in usable})

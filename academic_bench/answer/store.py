@@ -2,8 +2,9 @@
 
 Computing them reads every run, profile and held-out check (tens of seconds); a question asked twenty times while
 planning must not wait for that. ``grid`` keeps the answers in a JSON file keyed by the content of what they are
-computed from (the runs' results, skipped configurations and profiles, the decoders' evidence, the package's data
-files, the catalog models' kept facts) and ``GRID_VERSION`` (raised whenever the way an answer is computed changes):
+computed from (the runs' results, skipped configurations and profiles, the decoders' evidence, the switches' loss
+parity, the package's data files, the catalog models' kept facts) and ``GRID_VERSION`` (raised whenever the way an
+answer is computed changes):
 
 - the shipped runs' answers are kept in ``notebooks/runs/answers.json``, which ``make book`` writes
   (``write_shipped``) and a test checks is current;
@@ -24,9 +25,11 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 2  # 2: the work model's calibration and the host's optimizer rates kept beside the answers
+GRID_VERSION = 3  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+# 3: each answer carries what the switches beyond the paper buy beside it
 SHIPPED_NAME = "answers.json"
-RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*")
+RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
+             "*/evidence/parity/*.json")
 
 
 def _runs_root(root: str | os.PathLike | None) -> Path:

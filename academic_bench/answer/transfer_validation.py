@@ -226,6 +226,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     import json
 
     from ..analysis import profiles, runs_root
+    from ..catalog.methods import Methods
     from .decoder_work import calibration_points, predict_decoder
     from ..results import ResultStore, status_of
 
@@ -237,6 +238,8 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             estimate = path.parent / name / "estimate.json"
             if status_of(row) != "measured" or not estimate.exists():
                 continue
+            if Methods.from_dict(row["config"]["methods"]).beyond_paper:
+                continue  # measured beside the free lunch the estimate is of (``analysis.beyond``)
             e = json.loads(estimate.read_text())
             if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
                 continue  # an estimate for another setting says nothing about this row

@@ -2,6 +2,9 @@
 the answer rests on. Every surface (the commands, the book's pages and explorers, ``export --best``) prints this
 one type; nothing re-derives it.
 
+Beside it, never in it, ``beyond_paper`` (``BeyondPaper``) says what the switches beyond the paper buy on the same
+setting, labelled as such.
+
 The kinds, in the one order of sources (``KINDS``): ``measured`` (a complete search on that setup, its method
 class validated), ``predicted`` (a model of the study carries a measured configuration to the setup, with the error
 its own held-out checks observed), ``paper`` (the paper's Table 1 cell, only where the MFU it implies is
@@ -13,6 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 
+from ..catalog.methods import BEYOND_PAPER  # the label of every number a switch beyond the paper gives
+
+BEYOND_STATUSES = ("measured", "loss parity failed", "loss parity not checked yet", "not validated yet",
+                   "not measured yet")
 KINDS = ("measured", "predicted", "paper", "none")
 SOURCE_ORDER = ("a complete, validated search on the setup (measured)",
                 "a measured configuration carried to the setup by the transfer or work model (predicted)",
@@ -33,6 +40,48 @@ class Settings:
     def words(self) -> str:
         mb = f", micro-batch {self.micro_batch} x {self.gas} accumulation steps" if self.micro_batch else ""
         return f"{self.methods_label}{mb}"
+
+
+@dataclass(frozen=True)
+class BeyondPaper:
+    """What the switches beyond the paper (bf16 weights, a fused cross-entropy, FP8) buy on the answer's setup:
+    shown beside the answer, labelled ``label``, never the answer itself. ``status`` (``BEYOND_STATUSES``):
+    "measured" (the fastest configuration with such a switch that is validated on the setup and whose switches
+    all passed their loss parity: its ``days``, ``mfu`` and ``settings``, and ``saves``, the share of the
+    answer's days it saves where the answer is measured on the same setup), else why there is no number to
+    recommend: a switch's loss parity failed (never recommended) or is not checked yet, its method class is not
+    validated yet, or nothing beyond the paper is measured yet on this setting. ``parity``: each switch's loss
+    parity in words; ``rests_on``: the row or the reason."""
+
+    status: str
+    days: float | None = None
+    mfu: float | None = None
+    settings: Settings | None = None
+    saves: float | None = None
+    parity: str = ""
+    rests_on: str = ""
+    label: str = BEYOND_PAPER
+
+    def __post_init__(self) -> None:
+        for name in ("days", "mfu", "saves"):
+            object.__setattr__(self, name, _clean(getattr(self, name)))
+
+    def words(self) -> str:
+        """'beyond the paper: D days (MFU M, S fewer days than the answer) with SETTINGS; loss parity: ...', or
+        the status and why."""
+        if self.status != "measured":
+            why = f" ({self.rests_on})" if self.rests_on and self.status != "not measured yet" else ""
+            return f"{self.label}: {self.status}{why}"
+        said = ([f"MFU {self.mfu:.0%}"] if self.mfu is not None else []) + (
+            [] if self.saves is None else
+            [f"{abs(self.saves):.0%} {'fewer' if self.saves >= 0 else 'more'} days than the answer"])
+        return (f"{self.label}: {self.days:,.1f} days{' (' + ', '.join(said) + ')' if said else ''} with "
+                f"{self.settings.words()}; loss parity: {self.parity}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "BeyondPaper":
+        s = d.get("settings")
+        return cls(**{**d, "settings": Settings(**s) if s else None})
 
 
 @dataclass(frozen=True)
@@ -59,6 +108,7 @@ class Answer:
     owned_usd: float | None = None  # owning the machine: per experiment share of purchase + energy
     purchase_usd: float | None = None
     extra: dict = field(default_factory=dict)  # decoders from a config.json: architecture facts, tokens
+    beyond_paper: BeyondPaper | None = None  # beside the answer, flagged: what the switches beyond the paper buy
 
     def __post_init__(self) -> None:
         # One representation for a missing number (None, never NaN) and plain Python numbers (never numpy's), so
@@ -91,6 +141,8 @@ class Answer:
         s = d.get("settings")
         d["settings"] = Settings(**s) if s else None
         d["rows"] = tuple(d.get("rows") or ())
+        b = d.get("beyond_paper")
+        d["beyond_paper"] = BeyondPaper.from_dict(b) if b else None
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 

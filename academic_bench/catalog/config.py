@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from .hardware import get_gpu
-from .methods import Methods, exclusion_reason, hardware_reason
+from .methods import FREE_LUNCH, Methods, beyond_paper_variants, exclusion_reason, hardware_reason
 from .models import get_model
 
 
@@ -57,24 +57,29 @@ class Config:
 
     def check(self) -> None:
         """Stop before any work when the combination cannot run; the message names the choices."""
-        spec, gpu = get_model(self.model), None
+        spec = get_model(self.model)
         if not self.tiny:
-            gpu = get_gpu(self.gpu)
+            get_gpu(self.gpu)  # an unknown GPU names the catalog's
         check_gpu_count(spec.key, self.n_gpus, self.tiny)
         if self.micro_batch is not None:
             if self.micro_batch < 1 or self.per_gpu_batch % self.micro_batch:
                 divisors = [d for d in range(1, self.per_gpu_batch + 1) if self.per_gpu_batch % d == 0]
                 raise ValueError(f"micro-batch {self.micro_batch} must divide the per-GPU batch "
                                  f"{self.per_gpu_batch}; choose one of: {divisors}")
-        r = spec.recipe_for(self.tiny)
-        if self.methods.bf16_weights and r.precision != "bf16":
-            raise ValueError(f"bf16 weights need a bf16 recipe; {spec.key}'s is {r.precision}: drop bf16w, or "
-                             "choose a model trained in bf16")
-        reason = exclusion_reason(self.methods, self.n_gpus)
-        if reason is None and gpu is not None:
-            reason = hardware_reason(self.methods, gpu.supports_tf32)
+        reason = self.methods_reason()
         if reason:
             raise ValueError(f"invalid combination ({self.methods.label()} on {self.n_gpus} GPU(s)): {reason}")
+
+    def methods_reason(self) -> str | None:
+        """Why this configuration's methods cannot run (None when they can): the model's rule
+        (``model_reason``), the combination's (``methods.exclusion_reason``), then the GPU's
+        (``methods.hardware_reason``; a tiny variant, or a configuration with no GPU named yet, has none)."""
+        spec = get_model(self.model)
+        reason = model_reason(spec, self.tiny, self.methods) or exclusion_reason(self.methods, self.n_gpus)
+        if reason is None and not self.tiny and self.gpu:
+            gpu = get_gpu(self.gpu)
+            reason = hardware_reason(self.methods, gpu.supports_tf32, gpu.supports_fp8)
+        return reason
 
     def name(self, device: str | None = None) -> str:
         """``run_name`` of this configuration."""
@@ -107,3 +112,30 @@ def check_gpu_count(model: str, n_gpus: int, tiny: bool = False) -> None:
         counts = [n for n in range(1, min(batch, 64) + 1) if batch % n == 0]
         raise ValueError(f"{spec.key}'s global batch {batch} does not divide over {n_gpus} GPUs; choose one of: "
                          f"{', '.join(map(str, counts))}")
+
+
+def model_reason(spec, tiny: bool, m: Methods) -> str | None:
+    """Why a switch beyond the paper does not apply to this model (None when it does): bf16 weights need a bf16
+    recipe, the fused cross-entropy a decoder's LM head and next-token loss, FP8 training a compiled model."""
+    precision = spec.recipe_for(tiny).precision
+    if m.bf16_weights and precision != "bf16":
+        return (f"bf16 weights need a bf16 recipe; {spec.key}'s is {precision}: drop bf16w, or choose a model "
+                "trained in bf16")
+    if m.fused_ce and spec.task != "causal-lm":
+        return (f"the fused cross-entropy replaces a decoder's LM head and next-token loss; {spec.key} is a "
+                f"{spec.task} model")
+    if m.fp8 != "none" and not spec.compiles:
+        return f"FP8 training needs compile, and {spec.display} is not compiled (the paper does not compile it)"
+    return None
+
+
+def beyond_paper_space(model: str, gpu: str | None, n_gpus: int = 1, tiny: bool = False,
+                       base: Methods = FREE_LUNCH) -> tuple[list[Methods], list[tuple[Methods, str]]]:
+    """(valid variants, [(excluded variant, reason)]) of ``base`` with the switches beyond the paper
+    (``methods.beyond_paper_variants``) for a model on ``n_gpus`` x ``gpu`` (None: the GPU's rules are not
+    applied): what may be measured beside the paper's search space, never inside it."""
+    valid, excluded = [], []
+    for m in beyond_paper_variants(base):
+        reason = Config(model, gpu or "", n_gpus, methods=m, tiny=tiny).methods_reason()
+        (excluded.append((m, reason)) if reason else valid.append(m))
+    return valid, excluded

@@ -18,11 +18,13 @@ from functools import lru_cache
 from pathlib import Path
 
 ENV_KEYS = ("gpu_name", "driver", "cuda", "torch", "transformers", "deepspeed", "flash_attn", "mamba_ssm",
-            "timm", "python", "package_version", "git_commit", "hostname")
+            "timm", "liger_kernel", "torchao", "python", "package_version", "git_commit", "hostname")
 # env key -> (importable module, distribution name for its version)
 LIBRARIES = {"torch": ("torch", "torch"), "transformers": ("transformers", "transformers"),
              "deepspeed": ("deepspeed", "deepspeed"), "flash_attn": ("flash_attn", "flash-attn"),
-             "mamba_ssm": ("mamba_ssm", "mamba-ssm"), "timm": ("timm", "timm")}
+             "mamba_ssm": ("mamba_ssm", "mamba-ssm"), "timm": ("timm", "timm"),
+             # the switches beyond the paper: the fused cross-entropy, FP8 training
+             "liger_kernel": ("liger_kernel", "liger-kernel"), "torchao": ("torchao", "torchao")}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Set (to "1") when a measurement was asked to run on another GPU than the one its configuration names
 # (``--allow-gpu-mismatch``, ``launch.gpu_in_hand``): every row it writes then records ``gpu_mismatch_allowed``.

@@ -52,6 +52,12 @@ class GPU:
     def supports_bf16(self) -> bool:
         return self.compute_capability >= 8.0
 
+    @property
+    def supports_fp8(self) -> bool:
+        """FP8 tensor cores with the row-wise scaled products torchao's float8 recipes use arrived with Hopper
+        (compute capability 9.0)."""
+        return self.compute_capability >= 9.0
+
     def peak_flops(self, precision: str, tf32: bool = False) -> float:
         """Dense peak FLOP/s for a training precision (fp32 runs at the tf32 rate when TF32 is on)."""
         if precision == "fp32" and tf32 and self.supports_tf32:

@@ -4,10 +4,20 @@ Free-lunch methods (compile, custom kernels, TF32) never hurt and are switched o
 methods (activation checkpointing, sharding, offloading) trade speed for memory; their combinations form
 the search space: 12 valid options on one GPU and 22 on more, each excluded one with its reason.
 
-``bf16_weights`` (switch ``bf16w``) keeps a bf16 recipe's weights in bf16 with fp32 master weights in the
-optimizer, as DeepSpeed's bf16 mode does, instead of autocasting fp32 weights at every micro-step. It is a
-switch to measure, not yet part of the free-lunch preset or the search space: it joins them once its timing is
-validated against sustained training on a GPU and its loss against fp32-master AdamW.
+Beyond the paper: three switches a lab would add today, each labelled "beyond the paper" wherever it shows
+(``Methods.label``), each its own method class to validate, and none in the paper's search space (``search_space``
+stays the paper's 12 and 22): they are measured beside the replication, never inside it.
+
+- ``bf16_weights`` (switch ``bf16w``) keeps a bf16 recipe's weights in bf16 with fp32 master weights in the
+  optimizer, as DeepSpeed's bf16 mode does, instead of autocasting fp32 weights at every micro-step.
+- ``fused_ce`` (switch ``fused-ce``) computes a decoder's LM head and next-token loss in one fused kernel,
+  Liger's ``LigerFusedLinearCrossEntropyLoss``, chunk by chunk, so that the logits tensor is never held whole.
+- ``fp8`` (switches ``fp8-tensorwise``, ``fp8-rowwise``) trains the linear layers in FP8 with torchao's float8
+  recipes (``convert_to_float8_training``), on GPUs with FP8 tensor cores (Hopper or newer).
+
+Where each applies is stated as a rule with its reason: the structural ones here (``exclusion_reason``,
+``device_reason``), the GPU's in ``hardware_reason``, the model's in ``config.Config.check``; the variants a model
+and GPU allow are ``config.beyond_paper_space``.
 """
 from __future__ import annotations
 
@@ -20,6 +30,16 @@ SHARDINGS: tuple[str, ...] = ("none", "zero1", "zero2", "zero3", "fsdp_shard_gra
 SHARDING_LABELS = {"none": "none", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
                    "fsdp_shard_grad_op": "FSDP shard-grad-op", "fsdp_full_shard": "FSDP full-shard"}
 PRESETS = ("naive", "free-lunch", "all")
+FP8_RECIPES: tuple[str, ...] = ("none", "tensorwise", "rowwise")  # torchao's float8 recipe names
+BEYOND_PAPER = "beyond the paper"  # the label every number that uses a switch below carries
+# The switches beyond the paper, by their --methods name: (field, value when on).
+BEYOND_SWITCHES: dict[str, tuple[str, object]] = {
+    "bf16w": ("bf16_weights", True), "fused-ce": ("fused_ce", True),
+    "fp8-tensorwise": ("fp8", "tensorwise"), "fp8-rowwise": ("fp8", "rowwise")}
+SWITCH_LABELS = {"bf16w": "bf16 weights", "fused-ce": "fused CE", "fp8-tensorwise": "FP8 tensorwise",
+                 "fp8-rowwise": "FP8 rowwise"}
+# Off, each keeps a configuration's dict (and so its id) as it was before the switch existed.
+_BEYOND_OFF = {"bf16_weights": False, "fused_ce": False, "fp8": "none"}
 
 
 @dataclass(frozen=True)
@@ -31,10 +51,14 @@ class Methods:
     sharding: str = "none"
     offload: bool = False
     bf16_weights: bool = False
+    fused_ce: bool = False
+    fp8: str = "none"
 
     def __post_init__(self) -> None:
         if self.sharding not in SHARDINGS:
             raise ValueError(f"unknown sharding {self.sharding!r}; choose one of: {', '.join(SHARDINGS)}")
+        if self.fp8 not in FP8_RECIPES:
+            raise ValueError(f"unknown FP8 recipe {self.fp8!r}; choose one of: {', '.join(FP8_RECIPES)}")
 
     @property
     def free_lunch(self) -> bool:
@@ -52,8 +76,22 @@ class Methods:
     def memory_saving(self) -> tuple[bool, str, bool]:
         return (self.checkpointing, self.sharding, self.offload)
 
+    @property
+    def beyond_paper(self) -> bool:
+        """Whether any switch beyond the paper is on (``BEYOND_SWITCHES``)."""
+        return any(getattr(self, f) != off for f, off in _BEYOND_OFF.items())
+
+    def beyond_switches(self) -> list[str]:
+        """The ``--methods`` names of the switches beyond the paper that are on, e.g. ['bf16w', 'fused-ce']."""
+        return [name for name, (f, on) in BEYOND_SWITCHES.items() if getattr(self, f) == on]
+
+    def paper_methods(self) -> "Methods":
+        """The same configuration with every switch beyond the paper off: what the paper could have run."""
+        return replace(self, **_BEYOND_OFF)
+
     def label(self) -> str:
-        """A short human label, e.g. 'free-lunch + ckpt + ZeRO-3 + offload'."""
+        """A short human label, e.g. 'free-lunch + ckpt + ZeRO-3 + offload'; with a switch beyond the paper it says
+        so, e.g. 'free-lunch + fused CE [beyond the paper]', so that every number shown beside it is flagged."""
         parts = ["free-lunch" if self.free_lunch else "+".join(
             n for n, on in (("compile", self.compile), ("kernels", self.kernels), ("tf32", self.tf32)) if on
         ) or "naive"]
@@ -63,16 +101,16 @@ class Methods:
             parts.append(SHARDING_LABELS[self.sharding])
         if self.offload:
             parts.append("offload")
-        if self.bf16_weights:
-            parts.append("bf16 weights")
-        return " + ".join(parts)
+        parts += [SWITCH_LABELS[s] for s in self.beyond_switches()]
+        return " + ".join(parts) + (f" [{BEYOND_PAPER}]" if self.beyond_paper else "")
 
     def to_dict(self) -> dict:
-        """The switches; ``bf16_weights`` only when on, so that every configuration without it keeps the id
-        (a hash of this dict) it had before the switch existed."""
+        """The switches; those beyond the paper only when on, so that every configuration without them keeps the
+        id (a hash of this dict) it had before they existed."""
         d = asdict(self)
-        if not self.bf16_weights:
-            del d["bf16_weights"]
+        for f, off in _BEYOND_OFF.items():
+            if d[f] == off:
+                del d[f]
         return d
 
     @classmethod
@@ -98,9 +136,19 @@ def preset(name: str) -> Methods:
 
 
 def exclusion_reason(m: Methods, n_gpus: int) -> str | None:
-    """Why the paper's rules exclude this memory-saving combination (None when valid)."""
+    """Why the paper's rules, or a switch beyond the paper's own, exclude this combination (None when valid)."""
     if m.bf16_weights and m.sharding != "none":
         return "bf16 weights apply to the PyTorch path: DeepSpeed and FSDP keep bf16 weights of their own"
+    if m.fused_ce and m.sharding == "zero3":
+        return ("the fused cross-entropy reads the LM head's weight without running the layer, and ZeRO-3 gathers a "
+                "layer's weight only when the layer runs")
+    if m.fp8 != "none" and m.sharding != "none":
+        return ("FP8 training (torchao float8) is measured on the PyTorch path (one GPU or DDP): DeepSpeed's ZeRO is "
+                "not among the parallelisms torchao's float8 supports, and FSDP2's float8 all-gather is a method of "
+                "its own, not measured here")
+    if m.fp8 != "none" and not m.compile:
+        return ("FP8 training needs compile: torchao's float8 scaling and casts are fused by torch.compile, and "
+                "without it they run as separate kernels around every matrix product (slower than bf16)")
     if m.offload and m.sharding == "none":
         return "offloading is only allowed when sharding is enabled"
     if n_gpus == 1 and m.sharding != "none" and not m.offload:
@@ -125,21 +173,41 @@ def search_space(n_gpus: int, base: Methods = FREE_LUNCH) -> tuple[list[Methods]
     return valid, excluded
 
 
-def hardware_reason(m: Methods, supports_tf32: bool) -> str | None:
-    """Why a setting cannot run on this GPU (TF32 needs Ampere or newer)."""
+def hardware_reason(m: Methods, supports_tf32: bool, supports_fp8: bool = False) -> str | None:
+    """Why a setting cannot run on this GPU (TF32 needs Ampere or newer, FP8 training Hopper or newer)."""
     if m.tf32 and not supports_tf32:
         return "TF32 needs an Ampere or newer GPU (compute capability 8.0+)"
+    if m.fp8 != "none" and not supports_fp8:
+        return ("FP8 training needs FP8 tensor cores with row-wise scaled products: a Hopper or newer GPU (compute "
+                "capability 9.0+)")
     return None
+
+
+def device_reason(m: Methods, device: str) -> str | None:
+    """Why a setting cannot run on this device: Liger's fused cross-entropy is a Triton kernel, CUDA GPUs only."""
+    if m.fused_ce and device != "cuda":
+        return ("the fused cross-entropy is Liger's Triton kernel, which runs on CUDA GPUs only: drop fused-ce to run "
+                f"on the {device.upper()}")
+    return None
+
+
+def beyond_paper_variants(base: Methods = FREE_LUNCH) -> list[Methods]:
+    """``base`` with every non-empty combination of the switches beyond the paper (one FP8 recipe at most): the
+    variants ``config.beyond_paper_space`` checks against a model and a GPU."""
+    return [replace(base, bf16_weights=b, fused_ce=f, fp8=r)
+            for b, f, r in itertools.product((False, True), (False, True), FP8_RECIPES) if b or f or r != "none"]
 
 
 def validation_class(m: Methods, n_gpus: int) -> str:
     """The method class a validation stands for: each sharding with and without offload is a class of its own
     (its timing path differs), else checkpointing, free-lunch or naive; on several GPUs an unsharded class
     runs under DDP, and says so. Every class that ran on a setup is validated at least once."""
+    beyond = "".join(f" + {SWITCH_LABELS[s]}" for s in m.beyond_switches())
+    flag = f" [{BEYOND_PAPER}]" if m.beyond_paper else ""
     if m.sharding != "none":
-        return SHARDING_LABELS[m.sharding] + (" + offload" if m.offload else "")
+        return SHARDING_LABELS[m.sharding] + (" + offload" if m.offload else "") + beyond + flag
     base = "checkpointing" if m.checkpointing else ("free-lunch" if (m.compile or m.kernels or m.tf32) else "naive")
-    return base + (" + bf16 weights" if m.bf16_weights else "") + (" (DDP)" if n_gpus > 1 else "")
+    return base + beyond + (" (DDP)" if n_gpus > 1 else "") + flag
 
 
 def parse_methods(spec: str) -> Methods:
@@ -147,14 +215,17 @@ def parse_methods(spec: str) -> Methods:
     parts = [p.strip().lower() for p in spec.split("+") if p.strip()]
     if not parts:
         raise ValueError("empty methods specification")
-    known_switches = {"compile", "kernels", "tf32", "ckpt", "offload", "bf16w", *SHARDINGS}
+    known_switches = {"compile", "kernels", "tf32", "ckpt", "offload", *BEYOND_SWITCHES, *SHARDINGS}
     m = NAIVE
     for p in parts:
         if p in ("naive", "free-lunch", "all"):
-            m = replace(preset(p), checkpointing=m.checkpointing, sharding=m.sharding, offload=m.offload,
-                        bf16_weights=m.bf16_weights)
-        elif p == "bf16w":
-            m = replace(m, bf16_weights=True)
+            base = preset(p)
+            m = replace(m, compile=base.compile, kernels=base.kernels, tf32=base.tf32)
+        elif p in BEYOND_SWITCHES:
+            field_, on = BEYOND_SWITCHES[p]
+            if field_ == "fp8" and m.fp8 not in ("none", on):
+                raise ValueError(f"one FP8 recipe at a time: fp8-{m.fp8} and {p} were both given")
+            m = replace(m, **{field_: on})
         elif p in ("compile", "kernels", "tf32"):
             m = replace(m, **{p: True})
         elif p == "ckpt":
@@ -176,5 +247,4 @@ def methods_spec(m: Methods) -> str:
     else:
         parts = [n for n in ("compile", "kernels", "tf32") if getattr(m, n)] or ["naive"]
     parts += ["ckpt"] * m.checkpointing + [m.sharding] * (m.sharding != "none") + ["offload"] * m.offload
-    parts += ["bf16w"] * m.bf16_weights
-    return "+".join(parts)
+    return "+".join(parts + m.beyond_switches())

@@ -38,19 +38,24 @@ def _cmd_gpus(args: argparse.Namespace) -> None:
 
 
 def _cmd_space(args: argparse.Namespace) -> None:
-    from ..catalog.methods import hardware_reason, preset
+    from ..catalog.config import beyond_paper_space
+    from ..catalog.methods import BEYOND_PAPER, hardware_reason, methods_spec, preset
 
     base = preset("free-lunch")
     valid, excluded = search_space(args.gpus, base)
     if args.gpu:
         gpu = gpu_catalog()[args.gpu]
-        bad = hardware_reason(base, gpu.supports_tf32)
+        bad = hardware_reason(base, gpu.supports_tf32, gpu.supports_fp8)
         if bad:
             excluded += [(m, bad) for m in valid]
             valid = []
+    beyond_ok, beyond_out = beyond_paper_space(args.model, args.gpu, args.gpus)
     data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu,
             "valid": [{"label": m.label(), **m.to_dict()} for m in valid],
-            "excluded": [{"label": m.label(), "reason": r, **m.to_dict()} for m, r in excluded]}
+            "excluded": [{"label": m.label(), "reason": r, **m.to_dict()} for m, r in excluded],
+            "beyond_paper": {
+                "valid": [{"methods": methods_spec(m), "label": m.label()} for m in beyond_ok],
+                "excluded": [{"methods": methods_spec(m), "label": m.label(), "reason": r} for m, r in beyond_out]}}
 
     def text() -> str:
         lines = [f"{len(valid)} valid memory-saving combinations for {args.model} on {args.gpus} GPU(s) "
@@ -58,6 +63,11 @@ def _cmd_space(args: argparse.Namespace) -> None:
         lines += [f"  {m.label()}" for m in valid]
         lines.append(f"{len(excluded)} excluded:")
         lines += [f"  {m.label():<55} {r}" for m, r in excluded]
+        lines.append(f"{BEYOND_PAPER.capitalize()} (measured beside this search space, never in it): "
+                     f"{len(beyond_ok)} valid --methods" + ("" if args.gpu else " (give --gpu for the GPU's rules)"))
+        lines += [f"  {methods_spec(m)}" for m in beyond_ok]
+        lines.append(f"{len(beyond_out)} excluded:")
+        lines += [f"  {methods_spec(m):<45} {r}" for m, r in beyond_out]
         return "\n".join(lines)
 
     cli_args.emit(args, data, text)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH
 from ..results import jsonl_problem
@@ -78,6 +79,10 @@ def answer_lines(a: "Answer", head: str) -> list[str]:
     lines.append(f"  rests on      {a.rests_on}")
     if a.stated_error:
         lines.append(f"  checked       {a.stated_error}")
+    if a.beyond_paper is not None:  # beside the answer, never in it, and flagged
+        lines.append(f"  beside it     {a.beyond_paper.words()}")
+        if a.beyond_paper.settings:
+            lines.append(f"                (--methods {a.beyond_paper.settings.methods}; {a.beyond_paper.rests_on})")
     if a.paper_days is not None and a.kind != "paper":
         lines.append(f"  the paper     {a.paper_days:g} days in its Table 1 (implied MFU {a.paper_mfu:.0%}; "
                      "timed without synchronising the GPU)")
@@ -209,3 +214,11 @@ def model_key(args: argparse.Namespace) -> str:
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
                         global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key
+
+
+def check_device(methods: Methods, device: str | None) -> None:
+    """A method that cannot run on the device stops here (``methods.device_reason``); a SLURM job's device is its
+    node's GPU."""
+    reason = device_reason(methods, device) if device else None
+    if reason:
+        raise ValueError(f"{methods.label()} cannot run here: {reason}")

@@ -109,6 +109,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     _check_run_args(args)
     cli_args.check_out(args.out)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
+    cli_args.check_device(config.methods, kwargs["device"])
     _check_gpu(args)
     setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
     mode = "validate" if args.validate else "step"

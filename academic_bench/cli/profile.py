@@ -29,6 +29,7 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     check_gpu_in_hand(args.gpu, device, overridable=False)  # a profile filed under another GPU's name
     config, mbs = _profile_target(args, out)
     check_profilable(config)
+    cli_args.check_device(config.methods, device)
     # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
     if device == "cpu" and not args.tiny and not cli_args.is_config_path(args.model):
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")

@@ -1,15 +1,19 @@
-"""One function per training technique, applied in this order by ``build``:
+"""One function per training technique, applied in this order by ``stepper.Stepper``:
 
-    attention kernels (at build) -> precision/TF32 -> activation checkpointing -> compile (per block)
-    -> bf16 weights with fp32 masters (PyTorch path only) -> parallelism (DDP | FSDP | DeepSpeed ZeRO)
+    attention kernels (at build) -> precision/TF32 -> activation checkpointing -> FP8 linear layers (torchao)
+    -> compile (per block) -> fused cross-entropy (Liger) -> bf16 weights with fp32 masters (PyTorch path only)
+    -> parallelism (DDP | FSDP | DeepSpeed ZeRO)
 
-Every technique goes through the library made for it and records what actually ran in ``ran``.
+Every technique goes through the library made for it and records what actually ran in ``ran``. FP8 swaps the
+linear layers before compile, so that the compiled blocks hold the float8 layers; the fused cross-entropy replaces
+the model's forward above the blocks, so that DDP and FSDP wrap a model that already computes its loss fused.
 """
 from __future__ import annotations
 
 import importlib.util
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 from torch import nn
@@ -112,6 +116,101 @@ def apply_compile(model: nn.Module, spec: ModelSpec, ran: Ran) -> None:
         block.compile()
     ran.compiled = True
     ran.notes.append("torch.compile per block")
+
+
+def output_layer(model: nn.Module) -> nn.Module | None:
+    """The layer that makes a model's outputs: a language model's LM head (transformers), a timm classifier."""
+    if hasattr(model, "get_output_embeddings") and model.get_output_embeddings() is not None:
+        return model.get_output_embeddings()
+    if hasattr(model, "get_classifier"):
+        return model.get_classifier()
+    return None
+
+
+def float8_training() -> tuple[Callable, type]:
+    """torchao's ``convert_to_float8_training`` and ``Float8LinearConfig``; ``Unsupported`` without torchao."""
+    if not has("torchao"):
+        raise Unsupported("FP8 training needs torchao (its float8 recipes), which could not be imported")
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    return convert_to_float8_training, Float8LinearConfig
+
+
+FP8_MULTIPLE = 16  # FP8 matrix products (torch._scaled_mm) need both dimensions of a weight divisible by 16
+
+
+def apply_fp8(model: nn.Module, recipe: str, device: str, ran: Ran) -> None:
+    """Train the linear layers in FP8 with torchao's float8 ``recipe`` ("tensorwise" or "rowwise" scaling):
+    ``convert_to_float8_training`` swaps each eligible ``nn.Linear`` for a float8 one, in place. Eligible: both
+    dimensions divisible by ``FP8_MULTIPLE``, and not the output layer, whose logits stay in the recipe's
+    precision (as torchtitan keeps its output layer; the fused cross-entropy also reads that layer's weight
+    directly). Runs before compile, which fuses the float8 scaling into the blocks."""
+    if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
+        raise Unsupported(f"FP8 training needs a Hopper or newer GPU; this one has compute capability "
+                          f"{'.'.join(map(str, torch.cuda.get_device_capability()))}")
+    convert, config_cls = float8_training()
+    head, converted, kept = output_layer(model), [], []
+
+    def eligible(module: nn.Module, fqn: str) -> bool:  # asked by torchao of every linear layer
+        fits = module.in_features % FP8_MULTIPLE == 0 and module.out_features % FP8_MULTIPLE == 0
+        if module is not head:
+            (converted if fits else kept).append(f"{fqn} ({module.in_features} x {module.out_features})")
+        return fits and module is not head
+
+    linears = sum(isinstance(m, nn.Linear) for m in model.modules())
+    convert(model, config=config_cls.from_recipe_name(recipe), module_filter_fn=eligible)
+    if not converted:
+        raise Unsupported(f"FP8 training: none of the model's {linears} linear layers has both dimensions divisible "
+                          f"by {FP8_MULTIPLE} (the output layer aside)")
+    ran.kernels.append(f"torchao float8 {recipe}")
+    kept = ["the output layer"] * (head is not None) + kept
+    ran.notes.append(f"FP8 training (torchao float8, {recipe} scaling): {len(converted)} of {linears} linear layers"
+                     + (f"; kept in {ran.precision}: {', '.join(kept)}" if kept else ""))
+
+
+def fused_loss_class(device: str) -> type:
+    """Liger's ``LigerFusedLinearCrossEntropyLoss``: a Triton kernel, so CUDA GPUs only (``Unsupported`` on
+    another device or without liger-kernel)."""
+    if device != "cuda":
+        raise Unsupported(f"the fused cross-entropy is Liger's Triton kernel, which runs on CUDA GPUs only, not on "
+                          f"the {device.upper()}")
+    if not has("liger_kernel"):
+        raise Unsupported("the fused cross-entropy needs liger-kernel, which could not be imported")
+    from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
+
+    return LigerFusedLinearCrossEntropyLoss
+
+
+IGNORE_INDEX = -100  # transformers' label for "no loss here"
+
+
+def apply_fused_cross_entropy(model: nn.Module, device: str, ran: Ran) -> None:
+    """Compute a decoder's LM head and next-token loss in one fused kernel (``fused_loss_class``), chunk by chunk,
+    so that the logits are never held whole: the model's forward runs its body (``base_model``) and hands the last
+    hidden states, the LM head's weight and the labels shifted by one to the fused loss, which averages over the
+    labelled tokens as transformers' causal-LM loss does. A final logit soft-cap is passed on; a logit scale the
+    kernel has no parameter for is refused."""
+    from torch.nn import functional as F
+    from transformers.modeling_outputs import CausalLMOutput
+
+    config = getattr(model, "config", None)
+    scaled = [k for k in ("logit_scale", "logits_scaling") if getattr(config, k, None) not in (None, 1, 1.0)]
+    if scaled:
+        raise Unsupported(f"the fused cross-entropy has no logit scale, and this model scales its logits ({scaled[0]})")
+    head, body = model.get_output_embeddings(), model.base_model
+    loss_fn = fused_loss_class(device)(ignore_index=IGNORE_INDEX,
+                                       softcap=getattr(config, "final_logit_softcapping", None))
+
+    def forward(input_ids: torch.Tensor, labels: torch.Tensor, **kwargs) -> CausalLMOutput:
+        hidden = body(input_ids=input_ids, **kwargs)[0]
+        # transformers' shift: position t predicts label t + 1; the last position predicts nothing.
+        shifted = F.pad(labels, (0, 1), value=IGNORE_INDEX)[..., 1:]
+        loss = loss_fn(head.weight, hidden.reshape(-1, hidden.shape[-1]), shifted.reshape(-1), head.bias)
+        return CausalLMOutput(loss=loss)
+
+    model.forward = forward
+    ran.kernels.append("liger fused linear cross-entropy")
+    ran.notes.append("fused cross-entropy (Liger): LM head and loss in one chunked kernel, no logits tensor")
 
 
 class MasterWeights(torch.optim.Optimizer):

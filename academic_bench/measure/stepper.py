@@ -42,11 +42,15 @@ class Stepper:
             self.ran.kernels.append(f"attention:{self.ran.attention}")
         if m.checkpointing:
             apply.apply_checkpointing(model, self.ran)
+        if m.fp8 != "none":  # before compile: the compiled blocks hold the float8 layers
+            apply.apply_fp8(model, m.fp8, device, self.ran)
         if m.compile and spec.compiles and m.sharding != "zero3":
             apply.apply_compile(model, spec, self.ran)
         elif m.compile:
             why = "the paper does not compile Mamba" if not spec.compiles else "not compiled under ZeRO-3"
             self.ran.notes.append(f"compile not applied: {why}")
+        if m.fused_ce:  # before any wrapper, which then runs the fused forward
+            apply.apply_fused_cross_entropy(model, device, self.ran)
         self.engine = None
         self.scaler = None
         self.autocast = cfg.recipe.precision in DTYPES

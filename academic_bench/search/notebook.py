@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..catalog.config import Config, run_name
+from ..catalog.methods import Methods
 from .params import (ENV_SOFTWARE, KERNEL, MAX_STREAM_LINES, MODEL_LISTS, NOTEBOOK_FILE, RESULTS_FILE,
                                TEMPLATE, check_parameters, command_for, resolve_gpu, resolve_parameters)
 from ..catalog.env import REPO_ROOT, capture_env
@@ -167,9 +168,11 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
 
 
 def best_row(rows: Sequence[dict], model: str) -> dict | None:
-    """The synced, step-mode, measured row of ``model`` with the fewest days (any search)."""
+    """The synced, step-mode, measured row of ``model`` with the fewest days (any search), of the paper's methods:
+    a row with a switch beyond the paper is measured beside the replication, never its best."""
     return fastest_row(rows, lambda r: r["config"]["model"] == model and r["timing"] == "synced"
-                       and r["mode"] == "step" and r["days"] is not None)
+                       and r["mode"] == "step" and r["days"] is not None
+                       and not Methods.from_dict(r["config"]["methods"]).beyond_paper)
 
 
 def validation_phases(p: dict[str, Any], out: Path) -> list[Phase]:

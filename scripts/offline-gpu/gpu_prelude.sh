@@ -12,5 +12,6 @@ MACHINE_TXT=${MACHINE_TXT:-$OUT/machine.txt}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $MACHINE_TXT 2>&1
 python3 -c "import torch, transformers, timm, deepspeed; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'tf', transformers.__version__, 'timm', timm.__version__, 'ds', deepspeed.__version__, 'gpus', torch.cuda.device_count())" >> $MACHINE_TXT 2>&1
 python3 -c "import mamba_ssm, causal_conv1d, selective_scan_cuda; print('mamba_ssm', mamba_ssm.__version__, 'causal_conv1d', causal_conv1d.__version__)" >> $MACHINE_TXT 2>/dev/null || echo "mamba-ssm kernels not importable (Mamba rows will say unsupported)" >> $MACHINE_TXT
+python3 -c "import importlib.metadata as m; print('liger-kernel', m.version('liger-kernel'), 'torchao', m.version('torchao'))" >> $MACHINE_TXT 2>/dev/null || echo "liger-kernel or torchao not installed (fused-ce and fp8 rows will say unsupported)" >> $MACHINE_TXT
 awk '/MemTotal/ {printf "host memory %.1f GiB, %d CPUs\n", $2 / 1048576, cpus}' cpus=$(nproc) /proc/meminfo >> $MACHINE_TXT
 cat $MACHINE_TXT

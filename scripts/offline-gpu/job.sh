@@ -14,6 +14,9 @@
 #               BUDGET3_S/HARD3_S bound it (default 2400/3000 s)
 #   gemm        the matrix-product rate by shape (scripts/offline-gpu/gemm_sweep.py) into
 #               notebooks/runs/SETUP/evidence/gemm/gemm.jsonl
+#   parity      the loss parity of each switch beyond the paper in PARITY (default "bf16w fused-ce fp8-tensorwise
+#               fp8-rowwise") against free-lunch (scripts/offline-gpu/loss_parity.py, PARITY_STEPS steps, default
+#               300) into notebooks/runs/SETUP/evidence/parity/SWITCH.json
 #   search      the benchmark notebook's naive and smart searches of MODELS (default: every model), with the
 #               validation net (the cheapest configuration of every method class that ran and has no
 #               validation yet); rows a correction of the engine set aside and configurations a time budget
@@ -66,6 +69,13 @@ for part in ${PARTS:-search exhaustive}; do
       mkdir -p notebooks/runs/$SETUP/evidence/gemm
       python3 scripts/offline-gpu/gemm_sweep.py notebooks/runs/$SETUP/evidence/gemm/gemm.jsonl > /dev/null
       echo "gemm rc=$?" ;;
-    *) echo "unknown part $part: choose among bench, profile, remeasure, gemm, search, exhaustive" >&2; exit 2 ;;
+    parity)
+      mkdir -p notebooks/runs/$SETUP/evidence/parity
+      for switch in ${PARITY:-bf16w fused-ce fp8-tensorwise fp8-rowwise}; do
+        timeout $((TIMEOUT_S + 100)) python3 scripts/offline-gpu/loss_parity.py $switch ${PARITY_STEPS:-300} \
+          notebooks/runs/$SETUP/evidence/parity/$switch.json
+        echo "parity $switch rc=$?"
+      done ;;
+    *) echo "unknown part $part: choose among bench, profile, remeasure, gemm, parity, search, exhaustive" >&2; exit 2 ;;
   esac
 done

@@ -18,7 +18,7 @@ GRID_LABELS = {"measured": "measured", "predicted": "predicted", "paper": "the p
 GRID_COLORS = alt.Scale(domain=list(GRID_LABELS.values()), range=["#1f77b4", "#9ecae1", "#bdbdbd", "#ffffff"])
 GRID_COLUMNS = ["model", "model_label", "gpu", "gpu_label", "n_gpus", "kind", "days", "days_low", "days_high", "mfu",
                 "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell", "days_text",
-                "range_text", "mfu_text", "cloud_text"]
+                "range_text", "mfu_text", "cloud_text", "beyond_paper"]
 NO_ANSWER = "none"  # what a tooltip says for a figure a cell without an answer does not have
 
 
@@ -49,7 +49,8 @@ def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
                    range_text=[f"{lo:,.1f} to {hi:,.1f}" if pd.notna(lo) and pd.notna(hi) else NO_ANSWER
                                for lo, hi in zip(t["days_low"], t["days_high"])],
                    mfu_text=[f"{m:.0%}" if pd.notna(m) else NO_ANSWER for m in t["mfu"]],
-                   cloud_text=[f"${c:,.0f}" if pd.notna(c) else NO_ANSWER for c in t["rental_usd"].astype(float)])
+                   cloud_text=[f"${c:,.0f}" if pd.notna(c) else NO_ANSWER for c in t["rental_usd"].astype(float)],
+                   beyond_paper=t["beyond_paper_words"].fillna("not measured yet"))
     return out[GRID_COLUMNS].reset_index(drop=True)
 
 
@@ -67,7 +68,8 @@ def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Ch
                alt.Tooltip("days_text:N", title="days"), alt.Tooltip("range_text:N", title="range"),
                alt.Tooltip("mfu_text:N", title="MFU"), alt.Tooltip("settings:N", title="settings"),
                alt.Tooltip("basis:N", title="rests on"), alt.Tooltip("cloud_text:N", title="cloud rental"),
-               alt.Tooltip("paper_note:N", title="the paper's Table 1")]
+               alt.Tooltip("paper_note:N", title="the paper's Table 1"),
+               alt.Tooltip("beyond_paper:N", title="beside it, beyond the paper")]
     cells = base.mark_rect(stroke="#777", strokeWidth=0.5).encode(
         color=alt.Color("kind:N", scale=GRID_COLORS, title="days",
                         legend=alt.Legend(orient="bottom", direction="horizontal")),
