@@ -40,8 +40,10 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
                                          f"the work model's profiles are bf16; this decoder trains in "
                                          f"{spec.recipe.precision}") or (
         None if methods.free_lunch else "the work model's profiles are of the free-lunch settings") or (
-        None if not methods.beyond_paper else "the work model's profiles are of the paper's methods, not of a switch "
-                                              "beyond the paper")
+        # bf16 weights change no kind of work the model counts (the published pure-bf16 runs are predicted so);
+        # a fused loss or FP8 matrix products do, and no profile measures them yet.
+        None if set(methods.beyond_switches()) <= {"bf16w"} else
+        "the work model's profiles are of the paper's methods, not of a fused loss or FP8 beyond the paper")
     if why_not_work is None:
         points, host_rates = work_model(root)  # kept with the answers: the runs are not read again
         p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch)
