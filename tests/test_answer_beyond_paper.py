@@ -121,7 +121,8 @@ def test_estimate_and_cost_print_it_beside_the_answer(runs, capsys, monkeypatch)
     monkeypatch.setenv("ACADEMIC_BENCH_RUNS", str(runs))
     assert cli.main(["estimate", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "1"]) == 0
     out = capsys.readouterr().out
-    assert "Days:     50.0 days (measured" in out and "Beside:   beyond the paper: 45.0 days" in out
+    # estimate prints the answer as cost and plan do (cli.args.answer_lines), the switches beside it
+    assert "the study's answer: 50.0 days (measured" in out and "beside it     beyond the paper: 45.0 days" in out
     assert "--methods free-lunch+fused-ce" in out
     assert cli.main(["cost", "--model", "pythia-1b", "--gpu", "h100-80gb", "--gpus", "1"]) == 0
     assert "beside it     beyond the paper: 45.0 days" in capsys.readouterr().out
