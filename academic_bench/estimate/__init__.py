@@ -1,8 +1,9 @@
 """Analytic estimates: model FLOPs per step, a memory model per configuration, the largest micro-batch
 predicted to fit, and analytic training days. Everything is computed on the meta device: no GPU, no weights.
 
-Two modules: ``stats`` (the model on the meta device, FLOPs, analytic days) and ``memory`` (the memory model),
-which builds on it. Their public names are this package's.
+Modules: ``stats`` (the model on the meta device, FLOPs, analytic days), ``coefficients`` (the memory model's
+constants), ``activations`` (what a step keeps for backward) and ``memory`` (the memory model), each building on
+those before it. Their public names are this package's.
 """
 from .stats import (  # noqa: F401
     BYTES,
@@ -23,10 +24,10 @@ from .stats import (  # noqa: F401
     spec_of,
     total_flops,
 )
+from .activations import DecoderLayer, decoder_layer, fused_layer  # noqa: F401
+from .coefficients import COEFFICIENTS, Coefficients  # noqa: F401
 from .memory import (  # noqa: F401
     ActivationProfile,
-    COEFFICIENTS,
-    Coefficients,
     HOST_BUFFER_FACTOR,
     MemoryEstimate,
     activation_profile,
@@ -35,6 +36,7 @@ from .memory import (  # noqa: F401
     max_micro_batch,
     micro_batch_choices,
     predict_memory,
+    residual_bytes,
     saved_tensor_profile,
     usable_bytes,
 )

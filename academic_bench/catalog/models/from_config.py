@@ -191,13 +191,18 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     _refuse_experts(path, data["model_type"], make_config())
 
     def build(tiny: bool = False, attn: str = "sdpa"):
+        import torch
         from transformers import AutoModelForCausalLM
 
         if tiny:
             raise ValueError(f"{key} comes from a config.json and has no tiny variant")
         cfg = make_config()
         cfg._attn_implementation = attn
-        return AutoModelForCausalLM.from_config(cfg)
+        # fp32 weights, as the catalog's models are built: the recipe's precision is autocast's, with fp32 weights,
+        # gradients and Adam states. A config's torch_dtype is the dtype its checkpoint was saved in, and
+        # transformers 5 builds in it unless told otherwise: pure 16-bit training (16-bit AdamW moments, no fp32
+        # weights), which no recipe of the study runs and which fp16's gradient scaler refuses.
+        return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
 
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
