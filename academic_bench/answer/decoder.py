@@ -27,6 +27,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     work model: ``decoder_work.predict_decoder``, ``method_costs``)."""
     from ..analysis import profiles
     from .decoder_work import not_modelled, predict_decoder
+    from .work_evidence import runs_evidence
     from ..estimate import analytic_days, model_stats
     from ..catalog.models import get_model
     from .by_size import mfu_by_size
@@ -40,7 +41,8 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
                                          f"{spec.recipe.precision}") or (
         None if methods.free_lunch else "the work model's profiles are of the free-lunch settings")
     if why_not_work is None:
-        p = predict_decoder(key, gpu, n_gpus, profiles(None if root is None else str(root)), methods)
+        where = None if root is None else str(root)
+        p = predict_decoder(key, gpu, n_gpus, profiles(where), methods, evidence=runs_evidence(where))
         if p is not None and p.days is not None:
             return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
                           settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..catalog.hardware import get_gpu
 from .transfer import Prediction, predict, source_from_row
+from .work_evidence import PLAIN, Evidence
 
 VALIDATION_COLUMNS = ["model", "source_setup", "target_setup", "source_methods", "target_methods", "split_basis",
                       "predicted_micro_batch", "measured_micro_batch", "predicted_step_s", "measured_step_s",
@@ -200,19 +201,6 @@ DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "setup", "gpu
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
-def _decoder_key(config: Path, architecture: dict) -> str | None:
-    """The key of the decoder ``config`` describes, registered with the settings its estimate was made with
-    (``architecture`` of its estimate.json); None where the config is gone or broken."""
-    from ..catalog.models.from_config import ConfigError, decoder_spec
-
-    a = architecture
-    try:
-        return decoder_spec(config, seq_len=a["seq_len"], tokens=a["tokens"], global_batch=a["global_batch"],
-                            precision=a["precision"]).spec.key
-    except ConfigError:
-        return None
-
-
 def config_decoders(root: str | None = None) -> pd.DataFrame:
     """Decoders outside the catalog, from their config.json: the days ``academic-bench estimate --model
     PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written;
@@ -220,17 +208,23 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     (``<setup>/evidence/decoders/results.jsonl``, rows of ``academic-bench bench --model PATH/config.json``; a
     row's model key is ``<name>@<digest>``). Their rows stay out of the setup's results, so no estimate or answer
     of the study rests on them. ``within``: |error| <= ``DECODER_TOLERANCE``. ``work_model_days`` is today's
-    work-model answer (``decoder_work``) for every decoder; ``work_model_held_out`` is True only where the estimate
-    kept was made by the work model, i.e. before the decoder was measured. ``memory_error`` sets the memory
-    model's prediction at the micro-batch that ran beside the peak the run allocated."""
+    work model (``decoder_work``) for every decoder at the micro-batch that ran (the step alone: the rows measured
+    before the build was made fp32 trained purely in 16 bits, whose memory lets a larger micro-batch fit than
+    today's build, ``analysis.memory_check``); ``work_model_held_out`` is True only where the estimate
+    kept was made by the work model, i.e. before the decoder was measured. ``memory_error`` sets today's memory
+    model's prediction at the micro-batch that ran, with the weights it ran with
+    (``analysis.memory_check.built_weights``), beside the peak the run allocated."""
     import json
 
     from ..analysis import profiles, runs_root
+    from ..analysis.memory_check import built_weights, decoder_key, memory_gb
+    from ..catalog.methods import Methods
     from .decoder_work import predict_decoder
     from ..results import ResultStore, status_of
+    from .work_evidence import runs_evidence
 
     out = []
-    prof = profiles(root)
+    prof, evidence = profiles(root), runs_evidence(None if root is None else str(root))
     for path in sorted(runs_root(root).glob("*/evidence/decoders/results.jsonl")):
         for row in ResultStore(path).rows():
             name = row["config"]["model"].split("@")[0]
@@ -241,8 +235,9 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
                 continue  # an estimate for another setting says nothing about this row
             a = e["architecture"]
-            key = _decoder_key(estimate.with_name("config.json"), a)
-            now = predict_decoder(key, e["gpu"], e["n_gpus"], prof) if key else None
+            key = decoder_key(estimate.with_name("config.json"), a)
+            now = predict_decoder(key, e["gpu"], e["n_gpus"], prof, evidence=evidence,
+                                  micro_batch=int(row["micro_batch"])) if key else None
             made_by = str(e["mfu"].get("source", ""))
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
@@ -253,8 +248,13 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                         "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
                         "work_model_days": now.days if now is not None and now.days is not None else math.nan,
                         "work_model_held_out": method == WORK_MODEL,
-                        # The memory model at the micro-batch that ran, beside the peak the run allocated.
-                        "predicted_memory_gb": row.get("predicted_memory_gb"),
+                        # Today's memory model at the micro-batch that ran, with the weights it ran with, beside
+                        # the peak the run allocated.
+                        "predicted_memory_gb": memory_gb(key, row["config"]["gpu"], row["config"]["n_gpus"],
+                                                         Methods.from_dict(row["config"]["methods"]),
+                                                         row["micro_batch"], built_weights(
+                                                             row, json.loads(estimate.with_name("config.json")
+                                                                             .read_text()))) if key else None,
                         "measured_memory_gb": max((p for p in row.get("peak_memory_gb") or [] if p is not None),
                                                   default=None)})
     if not out:
@@ -277,16 +277,17 @@ def work_model_leave_one_out(root: str | None = None) -> pd.DataFrame:
     micro-batch."""
     from ..analysis import profiles
     from .decoder_work import calibration_points, predict_on_setup
+    from .work_evidence import runs_evidence
 
-    prof = profiles(root)
-    points = calibration_points(prof)
+    evidence = runs_evidence(None if root is None else str(root))
+    points = calibration_points(profiles(root), evidence)
     rows = []
     for _, r in points.iterrows():
         others = points[(points["setup"] == r["setup"]) & (points["model"] != r["model"])]
         if others.empty:
             continue
         p = predict_on_setup(r["model"], r["setup"], points, int(r["micro_batch"]), int(r["gas"]),
-                             leave_out=r["model"])
+                             leave_out=r["model"], evidence=evidence)
         rows.append({"setup": r["setup"], "gpu": r["gpu"], "model": r["model"], "micro_batch": int(r["micro_batch"]),
                      "predicted_step_s": p.step_s, "predicted_step_low_s": p.low_s, "predicted_step_high_s": p.high_s,
                      "profiled_step_s": r["step_wall_s"]})
@@ -303,11 +304,12 @@ def work_model_leave_one_out(root: str | None = None) -> pd.DataFrame:
 BY_KIND_COLUMNS = ["decoder", "setup", "micro_batch", "kind", "predicted_s", "profiled_s", "error"]
 
 
-def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.DataFrame) -> pd.DataFrame:
+def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.DataFrame,
+            evidence: Evidence = PLAIN) -> pd.DataFrame:
     """Each profiled decoder's step, kind of work by kind (``decoder_work.KINDS``, and ``step``): the work model's
-    seconds (``predict_on_setup`` at the profile's micro-batch, from ``points``) beside the profile's.
-    ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the registered
-    decoder key the work model counts."""
+    seconds (``predict_on_setup`` at the profile's micro-batch, from ``points`` made with ``evidence``) beside the
+    profile's. ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the
+    registered decoder key the work model counts."""
     from .decoder_work import KINDS, PROFILE_KINDS, predict_on_setup
 
     rows = []
@@ -315,7 +317,8 @@ def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.Dat
         first = g.iloc[0]
         if model not in keys or not (points["setup"] == setup).any():
             continue
-        pred = predict_on_setup(keys[model], setup, points, int(first["micro_batch"]), int(first["gas"]))
+        pred = predict_on_setup(keys[model], setup, points, int(first["micro_batch"]), int(first["gas"]),
+                                evidence=evidence)
         seconds = g.groupby("kind")["seconds"].sum()
         profiled = {k: float(seconds.reindex(list(names)).fillna(0).sum()) for k, names in PROFILE_KINDS.items()}
         profiled["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"]))
@@ -332,22 +335,12 @@ def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
     """``by_kind`` for the decoders outside the catalog profiled on a setup (``academic-bench profile --model
     PATH/config.json --out <setup>/evidence/decoders/profiles.jsonl``, the latest profile of each configuration),
     each registered from the config.json and settings its estimate was made with."""
-    import json
-
-    from ..analysis import profile_frame, profiles, runs_root
+    from ..analysis import profiles
     from .decoder_work import calibration_points
-    from ..results import read_lines
+    from .work_evidence import decoder_profiles, runs_evidence
 
-    frames, keys = [], {}
-    for path in sorted(runs_root(root).glob("*/evidence/decoders/profiles.jsonl")):
-        entries = list({p["config_id"]: p for _, p in read_lines(path)}.values())
-        frames.append(profile_frame(entries))
-        for model in {p["config"]["model"] for p in entries}:
-            estimate = path.parent / model.split("@")[0] / "estimate.json"
-            key = _decoder_key(estimate.with_name("config.json"),
-                               json.loads(estimate.read_text())["architecture"]) if estimate.exists() else None
-            if key:
-                keys[model] = key
-    if not frames:
+    frame, keys, _ = decoder_profiles(root)
+    if frame.empty:
         return pd.DataFrame(columns=BY_KIND_COLUMNS)
-    return by_kind(pd.concat(frames), keys, calibration_points(profiles(root)))
+    evidence = runs_evidence(None if root is None else str(root))
+    return by_kind(frame, keys, calibration_points(profiles(root), evidence), evidence)
