@@ -126,3 +126,13 @@ def test_the_memory_model_is_within_ten_percent_of_nine_in_ten_measured_decoder_
         skip_or_fail("no shipped decoder rows")
     assert set(check["source"]) == {"the study's setups", "decoders outside the catalog"}
     assert mc.share_within(check) >= mc.MEMORY_TARGET, check.sort_values("error").to_string()
+
+
+def test_queries_and_keys_normalised_per_head_keep_their_inputs(tmp_path):
+    """Qwen3's per-head norms on queries and keys are not norms over the hidden width: they keep the queries' and
+    keys' inputs beside the rotated ones."""
+    qwen3 = {**LLAMA, "model_type": "qwen3", "head_dim": 64, "num_attention_heads": 8}
+    layer = est.decoder_layer(_key(tmp_path, "qwen3", qwen3), False)
+    assert layer.head_norms and layer.norms == 2 and layer.queries == 512
+    plain = replace(layer, head_norms=False)
+    assert est.fused_layer(layer, 2, 2) - est.fused_layer(plain, 2, 2) == 2 * (512 + 128)

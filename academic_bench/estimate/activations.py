@@ -6,7 +6,8 @@
   path; 16-bit where DeepSpeed or FSDP cast the weights), each norm's 16-bit output (the input of the
   projections after it), the tensors the fused kernel keeps (queries, keys, values and its output, no attention
   matrix: Dao 2023, FlashAttention-2, Sec. 3.1; where the keys and values are views of one fused QKV projection
-  and rotary embeddings make new queries and keys, that projection's whole output stays alive beside them), the
+  and rotary embeddings make new queries and keys, that projection's whole output stays alive beside them, and
+  queries and keys normalised per head keep their inputs too), the
   MLP's 16-bit intermediates (a plain MLP its pre-activation and activation, a gated one its gate, its up
   projection and their product), and a 1-byte mask per residual dropout. The compiled graph recomputes the
   elementwise work in between (normalisation arithmetic, activations' inner steps), so it saves nothing else; the
@@ -148,7 +149,8 @@ class DecoderLayer:
     keys: int  # key-value heads x head size (each of keys and values)
     mlp: int  # the MLP's intermediate width
     gated: bool  # a gate projection beside the up projection (SwiGLU, GeGLU)
-    norms: int  # normalisation layers in the block
+    norms: int  # normalisation layers over the hidden width in the block
+    head_norms: bool  # queries and keys normalised per head (Qwen3's q_norm and k_norm): their inputs are kept
     parallel: bool  # attention and MLP read one residual input (GPT-NeoX, GPT-J, Phi)
     fused_qkv: bool  # one projection makes queries, keys and values
     rotary: bool  # rotary position embeddings (new query and key tensors)
@@ -169,12 +171,15 @@ def decoder_layer(key: str, tiny: bool) -> DecoderLayer:
     mlp = next((int(v) for v in (getattr(cfg, k, None) for k in ("intermediate_size", "n_inner", "ffn_dim")) if v),
                4 * h)
     widths = {int(getattr(m, "out_features", None) or getattr(m, "nf", 0) or 0) for m in block.modules()}
-    norms = sum(1 for m in block.modules() if "norm" in type(m).__name__.lower())
+    norm_sizes = [getattr(m, "weight", None) for m in block.modules() if "norm" in type(m).__name__.lower()]
+    norm_sizes = [w.numel() if w is not None else h for w in norm_sizes]
+    norms = sum(1 for n in norm_sizes if n == h)
     dropout = max(float(getattr(cfg, k, None) or 0.0) for k in ("hidden_dropout", "resid_pdrop", "dropout",
                                                                  "hidden_dropout_prob"))
     return DecoderLayer(
         hidden=h, queries=heads * size, keys=kv, mlp=mlp,
         gated=any("gate" in name.rsplit(".", 1)[-1] for name, _ in block.named_modules()), norms=norms,
+        head_norms=any(n == size for n in norm_sizes) and size != h,
         parallel=bool(getattr(cfg, "use_parallel_residual", False)) or norms == 1,
         fused_qkv=heads * size + 2 * kv in widths,
         rotary=any("rotary" in type(m).__name__.lower() for m in net.modules()), dropout=dropout)
@@ -186,7 +191,7 @@ def fused_layer(layer: DecoderLayer, compute_bytes: int, residual_bytes: int, k:
     c, q, kv, h = compute_bytes, layer.queries, layer.keys, layer.hidden
     residual = (1 if layer.parallel else 2) * residual_bytes * h
     normed = layer.norms * c * h
-    qkv = q + 2 * kv + (q + kv if layer.fused_qkv and layer.rotary else 0)
+    qkv = q + 2 * kv + (q + kv if (layer.fused_qkv and layer.rotary) or layer.head_norms else 0)
     attention = c * (qkv + q)  # the kernel's inputs and its output (the output projection's input)
     mlp = c * (3 if layer.gated else 2) * layer.mlp
     masks = 2 * h * k.dropout_mask if layer.dropout > 0 else 0.0
