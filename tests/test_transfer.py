@@ -161,6 +161,14 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     assert got["work_model_days"] != got["work_model_days"]  # NaN
 
 
+def test_an_estimate_says_what_it_rests_on_in_either_format():
+    """estimate.json files carry the answer (``by``, ``mfu``) since the estimate gave the study's one answer; the
+    older ones an ``mfu`` block. Both say what the days rested on."""
+    assert tv._made_by({"answer": {"by": "work model", "mfu": 0.4}, "days": 1.0}) == ("work model", 0.4)
+    assert tv._made_by({"mfu": {"value": 0.5, "source": "work model (h100x1 profiles)"}}) == (
+        "work model (h100x1 profiles)", 0.5)
+
+
 def test_a_micro_batch_measured_to_fit_outranks_the_memory_model():
     """Pythia-6.9B ran at micro-batch 2 on one H200 where the memory model fits only 1: the same GPU and count
     keep the measured 2. One H200 to two adds data parallelism's buckets, and a smaller GPU holds less: the

@@ -22,9 +22,10 @@ from pathlib import Path
 
 from .types import Answer
 
-GRID_VERSION = 1
+GRID_VERSION = 2
 SHIPPED_NAME = "answers.json"
-RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*")
+RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
+             "*/evidence/gemm/*.jsonl")
 
 
 def _runs_root(root: str | os.PathLike | None) -> Path:

@@ -201,6 +201,14 @@ DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "setup", "gpu
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
+def _made_by(estimate: dict) -> tuple[str, float]:
+    """(what an estimate.json's days rest on, the MFU they imply): its answer's ``by`` and ``mfu``, or, in the
+    files written before the estimate carried the answer, its ``mfu`` block's ``source`` and ``value``."""
+    if "answer" in estimate:
+        return str(estimate["answer"].get("by") or ""), float(estimate["answer"]["mfu"])
+    return str(estimate["mfu"].get("source", "")), float(estimate["mfu"]["value"])
+
+
 def config_decoders(root: str | None = None) -> pd.DataFrame:
     """Decoders outside the catalog, from their config.json: the days ``academic-bench estimate --model
     PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written;
@@ -236,22 +244,22 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                 continue  # an estimate for another setting says nothing about this row
             a = e["architecture"]
             key = decoder_key(estimate.with_name("config.json"), a)
-            now = predict_decoder(key, e["gpu"], e["n_gpus"], prof, evidence=evidence,
+            ran = Methods.from_dict(row["config"]["methods"])
+            now = predict_decoder(key, e["gpu"], e["n_gpus"], prof, ran, evidence=evidence,
                                   micro_batch=int(row["micro_batch"])) if key else None
-            made_by = str(e["mfu"].get("source", ""))
+            made_by, estimated_mfu = _made_by(e)
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
                         "seq_len": a["seq_len"], "setup": row["setup"], "gpu": row["config"]["gpu"],
                         "n_gpus": row["config"]["n_gpus"], "estimated_with": method, "predicted_days": e["days"],
                         "predicted_days_low": e["days_range"][0],
-                        "predicted_days_high": e["days_range"][1], "predicted_mfu": e["mfu"]["value"],
+                        "predicted_days_high": e["days_range"][1], "predicted_mfu": estimated_mfu,
                         "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
                         "work_model_days": now.days if now is not None and now.days is not None else math.nan,
                         "work_model_held_out": method == WORK_MODEL,
                         # Today's memory model at the micro-batch that ran, with the weights it ran with, beside
                         # the peak the run allocated.
-                        "predicted_memory_gb": memory_gb(key, row["config"]["gpu"], row["config"]["n_gpus"],
-                                                         Methods.from_dict(row["config"]["methods"]),
+                        "predicted_memory_gb": memory_gb(key, row["config"]["gpu"], row["config"]["n_gpus"], ran,
                                                          row["micro_batch"], built_weights(
                                                              row, json.loads(estimate.with_name("config.json")
                                                                              .read_text()))) if key else None,

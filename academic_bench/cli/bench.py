@@ -19,6 +19,7 @@ from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
+from ..catalog.models.from_config import DTYPES
 from ..results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, latest_rows, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
@@ -112,7 +113,8 @@ def _model_key(args: argparse.Namespace) -> str:
     from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec
 
     given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
-                            ("--global-batch", args.global_batch)) if v is not None]
+                            ("--global-batch", args.global_batch), ("--precision", args.precision))
+             if v is not None]
     if not cli_args.is_config_path(args.model):
         if given:
             raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
@@ -123,7 +125,8 @@ def _model_key(args: argparse.Namespace) -> str:
         raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
-                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key
+                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
+                        precision=args.precision).spec.key
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -344,6 +347,8 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tokens", type=cli_args.positive("--tokens"), default=None, help="training tokens (e.g. 3e11): the days' steps")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None, help="sequences per optimizer step (default 1024)")
+    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
+                   help="training precision (default: the config's dtype, else bf16), as estimate takes it")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -132,8 +132,9 @@ def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
 
     block = next(m for m in net.modules() if type(m).__name__ in block_types)
     # The MLP child: the one named like it that holds projections (GPT-NeoX also has a 'post_mlp_dropout').
-    counts = [sum(isinstance(m, nn.Linear) for m in child.modules()) for name, child in block.named_children()
-              if "mlp" in name.lower() or "feed_forward" in name.lower()]
+    # GPT-2's projections are Conv1D modules (a weight of inputs x outputs, ``nf`` outputs), not nn.Linear.
+    counts = [sum(isinstance(m, nn.Linear) or hasattr(m, "nf") for m in child.modules())
+              for name, child in block.named_children() if "mlp" in name.lower() or "feed_forward" in name.lower()]
     n = max(counts, default=0)
     return {3: "gated", 2: "plain"}.get(n, f"other ({n} projections)")
 
