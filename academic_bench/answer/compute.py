@@ -14,7 +14,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..catalog.methods import Methods, methods_spec
+from ..catalog.hardware import get_gpu
+from ..catalog.methods import Methods, methods_spec, validation_class
+from .ranges import observed_errors, stated_range
+from .transfer import methods_of_row
 from .types import Answer, Settings
 
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
@@ -33,12 +36,6 @@ def settings_of(model: str, gpu: str, n_gpus: int, methods: Methods | None, micr
                     micro_batch=None if micro_batch is None or pd.isna(micro_batch) else int(micro_batch),
                     gas=None if gas is None or pd.isna(gas) else int(gas),
                     export_command=export_command(model, gpu, n_gpus))
-
-
-def methods_of_row(row: pd.Series) -> Methods:
-    return Methods(compile=bool(row["compile"]), kernels=bool(row["kernels"]), tf32=bool(row["tf32"]),
-                   checkpointing=bool(row["checkpointing"]), sharding=str(row["sharding"]),
-                   offload=bool(row["offload"]))
 
 
 def costs(gpu: str, n_gpus: int, days: float | None) -> dict:
@@ -93,9 +90,11 @@ def work_model_checks(root: str | os.PathLike | None = None) -> str:
 
 
 def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
-                   checks: Checks | None = None, cells: pd.DataFrame | None = None) -> Answer:
-    """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked). ``checks`` and ``cells``
-    (``analysis.paper_cells("table1")``) are computed once by ``compute_grid``."""
+                   checks: Checks | None = None, cells: pd.DataFrame | None = None,
+                   errors: pd.DataFrame | None = None) -> Answer:
+    """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked). ``checks``, ``cells``
+    (``analysis.paper_cells("table1")``) and ``errors`` (``ranges.observed_errors``, computed here by default;
+    ``store.observed`` keeps them) are computed once by ``compute_grid``."""
     from ..analysis import MFU_IMPLAUSIBLE, paper_cells
     from ..estimate import analytic_days
     from .transfer_validation import measured, predict_setting
@@ -120,6 +119,7 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
         return Answer(kind="measured", days=days, days_low=lo, days_high=hi, mfu=float(r["mfu"]),
                       settings=settings_of(model, gpu, n_gpus, methods, r["micro_batch"], r["gas"]),
                       rests_on=f"measured on {r['setup']} ({methods.label()}), row {r['config_id']}",
+                      range_basis="the spread of the measured step's timed repetitions",
                       rows=(str(r["config_id"]),), source_setup=str(r["setup"]), **costs(gpu, n_gpus, days), **base)
     p = predict_setting(model, gpu, n_gpus, root)
     if p is not None and p.days is not None:
@@ -127,11 +127,16 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
         checks = checks or held_out_checks(root)
         # The prediction's own MFU; where its source row has no FLOPs count, the MFU its days imply.
         mfu = p.mfu if p.mfu is not None and p.mfu == p.mfu else base["bound_days"] / p.days
-        return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=mfu,
+        same_arch = bool(len(src)) and get_gpu(p.gpu).architecture == get_gpu(str(src["gpu"].iloc[0])).architecture
+        rng = stated_range(observed_errors(root) if errors is None else errors, "transfer model",
+                           validation_class(p.methods, n_gpus), p.methods.offload, same_arch)
+        low, high = rng.apply(p.days, p.days_low, p.days_high)
+        return Answer(kind="predicted", days=p.days, days_low=low, days_high=high, mfu=mfu,
+                      range_basis=rng.words, range_error=rng.error,
                       settings=settings_of(model, gpu, n_gpus, p.methods, p.micro_batch, p.gas),
                       rests_on=p.basis, rows=tuple(str(c) for c in src["config_id"]), source_setup=p.source_setup,
                       by="transfer model",
-                      stated_error=checks.for_carry(str(src["gpu"].iloc[0]) if len(src) else "", 
+                      stated_error=checks.for_carry(str(src["gpu"].iloc[0]) if len(src) else "",
                                                     int(src["n_gpus"].iloc[0]) if len(src) else n_gpus, gpu, n_gpus),
                       **costs(gpu, n_gpus, p.days), **base)
     if paper_mfu is not None and paper_mfu <= MFU_IMPLAUSIBLE:
@@ -151,8 +156,9 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
 
 def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
                  counts: Iterable[int] = GPU_COUNTS, root: str | None = None,
-                 checks: Checks | None = None) -> list[Answer]:
-    """``catalog_answer`` for every model, GPU and count (catalog order)."""
+                 checks: Checks | None = None, errors: pd.DataFrame | None = None) -> list[Answer]:
+    """``catalog_answer`` for every model, GPU and count (catalog order); ``errors``: the held-out predictions'
+    errors (``ranges.observed_errors``, computed here by default)."""
     from ..catalog.hardware import catalog as gpu_catalog
     from ..catalog.models import CATALOG
 
@@ -160,7 +166,8 @@ def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None
 
     checks = checks or held_out_checks(root)
     cells = paper_cells("table1")
-    return [catalog_answer(m, g, int(n), root, checks, cells) for m in (models or CATALOG)
+    errors = observed_errors(root) if errors is None else errors
+    return [catalog_answer(m, g, int(n), root, checks, cells, errors) for m in (models or CATALOG)
             for g in (gpus or gpu_catalog()) for n in counts]
 
 

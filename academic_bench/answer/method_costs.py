@@ -39,10 +39,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import GPU
 from ..catalog.methods import Methods
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RECOMPUTE_FRACTION = 1.0 / 3.0  # one extra forward of the checkpointed blocks: 2 of their 6 FLOPs per weight-token
 FORWARD_SHARE = 1.0 / 3.0  # of a micro-step's compute, the forward (the rest is the backward)
@@ -166,20 +169,30 @@ def host_optimizer_s(m: Methods, n_gpus: int, params: float, rates: Mapping[str,
 
 @lru_cache(maxsize=1)
 def measured_host_rates() -> dict[str, float]:
-    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``): the median over the
-    study's counted offloaded Pythia rows of the optimizer phase x GPUs / parameters. The optimizer phase also
-    holds the copy of the updated weights back to the GPU, which is small beside the host's arithmetic."""
+    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``), from every counted row of
+    the shipped runs (``host_rates_of``)."""
     from ..analysis import counted, runs_frame
+
+    return host_rates_of(counted.results(runs_frame()))
+
+
+def host_rates_of(rows: pd.DataFrame) -> dict[str, float]:
+    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``), from counted result rows
+    (``analysis.counted.results``): the median over their offloaded Pythia rows of the optimizer phase x GPUs /
+    parameters, or over every offloaded model's rows for a library no Pythia row ran under. The optimizer phase
+    also holds the copy of the updated weights back to the GPU, which is small beside the host's arithmetic."""
     from ..estimate import model_stats
 
-    rows = counted.results(runs_frame())
-    rows = rows[rows["offload"].astype(bool) & rows["model"].str.startswith("pythia")
-                & rows["optimizer_median_s"].notna()]
+    rows = rows[rows["offload"].astype(bool) & rows["optimizer_median_s"].notna()]
     if rows.empty:
         raise ValueError("no counted offloaded run to take the host's optimizer rate from")
     per_param = rows["optimizer_median_s"] * rows["n_gpus"] / rows["model"].map(lambda k: model_stats(k).params)
-    by = per_param.groupby(rows["sharding"].str.startswith("zero").map({True: "deepspeed", False: "fsdp"}))
-    return {k: float(v) for k, v in by.median().items()}
+    library = rows["sharding"].str.startswith("zero").map({True: "deepspeed", False: "fsdp"})
+    pythia = rows["model"].str.startswith("pythia")
+    out = {k: float(v) for k, v in per_param[pythia].groupby(library[pythia]).median().items()}
+    for k, v in per_param.groupby(library).median().items():
+        out.setdefault(k, float(v))
+    return out
 
 
 def method_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int,

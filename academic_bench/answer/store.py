@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .types import Answer
 
-GRID_VERSION = 1
+GRID_VERSION = 2
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*")
 
@@ -65,10 +65,13 @@ def _read(path: Path, key: str) -> Kept | None:
 
 def _compute(runs: Path) -> Kept:
     from .compute import compute_grid, held_out_checks, work_model_checks
+    from .ranges import observed_errors, observed_records
 
     c = held_out_checks(str(runs))
-    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs)}
-    return tuple(compute_grid(root=str(runs), checks=c)), checks
+    errors = observed_errors(str(runs))
+    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs),
+              "observed": observed_records(errors)}
+    return tuple(compute_grid(root=str(runs), checks=c, errors=errors)), checks
 
 
 def _write(path: Path, key: str, kept: Kept) -> None:
@@ -109,7 +112,9 @@ def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
 
 
 def checks(root: str | os.PathLike | None = None) -> dict:
-    """The error the study's held-out checks observed, in words: ``other_gpu``, ``other_count``, ``work_model``."""
+    """The error the study's held-out checks observed: in words, ``other_gpu``, ``other_count``, ``work_model``;
+    and every held-out prediction's error, ``observed`` (``ranges.observed_records``), which predicted answers'
+    ranges stand for."""
     return _kept(root)[1]
 
 
@@ -125,3 +130,11 @@ def write_shipped(root: str | os.PathLike | None = None) -> Path:
 def shipped_is_current(root: str | os.PathLike | None = None) -> bool:
     runs = _runs_root(root)
     return _read(runs / SHIPPED_NAME, content_key(runs)) is not None
+
+
+def observed(root: str | os.PathLike | None = None):
+    """The held-out predictions' errors that predicted answers' ranges stand for (``ranges.observed_errors``), as
+    kept beside the answers, as a frame."""
+    from .ranges import from_records
+
+    return from_records(checks(root).get("observed", []))

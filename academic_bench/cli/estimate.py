@@ -114,6 +114,8 @@ def _days_lines(d: dict) -> list[str]:
     lines.append(f"          rests on: {a.rests_on}")
     if a.stated_error:
         lines.append(f"          checked: {a.stated_error}")
+    if a.range_basis:
+        lines.append(f"          range: {a.range_basis}")
     lines.append(f"          {d['days_analytic']['lower_bound']:,.1f} at 100% MFU (lower bound: no real run is "
                  "faster)")
     if "what_if" in d:
