@@ -33,7 +33,12 @@ accumulation steps (as ``measure/apply.py`` configures each library):
 | FSDP full-shard | all-gather in the forward and in the backward | fp32 reduce-scatter | |
 
 A sharding method is never charged less than the DDP it replaces (``collective_s``): the study's answers do not
-credit a memory-saving method with speed, except through the larger micro-batch its memory allows.
+credit a memory-saving method with speed, except through the larger micro-batch its memory allows. By bytes
+alone ZeRO-1 and ZeRO-2 would send less than DDP's fp32 all-reduce, and one measurement on two H200s did time
+ZeRO-1 shorter than DDP; the rule stays because that measurement is no result (a correction of the engine set it
+aside: DeepSpeed's accumulation boundary drifted against the timed phases), the DDP row beside it is of a class
+never validated on that setup, and no counted row of the study has a sharding on several GPUs at all
+(``sharding_beside_ddp`` lists the pairs and what each is; the book's "Other hardware" page shows them).
 """
 from __future__ import annotations
 
@@ -202,3 +207,37 @@ def method_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int,
     return {"collectives": collective_s(m, n_gpus, gpu, params, dtype_bytes, gas),
             "host copies": host_copy_s(m, n_gpus, gpu, params, dtype_bytes, gas),
             "host optimizer": host_optimizer_s(m, n_gpus, params, rates)}
+
+
+SHARDING_PAIR_COLUMNS = ["setup", "model", "methods", "step_time_s", "state", "ddp_methods", "ddp_step_time_s",
+                         "ddp_state"]
+
+
+def sharding_beside_ddp(root: str | None = None) -> pd.DataFrame:
+    """Every synchronised step measurement of a sharding on several GPUs, beside the DDP measurement of the same
+    model, setup and other methods, each with its state: "counted", or why it is not a result
+    (``analysis.counted.uncounted``): the evidence for the rule that a sharding is never charged less than DDP."""
+    import pandas as pd
+
+    from ..analysis import counted, runs_frame
+
+    df = runs_frame(root)
+    if df.empty:
+        return pd.DataFrame(columns=SHARDING_PAIR_COLUMNS)
+    step = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"].astype(bool)
+              & df["step_time_s"].notna() & (df["n_gpus"] > 1)]
+    counted_ids = set(counted.results(df).index)
+    why = counted.uncounted(df)["why"]
+    state = {i: "counted" if i in counted_ids else str(why.get(i, "not a result")) for i in step.index}
+    same = ["setup", "model", "compile", "kernels", "tf32", "checkpointing"]
+    ddp = step[(step["sharding"] == "none") & ~step["offload"].astype(bool)]
+    rows = []
+    for i, r in step[step["sharding"] != "none"].iterrows():
+        mates = ddp[(ddp[same] == r[same]).all(axis=1)]
+        d = mates.iloc[0] if len(mates) else None
+        rows.append({"setup": r["setup"], "model": r["model"], "methods": r["methods_label"],
+                     "step_time_s": r["step_time_s"], "state": state[i],
+                     "ddp_methods": None if d is None else d["methods_label"],
+                     "ddp_step_time_s": None if d is None else d["step_time_s"],
+                     "ddp_state": None if d is None else state[d.name]})
+    return pd.DataFrame(rows, columns=SHARDING_PAIR_COLUMNS)

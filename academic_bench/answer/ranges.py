@@ -111,6 +111,18 @@ def stated_range(observed: pd.DataFrame, by: str, method_class: str, offload: bo
                                     f"its kind ({len(mine)} of the {by} in all)")
 
 
+KIND_COLUMNS = ["by", "method_class", "same_architecture", "points", "largest_abs_error"]
+
+
+def by_kind(observed: pd.DataFrame) -> pd.DataFrame:
+    """The held-out predictions per kind (``KIND_COLUMNS``): how many, and the largest |error| among them."""
+    if observed.empty:
+        return pd.DataFrame(columns=KIND_COLUMNS)
+    g = observed.assign(abs_error=observed["error"].abs()).groupby(["by", "method_class", "same_architecture"])
+    out = g["abs_error"].agg(points="size", largest_abs_error="max").reset_index()
+    return out[KIND_COLUMNS]
+
+
 def coverage(observed: pd.DataFrame) -> dict[str, float | int]:
     """How many held-out points lie inside the range an answer of their kind gets from the other points
     (leave one out): ``inside``, ``points`` and their ratio ``coverage``."""
