@@ -12,6 +12,7 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 | ``store`` | the grid computed once and kept, keyed by the content of the runs |
 | ``by_size`` | a decoder of any size on a setup, from the catalog decoders answered on that setup |
 | ``decoder`` | a decoder from a config.json: the work model, else by size |
+| ``ranges`` | a predicted answer's range: the error the study observed for predictions of its kind |
 """
 from __future__ import annotations
 
