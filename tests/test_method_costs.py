@@ -204,7 +204,8 @@ def test_a_repriced_prediction_fits_the_target_methods_and_says_it_was_repriced(
     p = om.predict_with_methods(_measured(), m, "h200", 1, RATES)
     assert p.micro_batch == min(max_micro_batch(Config("pythia-160m", "h200", 1, methods=m), 141), 1024)
     assert "re-priced from free-lunch to" in p.basis and p.methods == m
-    assert om.predict_with_methods(_measured(), FREE_LUNCH, "h200", 1, RATES) == transfer.predict(_measured(), "h200", 1)
+    same = om.predict_with_methods(_measured(), FREE_LUNCH, "h200", 1, RATES)
+    assert same == transfer.predict(_measured(), "h200", 1)
 
 
 def test_the_sharding_rule_rests_on_what_the_runs_hold():

@@ -71,7 +71,7 @@ def held_out_checks(root: str | None = None) -> Checks:
         if not s["models"]:
             return f"{what}: no held-out check yet"
         return (f"{what}: median |error| {s['median_abs_error']:.1%}, worst {s['worst_abs_error']:.1%} over "
-                f"{s['models']} models, {s['in_range']} of them inside the range")
+                f"{s['models']} models, {s['in_range']} of them inside the model's own span")
     return Checks(words(h100_to_h200(root), "another GPU (h200x1 predicted from h100x1)"),
                   words(one_to_two_gpus(root), "another count (h200x2 predicted from h200x1)"))
 

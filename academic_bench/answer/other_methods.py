@@ -112,11 +112,12 @@ def predict_with_methods(src: Source, methods: Methods, gpu: str, n_gpus: int, h
         return predict(src, gpu, n_gpus)
     target = get_gpu(gpu)
     mbs = max_micro_batch(Config(src.model, target.key, n_gpus, methods=methods), target.memory_gb)
-    moved = with_methods(src, methods, host_rates, gpu_rate)
-    p = predict(moved, target.key, n_gpus, micro_batch=mbs) if mbs is not None else predict(moved, target.key,
-                                                                                             n_gpus)
-    return replace(p, basis=f"{p.basis}; re-priced from {src.methods_label} to {methods.label()} by what each "
-                            "method does")
+    basis = f"re-priced from {src.methods_label} to {methods.label()} by what each method does"
+    if mbs is None:  # the memory model fits none; the source's micro-batch was for other methods
+        return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None, None,
+                          None, False, f"{basis}; no micro-batch fits the target's memory with them", methods)
+    p = predict(with_methods(src, methods, host_rates, gpu_rate), target.key, n_gpus, micro_batch=mbs)
+    return replace(p, basis=f"{p.basis}; {basis}")
 
 
 def _nearest(row: pd.Series, target: pd.Series) -> tuple:

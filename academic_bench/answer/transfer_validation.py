@@ -208,6 +208,8 @@ def setups_held_out(root: str | None = None) -> pd.DataFrame:
         if p is not None and p.days is not None:
             entry.update(predicted_micro_batch=p.micro_batch, predicted_days=p.days, predicted_days_low=p.days_low,
                          predicted_days_high=p.days_high)
+        elif p is not None:
+            entry["why_not"] = p.basis
         here = rows[(rows["setup"] == t["setup"]) & (rows["model"] == t["model"])
                     & (rows["methods_label"] == rests_on.get("source_methods"))]
         if len(here) and rests_on["source_methods"] != t["methods_label"]:
