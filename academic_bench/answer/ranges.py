@@ -54,21 +54,23 @@ class StatedRange:
         return lo, hi
 
 
-def observed_errors(root: str | None = None) -> pd.DataFrame:
+def observed_errors(root: str | None = None, setups: pd.DataFrame | None = None,
+                    decoders: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every held-out prediction of the study with its kind and error (``OBSERVED_COLUMNS``): the setups'
-    counted configurations predicted from the other setups (transfer model), the decoders outside the catalog
-    whose estimate was kept before they ran (the work model as it answers today, and the two estimated by size
-    before the work model existed)."""
+    counted configurations predicted from the other setups (transfer model; ``setups``, default
+    ``setups_held_out(root)``), the decoders outside the catalog whose estimate was kept before they ran
+    (``decoders``, default ``config_decoders(root)``: the work model as it answers today, and those estimated by
+    size before the work model existed)."""
     from .transfer_validation import WORK_MODEL, config_decoders, setups_held_out
 
-    s = setups_held_out(root)
+    s = setups_held_out(root) if setups is None else setups
     s = s[s["predicted_days"].notna()]
     rows = [{"point": f"{r.model} {r.methods} on {r.target_setup} from {r.source_setup}", "by": "transfer model",
              "method_class": r.method_class, "offload": "offload" in r.method_class,
              "same_architecture": bool(r.same_architecture), "predicted_days": r.predicted_days,
              "predicted_days_low": r.predicted_days_low, "predicted_days_high": r.predicted_days_high,
              "measured_days": r.measured_days} for r in s.itertuples()]
-    for r in config_decoders(root).itertuples():
+    for r in (config_decoders(root) if decoders is None else decoders).itertuples():
         point = {"point": f"{r.decoder} on {r.n_gpus} x {r.gpu}", "method_class": "free-lunch", "offload": False,
                  "same_architecture": True, "measured_days": r.measured_days}
         if r.work_model_held_out and not math.isnan(r.work_model_days):
