@@ -230,6 +230,14 @@ def models_out_of_order(html: Path) -> list[str]:
     return found
 
 
+def chart_specs(page_text: str) -> list[dict]:
+    """Every chart spec a built page draws: each chart's wide and phone renderings (``charts.render``)."""
+    found = []
+    for wide, narrow in re.findall(r"var specs = \{wide: (\{.*?\}), narrow: (\{.*?\})\};\n", page_text, re.S):
+        found += [json.loads(wide.replace("<\\/", "</")), json.loads(narrow.replace("<\\/", "</"))]
+    return found
+
+
 def raw_keys_shown(html: Path) -> list[str]:
     """Table cells and menu entries that show a model or GPU key ('pythia-1b', '4 x h100-80gb') where the charts
     show its display label."""
@@ -245,8 +253,8 @@ def raw_keys_shown(html: Path) -> list[str]:
                 for _, cell in row:
                     if any(raw.fullmatch(part.strip()) for part in cell.split(",")):
                         found.append(f"{page.name} table {i} {t['heads'][:3]}: {cell!r}")
-        for blob in re.findall(r"var spec = (\{.*?\});\n", page.read_text(), re.S):
-            menus = [p for p in json.loads(blob).get("params", []) if p.get("bind", {}).get("input") == "select"]
+        for spec in chart_specs(page.read_text()):
+            menus = [p for p in spec.get("params", []) if p.get("bind", {}).get("input") == "select"]
             for p in menus:
                 shown = p["bind"].get("labels") or [str(o) for o in p["bind"]["options"]]
                 bad = [s for s in shown if raw.fullmatch(s)]

@@ -136,22 +136,30 @@ COVERAGE_COLORS = alt.Scale(domain=list(COVERAGE_STATUSES),
 
 def coverage_grid(df: pd.DataFrame, title: str = "What the shipped runs cover") -> alt.Chart:
     """One cell per setup (rows) and model (columns), one panel per search, coloured by its state;
-    ``df`` is ``analysis.coverage`` with a ``model_name`` column."""
+    ``df`` is ``analysis.coverage`` with a ``model_name`` column. On a phone the axes swap: a model a row."""
     if df.empty:
         return empty_chart("No benchmark run is shipped yet.")
-    return alt.Chart(df).mark_rect(stroke="white", strokeWidth=2).encode(
-        x=alt.X("model_name:N", sort=model_order(df["model_name"]), title=None,
-                axis=alt.Axis(labelAngle=-40, orient="top")),
-        y=alt.Y("setup:N", title=None),
-        color=alt.Color("status:N", scale=COVERAGE_COLORS, title=None, legend=alt.Legend(orient="bottom",
-                                                                                         columns=3)),
-        tooltip=["setup", "model_name", "search", "status",
-                 alt.Tooltip("ok:Q", title="measured"), alt.Tooltip("failed:Q", title="out of memory or failed"),
-                 alt.Tooltip("not_run:Q", title="left by a budget")],
-    ).properties(width=alt.Step(44), height=alt.Step(22)).facet(
-        row=alt.Row("search:N", sort=list(dict.fromkeys(df["search"])), title=None,
-                    header=alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold")),
-    ).properties(title=title)
+
+    def grid(narrow: bool) -> alt.Chart:
+        model = alt.X("model_name:N", sort=model_order(df["model_name"]), title=None,
+                      axis=alt.Axis(labelAngle=-40, orient="top"))
+        setup = alt.Y("setup:N", title=None)
+        if narrow:
+            model = alt.Y("model_name:N", sort=model_order(df["model_name"]), title=None)
+            setup = alt.X("setup:N", title=None, axis=alt.Axis(labelAngle=-90, orient="top"))
+        return alt.Chart(df).mark_rect(stroke="white", strokeWidth=2).encode(
+            model, setup,
+            color=alt.Color("status:N", scale=COVERAGE_COLORS, title=None,
+                            legend=alt.Legend(orient="bottom", columns=1 if narrow else 3)),
+            tooltip=["setup", "model_name", "search", "status",
+                     alt.Tooltip("ok:Q", title="measured"), alt.Tooltip("failed:Q", title="out of memory or failed"),
+                     alt.Tooltip("not_run:Q", title="left by a budget")],
+        ).properties(width=alt.Step(30 if narrow else 44), height=alt.Step(18 if narrow else 22)).facet(
+            row=alt.Row("search:N", sort=list(dict.fromkeys(df["search"])), title=None,
+                        header=alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold")),
+        ).properties(title=title)
+
+    return with_narrow(grid(False), grid(True))
 
 
 # --- efficient methods ---------------------------------------------------------------------------------------
