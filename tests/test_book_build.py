@@ -362,3 +362,17 @@ def test_the_methods_chapter_says_what_is_beyond_the_paper_and_what_is_not_measu
         assert "nothing beyond the paper is measured yet on any setup" in text
     if beyond.parity_frame().empty:
         assert "no switch is checked yet" in text
+
+
+def test_a_missing_value_reaches_a_chart_as_null_not_nan():
+    """pandas marks a missing value NaN; on the page it must be JSON's null, never the word NaN."""
+    import altair as alt
+    import pandas as pd
+
+    from academic_bench.book.charts.render import chart_html
+
+    # Rows handed to a chart as records (as a page's tooltips take a frame's rows) keep pandas' NaN.
+    rows = pd.DataFrame({"x": [1.0, float("nan")], "y": [2.0, 3.0]}).to_dict("records")
+    spec = alt.Chart(alt.Data(values=rows)).mark_point().encode(x="x:Q", y="y:Q")
+    html = chart_html(spec.to_dict(validate=False))
+    assert "NaN" not in html and "null" in html

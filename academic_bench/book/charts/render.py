@@ -77,10 +77,13 @@ def chart_html(spec: dict) -> str:
     # The data both renderings share is written once (vega-lite names a dataset by a hash of its rows).
     shared = wide.get("datasets") or {}
     narrow["datasets"] = {k: v for k, v in (narrow.get("datasets") or {}).items() if shared.get(k) != v}
-    blob = json.dumps(wide, sort_keys=True)
+    # A missing value is JSON's null: pandas' NaN would reach the page as the word NaN (a tooltip, a label).
+    wide, narrow = (json.loads(json.dumps(s), parse_constant=lambda _: None) for s in (wide, narrow))
+    blob = json.dumps(wide, sort_keys=True, allow_nan=False)
     div = f"ab-chart-{next(_counter)}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
     # A "</script>" inside a label must not end the script.
-    safe_wide, safe_narrow = (b.replace("</", "<\\/") for b in (blob, json.dumps(narrow, sort_keys=True)))
+    narrow_blob = json.dumps(narrow, sort_keys=True, allow_nan=False)
+    safe_wide, safe_narrow = (b.replace("</", "<\\/") for b in (blob, narrow_blob))
     html = f"""<div id="{div}" class="{CHART_CLASS}"></div>
 <script type="text/javascript">
 (function () {{
