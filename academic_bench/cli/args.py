@@ -179,6 +179,16 @@ def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
     return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "")
 
 
+def add_configuration(p: argparse.ArgumentParser, methods_note: str = "") -> None:
+    """The arguments that name one configuration (``--json``, ``--model`` or a config.json, ``--gpu``, ``--gpus``,
+    ``--methods``), as ``bench``, ``estimate`` and ``profile`` take them."""
+    add_json(p)
+    add_model_or_config(p)
+    add_gpu(p)
+    add_gpus(p)
+    add_methods(p, note=methods_note)
+
+
 def add_model_or_config(p: argparse.ArgumentParser) -> None:
     """--model: a catalog model or a decoder's config.json (with ``add_config_args``)."""
     p.add_argument("--model", required=True, type=model_or_config,

@@ -232,11 +232,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
-    cli_args.add_json(p)
-    cli_args.add_model_or_config(p)
-    cli_args.add_gpu(p)
-    cli_args.add_gpus(p)
-    cli_args.add_methods(p)
+    cli_args.add_configuration(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
     cli_args.add_config_args(p)
     _run_args(p)

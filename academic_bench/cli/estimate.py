@@ -201,11 +201,7 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("estimate", help="analytic days, predicted memory, max micro-batch and feasibility")
-    cli_args.add_json(p)
-    cli_args.add_model_or_config(p)
-    cli_args.add_gpu(p)
-    cli_args.add_gpus(p)
-    cli_args.add_methods(p)
+    cli_args.add_configuration(p)
     p.add_argument("--micro-batch", type=int, default=None,
                    help="micro-batch per GPU (default: the largest predicted to fit)")
     p.add_argument("--mfu", type=float, default=None,

@@ -106,12 +106,8 @@ def _profile_or_say_why(config: Config, mbs: int, device: str, reps: int, smalle
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="where one configuration's step time goes (torch.profiler), by kind of work")
-    cli_args.add_json(p)
-    cli_args.add_model_or_config(p)
-    cli_args.add_gpu(p)
-    cli_args.add_gpus(p)
-    cli_args.add_methods(p, note="; or best: the fastest measured without sharding or offloading, in the results "
-                             "file beside --out")
+    cli_args.add_configuration(p, methods_note="; or best: the fastest measured without sharding or offloading, in "
+                                               "the results file beside --out")
     p.add_argument("--micro-batch", type=int, default=None,
                    help="default: the micro-batch of this configuration's synced row in the results file beside "
                         "--out (a smaller one if the profiler runs out of memory at it)")
