@@ -196,6 +196,23 @@ def test_the_search_stops_at_the_per_gpu_batch_without_an_out_of_memory(monkeypa
     assert microbatch.find_micro_batch(cfg, "cpu").micro_batch == 8 and tried == [1, 2, 4, 8]
 
 
+def test_fp8_never_tries_a_micro_batch_whose_tokens_its_products_cannot_take(monkeypatch):
+    """FP8's weight-gradient products take micro-batch x sequence tokens as one dimension, which must be divisible
+    by 16: with Pythia's 2049-token sequences, micro-batches 1 and 2 stopped Pythia-6.9B on one H200 with
+    "size(1)=2049 not divisible by 16". The search tries nothing below 16, and says so when 16 does not fit."""
+    from academic_bench import estimate
+    from academic_bench.catalog.methods import parse_methods
+
+    cfg = Config("pythia-6.9b", "h200", 1, methods=parse_methods("free-lunch+fp8-tensorwise"))
+    assert cfg.smallest_micro_batch == 16 and Config("pythia-6.9b", "h200", 1).smallest_micro_batch == 1
+    monkeypatch.setattr(estimate, "max_micro_batch", lambda c, gb, *a: 1)
+    tried = []
+    monkeypatch.setattr(microbatch, "try_micro_batch", lambda c, m, *a, **k: (tried.append(m) or (False, None, None)))
+    assert microbatch.find_micro_batch(cfg, "cpu").micro_batch is None and tried == [16]
+    with pytest.raises(ValueError, match=r"micro-batch 2 cannot run FP8 training.*choose one of: \[16, 32"):
+        Config("pythia-6.9b", "h200", 1, methods=cfg.methods, micro_batch=2).check()
+
+
 def test_measure_writes_a_complete_ok_result_with_validation():
     req = {"config": tiny().to_dict(), "timing": "synced", "validate_steps": 2, "warmup": 2, "reps": 5}
     row = worker.measure(req, "cpu", rank=0)

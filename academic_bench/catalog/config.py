@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 from .hardware import get_gpu
-from .methods import FREE_LUNCH, Methods, beyond_paper_variants, exclusion_reason, hardware_reason
+from .methods import FP8_MULTIPLE, FREE_LUNCH, Methods, beyond_paper_variants, exclusion_reason, hardware_reason
 from .models import get_model
 
 
@@ -55,6 +56,16 @@ class Config:
             raise ValueError("the micro-batch is not known yet")
         return self.per_gpu_batch // mbs
 
+    @property
+    def smallest_micro_batch(self) -> int:
+        """The smallest micro-batch the methods allow, and the step between sizes: 1, except under FP8 training,
+        whose weight-gradient products take the micro-batch's tokens (micro-batch x sequence length) as one
+        dimension, which must be divisible by ``FP8_MULTIPLE``: Pythia's 2049-token sequences need 16 (a
+        Pythia-6.9B at micro-batch 1 and 2 stopped there with "size(1)=2049 not divisible by 16")."""
+        if self.methods.fp8 == "none" or self.spec.task == "image-classification":
+            return 1
+        return FP8_MULTIPLE // math.gcd(self.recipe.seq_len, FP8_MULTIPLE)
+
     def check(self) -> None:
         """Stop before any work when the combination cannot run; the message names the choices."""
         spec = get_model(self.model)
@@ -66,6 +77,12 @@ class Config:
                 divisors = [d for d in range(1, self.per_gpu_batch + 1) if self.per_gpu_batch % d == 0]
                 raise ValueError(f"micro-batch {self.micro_batch} must divide the per-GPU batch "
                                  f"{self.per_gpu_batch}; choose one of: {divisors}")
+            step = self.smallest_micro_batch
+            if self.micro_batch % step:
+                allowed = [d for d in range(step, self.per_gpu_batch + 1, step) if self.per_gpu_batch % d == 0]
+                raise ValueError(f"micro-batch {self.micro_batch} cannot run FP8 training: its tokens "
+                                 f"({self.micro_batch} x {self.recipe.seq_len}) must be divisible by {FP8_MULTIPLE}; "
+                                 f"choose one of: {allowed}")
         reason = self.methods_reason()
         if reason:
             raise ValueError(f"invalid combination ({self.methods.label()} on {self.n_gpus} GPU(s)): {reason}")
@@ -76,6 +93,9 @@ class Config:
         (``methods.hardware_reason``; a tiny variant, or a configuration with no GPU named yet, has none)."""
         spec = get_model(self.model)
         reason = model_reason(spec, self.tiny, self.methods) or exclusion_reason(self.methods, self.n_gpus)
+        if reason is None and self.per_gpu_batch % self.smallest_micro_batch:
+            reason = (f"FP8 training needs micro-batches of a multiple of {self.smallest_micro_batch} samples "
+                      f"({self.recipe.seq_len}-token sequences), and the per-GPU batch {self.per_gpu_batch} is not one")
         if reason is None and not self.tiny and self.gpu:
             gpu = get_gpu(self.gpu)
             reason = hardware_reason(self.methods, gpu.supports_tf32, gpu.supports_fp8)

@@ -31,6 +31,9 @@ SHARDING_LABELS = {"none": "none", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3"
                    "fsdp_shard_grad_op": "FSDP shard-grad-op", "fsdp_full_shard": "FSDP full-shard"}
 PRESETS = ("naive", "free-lunch", "all")
 FP8_RECIPES: tuple[str, ...] = ("none", "tensorwise", "rowwise")  # torchao's float8 recipe names
+# FP8 matrix products (torch._scaled_mm) need both dimensions of each operand divisible by 16: a linear layer's
+# two sizes, and in the weight gradient's product the micro-batch's tokens (micro-batch x sequence length).
+FP8_MULTIPLE = 16
 BEYOND_PAPER = "beyond the paper"  # the label every number that uses a switch below carries
 # The switches beyond the paper, by their --methods name: (field, value when on).
 BEYOND_SWITCHES: dict[str, tuple[str, object]] = {

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..catalog.config import Config
+from ..catalog.methods import FP8_MULTIPLE
 from ..catalog.models import ModelSpec
 
 
@@ -134,9 +135,6 @@ def float8_training() -> tuple[Callable, type]:
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
     return convert_to_float8_training, Float8LinearConfig
-
-
-FP8_MULTIPLE = 16  # FP8 matrix products (torch._scaled_mm) need both dimensions of a weight divisible by 16
 
 
 def apply_fp8(model: nn.Module, recipe: str, device: str, ran: Ran) -> None:

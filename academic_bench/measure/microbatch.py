@@ -79,7 +79,8 @@ def start_guess(cfg: Config) -> int:
         guess = max_micro_batch(cfg, get_gpu(cfg.gpu).memory_gb)
     except Exception:  # noqa: BLE001  (the estimate is only a starting point)
         return 1
-    return max(1, min(guess or 1, cfg.per_gpu_batch))
+    smallest = cfg.smallest_micro_batch
+    return max(smallest, min(guess or 1, cfg.per_gpu_batch))
 
 
 @dataclass
@@ -102,7 +103,8 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
     (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
     not tried again; the search starts above the largest size known to fit and below the smallest known not to.
-    ``keep``: return the stepper of the size found when no trial ran out of memory."""
+    ``keep``: return the stepper of the size found when no trial ran out of memory. Sizes below
+    ``cfg.smallest_micro_batch`` (FP8's 16-token multiple) are never tried."""
     known = known or []
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
@@ -110,9 +112,10 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     oomed = False  # memory an out-of-memory trial left fragmented would skew a timing in this process
     mbs = max([start_guess(cfg), *(m for m, (ok, _) in tried.items() if ok)])
     too_big = [m for m, (ok, _) in tried.items() if not ok]
+    smallest = cfg.smallest_micro_batch
     if too_big:
         mbs = min(mbs, min(too_big) // 2)
-    while mbs >= 1:
+    while mbs >= smallest:
         if mbs not in tried:
             if kept is not None:  # a larger size needs the memory the smaller one holds
                 free_after_oom(kept, device)
@@ -123,7 +126,7 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
         bigger = mbs * 2
         if ok and bigger <= cfg.per_gpu_batch and cfg.per_gpu_batch % bigger == 0 and bigger not in tried:
             mbs = bigger
-        elif not ok and mbs > 1 and mbs // 2 not in tried:
+        elif not ok and mbs // 2 >= smallest and mbs // 2 not in tried:
             mbs //= 2
         else:
             break

@@ -93,7 +93,9 @@ def measure(req: dict, device: str, rank: int) -> dict:
         found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=bool(req.get("in_place")))
         mbs, mbs_log, notes, stepper = found.micro_batch, found.log, notes + found.notes, found.stepper
         if mbs is None:
-            return {"outcome": "oom", "reason": "even micro-batch 1 does not fit", "mbs_search": mbs_log}
+            return {"outcome": "oom", "reason": f"even micro-batch {cfg.smallest_micro_batch} does not fit"
+                    + (" (FP8 training's smallest for this sequence length)" if cfg.smallest_micro_batch > 1 else ""),
+                    "mbs_search": mbs_log}
         if req.get("search_only") or (req.get("in_place") and stepper is None):
             return searched_only(mbs, mbs_log, notes)
     t_searched = time.perf_counter()
