@@ -25,8 +25,9 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 3  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
-# 3: each answer carries what the switches beyond the paper buy beside it
+GRID_VERSION = 4  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+# 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
+# error observed for predictions of its kind, the held-out predictions' errors kept with the checks
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
              "*/evidence/parity/*.json")
@@ -84,10 +85,13 @@ def calibration(root: str | None = None) -> dict:
 
 def _compute(runs: Path) -> Kept:
     from .compute import compute_grid, held_out_checks, work_model_checks
+    from .ranges import observed_errors, observed_records
 
     c = held_out_checks(str(runs))
-    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs)}
-    return tuple(compute_grid(root=str(runs), checks=c)), checks, calibration(str(runs))
+    errors = observed_errors(str(runs))
+    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs),
+              "observed": observed_records(errors)}
+    return tuple(compute_grid(root=str(runs), checks=c, errors=errors)), checks, calibration(str(runs))
 
 
 def _write(path: Path, key: str, kept: Kept) -> None:
@@ -128,7 +132,9 @@ def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
 
 
 def checks(root: str | os.PathLike | None = None) -> dict:
-    """The error the study's held-out checks observed, in words: ``other_gpu``, ``other_count``, ``work_model``."""
+    """The error the study's held-out checks observed: in words, ``other_gpu``, ``other_count``, ``work_model``;
+    and every held-out prediction's error, ``observed`` (``ranges.observed_records``), which predicted answers'
+    ranges stand for."""
     return _kept(root)[1]
 
 
@@ -152,3 +158,11 @@ def write_shipped(root: str | os.PathLike | None = None) -> Path:
 def shipped_is_current(root: str | os.PathLike | None = None) -> bool:
     runs = _runs_root(root)
     return _read(runs / SHIPPED_NAME, content_key(runs)) is not None
+
+
+def observed(root: str | os.PathLike | None = None):
+    """The held-out predictions' errors that predicted answers' ranges stand for (``ranges.observed_errors``), as
+    kept beside the answers, as a frame."""
+    from .ranges import from_records
+
+    return from_records(checks(root).get("observed", []))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
-from .transfer import Prediction, predict, source_from_row
+from .transfer import Prediction, methods_of_row, predict, source_from_row
 
 VALIDATION_COLUMNS = ["model", "source_setup", "target_setup", "source_methods", "target_methods", "split_basis",
                       "predicted_micro_batch", "measured_micro_batch", "predicted_step_s", "measured_step_s",
@@ -170,6 +170,66 @@ def predict_setting(model: str, gpu: str, n_gpus: int, root: str | None = None) 
             return replace(p, basis=f"{p.basis}; the fastest measured there ({row['methods_label']}) fits no "
                                     "micro-batch on the target")
     return first
+
+
+SETUPS_COLUMNS = ["target_setup", "model", "methods", "method_class", "source_setup", "source_methods",
+                  "split_basis", "same_architecture", "predicted_micro_batch", "measured_micro_batch",
+                  "predicted_days", "predicted_days_low", "predicted_days_high", "measured_days", "repricing_error",
+                  "why_not", "in_range", "error", "abs_error"]
+CLASS_TARGET = {"median": 0.07, "worst": 0.15}  # issue 36's target per method class: median and worst |error|
+CLASS_COLUMNS = ["method_class", "configurations", "predicted", "median_abs_error", "worst_abs_error",
+                 "median_met", "worst_met"]
+
+
+def setups_held_out(root: str | None = None) -> pd.DataFrame:
+    """Every counted configuration of every setup (the fastest row per model and methods) predicted from the
+    other setups' measurements only (``other_methods.predict_from_others``: the same configuration carried by
+    the transfer model, else the model's configuration nearest in methods re-priced and carried; the profiles,
+    host and GPU optimizer rates all from the other setups), or ``why_not``. ``method_class`` is the study's
+    validation class. ``repricing_error``, for a re-priced prediction whose source methods were also measured on
+    the target setup: the re-pricing alone, on the target's own GPU from that row (what the methods' costs
+    miss, apart from the carry to another GPU)."""
+    from ..analysis import SETTING, counted, fastest, profiles, runs_frame
+    from ..catalog.methods import validation_class
+    from .other_methods import predict_from_others
+
+    rows = counted.results(runs_frame(root))
+    if rows.empty:
+        return pd.DataFrame(columns=SETUPS_COLUMNS)
+    rows = fastest(rows, ["setup", *SETTING, "methods_label"]).reset_index(drop=True)
+    prof = profiles(root)
+    out = []
+    for _, t in rows.iterrows():
+        rest = prof[prof["setup"] != t["setup"]] if len(prof) else prof
+        p, rests_on = predict_from_others(t, rows[rows["setup"] != t["setup"]], rest)
+        entry = {"target_setup": t["setup"], "model": t["model"], "methods": t["methods_label"],
+                 "method_class": validation_class(methods_of_row(t), int(t["n_gpus"])),
+                 "measured_micro_batch": int(t["micro_batch"]), "measured_days": float(t["days"]), **rests_on}
+        if p is not None and p.days is not None:
+            entry.update(predicted_micro_batch=p.micro_batch, predicted_days=p.days, predicted_days_low=p.days_low,
+                         predicted_days_high=p.days_high)
+        elif p is not None:
+            entry["why_not"] = p.basis
+        here = rows[(rows["setup"] == t["setup"]) & (rows["model"] == t["model"])
+                    & (rows["methods_label"] == rests_on.get("source_methods"))]
+        if len(here) and rests_on["source_methods"] != t["methods_label"]:
+            q, _ = predict_from_others(t, here, rest, rows[rows["setup"] != t["setup"]])
+            entry["repricing_error"] = q.step_time_s / float(t["step_time_s"]) - 1 if q and q.step_time_s else None
+        out.append(entry)
+    return add_errors(pd.DataFrame(out).reindex(columns=SETUPS_COLUMNS))[SETUPS_COLUMNS]
+
+
+def by_method_class(frame: pd.DataFrame) -> pd.DataFrame:
+    """``setups_held_out`` per method class: configurations, how many were predicted, the median and worst
+    |error|, and whether each meets ``CLASS_TARGET``."""
+    rows = []
+    for cls, g in frame.groupby("method_class", sort=True):
+        e = g["abs_error"].dropna()
+        med, worst = (float(e.median()), float(e.max())) if len(e) else (math.nan, math.nan)
+        rows.append({"method_class": cls, "configurations": len(g), "predicted": len(e), "median_abs_error": med,
+                     "worst_abs_error": worst, "median_met": med <= CLASS_TARGET["median"],
+                     "worst_met": worst <= CLASS_TARGET["worst"]})
+    return pd.DataFrame(rows, columns=CLASS_COLUMNS)
 
 
 def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU_PLAUSIBLE) -> pd.DataFrame:

@@ -79,6 +79,8 @@ def answer_lines(a: "Answer", head: str) -> list[str]:
     lines.append(f"  rests on      {a.rests_on}")
     if a.stated_error:
         lines.append(f"  checked       {a.stated_error}")
+    if a.range_basis:
+        lines.append(f"  range         {a.range_basis}")
     if a.beyond_paper is not None:  # beside the answer, never in it, and flagged
         lines.append(f"  beside it     {a.beyond_paper.words()}")
         if a.beyond_paper.settings:
