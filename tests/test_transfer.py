@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from academic_bench.answer import method_costs, transfer, transfer_validation as tv
+from academic_bench.answer import method_costs, transfer, transfer_validation as tv, work_validation as wv
 from academic_bench.catalog.hardware import UnknownGPUError, get_gpu
 from academic_bench.catalog.methods import Methods, preset
 from academic_bench.catalog.models import model_rank
@@ -154,12 +154,20 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     other = make_row(Config(key, "h200", 1, methods=preset("free-lunch")), setup="h200x1", outcome="ok",
                      step_time_s=1.0, micro_batch=2, gas=4, days=9.0, mfu=0.6)
     ResultStore(folder / "results.jsonl").append(other)
-    (got,) = tv.config_decoders(str(tmp_path / "runs")).to_dict("records")
+    (got,) = wv.config_decoders(str(tmp_path / "runs")).to_dict("records")
     assert (got["decoder"], got["predicted_days"], got["measured_days"]) == ("tiny", 12.0, 10.0)
     assert got["error"] == pytest.approx(0.2) and not got["within"] and got["in_range"]
     # No profile in this runs folder calibrates the work model, and the estimate kept was not made by it.
     assert got["estimated_with"] == "MFU interpolated in parameters" and not got["work_model_held_out"]
     assert got["work_model_days"] != got["work_model_days"]  # NaN
+
+
+def test_an_estimate_says_what_it_rests_on_in_either_format():
+    """estimate.json files carry the answer (``by``, ``mfu``) since the estimate gave the study's one answer; the
+    older ones an ``mfu`` block. Both say what the days rested on."""
+    assert wv._made_by({"answer": {"by": "work model", "mfu": 0.4}, "days": 1.0}) == ("work model", 0.4)
+    assert wv._made_by({"mfu": {"value": 0.5, "source": "work model (h100x1 profiles)"}}) == (
+        "work model (h100x1 profiles)", 0.5)
 
 
 def test_a_micro_batch_measured_to_fit_outranks_the_memory_model():

@@ -77,16 +77,18 @@ def held_out_checks(root: str | None = None) -> Checks:
 
 
 def work_model_checks(root: str | os.PathLike | None = None) -> str:
-    """The work model's error on the decoders outside the catalog whose estimate was kept before they ran."""
-    from .transfer_validation import config_decoders
+    """The work model's error on the decoders outside the catalog whose estimate was kept before they ran: the
+    estimates' own (held out), beside today's work model at the micro-batch each ran with (which has seen them)."""
+    from .work_validation import config_decoders
 
     d = config_decoders(None if root is None else str(root))
     held = d[d["work_model_held_out"].astype(bool)] if len(d) else d
     if held.empty:
         return "work model: no held-out check yet"
-    e = held["work_model_error"].abs()
+    e, now = held["abs_error"], held["work_model_error"].abs()
     return (f"work model on {len(held)} decoders estimated before they ran: median |error| {e.median():.1%}, "
-            f"worst {e.max():.1%}")
+            f"worst {e.max():.1%} (today's model, changed after they ran, at the micro-batch each ran with: median "
+            f"{now.median():.1%}, worst {now.max():.1%})")
 
 
 def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,

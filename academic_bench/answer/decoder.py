@@ -47,8 +47,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         None if set(methods.beyond_switches()) <= {"bf16w"} else
         "the work model's profiles are of the paper's methods, not of a fused loss or FP8 beyond the paper")
     if why_not_work is None:
-        points, host_rates = work_model(root)  # kept with the answers: the runs are not read again
-        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch)
+        points, host_rates, evidence = work_model(root)  # kept with the answers: the runs are not read again
+        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch,
+                            evidence=evidence)
         if p is not None and p.days is not None:
             profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
             rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,

@@ -5,7 +5,7 @@ its method class (``methods.validation_class``), and whether it carries a measur
 architecture as the one that measured it. The study's held-out checks observed the error (predicted / measured -
 1) of every prediction it could set beside a measurement it was not given (``observed_errors``): each counted
 configuration of each setup predicted from the other setups (``transfer_validation.setups_held_out``), and the
-decoders outside the catalog estimated before they ran (``transfer_validation.config_decoders``).
+decoders outside the catalog estimated before they ran (``work_validation.config_decoders``).
 
 An answer's range is then +- the largest |error| observed for its kind, E: from days / (1 + E) to days / (1 - E),
 which holds every measurement whose prediction erred by at most E (``stated_range``). Where fewer than
@@ -61,7 +61,8 @@ def observed_errors(root: str | None = None, setups: pd.DataFrame | None = None,
     ``setups_held_out(root)``), the decoders outside the catalog whose estimate was kept before they ran
     (``decoders``, default ``config_decoders(root)``: the work model as it answers today, and those estimated by
     size before the work model existed)."""
-    from .transfer_validation import WORK_MODEL, config_decoders, setups_held_out
+    from .transfer_validation import setups_held_out
+    from .work_validation import WORK_MODEL, config_decoders
 
     s = setups_held_out(root) if setups is None else setups
     s = s[s["predicted_days"].notna()]

@@ -25,12 +25,14 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 4  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+GRID_VERSION = 5  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
 # 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
-# error observed for predictions of its kind, the held-out predictions' errors kept with the checks
+# error observed for predictions of its kind, the held-out predictions' errors kept with the checks; 5: the work
+# model's evidence (the GEMM sweep's rate by size, attention's per-token offset, the measured optima) kept with
+# its calibration
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
-             "*/evidence/parity/*.json")
+             "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl")
 
 
 def _runs_root(root: str | os.PathLike | None) -> Path:
@@ -66,21 +68,26 @@ def _read(path: Path, key: str) -> Kept | None:
 
 
 def calibration(root: str | None = None) -> dict:
-    """What the work model (``decoder_work``) takes from the runs, as kept: its calibration points (seconds per
-    unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates of the
-    offloaded runs (``method_costs.measured_host_rates``; None where no counted offloaded run gives them)."""
+    """What the work model (``decoder_work``) takes from the runs, as kept: its evidence besides the profiles
+    (``work_evidence.runs_evidence``: the GEMM sweep's rate by size, attention's per-token offset, the measured
+    optima), its calibration points counted with it (seconds per unit of each kind of work, per profiled catalog
+    decoder and setup) and the host's optimizer rates of the offloaded runs (``method_costs.measured_host_rates``;
+    None where no counted offloaded run gives them)."""
     from ..analysis import profiles
     from .decoder_work import calibration_points
     from .method_costs import measured_host_rates
+    from .work_evidence import evidence_record, runs_evidence
 
-    points = calibration_points(profiles(root))
+    evidence = runs_evidence(root)
+    points = calibration_points(profiles(root), evidence)
     try:
         rates = measured_host_rates(root)
     except ValueError:
         rates = None
     # Plain numbers (numpy's own scalars have no JSON form), every digit kept.
     records = [{k: v.item() if hasattr(v, "item") else v for k, v in r.items()} for r in points.to_dict("records")]
-    return {"points": records, "columns": list(points.columns), "host_rates": rates}
+    return {"points": records, "columns": list(points.columns), "host_rates": rates,
+            "evidence": evidence_record(evidence)}
 
 
 def _compute(runs: Path) -> Kept:
@@ -139,11 +146,15 @@ def checks(root: str | os.PathLike | None = None) -> dict:
 
 
 def work_model(root: str | os.PathLike | None = None):
-    """The work model's kept calibration: (its points as a frame, the host's optimizer rates or None)."""
+    """The work model's kept calibration: (its points as a frame, the host's optimizer rates or None, the
+    ``work_evidence.Evidence`` the points were counted with)."""
     import pandas as pd
 
+    from .work_evidence import evidence_of
+
     work = _kept(root)[2]
-    return pd.DataFrame(work["points"], columns=work["columns"]), work["host_rates"]
+    return (pd.DataFrame(work["points"], columns=work["columns"]), work["host_rates"],
+            evidence_of(work.get("evidence")))
 
 
 def write_shipped(root: str | os.PathLike | None = None) -> Path:
