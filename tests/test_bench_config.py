@@ -46,7 +46,7 @@ def test_a_config_is_measured_in_the_precision_its_estimate_was_made_in(tmp_path
     bf16 is measured in bf16."""
     import argparse
 
-    from academic_bench.cli.bench import _model_key
+    from academic_bench.cli.args import model_key as _model_key
 
     path = _config_file(tmp_path)
     args = argparse.Namespace(model=str(path), tokens=TOKENS, seq_len=SEQ, global_batch=BATCH, precision="bf16",

@@ -73,7 +73,7 @@ def test_measured_optima_take_the_fastest_free_lunch_step_on_one_gpu():
          "step_time_s": 75.0, "config_id": "b"},
         {"setup": "h100x1", "model": "pythia-2.8b", "methods_label": "free-lunch + ZeRO-1 + offload", "n_gpus": 1,
          "micro_batch": 8, "step_time_s": 70.0, "config_id": "c"}])
-    runs = runs.assign(timing="synced", mode="step", outcome="ok", days=1.0, tiny=False)
+    runs = runs.assign(timing="synced", mode="step", outcome="ok", days=1.0, tiny=False, beyond_paper=False)
     assert we.measured_optima(runs) == {("h100x1", "pythia-2.8b"): 4}
 
 

@@ -68,7 +68,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         # The methods of the nearest catalog decoder's answer; its micro-batch is for its own shape, so none.
         settings = nearest.settings and replace(nearest.settings, micro_batch=None, gas=None, export_command="")
         m = parse_methods(settings.methods) if settings else methods
-        rng = stated_range(errors, "catalog decoders by size", validation_class(m, n_gpus), m.offload, True)
+        rng = stated_range(observed(root), "catalog decoders by size", validation_class(m, n_gpus), m.offload, True)
         low, high = rng.apply(days, bound / s.high, bound / s.low)
         return Answer(kind="predicted", days=days, days_low=low, days_high=high, mfu=s.mfu, settings=settings,
                       range_basis=rng.words, range_error=rng.error,
