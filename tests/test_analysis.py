@@ -248,6 +248,11 @@ def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
     df = analysis.provenance(tmp_path).set_index("file")
     by = {Path(f).name: b for f, b in df["produced_by"].items() if "h100x1" in f}
     assert by["results.jsonl"].startswith("the runs listed in `h100x1/evidence/README.md`; the last: ")
+    (folder / "evidence" / "gemm").mkdir()
+    (folder / "evidence" / "gemm" / "gemm.jsonl").write_text('{"m": 2048}\n')
+    df = analysis.provenance(tmp_path).set_index("file")
+    gemm = df.loc[str(folder / "evidence" / "gemm" / "gemm.jsonl")]
+    assert "gemm_sweep.py" in gemm["produced_by"] and gemm["rows"] == 1
 
 
 def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_optimum(tmp_path):

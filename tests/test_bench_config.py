@@ -35,9 +35,26 @@ def test_a_config_json_decoder_is_measured_in_worker_processes_and_its_days_foll
     key = decoder_spec(path, seq_len=SEQ, tokens=TOKENS, global_batch=BATCH).spec.key
     assert row["outcome"] == "ok", row["reason"]
     assert row["config"]["model"] == key and made_with(key)["path"] == str(path.resolve())
+    assert row["ran"]["weights"] == "float32"  # built with fp32 weights, as the row records
     steps = math.ceil(TOKENS / (BATCH * SEQ))
     assert (row["micro_batch"], row["gas"]) == (2, BATCH // 2)
     assert math.isclose(row["days"], days_for(steps, row["step_time_s"]))
+
+
+def test_a_config_is_measured_in_the_precision_its_estimate_was_made_in(tmp_path):
+    """``--precision`` names the spec ``estimate --precision`` names: a float16 or float32 config.json estimated in
+    bf16 is measured in bf16."""
+    import argparse
+
+    from academic_bench.cli.args import model_key as _model_key
+
+    path = _config_file(tmp_path)
+    args = argparse.Namespace(model=str(path), tokens=TOKENS, seq_len=SEQ, global_batch=BATCH, precision="bf16",
+                              tiny=False)
+    assert _model_key(args) == decoder_spec(path, seq_len=SEQ, tokens=TOKENS, global_batch=BATCH,
+                                            precision="bf16").spec.key
+    assert made_with(_model_key(args))["precision"] == "bf16"
+    assert _model_key(argparse.Namespace(**{**vars(args), "precision": None})) != _model_key(args)
 
 
 def test_config_only_options_and_a_config_without_its_tokens_stop_before_any_work(tmp_path, capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from academic_bench.answer import decoder_work as dw
 from academic_bench.answer import transfer
-from academic_bench.answer import transfer_validation as tv
+from academic_bench.answer import transfer_validation as tv, work_validation as wv
 from academic_bench.analysis.profiles import PROFILE_COLUMNS
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.models.from_config import ConfigError, decoder_spec
@@ -121,8 +121,8 @@ def test_leave_one_out_predicts_each_calibration_decoder_from_the_others(monkeyp
     prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64),
                       _profile("pythia-1b", 16, 64, rates={**RATES, "memory": 2 * RATES["memory"]})])
     monkeypatch.setattr(analysis, "profiles", lambda root=None: prof)
-    got = tv.work_model_leave_one_out().set_index("model")
-    assert list(got.columns) == [c for c in tv.WORK_MODEL_COLUMNS if c != "model"]
+    got = wv.work_model_leave_one_out().set_index("model")
+    assert list(got.columns) == [c for c in wv.WORK_MODEL_COLUMNS if c != "model"]
     assert got.loc["pythia-1b", "error"] < 0 and not got.loc["pythia-1b", "in_range"]  # its slower memory work
     assert got.loc["pythia-160m", "in_range"] and got.loc["pythia-160m", "predicted_step_high_s"] > \
         got.loc["pythia-160m", "profiled_step_s"]
@@ -190,11 +190,11 @@ def test_by_kind_sets_each_kind_of_the_work_model_beside_a_decoders_profile(tmp_
     key = _decoder(tmp_path, "d")
     same = _profile(key, 4, 16, config_id="same").assign(model="d@same")
     slow = _profile(key, 4, 16, rates={**RATES, "memory": 2 * RATES["memory"]}, config_id="slow")
-    got = tv.by_kind(pd.concat([same, slow.assign(model="d@slow")]), {"d@same": key, "d@slow": key}, points)
-    assert list(got.columns) == tv.BY_KIND_COLUMNS and set(got["kind"]) == {*dw.KINDS, "step"}
+    got = wv.by_kind(pd.concat([same, slow.assign(model="d@slow")]), {"d@same": key, "d@slow": key}, points)
+    assert list(got.columns) == wv.BY_KIND_COLUMNS and set(got["kind"]) == {*dw.KINDS, "step"}
     err = got.assign(m=[m for m in ("same", "slow") for _ in range(len(dw.KINDS) + 1)]).set_index(["m", "kind"])
     assert err.loc["same", "error"].abs().max() == pytest.approx(0.0, abs=1e-9)
     assert err.loc[("slow", "memory"), "error"] == pytest.approx(-0.5)
     assert err.loc[("slow", "matmul"), "error"] == pytest.approx(0.0, abs=1e-9)
     assert err.loc[("slow", "step"), "error"] < 0
-    assert tv.by_kind(same, {}, points).empty  # a profile whose decoder is not known is left out
+    assert wv.by_kind(same, {}, points).empty  # a profile whose decoder is not known is left out

@@ -171,12 +171,12 @@ def test_activations_scale_linearly_with_micro_batch() -> None:
     assert est.predict_memory(c, 8).activations == pytest.approx(8 * est.predict_memory(c, 1).activations)
 
 
-@pytest.mark.parametrize("kernels,attn", [(True, "sdpa"), (False, "eager")])
-def test_korthikanti_formula_agrees_with_what_autograd_saves(kernels: bool, attn: str) -> None:
-    # Pythia-160M's layers: the published per-layer formula against the bytes this transformers version
-    # saves for backward on the meta device (a 16-bit model), within 25%.
-    formula = est.activation_profile("pythia-160m", False, kernels=kernels)
-    saved = est.saved_tensor_profile("pythia-160m", False, attn, "fp16")
+def test_korthikanti_formula_agrees_with_what_autograd_saves() -> None:
+    # Pythia-160M's eager layers (the naive settings): the published per-layer formula against the bytes this
+    # transformers version saves for backward on the meta device (a 16-bit model), within 25%. Compiled layers
+    # with fused attention are counted from their shape (test_memory_fused).
+    formula = est.activation_profile("pythia-160m", False, kernels=False)
+    saved = est.saved_tensor_profile("pythia-160m", False, "eager", "fp16")
     assert sum(saved.blocks) == pytest.approx(sum(formula.blocks), rel=0.25)
     assert saved.block_inputs == pytest.approx(formula.block_inputs)
 

@@ -198,3 +198,62 @@ def test_ddp_with_bf16_weights_reduces_bf16_gradients_and_zero_is_floored_at_dee
     assert mc.collective_s(zero1, n, h100, p, 2, 1) == pytest.approx(mc.collective_s(
         parse_methods("free-lunch+bf16w"), n, h100, p, 2, 1))
     assert mc.collective_s(zero1, n, h100, p, 2, 1) < mc.collective_s(FREE_LUNCH, n, h100, p, 2, 1)
+
+
+# --- a measured configuration re-priced to other methods (other_methods) -----------------------------------
+
+def _measured(methods=FREE_LUNCH, **kw):
+    from academic_bench.answer.transfer import Source
+
+    base = dict(setup="synthetic", model="pythia-160m", gpu="h100-80gb", n_gpus=1, methods=methods, micro_batch=32,
+                gas=32, step_time_s=10.0, model_flops_per_step=1e15, optimizer_s=0.1, split={"flop": 1.0},
+                split_basis="configuration")
+    return Source(**(base | kw))
+
+
+def test_repricing_takes_off_one_methods_costs_and_charges_the_others():
+    """``other_methods.with_methods``: checkpointing adds one more forward of the blocks to the micro-steps'
+    compute; offloading replaces the GPU's optimizer step by the host's and adds its host copies; and re-pricing
+    there and back gives the measured step again."""
+    from academic_bench.answer import other_methods as om
+    from academic_bench.estimate import model_stats
+
+    src, gpu = _measured(), get_gpu("h100-80gb")
+    params = float(model_stats("pythia-160m").params)
+    assert om.with_methods(src, FREE_LUNCH, RATES, None) is src
+    share = om.recomputed_share("pythia-160m")
+    assert 0.5 < share < 1  # the LM head and its loss run once
+    ckpt = om.with_methods(src, replace(FREE_LUNCH, checkpointing=True), RATES, None)
+    assert ckpt.step_time_s == pytest.approx((10.0 - 0.1) * (1 + share / 3) + 0.1)
+    m = parse_methods("free-lunch+zero2+offload")
+    off = om.with_methods(src, m, RATES, None)
+    assert off.optimizer_s == pytest.approx(params * RATES["deepspeed"])
+    assert off.sync_s == pytest.approx(mc.host_copy_s(m, 1, gpu, params, 2, 32)) and off.sync_s > 0
+    assert off.step_time_s == pytest.approx(9.9 + off.optimizer_s + off.sync_s)
+    back = om.with_methods(off, FREE_LUNCH, RATES, gpu_rate=0.1 / params)
+    assert back.step_time_s == pytest.approx(src.step_time_s) and back.methods == FREE_LUNCH
+    zero1 = om.with_methods(src, parse_methods("free-lunch+zero1+offload"), RATES, None)
+    assert zero1.sync_s < off.sync_s  # ZeRO-1 copies the gradients once a step, ZeRO-2 every micro-step
+
+
+def test_a_repriced_prediction_fits_the_target_methods_and_says_it_was_repriced():
+    from academic_bench.answer import other_methods as om, transfer
+    from academic_bench.catalog.config import Config
+    from academic_bench.estimate import max_micro_batch
+
+    m = parse_methods("free-lunch+ckpt+zero2+offload")
+    p = om.predict_with_methods(_measured(), m, "h200", 1, RATES)
+    assert p.micro_batch == min(max_micro_batch(Config("pythia-160m", "h200", 1, methods=m), 141), 1024)
+    assert "re-priced from free-lunch to" in p.basis and p.methods == m
+    same = om.predict_with_methods(_measured(), FREE_LUNCH, "h200", 1, RATES)
+    assert same == transfer.predict(_measured(), "h200", 1)
+
+
+def test_the_sharding_rule_rests_on_what_the_runs_hold():
+    """``sharding_beside_ddp``: each sharded measurement on several GPUs beside its DDP row, with what each is;
+    the rule that a sharding is never charged less than DDP stays while none of them is a counted result faster
+    than a counted DDP row."""
+    pairs = mc.sharding_beside_ddp()
+    assert list(pairs.columns) == mc.SHARDING_PAIR_COLUMNS
+    both = pairs[(pairs["state"] == "counted") & (pairs["ddp_state"] == "counted")]
+    assert not (both["step_time_s"] < both["ddp_step_time_s"]).any(), both

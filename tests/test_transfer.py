@@ -7,10 +7,11 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from academic_bench.answer import method_costs, transfer, transfer_validation as tv
+from academic_bench.answer import method_costs, transfer, transfer_validation as tv, work_validation as wv
 from academic_bench.catalog.hardware import UnknownGPUError, get_gpu
 from academic_bench.catalog.methods import Methods, preset
 from academic_bench.catalog.models import model_rank
+from measured import typed_figures  # noqa: F401  (a fixture)
 
 
 def _source(split: dict, flops: float = 1e15, **kw) -> transfer.Source:
@@ -153,12 +154,20 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     other = make_row(Config(key, "h200", 1, methods=preset("free-lunch")), setup="h200x1", outcome="ok",
                      step_time_s=1.0, micro_batch=2, gas=4, days=9.0, mfu=0.6)
     ResultStore(folder / "results.jsonl").append(other)
-    (got,) = tv.config_decoders(str(tmp_path / "runs")).to_dict("records")
+    (got,) = wv.config_decoders(str(tmp_path / "runs")).to_dict("records")
     assert (got["decoder"], got["predicted_days"], got["measured_days"]) == ("tiny", 12.0, 10.0)
     assert got["error"] == pytest.approx(0.2) and not got["within"] and got["in_range"]
     # No profile in this runs folder calibrates the work model, and the estimate kept was not made by it.
     assert got["estimated_with"] == "MFU interpolated in parameters" and not got["work_model_held_out"]
     assert got["work_model_days"] != got["work_model_days"]  # NaN
+
+
+def test_an_estimate_says_what_it_rests_on_in_either_format():
+    """estimate.json files carry the answer (``by``, ``mfu``) since the estimate gave the study's one answer; the
+    older ones an ``mfu`` block. Both say what the days rested on."""
+    assert wv._made_by({"answer": {"by": "work model", "mfu": 0.4}, "days": 1.0}) == ("work model", 0.4)
+    assert wv._made_by({"mfu": {"value": 0.5, "source": "work model (h100x1 profiles)"}}) == (
+        "work model (h100x1 profiles)", 0.5)
 
 
 def test_a_micro_batch_measured_to_fit_outranks_the_memory_model():
@@ -201,3 +210,41 @@ def test_from_several_gpus_to_one_the_collectives_go_and_an_offload_copy_stays()
     off = dict(two, methods=dataclasses.replace(preset("free-lunch"), sharding="zero2", offload=True))
     with_copy = transfer.predict(_source({"flop": 0.8}, **off), "h100-80gb", 1)
     assert with_copy.step_time_s == pytest.approx(0.8 * (10.0 - 1.0) * 2 + 2 * 1.0)
+
+
+# --- every counted configuration, from the other setups ------------------------------------------------------
+
+@pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
+def test_each_setup_is_predicted_from_the_other_setups_only(tmp_path):
+    """``setups_held_out``: a configuration's prediction rests on the other setups' rows, never its own: a
+    different measurement on the target changes its measured days and error, not its prediction."""
+    from test_cost import write_synthetic_runs
+
+    for folder, h200_days in (("one", 9.0), ("two", 18.0)):
+        write_synthetic_runs(tmp_path / folder, [("pythia-1b", "h100-80gb", 1, 40.0, 0.5)], setup="a")
+        write_synthetic_runs(tmp_path / folder, [("pythia-1b", "h200", 1, h200_days, 0.5)], setup="b")
+    one, two = (tv.setups_held_out(str(tmp_path / f)).set_index("target_setup") for f in ("one", "two"))
+    assert list(one.reset_index().columns) == tv.SETUPS_COLUMNS
+    assert (one.loc["b", "source_setup"], one.loc["a", "source_setup"]) == ("a", "b")
+    assert two.loc["b", "predicted_days"] == pytest.approx(one.loc["b", "predicted_days"])
+    assert two.loc["b", "measured_days"] == 18.0 and two.loc["b", "error"] != one.loc["b", "error"]
+    assert two.loc["a", "predicted_days"] > one.loc["a", "predicted_days"]  # a's prediction rests on b
+
+
+def test_every_counted_configuration_of_the_shipped_setups_is_predicted_or_says_why():
+    """One row per counted configuration (the fastest per setup, model and methods), each predicted from another
+    setup or with the reason it is not; the per-class figures are the rows'."""
+    from academic_bench.analysis import counted, runs_frame
+
+    df = tv.setups_held_out()
+    rows = counted.results(runs_frame())
+    assert len(df) == len(rows.groupby(["setup", "model", "methods_label"])) and len(df) >= 50
+    p = df[df["predicted_days"].notna()]
+    assert (p["source_setup"] != p["target_setup"]).all() and len(p) >= 0.9 * len(df)
+    assert df.loc[df["predicted_days"].isna(), "why_not"].notna().all()
+    assert p["error"].to_numpy() == pytest.approx((p["predicted_days"] / p["measured_days"] - 1).to_numpy())
+    classes = tv.by_method_class(df).set_index("method_class")
+    assert classes["configurations"].sum() == len(df) and classes["predicted"].sum() == len(p)
+    for cls, g in p.groupby("method_class"):
+        assert classes.loc[cls, "worst_abs_error"] == pytest.approx(g["abs_error"].max())
+        assert classes.loc[cls, "worst_met"] == (g["abs_error"].max() <= tv.CLASS_TARGET["worst"])

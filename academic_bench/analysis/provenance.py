@@ -75,6 +75,19 @@ _RUN_FILES = {
 }
 
 
+# Evidence files inside a run folder that the answers and the book read, and the command that wrote each.
+_EVIDENCE_FILES = {
+    "evidence/gemm/gemm.jsonl": ("bf16 matrix-product rate by shape (the work model's rate by size)",
+                                 "`scripts/offline-gpu/gemm_sweep.py` (`job.sh` with `PARTS=gemm`)"),
+    "evidence/decoders/results.jsonl": ("decoders outside the catalog, measured from their config.json",
+                                        "`academic-bench bench --model PATH/config.json` (the commands are in "
+                                        "`evidence/decoders/README.md`)"),
+    "evidence/decoders/profiles.jsonl": ("kernel profiles of decoders outside the catalog",
+                                         "`academic-bench profile --model PATH/config.json` (the setup's "
+                                         "`evidence/README.md` names the calls)"),
+}
+
+
 def provenance(root: str | Path | None = None) -> pd.DataFrame:
     """Every repository file the book reads: what it is, how many rows, and what produced it."""
     from ..search.params import command_for, notebook_parameters
@@ -103,6 +116,11 @@ def provenance(root: str | Path | None = None) -> pd.DataFrame:
                 what, by = _RUN_FILES.get(path.name, ("benchmark results", None))
                 rows.append({"file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
                              "what": what, "rows": _rows_in(path), "produced_by": by or cmd})
+        for rel, (what, by) in _EVIDENCE_FILES.items():  # evidence the answers read besides the run's own files
+            path = folder / rel
+            if path.is_file():
+                rows.append({"file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
+                             "what": what, "rows": _rows_in(path), "produced_by": by})
     df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
     df["rows"] = df["rows"].astype("Int64")
     return df

@@ -14,6 +14,7 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 | ``by_size`` | a decoder of any size on a setup, from the catalog decoders answered on that setup |
 | ``decoder`` | a decoder from a config.json: the work model, else by size |
 | ``published_check`` | the answers beside training throughput others published, per GPU type |
+| ``ranges`` | a predicted answer's range: the error the study observed for predictions of its kind |
 """
 from __future__ import annotations
 
@@ -30,14 +31,14 @@ def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = N
     below 1, raises with the valid choices named."""
     from ..cost.model import check_gpus, gpu_key, model_key
     from .compute import GPU_COUNTS, catalog_answer
-    from .store import grid as kept
+    from .store import grid as kept, observed
 
     m, g, n = model_key(model), gpu_key(gpu), check_gpus(n_gpus)
     if n in GPU_COUNTS:
         for a in kept(root):
             if (a.model, a.gpu, a.n_gpus) == (m, g, n):
                 return a
-    return catalog_answer(m, g, n, None if root is None else str(root))
+    return catalog_answer(m, g, n, None if root is None else str(root), errors=observed(root))
 
 
 def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:

@@ -14,7 +14,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..catalog.methods import Methods, methods_spec
+from ..catalog.hardware import get_gpu
+from ..catalog.methods import Methods, methods_spec, validation_class
+from .ranges import observed_errors, stated_range
+from .transfer import methods_of_row
 from .types import Answer, Settings
 
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
@@ -33,12 +36,6 @@ def settings_of(model: str, gpu: str, n_gpus: int, methods: Methods | None, micr
                     micro_batch=None if micro_batch is None or pd.isna(micro_batch) else int(micro_batch),
                     gas=None if gas is None or pd.isna(gas) else int(gas),
                     export_command=export_command(model, gpu, n_gpus))
-
-
-def methods_of_row(row: pd.Series) -> Methods:
-    from ..analysis import METHOD_COLUMNS
-
-    return Methods(**{c: row[c] if c in ("sharding", "fp8") else bool(row[c]) for c in METHOD_COLUMNS})
 
 
 def costs(gpu: str, n_gpus: int, days: float | None) -> dict:
@@ -74,39 +71,44 @@ def held_out_checks(root: str | None = None) -> Checks:
         if not s["models"]:
             return f"{what}: no held-out check yet"
         return (f"{what}: median |error| {s['median_abs_error']:.1%}, worst {s['worst_abs_error']:.1%} over "
-                f"{s['models']} models, {s['in_range']} of them inside the range")
+                f"{s['models']} models, {s['in_range']} of them inside the model's own span")
     return Checks(words(h100_to_h200(root), "another GPU (h200x1 predicted from h100x1)"),
                   words(one_to_two_gpus(root), "another count (h200x2 predicted from h200x1)"))
 
 
 def work_model_checks(root: str | os.PathLike | None = None) -> str:
-    """The work model's error on the decoders outside the catalog whose estimate was kept before they ran."""
-    from .transfer_validation import config_decoders
+    """The work model's error on the decoders outside the catalog whose estimate was kept before they ran: the
+    estimates' own (held out), beside today's work model at the micro-batch each ran with (which has seen them)."""
+    from .work_validation import config_decoders
 
     d = config_decoders(None if root is None else str(root))
     held = d[d["work_model_held_out"].astype(bool)] if len(d) else d
     if held.empty:
         return "work model: no held-out check yet"
-    e = held["work_model_error"].abs()
+    e, now = held["abs_error"], held["work_model_error"].abs()
     return (f"work model on {len(held)} decoders estimated before they ran: median |error| {e.median():.1%}, "
-            f"worst {e.max():.1%}")
+            f"worst {e.max():.1%} (today's model, changed after they ran, at the micro-batch each ran with: median "
+            f"{now.median():.1%}, worst {now.max():.1%})")
 
 
 def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
-                   checks: Checks | None = None, cells: pd.DataFrame | None = None) -> Answer:
+                   checks: Checks | None = None, cells: pd.DataFrame | None = None,
+                   errors: pd.DataFrame | None = None) -> Answer:
     """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked), the replication's
     (``replication_answer``), with what the switches beyond the paper buy beside it (``beyond_paper``)."""
     from .beyond_paper import beyond_gains, beyond_paper_of
 
-    a = replication_answer(model, gpu, n_gpus, root, checks, cells)
+    a = replication_answer(model, gpu, n_gpus, root, checks, cells, errors)
     beside = beyond_paper_of(a, beyond_gains(root), lambda m, mbs, gas: settings_of(model, gpu, n_gpus, m, mbs, gas))
     return replace(a, beyond_paper=beside)
 
 
 def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
-                       checks: Checks | None = None, cells: pd.DataFrame | None = None) -> Answer:
+                       checks: Checks | None = None, cells: pd.DataFrame | None = None,
+                       errors: pd.DataFrame | None = None) -> Answer:
     """The replication's answer for a catalog model on ``n_gpus`` x ``gpu``, from the paper's methods only.
-    ``checks`` and ``cells`` (``analysis.paper_cells("table1")``) are computed once by ``compute_grid``."""
+    ``checks``, ``cells`` (``analysis.paper_cells("table1")``) and ``errors`` (``ranges.observed_errors``,
+    computed here by default; ``store.observed`` keeps them) are computed once by ``compute_grid``."""
     from ..analysis import MFU_IMPLAUSIBLE, paper_cells
     from ..estimate import analytic_days
     from .transfer_validation import measured, predict_setting
@@ -131,6 +133,7 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
         return Answer(kind="measured", days=days, days_low=lo, days_high=hi, mfu=float(r["mfu"]),
                       settings=settings_of(model, gpu, n_gpus, methods, r["micro_batch"], r["gas"]),
                       rests_on=f"measured on {r['setup']} ({methods.label()}), row {r['config_id']}",
+                      range_basis="the spread of the measured step's timed repetitions",
                       rows=(str(r["config_id"]),), source_setup=str(r["setup"]), **costs(gpu, n_gpus, days), **base)
     p = predict_setting(model, gpu, n_gpus, root)
     if p is not None and p.days is not None:
@@ -138,11 +141,16 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
         checks = checks or held_out_checks(root)
         # The prediction's own MFU; where its source row has no FLOPs count, the MFU its days imply.
         mfu = p.mfu if p.mfu is not None and p.mfu == p.mfu else base["bound_days"] / p.days
-        return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=mfu,
+        same_arch = bool(len(src)) and get_gpu(p.gpu).architecture == get_gpu(str(src["gpu"].iloc[0])).architecture
+        rng = stated_range(observed_errors(root) if errors is None else errors, "transfer model",
+                           validation_class(p.methods, n_gpus), p.methods.offload, same_arch)
+        low, high = rng.apply(p.days, p.days_low, p.days_high)
+        return Answer(kind="predicted", days=p.days, days_low=low, days_high=high, mfu=mfu,
+                      range_basis=rng.words, range_error=rng.error,
                       settings=settings_of(model, gpu, n_gpus, p.methods, p.micro_batch, p.gas),
                       rests_on=p.basis, rows=tuple(str(c) for c in src["config_id"]), source_setup=p.source_setup,
                       by="transfer model",
-                      stated_error=checks.for_carry(str(src["gpu"].iloc[0]) if len(src) else "", 
+                      stated_error=checks.for_carry(str(src["gpu"].iloc[0]) if len(src) else "",
                                                     int(src["n_gpus"].iloc[0]) if len(src) else n_gpus, gpu, n_gpus),
                       **costs(gpu, n_gpus, p.days), **base)
     if paper_mfu is not None and paper_mfu <= MFU_IMPLAUSIBLE:
@@ -162,8 +170,9 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
 
 def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,
                  counts: Iterable[int] = GPU_COUNTS, root: str | None = None,
-                 checks: Checks | None = None) -> list[Answer]:
-    """``catalog_answer`` for every model, GPU and count (catalog order)."""
+                 checks: Checks | None = None, errors: pd.DataFrame | None = None) -> list[Answer]:
+    """``catalog_answer`` for every model, GPU and count (catalog order); ``errors``: the held-out predictions'
+    errors (``ranges.observed_errors``, computed here by default)."""
     from ..catalog.hardware import catalog as gpu_catalog
     from ..catalog.models import CATALOG
 
@@ -171,7 +180,8 @@ def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None
 
     checks = checks or held_out_checks(root)
     cells = paper_cells("table1")
-    return [catalog_answer(m, g, int(n), root, checks, cells) for m in (models or CATALOG)
+    errors = observed_errors(root) if errors is None else errors
+    return [catalog_answer(m, g, int(n), root, checks, cells, errors) for m in (models or CATALOG)
             for g in (gpus or gpu_catalog()) for n in counts]
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ..catalog.methods import FREE_LUNCH, Methods
+from ..catalog.hardware import get_gpu
+from ..catalog.methods import FREE_LUNCH, Methods, parse_methods, validation_class
 from .compute import costs, settings_of
+from .ranges import stated_range
 from .types import Answer
 
 
@@ -31,7 +33,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     from ..estimate import analytic_days, model_stats
     from ..catalog.models import get_model
     from .by_size import mfu_by_size
-    from .store import checks, grid, work_model
+    from .store import checks, grid, observed, work_model
 
     spec = get_model(key)
     bound = float(analytic_days(spec, gpu, n_gpus, mfu=1.0))
@@ -45,10 +47,16 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         None if set(methods.beyond_switches()) <= {"bf16w"} else
         "the work model's profiles are of the paper's methods, not of a fused loss or FP8 beyond the paper")
     if why_not_work is None:
-        points, host_rates = work_model(root)  # kept with the answers: the runs are not read again
-        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch)
+        points, host_rates, evidence = work_model(root)  # kept with the answers: the runs are not read again
+        p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch,
+                            evidence=evidence)
         if p is not None and p.days is not None:
-            return Answer(kind="predicted", days=p.days, days_low=p.days_low, days_high=p.days_high, mfu=p.mfu,
+            profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
+            rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,
+                               get_gpu(profiled).architecture == get_gpu(gpu).architecture)
+            low, high = rng.apply(p.days, p.days_low, p.days_high)
+            return Answer(kind="predicted", days=p.days, days_low=low, days_high=high, mfu=p.mfu,
+                          range_basis=rng.words, range_error=rng.error,
                           settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),
                           rests_on=p.basis, source_setup=p.source_setup, by="work model",
                           stated_error=checks(root).get("work_model"), **costs(gpu, n_gpus, p.days), **base)
@@ -59,8 +67,11 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         nearest = next(a for a in grid(root) if (a.model, a.gpu, a.n_gpus) == (s.points[0], gpu, n_gpus))
         # The methods of the nearest catalog decoder's answer; its micro-batch is for its own shape, so none.
         settings = nearest.settings and replace(nearest.settings, micro_batch=None, gas=None, export_command="")
-        return Answer(kind="predicted", days=days, days_low=bound / s.high, days_high=bound / s.low, mfu=s.mfu,
-                      settings=settings,
+        m = parse_methods(settings.methods) if settings else methods
+        rng = stated_range(observed(root), "catalog decoders by size", validation_class(m, n_gpus), m.offload, True)
+        low, high = rng.apply(days, bound / s.high, bound / s.low)
+        return Answer(kind="predicted", days=days, days_low=low, days_high=high, mfu=s.mfu, settings=settings,
+                      range_basis=rng.words, range_error=rng.error,
                       rests_on=f"the catalog decoders' answers on this setup by size: {s.basis} (the work model "
                                f"does not apply: {why_not_work})",
                       by="catalog decoders by size", stated_error=None, **costs(gpu, n_gpus, days), **base)

@@ -6,9 +6,13 @@ sequence length. Here a decoder's training step is counted in units of work per 
 (``measure.profile``'s kinds), on the meta device, never downloaded:
 
 - **matrix products**: FLOPs, 6 x the weight matrices outside the embedding tables (linear and GPT-2's Conv1D
-  layers, the LM head included, tied or not) x tokens;
-- **attention** (a fused kernel: no attention matrix in memory): layers x (heads x head size) x sequence x
-  tokens, the score and value products of forward and backward;
+  layers, the LM head included, tied or not) x tokens, each matrix's FLOPs weighted by how much slower per FLOP
+  its products run than the largest ones (``work_evidence.GemmCurve``: the GEMM sweep of the profiled GPU, or of
+  one of its architecture), since a product's rate depends on its size (micro-batch x sequence x the matrix);
+- **attention** (a fused kernel: no attention matrix in memory): layers x (heads x head size) x (sequence +
+  offset) x tokens: the score and value products of forward and backward grow with the sequence, the reads and
+  writes of queries, keys, values and outputs with the tokens alone (``work_evidence.attention_offset``, from
+  profiles of one shape at two sequence lengths), so attention at 8,192 costs less per FLOP than at 2,048;
 - **loss and softmax**: tokens x vocabulary, the fp32 cross-entropy over the logits;
 - **other memory-bound kernels** (elementwise, normalisation, copies on the GPU): layers x (hidden + MLP width) x
   tokens, the elements of the residual stream and of the MLP's intermediate layer that these kernels read and
@@ -19,9 +23,14 @@ sequence length. Here a decoder's training step is counted in units of work per 
 - **the optimizer step**: per parameter.
 
 The seconds per unit of each kind come from the kernel profiles of the catalog's transformer decoders (Pythia)
-measured on one GPU with the free-lunch settings (``analysis.profiles``): the central value is their median, the
-range their lowest and highest. So the model is calibrated on the catalog's decoders only; the decoders outside
-the catalog that the study measured (``transfer_validation.config_decoders``) test it. A target other than a
+measured on one GPU with the free-lunch settings (``analysis.profiles``), each taken at or above the micro-batch
+its measured optimum ran at (``work_evidence.measured_optima``: a profile at a smaller one has more idle and
+memory-bound time per unit and made every prediction too slow): the central value is their median, the range
+their lowest and highest. So the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a
+matrix's size changes its rate, and the profiles of decoders outside the catalog at two sequence lengths set
+attention's per-token part (``work_evidence``). The decoders outside the catalog that the study measured
+(``work_validation.config_decoders``) test it; those measured before these two were added are no longer
+held out for them. A target other than a
 profiled setup's GPU is reached by the transfer model (``transfer.predict``), from the predicted step on a
 profiled GPU. A mixture of experts (only some experts run per token) is not modelled, nor a precision other than
 the profiles' (``modelled``).
@@ -38,6 +47,7 @@ from ..catalog.hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
+from .work_evidence import PLAIN, Evidence, GemmCurve
 from ..catalog.units import days_for
 
 KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
@@ -95,16 +105,17 @@ def not_modelled(model: str) -> str | None:
         return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
     if spec.transformer_shape is None:
         return "it is not a transformer decoder"
-    if _shape(model)[-1] > 1:
+    if _shape(model)[8] > 1:
         return "it is a mixture of experts: only some of its weights work for each token"
     return None
 
 
 @lru_cache(maxsize=None)
 def _shape(key: str) -> tuple:
-    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts)
-    of a decoder (``estimate.model_stats``: kept for the catalog, else a meta build; experts: 0 where it is no
-    mixture of experts). The MLP width is four times the hidden size where the config states none."""
+    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts,
+    each weight matrix's size) of a decoder (``estimate.model_stats``: kept for the catalog, else a meta build;
+    experts: 0 where it is no mixture of experts; the sizes count a tied head once more, as ``weight matrices``
+    does). The MLP width is four times the hidden size where the config states none."""
     from ..estimate import model_stats
     from ..catalog.models import get_model
 
@@ -113,32 +124,42 @@ def _shape(key: str) -> tuple:
     st = model_stats(key)
     r = spec.recipe
     return (st.matrix_params, layers, st.attention_width, hidden, st.mlp_width or 4 * hidden, r.vocab_size,
-            st.params, r.seq_len, st.experts)
+            st.params, r.seq_len, st.experts, tuple(st.matrix_sizes))
 
 
-def work(model: str, micro_batch: int, gas: int) -> Work:
-    """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences."""
-    matrices, layers, attention, hidden, width, vocab, params, seq, _ = _shape(model)
+def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None, offset: float = 0.0) -> Work:
+    """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences: matrix products
+    weighted by ``curve``'s slowness at each product's size (None: FLOPs alone), attention with ``offset`` tokens
+    of per-token work (module docstring)."""
+    matrices, layers, attention, hidden, width, vocab, params, seq, _, sizes = _shape(model)
     tokens = micro_batch * gas * seq
-    return Work(matmul=6.0 * matrices * tokens, attention=float(layers * attention * seq) * tokens,
+    if curve is None:
+        matmul = 6.0 * matrices * tokens
+    else:  # each of a matrix's three products multiplies micro-batch x sequence rows by it
+        matmul = sum(6.0 * size * tokens * curve.slowness(2.0 * micro_batch * seq * size) for size in sizes)
+    return Work(matmul=matmul, attention=float(layers * attention) * (seq + offset) * tokens,
                 loss=float(tokens) * vocab, memory=float(layers * (hidden + width)) * tokens,
                 idle=float(layers * gas), optimizer=float(params))
 
 
-def calibration_points(profiles: pd.DataFrame) -> pd.DataFrame:
+def calibration_points(profiles: pd.DataFrame, evidence: Evidence = PLAIN) -> pd.DataFrame:
     """Seconds per unit of work, per kind, for every profile of a catalog decoder on one GPU with free-lunch
-    settings: one row per (setup, configuration)."""
+    settings at or above its measured optimum's micro-batch (``evidence.optima``; a model without one is kept):
+    one row per (setup, configuration), the units counted with ``evidence``."""
     from ..catalog.models import CATALOG
 
     family = {k for k, s in CATALOG.items() if s.family == CALIBRATION_FAMILY}
     p = profiles[~profiles["tiny"].astype(bool) & (profiles["timer"] == "gpu kernels")
                  & profiles["model"].isin(family) & (profiles["methods_label"] == FREE_LUNCH.label())
                  & (profiles["n_gpus"] == 1)]
+    optimum = [evidence.optima.get((s, m), 0) for s, m in zip(p["setup"], p["model"])]
+    p = p[p["micro_batch"].astype(int) >= optimum]
     rows = []
     for (setup, config_id), g in p.groupby(["setup", "config_id"]):
         first = g.iloc[0]
         seconds = g.groupby("kind")["seconds"].sum()
-        w = work(first["model"], int(first["micro_batch"]), int(first["gas"]))
+        w = work(first["model"], int(first["micro_batch"]), int(first["gas"]), evidence.curve_for(first["gpu"]),
+                 evidence.attention_offset)
         row = {"setup": setup, "gpu": first["gpu"], "model": first["model"], "config_id": config_id,
                "micro_batch": int(first["micro_batch"]), "gas": int(first["gas"]),
                "step_wall_s": float(first["step_wall_s"])}
@@ -158,13 +179,14 @@ def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
 
 
 def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: int, gas: int,
-                     leave_out: str | None = None) -> StepPrediction:
+                     leave_out: str | None = None, evidence: Evidence = PLAIN) -> StepPrediction:
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
-    ``leave_out``'s): seconds per kind at the median rate; the range sums each kind's lowest and highest rate."""
+    ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at the
+    median rate; the range sums each kind's lowest and highest rate."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:
         raise ValueError(f"no profiled {CALIBRATION_FAMILY} decoder on {setup!r} to calibrate the work model")
-    w = work(model, micro_batch, gas)
+    w = work(model, micro_batch, gas, evidence.curve_for(str(mine["gpu"].iloc[0])), evidence.attention_offset)
     seconds = {k: float(mine[k].median()) * w.get(k) for k in KINDS}
     low = sum(float(mine[k].min()) * w.get(k) for k in KINDS)
     high = sum(float(mine[k].max()) * w.get(k) for k in KINDS)
@@ -192,15 +214,15 @@ def with_recompute(model: str, seconds: dict) -> dict:
     (``method_costs.recompute_s``): one more forward of the checkpointed blocks, i.e. of their matrix products
     (every weight matrix but the LM head), attention, memory-bound kernels and per-layer launches; the head, the
     loss and the optimizer are not recomputed."""
-    matrices, _, _, hidden, _, vocab, *_ = _shape(model)
+    matrices, _, _, hidden, _, vocab, *_ = _shape(model)  # the head's share by FLOPs
     in_blocks = {"matmul": max(0.0, matrices - vocab * hidden) / matrices, "attention": 1.0, "memory": 1.0,
                  "idle": 1.0}
     return {k: v + recompute_s(v * in_blocks.get(k, 0.0)) for k, v in seconds.items()}
 
 
 def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
-                    host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None
-                    ) -> Prediction | None:
+                    host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None,
+                    evidence: Evidence = PLAIN) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
     (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
     calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
@@ -210,8 +232,12 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     answer, anywhere else the transfer model scales it from the profiled setup of the same architecture, else of
     the nearest memory size. The methods' other costs are then added on the target (``method_costs``): the
     collectives over the link between the GPUs, offloading's host copies and the host's optimizer step (at
-    ``host_rates``, default ``method_costs.measured_host_rates``). None where no profile calibrates it, the work
-    model does not model it (``not_modelled``, or free-lunch is not on) or no micro-batch fits."""
+    ``host_rates``, default ``method_costs.measured_host_rates``). ``evidence`` is what ``points`` were counted
+    with besides the profiles (``work_evidence``: the GEMM sweep's curve, attention's offset; ``PLAIN`` for none;
+    the shipped runs' are kept with the points, ``store.work_model``). None
+    where no profile calibrates it, the work model does not model it (``not_modelled``, or free-lunch is not on)
+    or no micro-batch fits. ``micro_batch`` replaces the memory model's (a measured run's, to check the step
+    alone)."""
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
@@ -227,7 +253,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     if fit is None:
         return None
     mbs, gas = fit
-    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas)
+    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence)
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
     gpu_optimizer = 0.0 if methods.offload else seconds["optimizer"]  # offloaded: the host runs it (below)
     seconds["optimizer"] = gpu_optimizer

@@ -38,7 +38,9 @@ bf16 gradients, half the bytes of torch DDP's fp32 ones under autocast: a ZeRO-1
 no longer charged torch DDP's fp32 all-reduce. Measurements disagreed with that older floor: on the study's two
 H200s Pythia-1B's step was shorter with ZeRO-1 than with DDP (notebooks/runs/h200x2/results.jsonl), and eight
 RTX 3090s ran TinyLlama under ZeRO-2 and under bf16 DDP with about the same slowdown over one card (the published
-points of ``answer.published_check``).
+points of ``answer.published_check``). ``sharding_beside_ddp`` lists every synchronised step measurement of a
+sharding on several GPUs beside the DDP row of the same model, setup and other methods, each with its state
+(counted, or why it is no result); the book's "Other hardware" page shows them.
 
 The link a ring gets between ``n`` GPUs (``ring_gbps``) is NVLink where it joins every GPU (half the datasheet's
 both-directions figure). Over PCIe it is less than the datasheet's rate per direction (``hardware.GPU.pcie_gbps``),
@@ -64,10 +66,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import GPU
 from ..catalog.methods import Methods
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RECOMPUTE_FRACTION = 1.0 / 3.0  # one extra forward of the checkpointed blocks: 2 of their 6 FLOPs per weight-token
 FORWARD_SHARE = 1.0 / 3.0  # of a micro-step's compute, the forward (the rest is the backward)
@@ -221,20 +226,30 @@ def host_optimizer_s(m: Methods, n_gpus: int, params: float, rates: Mapping[str,
 
 @lru_cache(maxsize=4)
 def measured_host_rates(root: str | None = None) -> dict[str, float]:
-    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``): the median over the
-    study's counted offloaded Pythia rows of the optimizer phase x GPUs / parameters. The optimizer phase also
-    holds the copy of the updated weights back to the GPU, which is small beside the host's arithmetic."""
+    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``), from every counted row of
+    the runs in ``root`` (default the shipped runs; ``host_rates_of``)."""
     from ..analysis import counted, runs_frame
+
+    return host_rates_of(counted.results(runs_frame(root)))
+
+
+def host_rates_of(rows: pd.DataFrame) -> dict[str, float]:
+    """Seconds per parameter of the host's optimizer step, per library (``ENGINES``), from counted result rows
+    (``analysis.counted.results``): the median over their offloaded Pythia rows of the optimizer phase x GPUs /
+    parameters, or over every offloaded model's rows for a library no Pythia row ran under. The optimizer phase
+    also holds the copy of the updated weights back to the GPU, which is small beside the host's arithmetic."""
     from ..estimate import model_stats
 
-    rows = counted.results(runs_frame(root))
-    rows = rows[rows["offload"].astype(bool) & rows["model"].str.startswith("pythia")
-                & rows["optimizer_median_s"].notna()]
+    rows = rows[rows["offload"].astype(bool) & rows["optimizer_median_s"].notna()]
     if rows.empty:
         raise ValueError("no counted offloaded run to take the host's optimizer rate from")
     per_param = rows["optimizer_median_s"] * rows["n_gpus"] / rows["model"].map(lambda k: model_stats(k).params)
-    by = per_param.groupby(rows["sharding"].str.startswith("zero").map({True: "deepspeed", False: "fsdp"}))
-    return {k: float(v) for k, v in by.median().items()}
+    library = rows["sharding"].str.startswith("zero").map({True: "deepspeed", False: "fsdp"})
+    pythia = rows["model"].str.startswith("pythia")
+    out = {k: float(v) for k, v in per_param[pythia].groupby(library[pythia]).median().items()}
+    for k, v in per_param.groupby(library).median().items():
+        out.setdefault(k, float(v))
+    return out
 
 
 def method_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int,
@@ -244,3 +259,37 @@ def method_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int,
     return {"collectives": collective_s(m, n_gpus, gpu, params, dtype_bytes, gas),
             "host copies": host_copy_s(m, n_gpus, gpu, params, dtype_bytes, gas),
             "host optimizer": host_optimizer_s(m, n_gpus, params, rates)}
+
+
+SHARDING_PAIR_COLUMNS = ["setup", "model", "methods", "step_time_s", "state", "ddp_methods", "ddp_step_time_s",
+                         "ddp_state"]
+
+
+def sharding_beside_ddp(root: str | None = None) -> pd.DataFrame:
+    """Every synchronised step measurement of a sharding on several GPUs, beside the DDP measurement of the same
+    model, setup and other methods, each with its state: "counted", or why it is not a result
+    (``analysis.counted.uncounted``): the evidence for the rule that a sharding is never charged less than DDP."""
+    import pandas as pd
+
+    from ..analysis import counted, runs_frame
+
+    df = runs_frame(root)
+    if df.empty:
+        return pd.DataFrame(columns=SHARDING_PAIR_COLUMNS)
+    step = df[(df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"].astype(bool)
+              & df["step_time_s"].notna() & (df["n_gpus"] > 1)]
+    counted_ids = set(counted.results(df).index)
+    why = counted.uncounted(df)["why"]
+    state = {i: "counted" if i in counted_ids else str(why.get(i, "not a result")) for i in step.index}
+    same = ["setup", "model", "compile", "kernels", "tf32", "checkpointing"]
+    ddp = step[(step["sharding"] == "none") & ~step["offload"].astype(bool)]
+    rows = []
+    for i, r in step[step["sharding"] != "none"].iterrows():
+        mates = ddp[(ddp[same] == r[same]).all(axis=1)]
+        d = mates.iloc[0] if len(mates) else None
+        rows.append({"setup": r["setup"], "model": r["model"], "methods": r["methods_label"],
+                     "step_time_s": r["step_time_s"], "state": state[i],
+                     "ddp_methods": None if d is None else d["methods_label"],
+                     "ddp_step_time_s": None if d is None else d["step_time_s"],
+                     "ddp_state": None if d is None else state[d.name]})
+    return pd.DataFrame(rows, columns=SHARDING_PAIR_COLUMNS)

@@ -25,11 +25,14 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 3  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
-# 3: each answer carries what the switches beyond the paper buy beside it
+GRID_VERSION = 5  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+# 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
+# error observed for predictions of its kind, the held-out predictions' errors kept with the checks; 5: the work
+# model's evidence (the GEMM sweep's rate by size, attention's per-token offset, the measured optima) kept with
+# its calibration
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
-             "*/evidence/parity/*.json")
+             "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl")
 
 
 def _runs_root(root: str | os.PathLike | None) -> Path:
@@ -65,29 +68,37 @@ def _read(path: Path, key: str) -> Kept | None:
 
 
 def calibration(root: str | None = None) -> dict:
-    """What the work model (``decoder_work``) takes from the runs, as kept: its calibration points (seconds per
-    unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates of the
-    offloaded runs (``method_costs.measured_host_rates``; None where no counted offloaded run gives them)."""
+    """What the work model (``decoder_work``) takes from the runs, as kept: its evidence besides the profiles
+    (``work_evidence.runs_evidence``: the GEMM sweep's rate by size, attention's per-token offset, the measured
+    optima), its calibration points counted with it (seconds per unit of each kind of work, per profiled catalog
+    decoder and setup) and the host's optimizer rates of the offloaded runs (``method_costs.measured_host_rates``;
+    None where no counted offloaded run gives them)."""
     from ..analysis import profiles
     from .decoder_work import calibration_points
     from .method_costs import measured_host_rates
+    from .work_evidence import evidence_record, runs_evidence
 
-    points = calibration_points(profiles(root))
+    evidence = runs_evidence(root)
+    points = calibration_points(profiles(root), evidence)
     try:
         rates = measured_host_rates(root)
     except ValueError:
         rates = None
     # Plain numbers (numpy's own scalars have no JSON form), every digit kept.
     records = [{k: v.item() if hasattr(v, "item") else v for k, v in r.items()} for r in points.to_dict("records")]
-    return {"points": records, "columns": list(points.columns), "host_rates": rates}
+    return {"points": records, "columns": list(points.columns), "host_rates": rates,
+            "evidence": evidence_record(evidence)}
 
 
 def _compute(runs: Path) -> Kept:
     from .compute import compute_grid, held_out_checks, work_model_checks
+    from .ranges import observed_errors, observed_records
 
     c = held_out_checks(str(runs))
-    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs)}
-    return tuple(compute_grid(root=str(runs), checks=c)), checks, calibration(str(runs))
+    errors = observed_errors(str(runs))
+    checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs),
+              "observed": observed_records(errors)}
+    return tuple(compute_grid(root=str(runs), checks=c, errors=errors)), checks, calibration(str(runs))
 
 
 def _write(path: Path, key: str, kept: Kept) -> None:
@@ -128,16 +139,22 @@ def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
 
 
 def checks(root: str | os.PathLike | None = None) -> dict:
-    """The error the study's held-out checks observed, in words: ``other_gpu``, ``other_count``, ``work_model``."""
+    """The error the study's held-out checks observed: in words, ``other_gpu``, ``other_count``, ``work_model``;
+    and every held-out prediction's error, ``observed`` (``ranges.observed_records``), which predicted answers'
+    ranges stand for."""
     return _kept(root)[1]
 
 
 def work_model(root: str | os.PathLike | None = None):
-    """The work model's kept calibration: (its points as a frame, the host's optimizer rates or None)."""
+    """The work model's kept calibration: (its points as a frame, the host's optimizer rates or None, the
+    ``work_evidence.Evidence`` the points were counted with)."""
     import pandas as pd
 
+    from .work_evidence import evidence_of
+
     work = _kept(root)[2]
-    return pd.DataFrame(work["points"], columns=work["columns"]), work["host_rates"]
+    return (pd.DataFrame(work["points"], columns=work["columns"]), work["host_rates"],
+            evidence_of(work.get("evidence")))
 
 
 def write_shipped(root: str | os.PathLike | None = None) -> Path:
@@ -152,3 +169,11 @@ def write_shipped(root: str | os.PathLike | None = None) -> Path:
 def shipped_is_current(root: str | os.PathLike | None = None) -> bool:
     runs = _runs_root(root)
     return _read(runs / SHIPPED_NAME, content_key(runs)) is not None
+
+
+def observed(root: str | os.PathLike | None = None):
+    """The held-out predictions' errors that predicted answers' ranges stand for (``ranges.observed_errors``), as
+    kept beside the answers, as a frame."""
+    from .ranges import from_records
+
+    return from_records(checks(root).get("observed", []))

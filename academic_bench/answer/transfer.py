@@ -128,14 +128,20 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Sourc
 
     accumulate = num("accumulate_median_s") or num("accumulate_first_median_s")
     sync = max(0.0, num("boundary_median_s") - accumulate) if accumulate else 0.0
-    methods = Methods(compile=bool(row["compile"]), kernels=bool(row["kernels"]), tf32=bool(row["tf32"]),
-                      checkpointing=bool(row["checkpointing"]), sharding=str(row["sharding"]),
-                      offload=bool(row["offload"]))
+    methods = methods_of_row(row)
     return Source(setup=str(row["setup"]), model=str(row["model"]), gpu=str(row["gpu"]), n_gpus=int(row["n_gpus"]),
                   methods=methods, micro_batch=int(row["micro_batch"]),
                   gas=int(row["gas"]), step_time_s=float(row["step_time_s"]),
                   model_flops_per_step=float(row["model_flops_per_step"]), optimizer_s=num("optimizer_median_s"),
                   sync_s=sync, split=split, split_basis=basis)
+
+
+def methods_of_row(row: Mapping) -> Methods:
+    """The methods a results row (``analysis.runs_frame``'s columns) ran with, the switches beyond the paper
+    included."""
+    from ..analysis import METHOD_COLUMNS
+
+    return Methods(**{c: row[c] if c in ("sharding", "fp8") else bool(row[c]) for c in METHOD_COLUMNS})
 
 
 def split_of(profile: pd.DataFrame) -> dict[str, float]:

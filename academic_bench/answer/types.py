@@ -10,6 +10,9 @@ class validated), ``predicted`` (a model of the study carries a measured configu
 its own held-out checks observed), ``paper`` (the paper's Table 1 cell, only where the MFU it implies is
 plausible), ``none`` (with the reason). A days figure at an assumed or 100% MFU is never an answer: the analytic
 lower bound travels beside each answer as ``bound_days`` only.
+
+A predicted answer's range is the error the study observed for predictions of its kind (by which model, method
+class, same or other GPU architecture: ``ranges``), and ``range_basis`` says so in words.
 """
 from __future__ import annotations
 
@@ -100,6 +103,11 @@ class Answer:
     source_setup: str | None = None  # predicted: the measured setup it is carried from
     by: str | None = None  # predicted: "transfer model" or "work model"
     stated_error: str | None = None  # predicted: the error the study's own held-out checks observed
+    # What days_low..days_high stand for, in words: for a prediction, +- the largest error the study observed for
+    # predictions of its kind (``ranges``; ``range_error`` is that error, None where the range is the model's own
+    # unchecked span); for a measurement, the spread of its timed repetitions.
+    range_basis: str | None = None
+    range_error: float | None = None
     paper_cell: str | None = None  # "Table 1, <model>, <n> x <gpu>" where the paper has the cell
     paper_days: float | None = None  # the paper's days for the cell, shown beside every kind
     paper_mfu: float | None = None
@@ -147,8 +155,8 @@ class Answer:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-_NUMBERS = ("days", "days_low", "days_high", "mfu", "paper_days", "paper_mfu", "bound_days", "rental_usd",
-            "owned_usd", "purchase_usd")
+_NUMBERS = ("days", "days_low", "days_high", "mfu", "range_error", "paper_days", "paper_mfu", "bound_days",
+            "rental_usd", "owned_usd", "purchase_usd")
 
 
 def _clean(v):

@@ -79,6 +79,8 @@ def answer_lines(a: "Answer", head: str) -> list[str]:
     lines.append(f"  rests on      {a.rests_on}")
     if a.stated_error:
         lines.append(f"  checked       {a.stated_error}")
+    if a.range_basis:
+        lines.append(f"  range         {a.range_basis}")
     if a.beyond_paper is not None:  # beside the answer, never in it, and flagged
         lines.append(f"  beside it     {a.beyond_paper.words()}")
         if a.beyond_paper.settings:
@@ -211,8 +213,9 @@ def model_key(args: argparse.Namespace) -> str:
     the request, for its workers)."""
     from ..catalog.models.from_config import ConfigError, decoder_spec
 
+    precision = getattr(args, "precision", None)  # where the command takes it (bench, as estimate does)
     given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
-                            ("--global-batch", args.global_batch)) if v is not None]
+                            ("--global-batch", args.global_batch), ("--precision", precision)) if v is not None]
     if not is_config_path(args.model):
         if given:
             raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
@@ -223,7 +226,8 @@ def model_key(args: argparse.Namespace) -> str:
         raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
-                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch).spec.key
+                        global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
+                        precision=precision).spec.key
 
 
 def check_device(methods: Methods, device: str | None) -> None:

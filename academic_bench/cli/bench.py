@@ -20,6 +20,7 @@ from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
+from ..catalog.models.from_config import DTYPES
 from ..results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
@@ -234,7 +235,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
     cli_args.add_configuration(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
-    cli_args.add_config_args(p)
+    g = cli_args.add_config_args(p)
+    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
+                   help="training precision (default: the config's dtype, else bf16), as estimate takes it")
     _run_args(p)
     p.set_defaults(func=_cmd_bench, accepts_config=True)
 

@@ -4,16 +4,18 @@ predicted to fit, and analytic training days. Everything is computed from the mo
 | module | holds |
 | --- | --- |
 | ``kept`` | ``data/model_facts.json`` written and checked: the facts of every catalog model, computed afresh |
-| ``memory`` | the memory model |
+| ``memory`` | the memory model: states, overhead, the largest micro-batch that fits, the host's memory |
+| ``activations`` | what a step keeps for backward (compiled decoders with fused attention from their layer's shape) |
+| ``coefficients`` | the memory model's constants |
 | ``stats`` | parameter counts, FLOPs, analytic days |
-| ``facts`` | what a meta-device build tells, kept for the catalog (``ModelStats``, ``ActivationProfile``) |
+| ``facts`` | what a meta-device build tells, kept for the catalog (``ModelStats``, ``ActivationProfile``, ``DecoderLayer``) |
 | ``meta`` | the model built on the meta device (torch), for a model the kept file does not hold |
 
 Their public names are this package's; the meta-device build's (``meta_model``, ``meta_batch``,
 ``reference_path``, ``CHECKPOINT_UNITS``) load torch when first used, so that an estimate of a catalog model
 never waits for it.
 """
-from .facts import ActivationProfile, ModelStats  # noqa: F401
+from .facts import ActivationProfile, DecoderLayer, ModelStats  # noqa: F401
 from .stats import (  # noqa: F401
     BYTES,
     DEFAULT_MFU,
@@ -28,9 +30,9 @@ from .stats import (  # noqa: F401
     spec_of,
     total_flops,
 )
+from .activations import decoder_layer, fused_layer  # noqa: F401
+from .coefficients import COEFFICIENTS, Coefficients  # noqa: F401
 from .memory import (  # noqa: F401
-    COEFFICIENTS,
-    Coefficients,
     HOST_BUFFER_FACTOR,
     MemoryEstimate,
     activation_profile,
@@ -39,6 +41,7 @@ from .memory import (  # noqa: F401
     max_micro_batch,
     micro_batch_choices,
     predict_memory,
+    residual_bytes,
     saved_tensor_profile,
     usable_bytes,
 )

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..catalog.env import cache_dir
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2  # 2: the shape of a decoder's repeated block (``DecoderLayer``), each weight matrix's size
 PACKAGE = Path(__file__).resolve().parent.parent
 SHIPPED = PACKAGE / "data" / "model_facts.json"
 # What the kept facts are computed from (besides the libraries, which the test of the shipped file covers); a
@@ -45,6 +45,7 @@ class ModelStats:
     attention_width: int | None = None  # heads x head size (transformers)
     mlp_width: int | None = None  # the MLP's intermediate size where the config states one
     experts: int = 0  # experts of a mixture of experts (0: none)
+    matrix_sizes: tuple[int, ...] = ()  # each weight matrix of ``matrix_params``, ascending (a tied head once more)
 
     @property
     def root_params(self) -> int:
@@ -72,6 +73,24 @@ class ActivationProfile:
     def scaled(self, factor: float) -> "ActivationProfile":
         return ActivationProfile(tuple(b * factor for b in self.blocks),
                                  tuple(b * factor for b in self.block_inputs), self.other * factor)
+
+
+@dataclass(frozen=True)
+class DecoderLayer:
+    """The shape of a decoder's repeated block that decides what it saves (``activations.fused_layer``), from its
+    meta build."""
+
+    hidden: int
+    queries: int  # heads x head size
+    keys: int  # key-value heads x head size (each of keys and values)
+    mlp: int  # the MLP's intermediate width
+    gated: bool  # a gate projection beside the up projection (SwiGLU, GeGLU)
+    norms: int  # normalisation layers over the hidden width in the block
+    head_norms: bool  # queries and keys normalised per head (Qwen3's q_norm and k_norm): their inputs are kept
+    parallel: bool  # attention and MLP read one residual input (GPT-NeoX, GPT-J, Phi)
+    fused_qkv: bool  # one projection makes queries, keys and values
+    rotary: bool  # rotary position embeddings (new query and key tensors)
+    dropout: float  # residual dropout probability
 
 
 def content_key() -> str:
@@ -183,7 +202,7 @@ def _fact(kind: str, compute: str, key: str, *args):
 
 def model_stats_of(key: str, tiny: bool) -> ModelStats:
     d = _fact("stats", "stats_fields", key, tiny)
-    return ModelStats(**{**d, "block_params": tuple(d["block_params"])})
+    return ModelStats(**{**d, "block_params": tuple(d["block_params"]), "matrix_sizes": tuple(d["matrix_sizes"])})
 
 
 def counted_flops_of(key: str, tiny: bool, seq_len: int | None) -> int:
@@ -193,3 +212,7 @@ def counted_flops_of(key: str, tiny: bool, seq_len: int | None) -> int:
 def saved_tensors_of(key: str, tiny: bool, attn: str, dtype: str, seq_len: int | None) -> ActivationProfile:
     d = _fact("saved", "saved_tensor_bytes", key, tiny, attn, dtype, seq_len)
     return ActivationProfile(tuple(d["blocks"]), tuple(d["block_inputs"]), float(d["other"]))
+
+
+def decoder_layer_of(key: str, tiny: bool) -> DecoderLayer:
+    return DecoderLayer(**_fact("layer", "decoder_layer_fields", key, tiny))

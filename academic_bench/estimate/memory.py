@@ -6,7 +6,9 @@ fit, and what offloading needs from the host.
 - No sharding (one GPU, or DDP): fp32 weights (4 B/param), fp32 gradients (4), Adam's two fp32 moments (8).
   16-bit recipes run under ``torch.autocast``, which keeps those fp32 tensors and saves a 16-bit copy of every
   weight for backward (2 more B/param). DDP adds its fp32 gradient buckets (4): the gradients that the
-  accumulating micro-steps allocate after ``zero_grad(set_to_none=True)`` are not views of them.
+  accumulating micro-steps allocate after ``zero_grad(set_to_none=True)`` are not views of them. Weights built
+  in 16 bits (``weight_bytes`` 2: a config.json decoder measured before its build was made fp32) train
+  purely in 16 bits: 16-bit weights, gradients and Adam moments (8 B/param), no copy.
 - DeepSpeed ZeRO-1/2/3 (its own fp16/bf16 mode): weights and gradients in the recipe's dtype (2 or 4 B/param),
   optimizer states 12 B/param (fp32 master copy + two moments; DeepSpeed keeps the fp32 copy even for fp32
   models). Stage 1 shards the optimizer states over the GPUs, stage 2 also the gradients, stage 3 also the
@@ -19,19 +21,14 @@ fit, and what offloading needs from the host.
   weights from forward to backward (ZeRO-2-like); full-shard keeps the root's (embeddings, head) plus
   ``gathered_units`` blocks (ZeRO-3-like). Offload (``CPUOffloadPolicy``) keeps sharded weights, gradients and
   optimizer states on the CPU.
-- Activations: transformers by Korthikanti et al. 2022 (*Reducing Activation Recomputation in Large
-  Transformer Models*, Sec. 4.1): ``s*b*h*(34 + 5*a*s/h)`` bytes per layer for 16-bit activations; the
-  ``a*s^2`` term drops with SDPA/flash attention. Checkpointing keeps each layer's input plus the larger of
-  one layer's activations (recomputed in backward) and the head's. The LM logits (``s*b*V``) add their own
-  bytes plus the fp32 log-softmax kept for backward and the two fp32 gradients that exist together at the
-  start of backward. Vision models and Mamba's reference path: the bytes autograd saves for backward,
-  recorded with ``saved_tensors_hooks`` on a meta-device forward of one sample and attributed to the
-  checkpointed blocks. Mamba with mamba-ssm kernels: what its fused function saves (``mamba_fused_layer``).
+- Activations: ``activations`` (compiled decoders with fused attention from their shape; Korthikanti et al.
+  2022 otherwise; the loss; vision models and Mamba). The residual stream is fp32 where fp32 weights run under
+  autocast (the PyTorch path), 16-bit where DeepSpeed or FSDP cast the weights.
 - Overhead: CUDA context, cuBLAS workspace, NCCL (more than one GPU) and an allocator-fragmentation allowance.
 
-Every constant of the memory model is a field of ``Coefficients``: calibrate them against measured peaks
-(``results.jsonl`` rows carry ``peak_memory_gb``, ``torch.cuda.max_memory_allocated``, which compares with
-``MemoryEstimate.allocated``; ``total`` adds what the allocator does not see). Memory is in bytes;
+Every constant of the memory model is a field of ``Coefficients`` (``coefficients``): calibrate them against
+measured peaks (``results.jsonl`` rows carry ``peak_memory_gb``, ``torch.cuda.max_memory_allocated``, which
+compares with ``MemoryEstimate.allocated``; ``total`` adds what the allocator does not see). Memory is in bytes;
 GiB = 2**30 bytes.
 """
 from __future__ import annotations
@@ -39,100 +36,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..catalog.config import Config
-from ..catalog.models import ModelSpec
 
-from .facts import ActivationProfile, ModelStats, saved_tensors_of
-from .stats import BYTES, GIB, MAMBA_COUNT_TOKENS, model_stats, spec_of
-
-# --- memory: the coefficients ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Coefficients:
-    """Every constant of the memory model, in one place to calibrate against measured peaks.
-
-    Defaults come from the cited sources and library defaults; the overhead terms are assumptions.
-    """
-
-    # Activations. Korthikanti et al. 2022 Sec. 4.1: bytes per s*b*h per transformer layer, 16-bit values.
-    transformer_layer: float = 34.0
-    # x a*s/h per layer, only when attention scores are materialised (eager). Korthikanti et al. count 5 (16-bit
-    # scores and probabilities, a 1-byte dropout mask); transformers' eager attention keeps the softmax output
-    # in fp32 (4 bytes) and its 16-bit copy for the value product (2): 6, which the shipped naive runs confirm.
-    attention_scores: float = 6.0
-    # With dropout on the probabilities, the value product takes the dropout's 16-bit output instead of the
-    # copy, and dropout keeps its 1-byte mask: one byte more per score.
-    attention_dropout_mask: float = 1.0
-    # mamba-ssm's fused function (checkpoint_lvl 1) saves xz (4h), x_dbl and out (2h) in 16-bit; the block
-    # adds its fp32 residual (h) and the normalised input (h): about 18 bytes per token per hidden unit.
-    mamba_fused_layer: float = 18.0
-    # LM logits at the start of backward: the fp32 log-softmax kept for backward and the two fp32 gradients
-    # (of the loss's log-softmax output and of its input) before either is freed.
-    loss_fp32_copies: float = 3.0
-    activation_scale: float = 1.0  # one multiplier on all activations (calibration)
-    # Sharded and distributed states (DeepSpeed and FSDP defaults as measure/apply.py configures them).
-    zero_bucket_elements: float = 5e8  # DeepSpeed reduce_bucket_size default
-    zero3_live_params: float = 1e9  # DeepSpeed stage3_max_live_parameters / max_reuse_distance defaults
-    gathered_units: float = 2.0  # FSDP full-shard: the block running plus the one prefetched
-    # Overhead outside the model's tensors (assumptions).
-    cuda_context_gib: float = 0.5
-    workspace_gib: float = 0.25  # cuBLAS/cuDNN workspaces
-    nccl_gib: float = 0.5  # communicator buffers when more than one GPU
-    fragmentation: float = 0.10  # caching-allocator reserve beyond allocated bytes, as a fraction
-    usable_fraction: float = 0.99  # of the catalog's nominal memory (as GiB) that the driver reports
-
-
-COEFFICIENTS = Coefficients()
-
-
-# --- memory: activations ---------------------------------------------------------------------------------
-
-def saved_tensor_profile(model: ModelSpec | str, tiny: bool, attn: str, dtype: str, seq_len: int | None = None
-                         ) -> ActivationProfile:
-    """Bytes autograd saves for backward in one forward of one sample (meta device: ``meta.saved_tensor_bytes``;
-    kept for the catalog), by checkpointed block."""
-    return saved_tensors_of(spec_of(model).key, tiny, attn, dtype, seq_len)
-
-
-def _logits_bytes(seq: int, vocab: int, k: Coefficients) -> float:
-    """The fp32 tensors of the loss alive at the start of backward. The compute-dtype logits are not among
-    them: the step keeps only ``outputs.loss`` (``models.loss_of``), and the fp32 upcast saves nothing."""
-    return seq * vocab * 4 * k.loss_fp32_copies
-
-
-def _attention_impl(spec: ModelSpec, kernels: bool) -> str:
-    """The attention measure/ runs: eager without kernels, a fused kernel (SDPA or flash) with them."""
-    return "sdpa" if kernels and spec.kernel == "sdpa" else "eager"
-
-
-def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool,
-                       k: Coefficients = COEFFICIENTS) -> ActivationProfile:
-    """Activation bytes of one sample for the model family (see the module docstring)."""
-    spec = spec_of(model)
-    r = spec.recipe_for(tiny)
-    c = BYTES[r.precision]
-    if spec.transformer_shape is not None:
-        layers, h = spec.transformer_shape(tiny)
-        st = model_stats(spec.key, tiny)
-        s, a = r.seq_len, st.heads
-        per_score = k.attention_scores + (k.attention_dropout_mask if st.attention_dropout > 0 else 0.0)
-        attn = 0.0 if _attention_impl(spec, kernels) != "eager" else per_score * a * s / h
-        layer = s * h * (k.transformer_layer + attn) * c / 2  # the paper's constants are for 2-byte values
-        head = s * h * c + _logits_bytes(s, r.vocab_size, k)
-        return ActivationProfile((layer,) * layers, (s * h * c,) * layers, head)
-    if spec.kernel == "mamba-ssm":
-        s, st = r.seq_len, model_stats(spec.key, tiny)
-        net_h = st.hidden
-        head = s * net_h * c + _logits_bytes(s, r.vocab_size, k)
-        if kernels:  # mamba-ssm's fused function; the residual stream is fp32
-            n = len(st.block_params)
-            return ActivationProfile((k.mamba_fused_layer * s * net_h * c / 2,) * n, (4.0 * s * net_h,) * n, head)
-        short = min(MAMBA_COUNT_TOKENS, s)
-        ref = saved_tensor_profile(spec, tiny, "eager", r.precision, short).scaled(s / short)
-        return ActivationProfile(ref.blocks, ref.block_inputs, head)
-    return saved_tensor_profile(spec, tiny, _attention_impl(spec, kernels), r.precision)
-
-
-# --- memory: states and the estimate ---------------------------------------------------------------------
+from .activations import activation_profile, saved_tensor_profile  # noqa: F401
+from .coefficients import COEFFICIENTS, Coefficients
+from .facts import ActivationProfile, ModelStats  # noqa: F401
+from .stats import BYTES, GIB, model_stats
 
 @dataclass(frozen=True)
 class MemoryEstimate:
@@ -172,14 +80,15 @@ class _States:
     cpu: float = 0.0
 
 
-def _ddp_states(n: int, c: int, st: ModelStats) -> _States:
-    """Plain model or DDP. Autocast saves 16-bit weight copies. DDP's fp32 buckets hold every gradient; with
-    ``gradient_as_bucket_view`` the gradients would be views of them, but the step zeroes with
-    ``set_to_none=True``, so the accumulating micro-steps (under ``no_sync``) allocate their gradients afresh
-    beside the buckets: one more fp32 copy of the gradients on every rank."""
-    autocast_copy = c * st.params if c < 4 else 0.0
-    buckets = 4.0 * st.params if n > 1 else 0.0
-    return _States(4.0 * st.params + autocast_copy, 4.0 * st.params, 8.0 * st.params, buckets)
+def _ddp_states(n: int, c: int, st: ModelStats, w: int = 4) -> _States:
+    """Plain model or DDP, weights of ``w`` bytes. Autocast saves 16-bit copies of wider weights. DDP's buckets
+    (in the weights' dtype) hold every gradient; with ``gradient_as_bucket_view`` the gradients would be views of
+    them, but the step zeroes with ``set_to_none=True``, so the accumulating micro-steps (under ``no_sync``)
+    allocate their gradients afresh beside the buckets: one more copy of the gradients on every rank. Adam's
+    moments take the weights' dtype."""
+    autocast_copy = c * st.params if c < w else 0.0
+    buckets = float(w) * st.params if n > 1 else 0.0
+    return _States(float(w) * st.params + autocast_copy, float(w) * st.params, 2.0 * w * st.params, buckets)
 
 
 def _zero_states(stage: int, offload: bool, n: int, c: int, st: ModelStats, k: Coefficients) -> _States:
@@ -218,7 +127,7 @@ def _fsdp_states(full_shard: bool, offload: bool, n: int, c: int, st: ModelStats
     return _States(sharded.weights + unsharded, sharded.gradients, sharded.optimizer_states)
 
 
-def _states(config: Config, k: Coefficients) -> _States:
+def _states(config: Config, k: Coefficients, weight_bytes: int = 4) -> _States:
     m, n = config.methods, config.n_gpus
     c = BYTES[config.recipe.precision]
     st = model_stats(config.spec.key, config.tiny)
@@ -226,16 +135,27 @@ def _states(config: Config, k: Coefficients) -> _States:
         return _zero_states(int(m.sharding[-1]), m.offload, n, c, st, k)
     if m.uses_fsdp:
         return _fsdp_states(m.sharding == "fsdp_full_shard", m.offload, n, c, st, k)
-    return _ddp_states(n, c, st)
+    return _ddp_states(n, c, st, weight_bytes)
 
 
-def predict_memory(config: Config, micro_batch: int, coeffs: Coefficients = COEFFICIENTS) -> MemoryEstimate:
-    """Predicted per-GPU memory of ``config`` at ``micro_batch`` samples per micro-step."""
+def residual_bytes(config: Config, weight_bytes: int = 4) -> int:
+    """Bytes of one residual-stream element: the weights' own where the PyTorch path autocasts them (an fp32
+    embedding's output stays fp32 through the residual additions), the recipe's where DeepSpeed or FSDP cast the
+    weights to it."""
+    c = BYTES[config.recipe.precision]
+    return c if config.methods.uses_deepspeed or config.methods.uses_fsdp else max(c, weight_bytes)
+
+
+def predict_memory(config: Config, micro_batch: int, coeffs: Coefficients = COEFFICIENTS,
+                   weight_bytes: int = 4) -> MemoryEstimate:
+    """Predicted per-GPU memory of ``config`` at ``micro_batch`` samples per micro-step, its model built with
+    weights of ``weight_bytes`` (4, as every model is built now; 2 for the config.json decoders measured while
+    their build took the config's 16-bit dtype)."""
     if micro_batch < 1:
         raise ValueError(f"the micro-batch must be at least 1, got {micro_batch}")
     k, m = coeffs, config.methods
-    s = _states(config, k)
-    profile = activation_profile(config.spec, config.tiny, m.kernels, k)
+    s = _states(config, k, weight_bytes)
+    profile = activation_profile(config.spec, config.tiny, m.kernels, k, residual_bytes(config, weight_bytes))
     activations = profile.per_sample(m.checkpointing) * micro_batch * k.activation_scale
     allocated = s.weights + s.gradients + s.optimizer_states + activations + s.buffers
     fixed = k.cuda_context_gib + k.workspace_gib + (k.nccl_gib if config.n_gpus > 1 else 0.0)

@@ -86,7 +86,8 @@ def stats_fields(key: str, tiny: bool) -> dict:
     out = net.get_output_embeddings() if hasattr(net, "get_output_embeddings") else None
     tied = out.weight.numel() if out is not None and id(out.weight) in tables else 0
     # Every weight matrix outside the embedding tables; a head tied to a table multiplies like an untied one.
-    matrices = sum(p.numel() for p in net.parameters() if p.dim() >= 2 and id(p) not in tables) + tied
+    sizes = [p.numel() for p in net.parameters() if p.dim() >= 2 and id(p) not in tables] + ([tied] if tied else [])
+    matrices = sum(sizes)
     config = getattr(net, "config", None)
     heads = getattr(config, "num_attention_heads", None)
     hidden = getattr(config, "hidden_size", None)
@@ -101,7 +102,35 @@ def stats_fields(key: str, tiny: bool) -> dict:
             "matrix_params": matrices, "attention_width": heads * head_dim if heads and head_dim else None,
             "mlp_width": next((v for v in (getattr(config, k, None) for k in ("intermediate_size", "n_inner",
                                                                                "ffn_dim")) if v), None),
-            "experts": max((getattr(config, k, None) or 0) for k in EXPERT_KEYS)}
+            "experts": max((getattr(config, k, None) or 0) for k in EXPERT_KEYS), "matrix_sizes": sorted(sizes)}
+
+
+def decoder_layer_fields(key: str, tiny: bool) -> dict:
+    """The fields of ``facts.DecoderLayer`` of a causal decoder, read from its first repeated block and its
+    config."""
+    spec = get_model(key)
+    with reference_path(spec):
+        net = meta_model(spec, tiny)
+    cfg = net.config
+    block = next(m for m in net.modules() if type(m).__name__ in spec.block_types)
+    h = int(getattr(cfg, "hidden_size", None) or cfg.n_embd)
+    heads = int(getattr(cfg, "num_attention_heads", None) or cfg.n_head)
+    size = int(getattr(cfg, "head_dim", None) or h // heads)
+    kv = int(getattr(cfg, "num_key_value_heads", None) or heads) * size
+    mlp = next((int(v) for v in (getattr(cfg, k, None) for k in ("intermediate_size", "n_inner", "ffn_dim")) if v),
+               4 * h)
+    widths = {int(getattr(m, "out_features", None) or getattr(m, "nf", 0) or 0) for m in block.modules()}
+    norm_sizes = [getattr(m, "weight", None) for m in block.modules() if "norm" in type(m).__name__.lower()]
+    norm_sizes = [w.numel() if w is not None else h for w in norm_sizes]
+    norms = sum(1 for n in norm_sizes if n == h)
+    dropout = max(float(getattr(cfg, k, None) or 0.0) for k in ("hidden_dropout", "resid_pdrop", "dropout",
+                                                                 "hidden_dropout_prob"))
+    return {"hidden": h, "queries": heads * size, "keys": kv, "mlp": mlp,
+            "gated": any("gate" in name.rsplit(".", 1)[-1] for name, _ in block.named_modules()), "norms": norms,
+            "head_norms": any(n == size for n in norm_sizes) and size != h,
+            "parallel": bool(getattr(cfg, "use_parallel_residual", False)) or norms == 1,
+            "fused_qkv": heads * size + 2 * kv in widths,
+            "rotary": any("rotary" in type(m).__name__.lower() for m in net.modules()), "dropout": dropout}
 
 
 # --- FLOPs -------------------------------------------------------------------------------------------------

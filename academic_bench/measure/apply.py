@@ -37,6 +37,7 @@ class Ran:
     parallel: str = "single"
     precision: str = "fp32"
     notes: list[str] = field(default_factory=list)
+    weights: str = ""  # the dtype the model's weights were built in (before any method casts them)
     timing_s: float | None = None  # seconds the timed repetitions took (warm-up included)
     validate_s: float | None = None  # seconds the sustained validation took
 

@@ -38,6 +38,7 @@ class Stepper:
         with torch.device(device if not m.uses_deepspeed or device == "cuda" else "cpu"):
             model = spec.build(cfg.tiny, self.ran.attention if self.ran.attention != "n/a" else "sdpa")
         model.train()
+        self.ran.weights = str(next(model.parameters()).dtype).removeprefix("torch.")
         if self.ran.attention not in ("n/a",):
             self.ran.kernels.append(f"attention:{self.ran.attention}")
         if m.checkpointing:

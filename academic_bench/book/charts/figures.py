@@ -11,7 +11,7 @@ from .common import SOURCE_COLORS, empty_chart, by_model, gpu_color, gpu_names, 
 
 __all__ = ["availability_heatmap", "share_bars", "days_by_gpus", "mfu_strip", "feasibility_grid", "COVERAGE_COLORS",
            "coverage_grid", "speedup_bars", "SMART_COLORS", "search_bars", "profile_bars", "scatter_vs",
-           "cost_vs_days", "published_ratio_strip"]
+           "error_strip", "cost_vs_days", "published_ratio_strip"]
 
 # --- the survey --------------------------------------------------------------------------------------------
 
@@ -264,6 +264,23 @@ def scatter_vs(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, tit
         color=alt.Color(f"{color}:N", sort=model_order(df[color]) if color == "model" else "ascending"),
         tooltip=tips)
     return (diag + points).properties(width=420, height=320, title=title)
+
+
+# --- other hardware -------------------------------------------------------------------------------------------
+
+def error_strip(df: pd.DataFrame, worst: float, title: str) -> alt.Chart:
+    """Each held-out prediction's error (x) per method class (y), coloured by how it was carried, with the
+    target's worst error drawn on both sides. ``df`` columns: method_class, error, carried, point."""
+    if df.empty:
+        return empty_chart("No held-out prediction yet.")
+    points = alt.Chart(df).mark_point(filled=True, size=60, opacity=0.8).encode(
+        x=alt.X("error:Q", title="predicted / measured days - 1", axis=alt.Axis(format="+.0%")),
+        y=alt.Y("method_class:N", title=None),
+        color=alt.Color("carried:N", title="predicted as"),
+        tooltip=["point", "carried", alt.Tooltip("error:Q", format="+.1%")])
+    rules = alt.Chart(pd.DataFrame({"x": [-worst, worst]})).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(
+        x="x:Q")
+    return (points + rules).properties(width=460, height=alt.Step(26), title=title)
 
 
 # --- cost -----------------------------------------------------------------------------------------------------

@@ -135,8 +135,9 @@ def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
 
     block = next(m for m in net.modules() if type(m).__name__ in block_types)
     # The MLP child: the one named like it that holds projections (GPT-NeoX also has a 'post_mlp_dropout').
-    counts = [sum(isinstance(m, nn.Linear) for m in child.modules()) for name, child in block.named_children()
-              if "mlp" in name.lower() or "feed_forward" in name.lower()]
+    # GPT-2's projections are Conv1D modules (a weight of inputs x outputs, ``nf`` outputs), not nn.Linear.
+    counts = [sum(isinstance(m, nn.Linear) or hasattr(m, "nf") for m in child.modules())
+              for name, child in block.named_children() if "mlp" in name.lower() or "feed_forward" in name.lower()]
     n = max(counts, default=0)
     return {3: "gated", 2: "plain"}.get(n, f"other ({n} projections)")
 
@@ -255,6 +256,7 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     key = f"{name}@{digest}".lower()
 
     def build(tiny: bool = False, attn: str = "sdpa"):
+        import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 
         if tiny:
@@ -265,7 +267,11 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
         if extended:  # as the catalog's Pythia does for its 2048 + 1 tokens; learned positions grow with it
             setattr(cfg, shape["positions_key"], seq_len)
         cfg._attn_implementation = attn
-        return AutoModelForCausalLM.from_config(cfg)
+        # fp32 weights, as the catalog's models are built: the recipe's precision is autocast's, with fp32 weights,
+        # gradients and Adam states. A config's torch_dtype is the dtype its checkpoint was saved in, and
+        # transformers 5 builds in it unless told otherwise: pure 16-bit training (16-bit AdamW moments, no fp32
+        # weights), which no recipe of the study runs and which fp16's gradient scaler refuses.
+        return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
 
     blocks = tuple(shape["blocks"])
     layers, hidden = stated["num_hidden_layers"], stated["hidden_size"]

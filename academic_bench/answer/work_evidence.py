@@ -1,0 +1,227 @@
+"""What the work model (``decoder_work``) reads besides the catalog decoders' kernel profiles, each from a file a
+command produced:
+
+- **the matrix-product rate by size** (``GemmCurve``): a linear layer's three training products (forward, input
+  gradient, weight gradient) timed on a GPU by ``scripts/offline-gpu/gemm_sweep.py``
+  (``<setup>/evidence/gemm/gemm.jsonl``), as a function of one product's FLOPs. Products of a few GFLOPs run far
+  below the peak (too few output tiles for the GPU's SMs, and the sweep's own launches), and the rate levels off
+  from a few tens of GFLOPs: a decoder's small matrices (hidden 512, grouped key-value projections, short
+  micro-batches) take longer per FLOP than Pythia's, whose profiles the rates come from;
+- **the measured optimum** (``measured_optima``): the micro-batch of each catalog decoder's fastest measured
+  free-lunch step on a setup. A profile taken at a smaller micro-batch than that (the profiler's buffers did not
+  fit beside the optimum) has more idle and memory-bound time per unit of work than the configuration the work
+  model predicts, so its rates would make every prediction too slow; it calibrates nothing;
+- **attention's per-token part** (``attention_offset``): a fused attention kernel's time is not all in proportion
+  to its FLOPs (layers x width x sequence x tokens): reading and writing the queries, keys, values, outputs and
+  their gradients, and the diagonal blocks of the causal mask, grow with the tokens alone. Profiles of one
+  decoder shape at two sequence lengths on one setup separate the two: the time per token goes as
+  ``sequence + offset``, with the offset in tokens of sequence.
+
+``PLAIN`` is none of these (one rate whatever a product's size, all of attention in proportion to its FLOPs, every
+profile used): the work model as it was before them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from ..catalog.hardware import get_gpu, match_name
+from ..catalog.methods import FREE_LUNCH
+
+GEMM_FILE = "evidence/gemm/gemm.jsonl"
+LAUNCH_BOUND = 1.5  # a product within this factor of the sweep's shortest time measured the launch (gemm_curve)
+DECODER_PROFILES = "evidence/decoders/profiles.jsonl"
+
+
+@dataclass(frozen=True)
+class GemmCurve:
+    """A GPU's matrix-product rate as a function of one product's FLOPs (``gemm_curve``), interpolated linearly in
+    log FLOPs and held at the ends."""
+
+    gpu: str  # catalog key of the GPU that ran the sweep
+    flops: tuple[float, ...]  # one product's FLOPs, ascending
+    rates: tuple[float, ...]  # FLOP/s of a layer's three products at those FLOPs
+    source: str  # the file it was read from
+
+    def rate(self, flops: float) -> float:
+        """FLOP/s of a product of ``flops`` FLOPs."""
+        import numpy as np
+
+        return float(np.interp(math.log(flops), [math.log(f) for f in self.flops], self.rates))
+
+    @property
+    def plateau(self) -> float:
+        """The rate of the largest products swept: the reference a product's slowness is counted against."""
+        return self.rates[-1]
+
+    def slowness(self, flops: float) -> float:
+        """How many times longer than at ``plateau`` a product of ``flops`` FLOPs takes, per FLOP."""
+        return self.plateau / self.rate(flops)
+
+
+def gemm_curve(lines: pd.DataFrame, gpu: str, source: str) -> GemmCurve:
+    """The ``GemmCurve`` of a sweep's lines (``gemm_sweep.py``: m, k, n, product, seconds; bf16): each linear layer's
+    rate (its three products' FLOPs over their summed seconds), made non-decreasing in FLOPs (pooled adjacent
+    violators, each FLOP count weighted by its shapes): a larger product is never slower per FLOP, so one shape's
+    dip (a library's choice of kernel for it) is averaged with its neighbours instead of taken as a law of size.
+
+    The sweep launches its products one by one from Python, so it times each as the longer of its kernel and the
+    host's launch interval, which its shortest product shows. A layer whose fastest product took less than
+    ``LAUNCH_BOUND`` times that is left out: its time is the host's, not the GPU's (in training the profiles count
+    such gaps as idle time, a kind of their own). In the H100 sweep those layers took 1.0-1.2 times the shortest
+    time and every other at least 1.57 times."""
+    d = lines[lines["dtype"] == "bf16"].assign(flops=lambda x: 2.0 * x["m"] * x["k"] * x["n"])
+    layers = d.groupby(["m", "k", "n"]).agg(flops=("flops", "first"), seconds=("seconds", "sum"),
+                                            fastest=("seconds", "min"), products=("product", "nunique"))
+    # A layer whose three products were all timed, each clearly longer than a launch.
+    layers = layers[(layers["products"] == 3) & (layers["fastest"] >= LAUNCH_BOUND * d["seconds"].min())]
+    layers["rate"] = 3 * layers["flops"] / layers["seconds"]
+    by_size = layers.groupby("flops")["rate"].agg(["mean", "size"]).sort_index()
+    blocks: list[list[float]] = []  # [rate, weight, how many FLOP counts]
+    for rate, weight in zip(by_size["mean"], by_size["size"]):
+        blocks.append([float(rate), float(weight), 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (r2, w2, n2), (r1, w1, n1) = blocks.pop(), blocks.pop()
+            blocks.append([(r1 * w1 + r2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    rates = [r for r, _, n in blocks for _ in range(n)]
+    return GemmCurve(gpu, tuple(float(f) for f in by_size.index), tuple(rates), source)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The work model's evidence besides the profiles (module docstring)."""
+
+    gemm: Mapping[str, GemmCurve] = field(default_factory=dict)  # by catalog GPU key
+    optima: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (setup, model) -> measured micro-batch
+    attention_offset: float = 0.0  # tokens of sequence
+
+    def curve_for(self, gpu: str) -> GemmCurve | None:
+        """The sweep of ``gpu`` itself, else of a GPU of the same architecture (H200 has H100's chip: the same SMs
+        and peak), else None (one rate whatever the size)."""
+        if gpu in self.gemm:
+            return self.gemm[gpu]
+        arch = get_gpu(gpu).architecture
+        same = sorted(k for k in self.gemm if get_gpu(k).architecture == arch)
+        return self.gemm[same[0]] if same else None
+
+
+PLAIN = Evidence()
+
+
+def gemm_curves(root: str | Path | None = None) -> dict[str, GemmCurve]:
+    """Every setup's GEMM sweep (``<setup>/evidence/gemm/gemm.jsonl``), by the catalog key of the GPU that ran it
+    (the lines name the device); where two setups swept one GPU, the first setup's in name order."""
+    from ..analysis import runs_root
+
+    out: dict[str, GemmCurve] = {}
+    for path in sorted(runs_root(root).glob(f"*/{GEMM_FILE}")):
+        lines = pd.read_json(path, lines=True)
+        if lines.empty:
+            continue
+        gpu = match_name(str(lines["gpu"].iloc[0]))
+        if gpu is not None and gpu.key not in out:
+            out[gpu.key] = gemm_curve(lines, gpu.key, str(path.relative_to(runs_root(root))))
+    return out
+
+
+def measured_optima(runs: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(setup, model) -> the micro-batch of the fastest synchronised free-lunch step measured on one GPU."""
+    from ..analysis import measured_rows
+
+    r = measured_rows(runs) if not runs.empty else runs
+    if r.empty:
+        return {}
+    r = r[(r["methods_label"] == FREE_LUNCH.label()) & (r["n_gpus"] == 1)]
+    best = r.sort_values(["step_time_s", "config_id"]).groupby(["setup", "model"]).head(1)
+    return {(s, m): int(b) for s, m, b in zip(best["setup"], best["model"], best["micro_batch"])}
+
+
+def offset_from(pairs: list[tuple[float, float, float, float]]) -> float:
+    """The attention offset (tokens of sequence) from profiles of one shape at two sequence lengths: each pair is
+    (sequence 1, attention seconds per token at it, sequence 2, seconds per token at it); seconds per token go as
+    ``sequence + offset``. The median over pairs; 0 without any (all of attention in proportion to its FLOPs)."""
+    import statistics
+
+    found = []
+    for s1, u1, s2, u2 in pairs:
+        ratio = u1 / u2
+        if s1 != s2 and ratio != 1:
+            found.append(max(0.0, (s1 - ratio * s2) / (ratio - 1)))
+    return float(statistics.median(found)) if found else 0.0
+
+
+def decoder_profiles(root: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, str], dict[str, dict]]:
+    """The profiles of decoders outside the catalog (``<setup>/evidence/decoders/profiles.jsonl``, the latest of each
+    configuration, ``analysis.profiles``' columns), the registered key of each profile's model (from the
+    config.json and the settings its estimate.json was made with), and each model's estimate architecture."""
+    import json
+
+    from ..analysis import profile_frame, runs_root
+    from ..analysis.memory_check import decoder_key
+    from ..results import read_lines
+
+    frames, keys, shapes = [], {}, {}
+    for path in sorted(runs_root(root).glob(f"*/{DECODER_PROFILES}")):
+        entries = list({p["config_id"]: p for _, p in read_lines(path)}.values())
+        frames.append(profile_frame(entries))
+        for model in {p["config"]["model"] for p in entries}:
+            estimate = path.parent / model.split("@")[0] / "estimate.json"
+            if not estimate.exists():
+                continue
+            a = json.loads(estimate.read_text())["architecture"]
+            key = decoder_key(estimate.with_name("config.json"), a)
+            if key is None:
+                continue
+            keys[model] = key
+            shapes[model] = {**a, "config": json.loads(estimate.with_name("config.json").read_text())}
+    frame = pd.concat(frames) if frames else profile_frame([])
+    return frame, keys, shapes
+
+
+def attention_offset(frame: pd.DataFrame, shapes: Mapping[str, dict]) -> float:
+    """``offset_from`` the profiled decoders (``decoder_profiles``) that share a config.json and a setup at two
+    sequence lengths, free-lunch on one GPU."""
+    p = frame[(frame["kind"] == "attention") & (frame["methods_label"] == FREE_LUNCH.label())
+              & (frame["n_gpus"] == 1) & frame["model"].isin(list(shapes))]
+    per = []
+    for (setup, model), g in p.groupby(["setup", "model"]):
+        first = g.iloc[0]
+        seq = int(shapes[model]["seq_len"])
+        tokens = int(first["micro_batch"]) * int(first["gas"]) * seq
+        per.append((setup, repr(sorted(shapes[model]["config"].items())), seq, float(g["seconds"].sum()) / tokens))
+    pairs = [(s1, u1, s2, u2) for i, (a, c, s1, u1) in enumerate(per) for (b, d, s2, u2) in per[i + 1:]
+             if (a, c) == (b, d) and s1 != s2]
+    return offset_from(pairs)
+
+
+@lru_cache(maxsize=8)
+def runs_evidence(root: str | None = None) -> Evidence:
+    """The work model's evidence from the runs under ``root`` (default the shipped runs)."""
+    from ..analysis import runs_frame
+
+    frame, _, shapes = decoder_profiles(root)
+    return Evidence(gemm=gemm_curves(root), optima=measured_optima(runs_frame(root)),
+                    attention_offset=attention_offset(frame, shapes))
+
+
+def evidence_record(e: Evidence) -> dict:
+    """``e`` as plain JSON (kept with the answers' calibration, ``store.calibration``), every digit kept."""
+    return {"gemm": {k: {"gpu": c.gpu, "flops": list(c.flops), "rates": list(c.rates), "source": c.source}
+                     for k, c in sorted(e.gemm.items())},
+            "optima": [[s, m, int(b)] for (s, m), b in sorted(e.optima.items())],
+            "attention_offset": float(e.attention_offset)}
+
+
+def evidence_of(record: Mapping | None) -> Evidence:
+    """The ``Evidence`` an ``evidence_record`` kept (``PLAIN`` where none was)."""
+    if not record:
+        return PLAIN
+    return Evidence(gemm={k: GemmCurve(c["gpu"], tuple(c["flops"]), tuple(c["rates"]), c["source"])
+                          for k, c in record["gemm"].items()},
+                    optima={(s, m): int(b) for s, m, b in record["optima"]},
+                    attention_offset=float(record["attention_offset"]))

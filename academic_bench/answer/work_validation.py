@@ -1,0 +1,176 @@
+"""The work model (``decoder_work``) checked against measurements: the decoders outside the catalog whose days were
+estimated before they ran (``config_decoders``), each profiled catalog decoder predicted from the others' rates
+(``work_model_leave_one_out``), and each profiled decoder's step kind of work by kind (``work_model_by_kind``).
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .transfer_validation import add_errors
+from .work_evidence import PLAIN, Evidence
+
+DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days (issue of the estimate command)
+DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "setup", "gpu", "n_gpus", "estimated_with",
+                   "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days",
+                   "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within", "work_model_days",
+                   "work_model_error", "work_model_held_out", "predicted_memory_gb", "measured_memory_gb",
+                   "memory_error"]
+WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
+
+
+def _made_by(estimate: dict) -> tuple[str, float]:
+    """(what an estimate.json's days rest on, the MFU they imply): its answer's ``by`` and ``mfu``, or, in the
+    files written before the estimate carried the answer, its ``mfu`` block's ``source`` and ``value``."""
+    if "answer" in estimate:
+        return str(estimate["answer"].get("by") or ""), float(estimate["answer"]["mfu"])
+    return str(estimate["mfu"].get("source", "")), float(estimate["mfu"]["value"])
+
+
+def config_decoders(root: str | None = None) -> pd.DataFrame:
+    """Decoders outside the catalog, from their config.json: the days ``academic-bench estimate --model
+    PATH/config.json`` gave before they ran (``<setup>/evidence/decoders/<name>/estimate.json``, kept as written;
+    ``estimated_with`` says by which method), beside the days their measurement gives
+    (``<setup>/evidence/decoders/results.jsonl``, rows of ``academic-bench bench --model PATH/config.json``; a
+    row's model key is ``<name>@<digest>``). Their rows stay out of the setup's results, so no estimate or answer
+    of the study rests on them. ``within``: |error| <= ``DECODER_TOLERANCE``. ``work_model_days`` is today's
+    work model (``decoder_work``) for every decoder at the micro-batch that ran (the step alone: the rows measured
+    before the build was made fp32 trained purely in 16 bits, whose memory lets a larger micro-batch fit than
+    today's build, ``analysis.memory_check``); ``work_model_held_out`` is True only where the estimate
+    kept was made by the work model, i.e. before the decoder was measured. ``memory_error`` sets today's memory
+    model's prediction at the micro-batch that ran, with the weights it ran with
+    (``analysis.memory_check.built_weights``), beside the peak the run allocated."""
+    import json
+
+    from ..analysis import profiles, runs_root
+    from ..analysis.memory_check import built_weights, decoder_key, memory_gb
+    from ..catalog.methods import Methods
+    from .decoder_work import calibration_points, predict_decoder
+    from ..results import ResultStore, status_of
+    from .work_evidence import runs_evidence
+
+    out = []
+    evidence = runs_evidence(None if root is None else str(root))
+    points = calibration_points(profiles(root), evidence)
+    for path in sorted(runs_root(root).glob("*/evidence/decoders/results.jsonl")):
+        for row in ResultStore(path).rows():
+            name = row["config"]["model"].split("@")[0]
+            estimate = path.parent / name / "estimate.json"
+            if status_of(row) != "measured" or not estimate.exists():
+                continue
+            if Methods.from_dict(row["config"]["methods"]).beyond_paper:
+                continue  # measured beside the free lunch the estimate is of (``analysis.beyond``)
+            e = json.loads(estimate.read_text())
+            if (e["gpu"], e["n_gpus"]) != (row["config"]["gpu"], row["config"]["n_gpus"]):
+                continue  # an estimate for another setting says nothing about this row
+            a = e["architecture"]
+            key = decoder_key(estimate.with_name("config.json"), a)
+            ran = Methods.from_dict(row["config"]["methods"])
+            now = predict_decoder(key, e["gpu"], e["n_gpus"], points, ran, evidence=evidence,
+                                  micro_batch=int(row["micro_batch"])) if key else None
+            made_by, estimated_mfu = _made_by(e)
+            method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
+            out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
+                        "seq_len": a["seq_len"], "setup": row["setup"], "gpu": row["config"]["gpu"],
+                        "n_gpus": row["config"]["n_gpus"], "estimated_with": method, "predicted_days": e["days"],
+                        "predicted_days_low": e["days_range"][0],
+                        "predicted_days_high": e["days_range"][1], "predicted_mfu": estimated_mfu,
+                        "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
+                        "work_model_days": now.days if now is not None and now.days is not None else math.nan,
+                        "work_model_held_out": method == WORK_MODEL,
+                        # Today's memory model at the micro-batch that ran, with the weights it ran with, beside
+                        # the peak the run allocated.
+                        "predicted_memory_gb": memory_gb(key, row["config"]["gpu"], row["config"]["n_gpus"], ran,
+                                                         row["micro_batch"], built_weights(
+                                                             row, json.loads(estimate.with_name("config.json")
+                                                                             .read_text()))) if key else None,
+                        "measured_memory_gb": max((p for p in row.get("peak_memory_gb") or [] if p is not None),
+                                                  default=None)})
+    if not out:
+        return pd.DataFrame(columns=DECODER_COLUMNS)
+    frame = add_errors(pd.DataFrame(out))
+    frame["within"] = frame["abs_error"] <= DECODER_TOLERANCE
+    frame["work_model_error"] = frame["work_model_days"].astype(float) / frame["measured_days"].astype(float) - 1
+    frame["memory_error"] = (frame["predicted_memory_gb"].astype(float) / frame["measured_memory_gb"].astype(float)
+                             - 1)
+    return frame[DECODER_COLUMNS]
+
+
+WORK_MODEL_COLUMNS = ["setup", "gpu", "model", "micro_batch", "predicted_step_s", "predicted_step_low_s",
+                      "predicted_step_high_s", "profiled_step_s", "in_range", "error", "abs_error"]
+
+
+def work_model_leave_one_out(root: str | None = None) -> pd.DataFrame:
+    """The work model (``decoder_work``) on the catalog decoders it is calibrated on, each left out in turn: its
+    profiled step on a setup predicted from the rates of the setup's other profiled decoders, at its own
+    micro-batch."""
+    from ..analysis import profiles
+    from .decoder_work import calibration_points, predict_on_setup
+    from .work_evidence import runs_evidence
+
+    evidence = runs_evidence(None if root is None else str(root))
+    points = calibration_points(profiles(root), evidence)
+    rows = []
+    for _, r in points.iterrows():
+        others = points[(points["setup"] == r["setup"]) & (points["model"] != r["model"])]
+        if others.empty:
+            continue
+        p = predict_on_setup(r["model"], r["setup"], points, int(r["micro_batch"]), int(r["gas"]),
+                             leave_out=r["model"], evidence=evidence)
+        rows.append({"setup": r["setup"], "gpu": r["gpu"], "model": r["model"], "micro_batch": int(r["micro_batch"]),
+                     "predicted_step_s": p.step_s, "predicted_step_low_s": p.low_s, "predicted_step_high_s": p.high_s,
+                     "profiled_step_s": r["step_wall_s"]})
+    if not rows:
+        return pd.DataFrame(columns=WORK_MODEL_COLUMNS)
+    out = pd.DataFrame(rows)
+    out["error"] = out["predicted_step_s"] / out["profiled_step_s"] - 1
+    out["abs_error"] = out["error"].abs()
+    out["in_range"] = ((out["predicted_step_low_s"] <= out["profiled_step_s"])
+                       & (out["profiled_step_s"] <= out["predicted_step_high_s"]))
+    return out[WORK_MODEL_COLUMNS]
+
+
+BY_KIND_COLUMNS = ["decoder", "setup", "micro_batch", "kind", "predicted_s", "profiled_s", "error"]
+
+
+def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.DataFrame,
+            evidence: Evidence = PLAIN) -> pd.DataFrame:
+    """Each profiled decoder's step, kind of work by kind (``decoder_work.KINDS``, and ``step``): the work model's
+    seconds (``predict_on_setup`` at the profile's micro-batch, from ``points`` made with ``evidence``) beside the
+    profile's. ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the
+    registered decoder key the work model counts."""
+    from .decoder_work import KINDS, PROFILE_KINDS, predict_on_setup
+
+    rows = []
+    for (setup, config_id, model), g in decoder_profiles.groupby(["setup", "config_id", "model"]):
+        first = g.iloc[0]
+        if model not in keys or not (points["setup"] == setup).any():
+            continue
+        pred = predict_on_setup(keys[model], setup, points, int(first["micro_batch"]), int(first["gas"]),
+                                evidence=evidence)
+        seconds = g.groupby("kind")["seconds"].sum()
+        profiled = {k: float(seconds.reindex(list(names)).fillna(0).sum()) for k, names in PROFILE_KINDS.items()}
+        profiled["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"]))
+        parts = [(k, pred.seconds[k], profiled[k]) for k in KINDS]
+        parts.append(("step", pred.step_s, float(first["step_wall_s"])))
+        rows += [{"decoder": model.split("@")[0], "setup": setup, "micro_batch": int(first["micro_batch"]), "kind": k,
+                  "predicted_s": p, "profiled_s": m} for k, p, m in parts]
+    out = pd.DataFrame(rows, columns=BY_KIND_COLUMNS[:-1])
+    out["error"] = out["predicted_s"] / out["profiled_s"].where(out["profiled_s"] > 0) - 1
+    return out[BY_KIND_COLUMNS]
+
+
+def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
+    """``by_kind`` for the decoders outside the catalog profiled on a setup (``academic-bench profile --model
+    PATH/config.json --out <setup>/evidence/decoders/profiles.jsonl``, the latest profile of each configuration),
+    each registered from the config.json and settings its estimate was made with."""
+    from ..analysis import profiles
+    from .decoder_work import calibration_points
+    from .work_evidence import decoder_profiles, runs_evidence
+
+    frame, keys, _ = decoder_profiles(root)
+    if frame.empty:
+        return pd.DataFrame(columns=BY_KIND_COLUMNS)
+    evidence = runs_evidence(None if root is None else str(root))
+    return by_kind(frame, keys, calibration_points(profiles(root), evidence), evidence)
