@@ -222,3 +222,31 @@ def test_a_failed_row_from_another_gpu_is_rejected(tmp_path) -> None:
     oom = make_row(config, setup=SETUP, outcome="oom", reason="out of memory", env=dict(ENV))
     errors = _errors(_folder(tmp_path, rows=[*_good_rows(), oom]))
     assert len(errors) == 1 and "env.gpu_name" in errors[0] and "h200" in errors[0]
+
+
+def _workshop_row() -> dict:
+    """A tiny model measured on the CPU, as ``bench --tiny --device cpu --setup h100x1`` writes it."""
+    config = Config("pythia-160m", "h100-80gb", 1, methods=preset("naive"), tiny=True)
+    env = {**ENV, "gpu_name": None, "device": "cpu"}
+    return make_row(config, setup=SETUP, outcome="ok", mode="step", timing="synced", status="measured", env=env,
+                    **measured_fields(config, 8, step=0.5, timing="synced"))
+
+
+def test_a_workshop_run_on_the_cpu_passes_without_a_gpu_and_says_what_it_is(tmp_path, capsys) -> None:
+    """A teacher's run of tiny models on laptops records no GPU and need not ship a notebook or an evidence README;
+    the report says it is no evidence of any GPU's speed."""
+    folder = _folder(tmp_path, rows=[_workshop_row()], notebook=False, readme=False)
+    check = check_run(folder)
+    assert check.ok, [p.line() for p in check.errors]
+    assert {p.where for p in check.warnings} >= {NOTEBOOK, str(EVIDENCE_README)}
+    assert _main("check-run", str(folder)) == 0
+    assert "a workshop run: tiny models on the CPU" in capsys.readouterr().out
+
+
+def test_a_gpu_folder_with_a_workshop_row_still_needs_its_files_and_gpu_names(tmp_path) -> None:
+    folder = _folder(tmp_path, rows=_good_rows() + [_workshop_row()], notebook=False)
+    assert any(NOTEBOOK in e for e in _errors(folder))
+    gpu_row_without_name = _row(env={**ENV, "gpu_name": None})
+    (tmp_path / "b").mkdir()
+    folder2 = _folder(tmp_path / "b", rows=[gpu_row_without_name], notebook=True)
+    assert any("gpu_name" in e for e in _errors(folder2))

@@ -16,6 +16,9 @@ A folder is checked for what every answer built on it relies on, and every probl
   tolerance (readers then do not count those measurements, ``analysis.results``), and a superseded row without
   its environment (no reader uses it).
 
+A **workshop run** (every row a tiny model on the CPU, ``--tiny --device cpu``) is no evidence of any GPU: its rows
+need no GPU name, and a missing notebook or evidence README is a warning; the report says what it is.
+
 The exit rule (``check-run``): 0 when there is no error (warnings are printed), 1 when there is any error.
 A path that is not a folder, or a folder without ``results.jsonl``, is no run folder at all (``NotARunFolder``).
 """
@@ -119,15 +122,22 @@ def _drop_duplicates(rows: list[tuple[int, dict]], problems: list[Problem]) -> l
     return [x for i, x in enumerate(rows) if i not in repeats]
 
 
+def on_the_cpu(row: dict) -> bool:
+    """A tiny model run on the CPU: a workshop's or a test's row, no GPU result."""
+    return bool(row["config"].get("tiny")) and row["env"].get("device") == "cpu"
+
+
 def _check_rows(folder: Path, rows: list[tuple[int, dict]], problems: list[Problem]) -> None:
     latest = {id(r) for r in latest_rows([r for _, r in rows])}
     for lineno, row in rows:
         where, status = _where(lineno, row), status_of(row)
         if row["setup"] != folder.name:
             problems.append(Problem(ERROR, where, f"setup {row['setup']!r} is not the folder's name "
-                                                  f"{folder.name!r}: readers would file it under another setup"))
+                                                  f"{folder.name!r}: readers would file it under another setup "
+                                                  f"(bench and notebook take --setup {folder.name})"))
         if status in RAN:
-            missing = [k for k in ENV_REQUIRED if not row["env"].get(k)]
+            required = [k for k in ENV_REQUIRED if not (k == "gpu_name" and on_the_cpu(row))]
+            missing = [k for k in required if not row["env"].get(k)]
             if missing:
                 used = id(row) in latest
                 problems.append(Problem(ERROR if used else WARNING, where,
@@ -172,10 +182,12 @@ def _check_skipped(folder: Path, problems: list[Problem]) -> None:
             problems.append(Problem(ERROR, f"{SKIPPED}:{lineno}", "a skip must be an object with its reason"))
 
 
-def _check_files(folder: Path, problems: list[Problem]) -> None:
+def _check_files(folder: Path, problems: list[Problem], workshop: bool = False) -> None:
+    level = WARNING if workshop else ERROR  # a workshop run records no GPU: its files are a courtesy
+    aside = " (a workshop run on the CPU)" if workshop else ""
     nb = folder / NOTEBOOK
     if not nb.is_file():
-        problems.append(Problem(ERROR, NOTEBOOK, "missing: the executed notebook is the run's record"))
+        problems.append(Problem(level, NOTEBOOK, "missing: the executed notebook is the run's record" + aside))
     else:
         try:
             cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
@@ -186,7 +198,8 @@ def _check_files(folder: Path, problems: list[Problem]) -> None:
             if not any(c.get("execution_count") is not None for c in code):
                 problems.append(Problem(ERROR, NOTEBOOK, "not executed: no code cell has run"))
     if not (folder / EVIDENCE_README).is_file():
-        problems.append(Problem(ERROR, str(EVIDENCE_README), "missing: it says how and where the run was made"))
+        problems.append(Problem(level, str(EVIDENCE_README), "missing: it says how and where the run was made"
+                                + aside))
 
 
 def check_run(folder: str | Path) -> RunCheck:
@@ -202,7 +215,8 @@ def check_run(folder: str | Path) -> RunCheck:
     rows = [r for _, r in numbered]
     validated = _check_validations(rows, problems)
     _check_skipped(folder, problems)
-    _check_files(folder, problems)
+    workshop = bool(rows) and all(on_the_cpu(r) for r in rows)
+    _check_files(folder, problems, workshop)
     latest = latest_rows(rows)
     states = Counter(status_of(r) for r in latest)
     commits = sorted({r["env"]["git_commit"] for r in rows if r["env"].get("git_commit")})
@@ -211,7 +225,7 @@ def check_run(folder: str | Path) -> RunCheck:
         "models": sorted({r["config"]["model"] for r in rows}),
         "settings": sorted({f"{r['config']['n_gpus']} x {r['config']['gpu']}" for r in rows}),
         "gpu_names": sorted({r["env"]["gpu_name"] for r in rows if r["env"].get("gpu_name")}),
-        "validated_classes": validated, "commits": len(commits),
+        "validated_classes": validated, "commits": len(commits), "workshop": workshop,
     }
     return RunCheck(str(folder), problems, summary)
 
@@ -228,4 +242,6 @@ def report_text(check: RunCheck) -> str:
               f"models: {', '.join(s['models']) or 'none'}",
               f"validated method classes: {', '.join(s['validated_classes']) or 'none'}; "
               f"commits recorded: {s['commits']}"]
+    if s.get("workshop"):
+        lines.append("a workshop run: tiny models on the CPU, which show the method and the tools, not any GPU's speed")
     return "\n".join(lines)
