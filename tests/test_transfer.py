@@ -248,3 +248,31 @@ def test_every_counted_configuration_of_the_shipped_setups_is_predicted_or_says_
     for cls, g in p.groupby("method_class"):
         assert classes.loc[cls, "worst_abs_error"] == pytest.approx(g["abs_error"].max())
         assert classes.loc[cls, "worst_met"] == (g["abs_error"].max() <= tv.CLASS_TARGET["worst"])
+
+
+def _profile(micro_batch: int, gas: int, flop_s: float, memory_s: float, idle_s: float) -> pd.DataFrame:
+    """A synthetic kernel profile of Pythia-160M free-lunch on the setup "synthetic": matrix and memory-bound
+    kernels' seconds per optimizer step, and ``idle_s`` of the GPU's idle time in it."""
+    busy = flop_s + memory_s
+    return pd.DataFrame([{"setup": "synthetic", "model": "pythia-160m", "methods_label": "free-lunch",
+                          "config_id": "p", "micro_batch": micro_batch, "gas": gas, "kind": kind, "seconds": s,
+                          "busy_s": busy, "step_wall_s": busy + idle_s, "tiny": False, "timer": "gpu kernels"}
+                         for kind, s in (("matrix multiplication", flop_s), ("elementwise", memory_s))])
+
+
+def test_a_profile_at_another_micro_batch_lends_its_idle_time_per_micro_step():
+    """A profile at micro-batch 2 (512 micro-steps) idles a second per 64 micro-steps; a row at micro-batch 32
+    (32 micro-steps) of the same model splits its step with that idle time per micro-step, not with the
+    profile's share of idle time, which its 16 times fewer launches and host waits do not have."""
+    prof = _profile(2, 512, flop_s=6.0, memory_s=2.0, idle_s=8.0)
+    row = {"setup": "synthetic", "model": "pythia-160m", "gpu": "h100-80gb", "n_gpus": 1, "micro_batch": 32,
+           "gas": 32, "step_time_s": 8.5, "model_flops_per_step": 1e15, "methods_label": "free-lunch + ckpt",
+           **dataclasses.asdict(preset("free-lunch")), "checkpointing": True}
+    src = transfer.source_from_row(row, prof)
+    assert src.split_basis == "model"
+    idle = 8.0 * 32 / 512  # the profile's idle seconds per micro-step, times the row's micro-steps
+    assert src.split["idle"] == pytest.approx(idle / (6.0 + 2.0 + idle))
+    assert src.split["flop"] / src.split["memory"] == pytest.approx(6.0 / 2.0)
+    # at the profile's own micro-batch the shares are the profile's
+    same = transfer.source_from_row(row | {"micro_batch": 2, "gas": 512}, prof)
+    assert same.split["idle"] == pytest.approx(8.0 / 16.0)

@@ -114,7 +114,7 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Sourc
         if not own.empty:
             split, basis = split_of(own[own["config_id"] == own["config_id"].iloc[0]]), "configuration"
         elif not mine.empty:
-            split, basis = split_of(mine[mine["config_id"] == mine["config_id"].iloc[0]]), "model"
+            split, basis = split_of(mine[mine["config_id"] == mine["config_id"].iloc[0]], int(row["gas"])), "model"
         elif not setup.empty:
             each = pd.DataFrame([split_of(g) for _, g in setup.groupby("config_id")]).median()
             split, basis = (each / each.sum()).to_dict(), "setup"
@@ -144,9 +144,15 @@ def methods_of_row(row: Mapping) -> Methods:
     return Methods(**{c: row[c] if c in ("sharding", "fp8") else bool(row[c]) for c in METHOD_COLUMNS})
 
 
-def split_of(profile: pd.DataFrame) -> dict[str, float]:
-    """One configuration's profile rows (kind, seconds, busy_s, step_wall_s) as shares of its step wall time.
-    The optimizer's kernels are left out: the row's own optimizer timing stands for them."""
+def split_of(profile: pd.DataFrame, gas: int | None = None) -> dict[str, float]:
+    """One configuration's profile rows (kind, seconds, busy_s, step_wall_s, gas) as shares of its step wall
+    time. The optimizer's kernels are left out: the row's own optimizer timing stands for them.
+
+    ``gas``: the accumulation steps of the step the split is for, where the profile ran at another micro-batch.
+    The kernels' seconds per optimizer step do the same work at any micro-batch (the global batch is fixed),
+    but the GPU's idle time is paid per micro-step (host work, launches: ``predict`` scales it so), so the
+    profile's idle time is taken per micro-step, times ``gas``, before the shares are formed: a profile at a
+    micro-batch of 2 would otherwise lend its launch-bound idle share to a step of micro-batch 32."""
     wall = float(profile["step_wall_s"].iloc[0])
     sec = profile.groupby("kind")["seconds"].sum()
     flop = float(sec.reindex(FLOP_KINDS).fillna(0).sum())
@@ -155,6 +161,8 @@ def split_of(profile: pd.DataFrame) -> dict[str, float]:
     opt = float(sec.get("optimizer", 0.0))
     memory = float(sec.sum()) - flop - scan - comm - opt
     idle = max(0.0, wall - float(profile["busy_s"].iloc[0]))
+    if gas is not None:
+        idle *= gas / int(profile["gas"].iloc[0])
     parts = {"flop": flop, "scan": scan, "memory": memory, "comm": comm, "idle": idle}
     total = sum(parts.values())
     return {k: v / total for k, v in parts.items()}
