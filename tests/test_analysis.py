@@ -482,3 +482,9 @@ def test_configuration_cost_is_the_median_wall_time_of_what_ran_for_models_up_to
     cost = analysis.configuration_cost(analysis.frame_from_rows(rows))
     assert cost[["setup", "engine", "configurations", "median_s", "max_s"]].values.tolist() == [
         ["h100x1", ENGINE_REVISION, 3, 30.0, 40.0]]
+
+
+def test_a_run_folder_name_in_a_sentence_is_given_as_its_hardware():
+    names = {"h200x1": "1 x H200 141GB SXM"}
+    said = analysis.setups_in_words("on h200x1 (scaled from h200x1); h200x1-tiny stays", names)
+    assert said == "on 1 x H200 141GB SXM (scaled from 1 x H200 141GB SXM); h200x1-tiny stays"

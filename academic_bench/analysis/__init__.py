@@ -88,6 +88,7 @@ from .best import (  # noqa: F401
     outcome_counts,
     planned_setups,
     setup_names,
+    setups_in_words,
     step_breakdown,
     unrun_setups,
 )

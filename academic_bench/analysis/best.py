@@ -3,6 +3,8 @@ configuration per setting, per method class, feasibility, search coverage and th
 Figures 2, 4, 5 and 11."""
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -118,6 +120,13 @@ def setup_names(df: pd.DataFrame | None = None, root: str | Path | None = None) 
         for s, g, n in df[["setup", "gpu", "n_gpus"]].drop_duplicates("setup").itertuples(index=False):
             names.setdefault(s, setup_label(g, int(n)))
     return names
+
+
+def setups_in_words(text: str, names: dict[str, str]) -> str:
+    """``text`` with each run folder's name given as its hardware (``names``: ``setup_names``)."""
+    for key, name in names.items():
+        text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", name, text)  # not h200x1 inside h200x1-tiny
+    return text
 
 
 def unrun_setups(df: pd.DataFrame, planned: Iterable[str]) -> list[str]:

@@ -90,13 +90,13 @@ def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
     name in a chart's title is given as its hardware (``names``: ``analysis.setup_names``)."""
     import json
 
+    from .. import analysis
     from .charts import chart_html
 
     def redraw(m: re.Match) -> str:
         spec = json.loads(m["spec"])
         if isinstance(spec.get("title"), str):
-            for key, name in (names or {}).items():
-                spec["title"] = re.sub(rf"\b{re.escape(key)}\b", name, spec["title"])
+            spec["title"] = analysis.setups_in_words(spec["title"], names or {})
         return chart_html(spec)
 
     return _SAVED_CHART.sub(redraw, body)
