@@ -17,19 +17,14 @@ from academic_bench.cli.estimate import estimate_summary
 from academic_bench.catalog.methods import preset
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.models.from_config import ConfigError, decoder_spec
+from small_decoders import LLAMA_GQA, NEOX
 
 GPU, N = "h100-80gb", 1
 SEQ = 256
 TOKENS = 1e9
 
 # Small decoders of the three kinds the command must read: gated MLP with grouped-query attention (Llama), plain
-# GELU MLP with parallel residual (GPT-NeoX), and tied input and output embeddings (Qwen2).
-LLAMA_GQA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
-             "num_key_value_heads": 2, "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 1024,
-             "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-NEOX = {"model_type": "gpt_neox", "hidden_size": 256, "intermediate_size": 1024, "num_attention_heads": 8,
-        "num_hidden_layers": 3, "vocab_size": 1000, "max_position_embeddings": 1024, "rotary_pct": 0.25,
-        "use_parallel_residual": True, "hidden_act": "gelu", "tie_word_embeddings": False, "torch_dtype": "float16"}
+# GELU MLP with parallel residual (GPT-NeoX) from ``small_decoders``, and tied input and output embeddings (Qwen2).
 TIED = {"model_type": "qwen2", "hidden_size": 128, "intermediate_size": 352, "num_attention_heads": 4,
         "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 2000, "max_position_embeddings": 1024,
         "tie_word_embeddings": True, "torch_dtype": "bfloat16"}

@@ -14,15 +14,10 @@ from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.models.from_config import decoder_spec
+from small_decoders import LLAMA_GQA, NEOX as SMALL_NEOX
 
 SEQ = 256
-LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
-         "num_key_value_heads": 2, "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 1024,
-         "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-NEOX = {"model_type": "gpt_neox", "hidden_size": 256, "intermediate_size": 1024, "num_attention_heads": 8,
-        "num_hidden_layers": 3, "vocab_size": 1000, "max_position_embeddings": 1024, "rotary_pct": 0.25,
-        "use_parallel_residual": True, "hidden_act": "gelu", "tie_word_embeddings": False,
-        "torch_dtype": "float16", "attention_dropout": 0.0, "hidden_dropout": 0.0}
+NEOX = {**SMALL_NEOX, "attention_dropout": 0.0, "hidden_dropout": 0.0}
 GPT2 = {"model_type": "gpt2", "n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 1000, "n_positions": 1024,
         "resid_pdrop": 0.1}
 
@@ -37,7 +32,7 @@ def _key(tmp_path, name: str, data: dict, precision: str = "bf16") -> str:
 def test_a_config_decoder_is_built_with_fp32_weights(tmp_path):
     """A config's torch_dtype is its checkpoint's: the decoder trains as the catalog's do, fp32 weights under the
     recipe's autocast, not purely in 16 bits."""
-    key = _key(tmp_path, "llama", LLAMA)
+    key = _key(tmp_path, "llama", LLAMA_GQA)
     import torch
 
     with torch.device("meta"):
@@ -46,7 +41,7 @@ def test_a_config_decoder_is_built_with_fp32_weights(tmp_path):
 
 
 def test_the_layer_shape_is_read_from_the_build(tmp_path):
-    llama = est.decoder_layer(_key(tmp_path, "llama", LLAMA), False)
+    llama = est.decoder_layer(_key(tmp_path, "llama", LLAMA_GQA), False)
     assert (llama.hidden, llama.queries, llama.keys, llama.mlp) == (256, 256, 64, 688)
     assert llama.gated and not llama.parallel and not llama.fused_qkv and llama.rotary and llama.norms == 2
     neox = est.decoder_layer(_key(tmp_path, "neox", NEOX), False)
@@ -60,7 +55,7 @@ def test_what_a_compiled_layer_keeps_by_hand(tmp_path):
     values, the attention output and three MLP intermediates; GPT-NeoX one residual input (parallel), two norm
     outputs, the fused QKV output beside the rotated queries and keys, the output and two MLP intermediates;
     GPT-2's residual dropout adds two 1-byte masks."""
-    llama = est.decoder_layer(_key(tmp_path, "llama", LLAMA), False)
+    llama = est.decoder_layer(_key(tmp_path, "llama", LLAMA_GQA), False)
     assert est.fused_layer(llama, 2, 2) == 2 * 2 * 256 + 2 * 2 * 256 + 2 * (256 + 2 * 64 + 256) + 2 * 3 * 688
     assert est.fused_layer(llama, 2, 4) - est.fused_layer(llama, 2, 2) == 2 * 2 * 256  # an fp32 residual stream
     neox = est.decoder_layer(_key(tmp_path, "neox", NEOX), False)
@@ -72,8 +67,8 @@ def test_what_a_compiled_layer_keeps_by_hand(tmp_path):
 def test_free_lunch_counts_the_shape_and_naive_the_eager_formula(tmp_path):
     """A wider gated MLP keeps more with free-lunch; the naive settings keep the eager per-layer constant, which
     does not see the MLP's width."""
-    narrow = _key(tmp_path, "narrow", LLAMA)
-    wide = _key(tmp_path, "wide", {**LLAMA, "intermediate_size": 2 * 688})
+    narrow = _key(tmp_path, "narrow", LLAMA_GQA)
+    wide = _key(tmp_path, "wide", {**LLAMA_GQA, "intermediate_size": 2 * 688})
 
     def blocks(key, kernels):
         return sum(est.activation_profile(key, False, kernels).blocks)
@@ -82,7 +77,7 @@ def test_free_lunch_counts_the_shape_and_naive_the_eager_formula(tmp_path):
 
 
 def test_the_residual_stream_is_fp32_only_where_autocast_runs_fp32_weights(tmp_path):
-    key = _key(tmp_path, "llama", LLAMA)
+    key = _key(tmp_path, "llama", LLAMA_GQA)
     assert est.residual_bytes(Config(key, "h100-80gb", 1, methods=parse_methods("free-lunch"))) == 4
     assert est.residual_bytes(Config(key, "h100-80gb", 1, methods=parse_methods("free-lunch")), weight_bytes=2) == 2
     for methods in ("free-lunch+zero2", "free-lunch+fsdp_full_shard"):
@@ -92,7 +87,7 @@ def test_the_residual_stream_is_fp32_only_where_autocast_runs_fp32_weights(tmp_p
 def test_weights_built_in_16_bits_train_purely_in_16_bits(tmp_path):
     """16-bit weights, gradients and Adam moments (8 bytes a parameter), no autocast copy, beside the 18 of fp32
     weights under autocast."""
-    key = _key(tmp_path, "llama", LLAMA)
+    key = _key(tmp_path, "llama", LLAMA_GQA)
     c = Config(key, "h100-80gb", 1, methods=parse_methods("free-lunch"))
     params = est.model_stats(key).params
     pure, mixed = est.predict_memory(c, 1, weight_bytes=2), est.predict_memory(c, 1)
@@ -102,7 +97,7 @@ def test_weights_built_in_16_bits_train_purely_in_16_bits(tmp_path):
 
 
 def test_a_fused_cross_entropy_keeps_the_16_bit_logits_alone(tmp_path):
-    key = _key(tmp_path, "llama", LLAMA)
+    key = _key(tmp_path, "llama", LLAMA_GQA)
     plain = est.activation_profile(key, False, True)
     fused = est.activation_profile(key, False, True, replace(est.COEFFICIENTS, fused_loss=True))
     assert plain.other - fused.other == pytest.approx(SEQ * 1000 * (4 * 3 - 2))
@@ -131,7 +126,7 @@ def test_the_memory_model_is_within_ten_percent_of_nine_in_ten_measured_decoder_
 def test_queries_and_keys_normalised_per_head_keep_their_inputs(tmp_path):
     """Qwen3's per-head norms on queries and keys are not norms over the hidden width: they keep the queries' and
     keys' inputs beside the rotated ones."""
-    qwen3 = {**LLAMA, "model_type": "qwen3", "head_dim": 64, "num_attention_heads": 8}
+    qwen3 = {**LLAMA_GQA, "model_type": "qwen3", "head_dim": 64, "num_attention_heads": 8}
     layer = est.decoder_layer(_key(tmp_path, "qwen3", qwen3), False)
     assert layer.head_norms and layer.norms == 2 and layer.queries == 512
     plain = replace(layer, head_norms=False)
