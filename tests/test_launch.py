@@ -279,9 +279,10 @@ def test_a_micro_batch_that_runs_out_of_memory_when_timed_is_measured_at_half(pr
     assert leftovers(private_tmp) == []
 
 
-def test_one_gpu_searches_and_times_in_one_launch_unless_a_trial_ran_out_of_memory(private_tmp, tmp_path, faults):
-    """On one GPU the search's warm stepper is timed in place: one launch, one build, one compile. After an
-    out-of-memory trial the size found is timed in fresh processes, from a clean GPU."""
+def test_one_gpu_searches_and_times_in_one_launch_even_after_an_out_of_memory_trial(private_tmp, tmp_path, faults):
+    """On one GPU one launch searches and times: the search's warm stepper when it was the last built, else the
+    size found built again in the same process after the out-of-memory trial. ``fresh_after_oom`` (the two-launch
+    engine the one-launch engine was checked against) times it in fresh processes instead."""
     log = tmp_path / "clean.log"
     row = run_config(tiny(), timeout_s=120, log_path=log, **FAST)
     assert row["outcome"] == "ok" and row["micro_batch"] == 8 and row["ran"]["in_place"] is True
@@ -289,10 +290,15 @@ def test_one_gpu_searches_and_times_in_one_launch_unless_a_trial_ran_out_of_memo
     assert row["ran"]["search_s"] > 0 and row["ran"]["timing_s"] > 0
     log = tmp_path / "oom.log"
     row = run_config(tiny(), **faults({"oom_above_micro_batch": 4}), timeout_s=120, log_path=log, **FAST)
+    assert row["outcome"] == "ok" and row["micro_batch"] == 4 and row["ran"]["in_place"] is True
+    assert row["ran"]["after_oom"] is True and row["ran"]["kept_warm"] is False
+    assert log.read_text().count("starts at") == 1 and "(measure)" not in log.read_text()
+    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(2, "ok"), (4, "ok"), (8, "oom")]
+    log = tmp_path / "fresh.log"
+    row = run_config(tiny(), **faults({"oom_above_micro_batch": 4}), timeout_s=120, log_path=log, **FAST,
+                     fresh_after_oom=True)
     assert row["outcome"] == "ok" and row["micro_batch"] == 4 and row["ran"]["in_place"] is False
     assert log.read_text().count("starts at") == 2 and "(measure)" in log.read_text()
-    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(1, "ok"), (2, "ok"), (4, "ok"),
-                                                                              (8, "oom")]
     assert leftovers(private_tmp) == []
 
 

@@ -159,8 +159,26 @@ def test_a_search_that_never_ran_out_of_memory_keeps_its_stepper_to_time_in_plac
     found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
     assert found.micro_batch == 8 and found.stepper is not None and found.stepper.mbs == 8
     faulty_worker.install({"oom_above_micro_batch": 4}, monkeypatch.setattr)
+    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)  # 2, 4 fit, 8 does not: 4 is built again to time
+    assert found.micro_batch == 4 and found.stepper is None and found.after_oom
+
+
+def test_searching_to_time_in_place_starts_above_the_guess_so_the_size_found_is_the_last_built(monkeypatch):
+    """When the memory model's guess is right, trying the size above it first (out of memory) and then the guess
+    leaves the guess's stepper warm to time: two builds where guess, above, guess again took three. A search in
+    processes of its own (no ``keep``) starts at the guess, where the order saves nothing."""
+    cfg = tiny()  # per-GPU batch 8
+    faulty_worker.install({"start_micro_batch": 4, "oom_above_micro_batch": 4}, monkeypatch.setattr)
     found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
-    assert found.micro_batch == 4 and found.stepper is None, "after an out-of-memory trial, fresh processes time it"
+    assert [(e["micro_batch"], e["outcome"]) for e in found.log] == [(4, "ok"), (8, "oom")]
+    assert found.micro_batch == 4 and found.stepper is not None and found.stepper.mbs == 4 and found.after_oom
+    assert microbatch.find_micro_batch(cfg, "cpu", keep=True, fresh_after_oom=True).stepper is None
+    tried = []
+    monkeypatch.setattr(microbatch, "try_micro_batch",
+                        lambda c, m, *a, **k: (tried.append(m) or (m <= 4, 1.0, None)))
+    assert microbatch.find_micro_batch(cfg, "cpu", keep=True).micro_batch == 4 and tried == [8, 4]
+    tried.clear()
+    assert microbatch.find_micro_batch(cfg, "cpu").micro_batch == 4 and tried == [4, 8]
 
 
 def test_the_search_stops_only_at_a_measured_out_of_memory_however_wrong_the_memory_model(monkeypatch):

@@ -120,7 +120,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         row = run(config, executor=args.executor, folder=out.parent / "submitit",
                   slurm_params=_slurm_params(args.slurm_param), setup=setup, search="single",
-                  log_path=log_path(out, config, args.timing, mode), micro_batch=known, **kwargs)
+                  log_path=log_path(out, config, args.timing, mode), micro_batch=known,
+                  fresh_after_oom=args.fresh_after_oom, **kwargs)
     except KeyboardInterrupt:
         _interrupted(args.out)
     if row is None:
@@ -235,6 +236,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure one configuration in fresh processes; append its row")
     cli_args.add_configuration(p)
     p.add_argument("--micro-batch", type=int, default=None, help="default: the largest that fits")
+    p.add_argument("--fresh-after-oom", action="store_true",
+                   help="on one GPU, time the micro-batch found in fresh processes when a search trial ran out of "
+                        "memory (the two-launch engine; default: one launch searches and times)")
     g = cli_args.add_config_args(p)
     g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
                    help="training precision (default: the config's dtype, else bf16), as estimate takes it")

@@ -124,11 +124,13 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
                warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
                extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE,
-               micro_batch: int | None = None) -> dict | None:
+               micro_batch: int | None = None, fresh_after_oom: bool = False) -> dict | None:
     """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
 
     ``micro_batch``: the size an earlier search of this same configuration found (e.g. its synced twin's, for
-    an unsynced timing); the search is skipped and the row keeps the configuration's id.
+    an unsynced timing); the search is skipped and the row keeps the configuration's id. ``fresh_after_oom``: on
+    one GPU, time the size found in fresh processes when a search trial ran out of memory (the two-launch engine,
+    kept to check the one-launch engine against).
 
     Never raises for what happens inside the run (crash, NCCL error, out of memory, hang): those become the
     row's outcome. Ctrl-C or SIGTERM kill the run's processes and propagate.
@@ -183,9 +185,10 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         with open(log, "wb") as logf:
             measure, found = True, None
             if config.micro_batch is None and not micro_batch and config.n_gpus == 1:
-                # One process: the search's stepper is timed in place when no trial ran out of memory; after
-                # one, the timed run starts from a clean GPU in fresh processes (``worker.measure``).
-                rc, timed_out = launch({**req, "in_place": True}, "search and measure", logf)
+                # One process searches and times (``worker.measure``): fresh processes time the size found only
+                # when the timed run in place ran out of memory, or ``fresh_after_oom`` asks for them.
+                rc, timed_out = launch({**req, "in_place": True, "fresh_after_oom": fresh_after_oom},
+                                       "search and measure", logf)
                 found = _searched(result) if rc == 0 and not timed_out else None
                 measure = bool(found and found.get("searched_only"))
             elif config.micro_batch is None and not micro_batch:

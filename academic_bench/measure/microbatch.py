@@ -86,31 +86,42 @@ def start_guess(cfg: Config) -> int:
 @dataclass
 class Search:
     """What the micro-batch search found: the largest size that ran a full step (None: not even 1), each size's
-    outcome, notes and, when asked to keep it, the stepper of that size if it was the last tried and no trial
-    ran out of memory (its GPU memory is clean to time in place)."""
+    outcome, notes and, when asked to keep it, the stepper of that size if it was the last tried (warm, to be
+    timed in place). ``after_oom``: a trial ran out of memory in this process before."""
 
     micro_batch: int | None
     log: list[dict]
     notes: list[str] = field(default_factory=list)
     stepper: Stepper | None = None
+    after_oom: bool = False
+
+
+def first_size(guess: int, cfg: Config, keep: bool) -> int:
+    """Where the search starts. Searching to time in place (``keep``), it starts one size above the memory model's
+    guess: when the guess is right, that size runs out of memory and the guess, tried next, fits and is kept warm
+    for the timing (two builds); starting at the guess would try it, then the size above, then build the guess a
+    third time. Otherwise the order saves nothing, and it starts at the guess."""
+    above = 2 * guess
+    return above if keep and above <= cfg.per_gpu_batch and cfg.per_gpu_batch % above == 0 else guess
 
 
 def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known: list[dict] | None = None,
-                     keep: bool = False) -> Search:
+                     keep: bool = False, fresh_after_oom: bool = False) -> Search:
     """Largest power-of-two micro-batch (dividing the per-GPU batch) that runs a full step. It starts at the
     memory model's prediction, goes down while trials run out of memory and up while they fit, and stops only
     at a size that ran out of memory (with the size below it fitting) or at the per-GPU batch: never on a
     prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
     (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
     not tried again; the search starts above the largest size known to fit and below the smallest known not to.
-    ``keep``: return the stepper of the size found when no trial ran out of memory. Sizes below
-    ``cfg.smallest_micro_batch`` (FP8's 16-token multiple) are never tried."""
+    ``keep``: return the stepper of the size found when it was the last tried, to be timed in this process (with
+    ``fresh_after_oom``, only when no trial ran out of memory before it). Sizes below ``cfg.smallest_micro_batch``
+    (FP8's 16-token multiple) are never tried."""
     known = known or []
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
     kept: Stepper | None = None
-    oomed = False  # memory an out-of-memory trial left fragmented would skew a timing in this process
-    mbs = max([start_guess(cfg), *(m for m, (ok, _) in tried.items() if ok)])
+    oomed = False  # whether an out-of-memory trial came before the timing in this process
+    mbs = max([first_size(start_guess(cfg), cfg, keep), *(m for m, (ok, _) in tried.items() if ok)])
     too_big = [m for m, (ok, _) in tried.items() if not ok]
     smallest = cfg.smallest_micro_batch
     if too_big:
@@ -135,7 +146,7 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
     best = max(fits) if fits else None
-    if kept is not None and (kept.mbs != best or oomed):
+    if kept is not None and (kept.mbs != best or (oomed and fresh_after_oom)):
         free_after_oom(kept, device)
         kept = None
-    return Search(best, log, stepper=kept)
+    return Search(best, log, stepper=kept, after_oom=oomed)

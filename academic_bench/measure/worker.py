@@ -79,27 +79,34 @@ def gather_memory(value: float | None, device: str) -> list[float] | None:
 def measure(req: dict, device: str, rank: int) -> dict:
     """One configuration: find its micro-batch (unless given), time its phases, optionally validate.
 
-    With ``in_place`` (one process), the search's stepper of the size it found is timed in this process when
-    no trial ran out of memory (``find_micro_batch(keep=True)``): no second launch, no second build or compile.
-    Otherwise, and when the timed run in place runs out of memory, the result says ``searched_only`` and the
-    launcher times that size in fresh processes, as it does after a ``search_only`` request."""
+    With ``in_place`` (one process), the size the search found is timed in this process: its warm stepper when it
+    was the last size tried (``find_micro_batch(keep=True)``), else one built again here, after the out-of-memory
+    trial above it freed its memory. No second launch, no second import of the libraries. With
+    ``fresh_after_oom`` (the engine before one launch, kept to check that memory an out-of-memory trial left
+    behind does not skew the timing), and whenever the timed run in place runs out of memory, the result says
+    ``searched_only`` and the launcher times that size in fresh processes, as it does after a ``search_only``
+    request."""
     if req.get("model_config"):  # a decoder from its config.json: registered here as in the launching process
         decoder_spec(**req["model_config"])
     cfg = Config.from_dict(req["config"])
     t_start = time.perf_counter()
     mbs_log, notes, stepper = req.get("mbs_search"), list(req.get("search_notes") or []), None
     mbs = cfg.micro_batch or req.get("micro_batch")
+    in_place, after_oom, fresh = False, False, bool(req.get("fresh_after_oom"))
     if not mbs:
-        found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=bool(req.get("in_place")))
+        in_place = bool(req.get("in_place"))
+        found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=in_place,
+                                 fresh_after_oom=fresh)
         mbs, mbs_log, notes, stepper = found.micro_batch, found.log, notes + found.notes, found.stepper
+        after_oom = found.after_oom
         if mbs is None:
             return {"outcome": "oom", "reason": f"even micro-batch {cfg.smallest_micro_batch} does not fit"
                     + (" (FP8 training's smallest for this sequence length)" if cfg.smallest_micro_batch > 1 else ""),
                     "mbs_search": mbs_log}
-        if req.get("search_only") or (req.get("in_place") and stepper is None):
+        if req.get("search_only") or (in_place and after_oom and fresh):
             return searched_only(mbs, mbs_log, notes)
     t_searched = time.perf_counter()
-    in_place = stepper is not None
+    kept = stepper is not None
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     try:
@@ -115,6 +122,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
     row["ran"] = vars(stepper.ran)
     row["ran"]["notes"] = notes + row["ran"]["notes"]
     row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=in_place,
+                      kept_warm=kept, after_oom=after_oom,
                       peak_reserved_gb=gather_memory(peak_reserved_gb(device), device))
     return row
 
