@@ -484,6 +484,37 @@ def test_configuration_cost_is_the_median_wall_time_of_what_ran_for_models_up_to
         ["h100x1", ENGINE_REVISION, 3, 30.0, 40.0]]
 
 
+def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_counts_the_search(tmp_path):
+    """The engine page's check: each configuration of ``results-one-launch*.jsonl`` beside its twin in
+    ``results-two-launch.jsonl`` (same setup and configuration), the step's relative change, and per model how many
+    of the exhaustive search's valid configurations ran with one launch and what they cost in all."""
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import parse_methods
+    from academic_bench.results import make_row
+
+    def row(methods, step, duration, outcome="ok"):
+        c = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(methods))
+        fields = dict(step_time_s=step, micro_batch=16, gas=64) if outcome == "ok" else {}
+        return {**make_row(c, setup="h100x1", outcome=outcome, reason=None if outcome == "ok" else "x", **fields),
+                "duration_s": duration}
+
+    engine = tmp_path / "h100x1" / "evidence" / "engine"
+    engine.mkdir(parents=True)
+    one = [row("free-lunch", 10.1, 60.0), row("free-lunch+zero1+offload", 9.0, 120.0),
+           row("free-lunch+offload", None, 0.0, outcome="invalid")]
+    for name, rows in (("results-one-launch.jsonl", one), ("results-two-launch.jsonl", [row("free-lunch", 10.0, 90.0)]),
+                       ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)])):
+        (engine / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    check = analysis.launch_check(tmp_path)
+    assert len(check) == 1 and check.loc[0, "methods_label"] == "free-lunch"
+    assert check.loc[0, "step_change"] == pytest.approx(0.01) and (check.loc[0, "one_s"], check.loc[0, "two_s"]) == (
+        60.0, 90.0), "the first file's row is the one taken beside the two-launch twin"
+    spent = analysis.search_cost(tmp_path)
+    assert spent[["model", "configurations", "of", "median_s", "total_s"]].values.tolist() == [
+        ["pythia-1b", 2, 12, 90.0, 180.0]]
+    assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
+
+
 def test_a_run_folder_name_in_a_sentence_is_given_as_its_hardware():
     names = {"h200x1": "1 x H200 141GB SXM"}
     said = analysis.setups_in_words("on h200x1 (scaled from h200x1); h200x1-tiny stays", names)

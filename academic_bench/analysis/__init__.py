@@ -43,6 +43,7 @@ from .counted import (  # noqa: F401
     validation_verdicts,
     validations,
 )
+from .launches import LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, launch_check, search_cost  # noqa: F401
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,
     ENGINE_COST_COLUMNS,

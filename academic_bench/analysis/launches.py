@@ -1,0 +1,64 @@
+"""The one-launch engine checked against the two-launch engine it replaced, on the same configurations and the same
+machine: on one GPU, one process now searches the micro-batch and times the size it found, also after a trial
+that ran out of memory (``measure.worker.measure``); before, a trial that ran out of memory sent the timing to
+fresh processes, for fear that the memory it left behind would skew the step. The rows are the engine check's
+own files under ``notebooks/runs/<setup>/evidence/engine/`` (outside the setup's results): ``results-one-launch.jsonl``
+(``bench`` and ``sweep`` as they run now) and ``results-two-launch.jsonl`` (``bench --fresh-after-oom``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..catalog.methods import FREE_LUNCH, all_memory_combinations, exclusion_reason
+from .frame import frame_from_rows, runs_root
+
+ONE_LAUNCH = "results-one-launch*.jsonl"
+TWO_LAUNCH = "results-two-launch.jsonl"
+LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_step_s", "two_step_s", "step_change",
+                        "one_s", "two_s"]
+SEARCH_COST_COLUMNS = ["setup", "model", "configurations", "of", "median_s", "total_s"]
+
+
+def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
+    """The synchronized step rows that ran (measured, or out of memory) in the engine check's files."""
+    from ..results import ResultStore
+
+    rows = [r for path in sorted(runs_root(root).glob(f"*/evidence/engine/{pattern}"))
+            for r in ResultStore(path).rows()]
+    df = frame_from_rows(rows) if rows else pd.DataFrame()
+    if df.empty:
+        return df
+    return df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(["ok", "oom"])]
+
+
+def launch_check(root: str | Path | None = None) -> pd.DataFrame:
+    """Each configuration measured both ways on one machine: its step time and wall time with one launch and with
+    two, and the step's relative change (one over two, minus 1). The first one-launch row of a configuration is
+    the one taken beside its two-launch twin (``ONE_LAUNCH``'s first file)."""
+    one, two = _ran(ONE_LAUNCH, root), _ran(TWO_LAUNCH, root)
+    if one.empty or two.empty:
+        return pd.DataFrame(columns=LAUNCH_CHECK_COLUMNS)
+    keys = ["setup", "config_id"]
+    m = one.drop_duplicates(keys).merge(two.drop_duplicates(keys, keep="last"), on=keys, suffixes=("", "_two"))
+    out = pd.DataFrame({"setup": m["setup"], "model": m["model"], "methods_label": m["methods_label"],
+                        "micro_batch": m["micro_batch"], "one_step_s": m["step_time_s"],
+                        "two_step_s": m["step_time_s_two"], "one_s": m["duration_s"], "two_s": m["duration_s_two"]})
+    out["step_change"] = out["one_step_s"] / out["two_step_s"] - 1
+    return out[LAUNCH_CHECK_COLUMNS].reset_index(drop=True)
+
+
+def search_cost(root: str | Path | None = None) -> pd.DataFrame:
+    """What the one-launch engine spent per model: how many of the exhaustive search's valid configurations ran
+    (``of``: free-lunch with every memory-saving combination that applies to the setup's GPU count), the median
+    and the total wall time of one configuration (launch, search, build, compile and timing)."""
+    one = _ran(ONE_LAUNCH, root)
+    if one.empty:
+        return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
+    one = one.drop_duplicates(["setup", "config_id"])
+    out = []
+    for (setup, model), d in one.groupby(["setup", "model"], sort=True):
+        valid = [m for m in all_memory_combinations(FREE_LUNCH) if exclusion_reason(m, int(d["n_gpus"].iloc[0])) is None]
+        out.append({"setup": setup, "model": model, "configurations": len(d), "of": len(valid),
+                    "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum()})
+    return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
