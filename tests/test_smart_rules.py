@@ -114,3 +114,14 @@ def test_cannot_win_compares_settings_of_one_library_only():
         assert p.skip(cfg("free-lunch+ckpt"))[0] == category
         assert p.skip(cfg("free-lunch+zero1+offload")) is None
         assert p.skip(cfg("free-lunch+fsdp_full_shard+offload")) is None
+
+
+def test_fp8_out_of_memory_at_its_smallest_micro_batch_says_nothing_of_micro_batch_1():
+    """FP8 training cannot run below micro-batch 16 with Pythia's sequences, so its "even 16 does not fit" (Pythia-6.9B
+    on one H200) does not mean that free-lunch, which saves no less memory by the rule's measure, cannot fit at 1:
+    free-lunch ran there at micro-batch 2."""
+    fp8, plain = (Config("pythia-6.9b", "h200", 1, methods=parse_methods(m))
+                  for m in ("free-lunch+fused-ce+fp8-tensorwise", "free-lunch"))
+    pruner = SmartPruner(timeout_s=600, host_memory_gb=math.inf)
+    pruner.observe(fp8, make_row(fp8, setup="t", outcome="oom", reason="even micro-batch 16 does not fit"))
+    assert pruner.skip(plain) is None

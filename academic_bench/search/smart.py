@@ -20,8 +20,11 @@ def _setting(c: Config) -> tuple:
 
 
 def oom_above_smallest(row: dict) -> bool:
-    """Out of memory when timed at a searched micro-batch above 1: it says nothing about smaller sizes."""
-    return row["outcome"] == "oom" and row["config"].get("micro_batch") is None and (row.get("micro_batch") or 0) > 1
+    """Out of memory at a micro-batch above 1: when timed at a searched size, or where the configuration cannot
+    run below a larger size (FP8 training's 16 with Pythia's sequences). It says nothing about smaller sizes."""
+    if row["outcome"] != "oom" or row["config"].get("micro_batch") is not None:
+        return False
+    return (row.get("micro_batch") or 0) > 1 or Config.from_dict(row["config"]).smallest_micro_batch > 1
 
 
 def same_library(a: Methods, b: Methods) -> bool:
