@@ -12,6 +12,7 @@ from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import (faster_beyond_spread, latest_rows, load_runs, machine_spread, make_row,
                                     repeated_measurements, status_of)
+from academic_bench.results import ENGINE_REVISION
 from academic_bench.search.smart import SmartPruner
 
 
@@ -68,9 +69,16 @@ def test_the_spread_is_the_largest_difference_between_measurements_of_the_same_w
              make_row(c, setup="b", outcome="ok", micro_batch=32, gas=32, step_time_s=3.0),  # another setup
              make_row(other, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=1.5, timing="unsynced"),
              make_row(other, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=1.0, timing="unsynced")]
-    assert list(repeated_measurements(rows)) == [("a", c.id, 32)]
+    assert list(repeated_measurements(rows)) == [("a", c.id, 32, ENGINE_REVISION)]
     assert machine_spread(rows) == pytest.approx(0.02)
     assert machine_spread(rows[3:]) == 0.0
+    # Another engine revision's timing of the same work, and a timing its own sustained check contradicted
+    # (the sustained steps 5% away), say nothing of how far two machines differ.
+    older = {**rows[0], "engine": ENGINE_REVISION - 1, "step_time_s": 1.2}
+    missed = {**rows[0], "step_time_s": 1.1, "validate": {"steps": 3, "rel_error": -0.05}}
+    held = {**rows[0], "step_time_s": 1.025, "validate": {"steps": 3, "rel_error": 0.01}}
+    assert machine_spread(rows + [older, missed]) == pytest.approx(0.02)
+    assert machine_spread(rows + [held]) == pytest.approx(0.025)
     assert not faster_beyond_spread(1.0, 1.02, 0.02) and faster_beyond_spread(1.0, 1.03, 0.02)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
+from ..results.spread import VALIDATION_TOLERANCE  # noqa: F401  (the study's rule, read here by its readers)
 VALIDATION_KEY = ["setup", "validation_class", "engine"]  # what one validation speaks for
 
 

@@ -5,18 +5,30 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from .state import status_of
+from .state import engine_revision, status_of
+
+VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
+
+
+def contradicted(row: dict) -> bool:
+    """Whether the row's own sustained check missed its extrapolated step by more than the study's tolerance."""
+    error = (row.get("validate") or {}).get("rel_error")
+    return error is not None and abs(float(error)) > VALIDATION_TOLERANCE
 
 
 def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
     """The step times of each piece of work measured more than once: the same configuration at the same
-    micro-batch, synchronized, on one setup (a kind of GPU and count), in separate runs (other machines of that
-    kind, other days). Rows a correction of the engine set aside, tiny models and failures are left out."""
+    micro-batch, synchronized, on one setup (a kind of GPU and count), by one engine revision, in separate runs
+    (other machines of that kind, other days). Rows a correction of the engine set aside, tiny models, failures
+    and rows whose own sustained check contradicted them are left out: another revision's timing, or a timing
+    that sustained training does not reproduce (ZeRO-3 + offload on one H100: 8.7 to 9.6 s over revisions 4-6),
+    is not how far two machines differ."""
     times: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         if (status_of(r) == "measured" and r.get("timing") == "synced" and r.get("step_time_s")
-                and not (r.get("config") or {}).get("tiny")):
-            times[(r.get("setup"), r["config_id"], r.get("micro_batch"))].append(float(r["step_time_s"]))
+                and not (r.get("config") or {}).get("tiny") and not contradicted(r)):
+            key = (r.get("setup"), r["config_id"], r.get("micro_batch"), engine_revision(r))
+            times[key].append(float(r["step_time_s"]))
     return {k: v for k, v in times.items() if len(v) > 1}
 
 
