@@ -21,8 +21,8 @@ def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
     micro-batch, synchronized, on one setup (a kind of GPU and count), by one engine revision, in separate runs
     (other machines of that kind, other days). Rows a correction of the engine set aside, tiny models, failures
     and rows whose own sustained check contradicted them are left out: another revision's timing, or a timing
-    that sustained training does not reproduce (ZeRO-3 + offload on one H100: 8.7 to 9.6 s over revisions 4-6),
-    is not how far two machines differ."""
+    that sustained training does not reproduce (ZeRO-3 + offload on one H100, whose validation missed), is not
+    how far two machines differ."""
     times: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         if (status_of(r) == "measured" and r.get("timing") == "synced" and r.get("step_time_s")
