@@ -58,7 +58,8 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     one = one.drop_duplicates(["setup", "config_id"])
     out = []
     for (setup, model), d in one.groupby(["setup", "model"], sort=True):
-        valid = [m for m in all_memory_combinations(FREE_LUNCH) if exclusion_reason(m, int(d["n_gpus"].iloc[0])) is None]
+        n_gpus = int(d["n_gpus"].iloc[0])
+        valid = [m for m in all_memory_combinations(FREE_LUNCH) if exclusion_reason(m, n_gpus) is None]
         out.append({"setup": setup, "model": model, "configurations": len(d), "of": len(valid),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum()})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
