@@ -131,3 +131,19 @@ def test_queries_and_keys_normalised_per_head_keep_their_inputs(tmp_path):
     assert layer.head_norms and layer.norms == 2 and layer.queries == 512
     plain = replace(layer, head_norms=False)
     assert est.fused_layer(layer, 2, 2) - est.fused_layer(plain, 2, 2) == 2 * (512 + 128)
+
+
+def test_the_fused_cross_entropy_keeps_no_logits_and_bf16_weights_keep_a_16_bit_residual():
+    """Liger's fused linear cross-entropy (beyond the paper) never holds the whole logits: the prediction drops the
+    loss's fp32 copies of micro-batch x sequence x vocabulary, which had put the fused-CE rows' predictions far
+    above their measured peaks. bf16 weights shrink the residual stream, not the states."""
+    def predicted(methods: str):
+        return est.predict_memory(Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(methods)), 16)
+
+    plain, fused, bf16w = predicted("free-lunch"), predicted("free-lunch+fused-ce"), predicted("free-lunch+bf16w")
+    tokens, vocab = 16 * 2049, 50304  # Pythia's sequences of 2,048 + 1 tokens, its padded vocabulary
+    assert plain.activations - fused.activations == pytest.approx(
+        tokens * vocab * 4 * est.COEFFICIENTS.loss_fp32_copies * est.COEFFICIENTS.activation_scale)
+    assert bf16w.activations < plain.activations
+    assert (bf16w.weights, bf16w.gradients, bf16w.optimizer_states) == (
+        plain.weights, plain.gradients, plain.optimizer_states)

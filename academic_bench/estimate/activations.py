@@ -63,6 +63,8 @@ def _logits_bytes(seq: int, vocab: int, compute_bytes: int, k: Coefficients) -> 
     """The tensors of the loss alive at the start of backward: the fp32 copies (the compute-dtype logits are
     not among them: the step keeps only ``outputs.loss``, ``models.loss_of``, and the fp32 upcast saves nothing),
     or, with a fused cross-entropy, the 16-bit logits it overwrites with their gradient."""
+    if k.chunked_loss:
+        return 0.0
     if k.fused_loss:
         return seq * vocab * compute_bytes
     return seq * vocab * 4 * k.loss_fp32_copies

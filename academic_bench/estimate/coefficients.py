@@ -32,6 +32,9 @@ class Coefficients:
     # A fused cross-entropy (e.g. FlashAttention's or Liger's) keeps the 16-bit logits and writes their gradient in
     # place: no fp32 copy. The study's steps use transformers' loss (PyTorch's log-softmax), so it is off.
     fused_loss: bool = False
+    # Liger's fused linear cross-entropy (the ``fused-ce`` switch beyond the paper) computes the head and the loss
+    # chunk by chunk of tokens, writing the head's input gradient as it goes: no whole logits tensor is ever alive.
+    chunked_loss: bool = False
     activation_scale: float = 1.0  # one multiplier on all activations (calibration)
     # Sharded and distributed states (DeepSpeed and FSDP defaults as measure/apply.py configures them).
     zero_bucket_elements: float = 5e8  # DeepSpeed reduce_bucket_size default

@@ -33,7 +33,7 @@ GiB = 2**30 bytes.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..catalog.config import Config
 
@@ -155,7 +155,12 @@ def predict_memory(config: Config, micro_batch: int, coeffs: Coefficients = COEF
         raise ValueError(f"the micro-batch must be at least 1, got {micro_batch}")
     k, m = coeffs, config.methods
     s = _states(config, k, weight_bytes)
-    profile = activation_profile(config.spec, config.tiny, m.kernels, k, residual_bytes(config, weight_bytes))
+    if m.fused_ce:
+        k = replace(k, chunked_loss=True)
+    # bf16 weights (beyond the paper) keep the residual stream in bf16; their states take the same bytes per
+    # parameter as fp32 weights' (2 + 2 for weights and gradients, 4 for the fp32 master, beside Adam's 8).
+    residual = residual_bytes(config, 2 if m.bf16_weights else weight_bytes)
+    profile = activation_profile(config.spec, config.tiny, m.kernels, k, residual)
     activations = profile.per_sample(m.checkpointing) * micro_batch * k.activation_scale
     allocated = s.weights + s.gradients + s.optimizer_states + activations + s.buffers
     fixed = k.cuda_context_gib + k.workspace_gib + (k.nccl_gib if config.n_gpus > 1 else 0.0)
