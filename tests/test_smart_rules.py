@@ -131,5 +131,6 @@ def test_fp8_out_of_memory_at_its_smallest_micro_batch_says_nothing_of_micro_bat
     fp8, plain = (Config("pythia-6.9b", "h200", 1, methods=parse_methods(m))
                   for m in ("free-lunch+fused-ce+fp8-tensorwise", "free-lunch"))
     pruner = SmartPruner(timeout_s=600, host_memory_gb=math.inf)
-    pruner.observe(fp8, make_row(fp8, setup="t", outcome="oom", reason="even micro-batch 16 does not fit"))
+    row = make_row(fp8, setup="t", outcome="oom", reason="even micro-batch 16 does not fit")
+    pruner.observe(fp8, {**row, "mbs_search": [{"micro_batch": 16, "outcome": "oom", "peak_memory_gb": None}]})
     assert pruner.skip(plain) is None

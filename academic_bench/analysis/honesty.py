@@ -105,10 +105,9 @@ def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
     setup's ``evidence/engine/results-revision<N>.jsonl`` (made by the engine checks that the setup's evidence
     README records, outside the setup's results). ``launches``: 1 when the search's stepper was timed in place or no search ran
     (the micro-batch was given), else 2."""
-    from ..results import ResultStore
+    from .launches import engine_evidence_rows
 
-    rows = [r for path in sorted(runs_root(root).glob("*/evidence/engine/results-revision*.jsonl"))
-            for r in ResultStore(path).rows()]
+    rows = engine_evidence_rows("results-revision*.jsonl", root)
     if not rows:
         return pd.DataFrame(columns=ENGINE_COST_COLUMNS)
     df = frame_from_rows(rows)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..catalog.methods import FREE_LUNCH, all_memory_combinations, exclusion_reason
 from .frame import frame_from_rows, runs_root
+from .search import exhaustive_ids
 
 ONE_LAUNCH = "results-one-launch*.jsonl"
 TWO_LAUNCH = "results-two-launch.jsonl"
@@ -20,12 +20,17 @@ LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_s
 SEARCH_COST_COLUMNS = ["setup", "model", "configurations", "of", "median_s", "total_s"]
 
 
-def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
-    """The synchronized step rows that ran (measured, or out of memory) in the engine check's files."""
+def engine_evidence_rows(pattern: str, root: str | Path | None = None) -> list[dict]:
+    """The rows of every setup's engine-check files matching ``pattern`` under ``evidence/engine/``, files in name
+    order."""
     from ..results import ResultStore
 
-    rows = [r for path in sorted(runs_root(root).glob(f"*/evidence/engine/{pattern}"))
-            for r in ResultStore(path).rows()]
+    return [r for path in sorted(runs_root(root).glob(f"*/evidence/engine/{pattern}")) for r in ResultStore(path).rows()]
+
+
+def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
+    """The synchronized step rows that ran (measured, or out of memory) in the engine check's files."""
+    rows = engine_evidence_rows(pattern, root)
     df = frame_from_rows(rows) if rows else pd.DataFrame()
     if df.empty:
         return df
@@ -50,16 +55,15 @@ def launch_check(root: str | Path | None = None) -> pd.DataFrame:
 
 def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     """What the one-launch engine spent per model: how many of the exhaustive search's valid configurations ran
-    (``of``: free-lunch with every memory-saving combination that applies to the setup's GPU count), the median
-    and the total wall time of one configuration (launch, search, build, compile and timing)."""
+    (``of``: ``search.exhaustive_ids``), the median and the total wall time of one configuration (launch, search,
+    build, compile and timing)."""
     one = _ran(ONE_LAUNCH, root)
     if one.empty:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
     one = one.drop_duplicates(["setup", "config_id"])
     out = []
-    for (setup, model), d in one.groupby(["setup", "model"], sort=True):
-        n_gpus = int(d["n_gpus"].iloc[0])
-        valid = [m for m in all_memory_combinations(FREE_LUNCH) if exclusion_reason(m, n_gpus) is None]
-        out.append({"setup": setup, "model": model, "configurations": len(d), "of": len(valid),
+    for (setup, model, gpu, n_gpus), d in one.groupby(["setup", "model", "gpu", "n_gpus"], sort=True):
+        out.append({"setup": setup, "model": model, "configurations": len(d),
+                    "of": len(exhaustive_ids(model, gpu, n_gpus)),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum()})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)

@@ -69,15 +69,20 @@ def not_run_mask(df: pd.DataFrame) -> pd.Series:
     return df["status"].isin(["not run", SET_ASIDE]).astype(bool)
 
 
-def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
-    """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
+def exhaustive_ids(model: str, gpu: str, n_gpus: int) -> set[str]:
+    """The ids of the configurations an exhaustive search of the setting measures (its valid combinations)."""
     from ..search.plans import plan  # the model catalog behind it imports torch: loaded only when asked
 
+    return {c.id for c in plan(model, gpu, int(n_gpus), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
+
+
+def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_SearchedSetting]:
+    """Each setting with an exhaustive search, with what was measured of it and what smart skipped."""
     ex = df[(df["search"] == "exhaustive") & (df["timing"] == "synced") & (df["mode"] == "step") & ~df["tiny"]]
     state = validation_state(df)  # only a result can be a search's optimum
     for key, _ in ex.groupby(["setup", *SETTING], sort=True):
         setup, model, gpu, n = key
-        valid = {c.id for c in plan(model, gpu, int(n), "exhaustive") if exclusion_reason(c.methods, c.n_gpus) is None}
+        valid = exhaustive_ids(model, gpu, n)
         rows = df[(df["setup"] == setup) & df["config_id"].isin(valid) & (df["timing"] == "synced")
                   & (df["mode"] == "step")]
         rows = rows[~not_run_mask(rows)]

@@ -20,11 +20,12 @@ def _setting(c: Config) -> tuple:
 
 
 def oom_above_smallest(row: dict) -> bool:
-    """Out of memory at a micro-batch above 1: when timed at a searched size, or where the configuration cannot
-    run below a larger size (FP8 training's 16 with Pythia's sequences). It says nothing about smaller sizes."""
+    """Out of memory, but never tried at micro-batch 1: timed at a searched size above 1, or a search that could not
+    go below a larger size (FP8 training's 16 with Pythia's sequences). It says nothing about smaller sizes."""
     if row["outcome"] != "oom" or row["config"].get("micro_batch") is not None:
         return False
-    return (row.get("micro_batch") or 0) > 1 or Config.from_dict(row["config"]).smallest_micro_batch > 1
+    tried = [t["micro_batch"] for t in row.get("mbs_search") or []]
+    return (row.get("micro_batch") or 0) > 1 or (bool(tried) and min(tried) > 1)
 
 
 def same_library(a: Methods, b: Methods) -> bool:
