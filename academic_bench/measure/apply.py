@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..catalog.config import Config
+from ..catalog.env import MAMBA_KERNEL_PACKAGES
 from ..catalog.methods import FP8_MULTIPLE
 from ..catalog.models import ModelSpec
 
@@ -57,7 +58,6 @@ def attention_impl(spec: ModelSpec, kernels: bool, device: str) -> str:
     return "sdpa"
 
 
-MAMBA_KERNEL_PACKAGES = ("mamba_ssm", "causal_conv1d")
 MAMBA_MODELING = "transformers.models.mamba.modeling_mamba"
 
 
