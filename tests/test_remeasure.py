@@ -98,7 +98,7 @@ def test_remeasure_refuses_a_gpu_other_than_the_one_that_made_the_rows(tmp_path,
 def test_remeasure_refuses_rows_whose_packages_do_not_import_before_any_work(tmp_path, capsys, monkeypatch):
     """Measured again without Mamba's kernels, a measured Mamba row would become an 'unsupported' row that
     supersedes it: the command stops first, naming the missing modules and the rows that need them."""
-    from academic_bench.catalog import env
+    from academic_bench.catalog import env, methods as methods_module
 
     out = tmp_path / "cpu-test" / "results.jsonl"
     store = ResultStore(out)
@@ -107,7 +107,7 @@ def test_remeasure_refuses_rows_whose_packages_do_not_import_before_any_work(tmp
     store.append(ok_row(fp8, 2, 4, [(2, "ok")], search="smart"))
     before = out.read_text()
     real = env.library_version
-    monkeypatch.setattr(env, "library_version", lambda mod, dist: None if mod == "torchao" else real(mod, dist))
+    monkeypatch.setattr(methods_module, "library_version", lambda mod, dist: None if mod == "torchao" else real(mod, dist))
     assert cli.main(["remeasure", "--out", str(out), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "torchao" in err and "pythia-160m" in err and "FP8" in err.upper() and "--models" in err
@@ -115,7 +115,7 @@ def test_remeasure_refuses_rows_whose_packages_do_not_import_before_any_work(tmp
 
 
 def test_a_configuration_needs_the_packages_of_its_methods_and_mamba_its_kernels_on_the_gpu():
-    from academic_bench.catalog.env import packages_needed
+    from academic_bench.catalog.methods import packages_needed
 
     assert packages_needed(parse_methods("free-lunch"), "sdpa", "cuda") == ()
     assert packages_needed(parse_methods("free-lunch+zero1+offload+fused-ce"), "sdpa", "cuda") == (

@@ -16,10 +16,6 @@ import socket
 import subprocess
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .methods import Methods
 
 ENV_KEYS = ("gpu_name", "driver", "cuda", "torch", "transformers", "deepspeed", "flash_attn", "mamba_ssm",
             "timm", "liger_kernel", "torchao", "python", "package_version", "git_commit", "hostname")
@@ -57,27 +53,6 @@ def library_version(module: str, distribution: str) -> str | None:
 
 # Mamba's fast path: mamba-ssm's selective scan and causal-conv1d (module names)
 MAMBA_KERNEL_PACKAGES = ("mamba_ssm", "causal_conv1d")
-
-
-def packages_needed(methods: "Methods", kernel: str, device: str) -> tuple[str, ...]:
-    """The modules a configuration imports beyond torch and transformers (``kernel``: its model's custom-kernel
-    path, ``ModelSpec.kernel``). Without one the measurement is 'unsupported', which says nothing of the
-    configuration itself, only of the machine."""
-    needed: list[str] = []
-    if kernel == "mamba-ssm" and methods.kernels and device == "cuda":  # off the GPU the PyTorch path runs
-        needed += MAMBA_KERNEL_PACKAGES
-    if methods.uses_deepspeed:
-        needed.append("deepspeed")
-    if methods.fp8 != "none":
-        needed.append("torchao")
-    if methods.fused_ce:
-        needed.append("liger_kernel")
-    return tuple(needed)
-
-
-def missing_packages(methods: "Methods", kernel: str, device: str) -> list[str]:
-    """``packages_needed`` that this machine cannot import."""
-    return [m for m in packages_needed(methods, kernel, device) if library_version(m, m) is None]
 
 
 def package_version() -> str | None:

@@ -25,6 +25,8 @@ import itertools
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
+from .env import MAMBA_KERNEL_PACKAGES, library_version
+
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp_shard_grad_op", "fsdp_full_shard"]
 SHARDINGS: tuple[str, ...] = ("none", "zero1", "zero2", "zero3", "fsdp_shard_grad_op", "fsdp_full_shard")
 SHARDING_LABELS = {"none": "none", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
@@ -251,3 +253,24 @@ def methods_spec(m: Methods) -> str:
         parts = [n for n in ("compile", "kernels", "tf32") if getattr(m, n)] or ["naive"]
     parts += ["ckpt"] * m.checkpointing + [m.sharding] * (m.sharding != "none") + ["offload"] * m.offload
     return "+".join(parts + m.beyond_switches())
+
+
+def packages_needed(methods: Methods, kernel: str, device: str) -> tuple[str, ...]:
+    """The modules a configuration imports beyond torch and transformers (``kernel``: its model's custom-kernel
+    path, ``ModelSpec.kernel``). Without one the measurement is 'unsupported', which says nothing of the
+    configuration itself, only of the machine."""
+    needed: list[str] = []
+    if kernel == "mamba-ssm" and methods.kernels and device == "cuda":  # off the GPU the PyTorch path runs
+        needed += MAMBA_KERNEL_PACKAGES
+    if methods.uses_deepspeed:
+        needed.append("deepspeed")
+    if methods.fp8 != "none":
+        needed.append("torchao")
+    if methods.fused_ce:
+        needed.append("liger_kernel")
+    return tuple(needed)
+
+
+def missing_packages(methods: Methods, kernel: str, device: str) -> list[str]:
+    """``packages_needed`` that this machine cannot import."""
+    return [m for m in packages_needed(methods, kernel, device) if library_version(m, m) is None]

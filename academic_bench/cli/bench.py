@@ -211,7 +211,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
 def _check_packages(rows: list[dict], device: str) -> None:
     """A row measured again where its packages do not import would become an 'unsupported' row that supersedes
     the measured one: refused before any work, naming what is missing and the rows that need it."""
-    from ..catalog.env import missing_packages
+    from ..catalog.methods import missing_packages
 
     missing: dict[str, set[str]] = {}
     for r in rows:
