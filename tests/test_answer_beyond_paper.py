@@ -140,7 +140,8 @@ def test_a_config_decoders_rows_join_when_one_is_beyond_the_paper(tmp_path):
     folder = tmp_path / "h100x1" / "evidence" / "decoders"
     shutil.copytree(shipped / "llama-3.2-1b", folder / "llama-3.2-1b")
     key = decoder_spec(folder / "llama-3.2-1b" / "config.json", seq_len=2048, tokens=3e11).spec.key
-    plain = [r for r in ResultStore(shipped / "results.jsonl").rows() if r["config"]["model"] == key]
+    plain = [r for r in ResultStore(shipped / "results.jsonl").rows() if r["config"]["model"] == key
+             and r["config"]["methods"] == parse_methods("free-lunch").to_dict()]
     assert plain, "the shipped free-lunch row of the decoder"
     store = ResultStore(folder / "results.jsonl")
     store.append(plain[-1])
@@ -168,3 +169,18 @@ def test_the_study_grid_is_each_switch_that_applies_and_a_validated_row_takes_it
     left = not_measured(g, cells)
     assert ("pythia-1b", "h100-80gb", "fused-ce") not in left and ("pythia-1b", "h200", "fused-ce") in left
     assert len(left) == len(cells) - 1
+
+
+def test_a_switch_measured_out_of_memory_is_a_measured_outcome_not_a_cell_still_to_measure(runs):
+    """FP8's smallest micro-batch may not fit where the free lunch does: the row says so, and the study grid
+    reads it as 'does not fit' with the search's reason, not as 'not measured yet'."""
+    from academic_bench.analysis.beyond import not_measured, out_of_memory, study_grid
+
+    cfg = Config("pythia-2.8b", "h100-80gb", 1, methods=parse_methods("free-lunch+fp8-tensorwise"))
+    why = "even micro-batch 16 does not fit (FP8 training's smallest for this sequence length)"
+    ResultStore(runs / "synthetic" / "results.jsonl").append(make_row(cfg, setup="synthetic", outcome="oom",
+                                                                       search="single", reason=why))
+    cells, _ = study_grid()
+    df = runs_frame(runs)
+    left = not_measured(gains(df, parity_frame(runs)), cells)
+    assert out_of_memory(df, left) == {("pythia-2.8b", "h100-80gb", "fp8-tensorwise"): why}

@@ -356,8 +356,12 @@ def test_the_methods_chapter_says_what_is_beyond_the_paper_and_what_is_not_measu
     assert "Beyond the paper" in text and "beyond the paper" in text
     g = beyond.gains(analysis.runs_frame(), beyond.parity_frame())
     cells, _ = beyond.study_grid()
-    for model, gpu, switch in beyond.not_measured(g, cells):
+    left = beyond.not_measured(g, cells)
+    too_big = beyond.out_of_memory(analysis.runs_frame(), left)
+    for model, gpu, switch in left:
         assert f"{analysis.model_label(model)} on {analysis.gpu_label(gpu)}: " in text and SWITCH_LABELS[switch] in text
+    for (model, gpu, switch), why in too_big.items():  # a measured out of memory, said as such
+        assert f"{analysis.model_label(model)} on {analysis.gpu_label(gpu)} with {SWITCH_LABELS[switch]}: {why}" in text
     if g.empty:
         assert "nothing beyond the paper is measured yet on any setup" in text
     if beyond.parity_frame().empty:

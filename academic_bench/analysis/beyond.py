@@ -144,6 +144,23 @@ def not_measured(g: pd.DataFrame, grid: list[tuple[str, str, str]]) -> list[tupl
     return [cell for cell in grid if cell not in done]
 
 
+def out_of_memory(df: pd.DataFrame, grid: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
+    """The cells of ``grid`` whose switch alone on free-lunch (one GPU) was measured out of memory, with the row's
+    reason: a measured outcome, not a cell still to measure (``df``: the runs' frame, the latest row of each
+    configuration)."""
+    from dataclasses import replace
+
+    found = {}
+    rows = df[(df["outcome"] == "oom") & (df["n_gpus"] == 1) & (df["mode"] == "step")]
+    for model, gpu, switch in grid:
+        field, on = BEYOND_SWITCHES[switch]
+        label = replace(FREE_LUNCH, **{field: on}).label()
+        hit = rows[(rows["model"] == model) & (rows["gpu"] == gpu) & (rows["methods_label"] == label)]
+        if len(hit):
+            found[(model, gpu, switch)] = str(hit.iloc[-1]["reason"])
+    return found
+
+
 def study_grid() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
     """The study's cells beyond the paper: ([(model, GPU, switch)] for each switch alone on free-lunch that applies
     to the model on one GPU of the kind, [(model, GPU, switch, why not)] for the others), by ``Config``'s rules."""
