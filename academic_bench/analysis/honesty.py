@@ -170,7 +170,7 @@ def variance(df: pd.DataFrame) -> pd.DataFrame:
     return r[VARIANCE_COLUMNS].sort_values(SETTING).reset_index(drop=True)
 
 
-MEMORY_COLUMNS = [*SETTING, "setup", "methods_label", "micro_batch", "outcome", "predicted_memory_gb",
+MEMORY_COLUMNS = [*SETTING, "setup", "methods_label", "fp8", "micro_batch", "outcome", "predicted_memory_gb",
                   "predicted_at_run_gb", "peak_memory_gb", "gpu_memory_gb", "error"]
 
 
