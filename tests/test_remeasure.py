@@ -106,8 +106,8 @@ def test_remeasure_refuses_rows_whose_packages_do_not_import_before_any_work(tmp
     fp8 = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch+fp8-tensorwise"), tiny=True)
     store.append(ok_row(fp8, 2, 4, [(2, "ok")], search="smart"))
     before = out.read_text()
-    real = env.library_version
-    monkeypatch.setattr(methods_module, "library_version", lambda mod, dist: None if mod == "torchao" else real(mod, dist))
+    real = env.importable
+    monkeypatch.setattr(methods_module, "importable", lambda mod: mod != "torchao" and real(mod))
     assert cli.main(["remeasure", "--out", str(out), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "torchao" in err and "pythia-160m" in err and "FP8" in err.upper() and "--models" in err

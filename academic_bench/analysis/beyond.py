@@ -14,6 +14,7 @@ when their config and training settings are kept beside them (``decoder_rows``).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -144,17 +145,20 @@ def not_measured(g: pd.DataFrame, grid: list[tuple[str, str, str]]) -> list[tupl
     return [cell for cell in grid if cell not in done]
 
 
+def switch_alone(switch: str) -> Methods:
+    """Free-lunch with one switch beyond the paper (``BEYOND_SWITCHES``) on: a cell of the study's grid."""
+    field, on = BEYOND_SWITCHES[switch]
+    return replace(FREE_LUNCH, **{field: on})
+
+
 def out_of_memory(df: pd.DataFrame, grid: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
     """The cells of ``grid`` whose switch alone on free-lunch (one GPU) was measured out of memory, with the row's
     reason: a measured outcome, not a cell still to measure (``df``: the runs' frame, the latest row of each
     configuration)."""
-    from dataclasses import replace
-
     found = {}
     rows = df[(df["outcome"] == "oom") & (df["n_gpus"] == 1) & (df["mode"] == "step")]
     for model, gpu, switch in grid:
-        field, on = BEYOND_SWITCHES[switch]
-        label = replace(FREE_LUNCH, **{field: on}).label()
+        label = switch_alone(switch).label()
         hit = rows[(rows["model"] == model) & (rows["gpu"] == gpu) & (rows["methods_label"] == label)]
         if len(hit):
             found[(model, gpu, switch)] = str(hit.iloc[-1]["reason"])
@@ -164,14 +168,12 @@ def out_of_memory(df: pd.DataFrame, grid: list[tuple[str, str, str]]) -> dict[tu
 def study_grid() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
     """The study's cells beyond the paper: ([(model, GPU, switch)] for each switch alone on free-lunch that applies
     to the model on one GPU of the kind, [(model, GPU, switch, why not)] for the others), by ``Config``'s rules."""
-    from dataclasses import replace
-
     from ..catalog.config import Config  # the catalog's models: loaded when the grid is asked for
 
     cells, excluded = [], []
     for model in STUDY_MODELS:
         for gpu in STUDY_GPUS:
-            for switch, (field, on) in BEYOND_SWITCHES.items():
-                why = Config(model, gpu, 1, methods=replace(FREE_LUNCH, **{field: on})).methods_reason()
+            for switch in BEYOND_SWITCHES:
+                why = Config(model, gpu, 1, methods=switch_alone(switch)).methods_reason()
                 (excluded.append((model, gpu, switch, why)) if why else cells.append((model, gpu, switch)))
     return cells, excluded

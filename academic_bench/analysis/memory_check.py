@@ -97,13 +97,12 @@ def _config_decoder_rows(root: str | Path | None) -> list[dict]:
             if key is None:
                 continue
             c = row["config"]
+            methods = Methods.from_dict(c["methods"])
             weights = built_weights(row, json.loads(estimate.with_name("config.json").read_text()))
             out.append({"source": "decoders outside the catalog", "setup": row["setup"], "model": name,
-                        "methods_label": Methods.from_dict(c["methods"]).label(), "micro_batch": row["micro_batch"],
-                        "weights": weights, "measured_gb": max(peaks),
-                        "modelled": Methods.from_dict(c["methods"]).fp8 == "none",
-                        "predicted_gb": memory_gb(key, c["gpu"], c["n_gpus"], Methods.from_dict(c["methods"]),
-                                                      row["micro_batch"], weights)})
+                        "methods_label": methods.label(), "micro_batch": row["micro_batch"],
+                        "weights": weights, "measured_gb": max(peaks), "modelled": methods.fp8 == "none",
+                        "predicted_gb": memory_gb(key, c["gpu"], c["n_gpus"], methods, row["micro_batch"], weights)})
     return out
 
 

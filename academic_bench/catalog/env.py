@@ -37,12 +37,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "academic-bench"
 
 
+def importable(module: str) -> bool:
+    """Whether Python can find ``module``, without importing it (a module hidden with a None entry in
+    ``sys.modules``, as the measurement hides Mamba's kernels, cannot be found)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def library_version(module: str, distribution: str) -> str | None:
     """The installed version of a library, or None when its module cannot be found."""
-    try:
-        if importlib.util.find_spec(module) is None:
-            return None
-    except (ImportError, ValueError):
+    if not importable(module):
         return None
     try:
         return importlib.metadata.version(distribution)

@@ -25,7 +25,7 @@ import itertools
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-from .env import MAMBA_KERNEL_PACKAGES, library_version
+from .env import MAMBA_KERNEL_PACKAGES, importable
 
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp_shard_grad_op", "fsdp_full_shard"]
 SHARDINGS: tuple[str, ...] = ("none", "zero1", "zero2", "zero3", "fsdp_shard_grad_op", "fsdp_full_shard")
@@ -273,4 +273,4 @@ def packages_needed(methods: Methods, kernel: str, device: str) -> tuple[str, ..
 
 def missing_packages(methods: Methods, kernel: str, device: str) -> list[str]:
     """``packages_needed`` that this machine cannot import."""
-    return [m for m in packages_needed(methods, kernel, device) if library_version(m, m) is None]
+    return [m for m in packages_needed(methods, kernel, device) if not importable(m)]

@@ -199,31 +199,12 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
         from ..launch.gpu_in_hand import check_gpu_in_hand
 
         check_gpu_in_hand(wanted[0], device, overridable=False)
-    _check_packages(rows, device)
     try:
         summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
                               device=device, progress=not args.no_progress)
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli_args.emit(args, summaries, lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
-
-
-def _check_packages(rows: list[dict], device: str) -> None:
-    """A row measured again where its packages do not import would become an 'unsupported' row that supersedes
-    the measured one: refused before any work, naming what is missing and the rows that need it."""
-    from ..catalog.methods import missing_packages
-
-    missing: dict[str, set[str]] = {}
-    for r in rows:
-        methods, model = Methods.from_dict(r["config"]["methods"]), r["config"]["model"]
-        spec = CATALOG.get(model)
-        for module in missing_packages(methods, spec.kernel if spec else "", device):
-            missing.setdefault(module, set()).add(f"{model} {methods.label()}")
-    if missing:
-        needs = "; ".join(f"{m} (for {', '.join(sorted(who))})" for m, who in sorted(missing.items()))
-        raise ValueError(f"the rows to measure again need modules that do not import here: {needs}. Install them "
-                         "(Mamba's kernels: scripts/offline-gpu/install_mamba.sh) or leave those models out with "
-                         "--models")
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,6 @@ the model's forward above the blocks, so that DDP and FSDP wrap a model that alr
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,7 +18,7 @@ import torch
 from torch import nn
 
 from ..catalog.config import Config
-from ..catalog.env import MAMBA_KERNEL_PACKAGES
+from ..catalog.env import MAMBA_KERNEL_PACKAGES, importable
 from ..catalog.methods import FP8_MULTIPLE
 from ..catalog.models import ModelSpec
 
@@ -44,7 +43,7 @@ class Ran:
 
 
 def has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    return importable(module)
 
 
 def attention_impl(spec: ModelSpec, kernels: bool, device: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
-                     WORKSHOP_PATH, NoGPUError, Rendezvous, machine_cannot_run, run)
+                     WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
 from ..catalog.methods import Methods
 from ..results import (PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row, is_not_run,
                       is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines, set_aside_reason,
@@ -260,12 +260,29 @@ def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float
     for r in [*rows, *twins]:  # synced first: an unsynced twin runs at the new synced row's micro-batch
         steps = ((r.get("validate") or {}).get("steps") or 3) if r["mode"] == "validate" else 0
         groups.setdefault((r["search"], r["timing"], steps), []).append(Config.from_dict(r["config"]))
+    _check_packages([c for configs in groups.values() for c in configs], kwargs.get("device") or default_device())
     summaries = []
     for (search, timing, steps), configs in groups.items():
         left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t0))
         summaries.append(run_sweep(configs, out, setup, search=search, timing=timing, validate=steps, budget_s=left,
                                    retry=(retry,) if timing == "synced" else (), **kwargs))
     return summaries
+
+
+def _check_packages(configs: Sequence[Config], device: str) -> None:
+    """A row measured again where its packages do not import would become an 'unsupported' row that supersedes
+    the measured one: refused before any work, naming what is missing and the rows that need it."""
+    from ..catalog.methods import missing_packages
+
+    missing: dict[str, set[str]] = {}
+    for c in configs:
+        for module in missing_packages(c.methods, c.spec.kernel, device):
+            missing.setdefault(module, set()).add(f"{c.model} {c.methods.label()}")
+    if missing:
+        needs = "; ".join(f"{m} (for {', '.join(sorted(who))})" for m, who in sorted(missing.items()))
+        raise ValueError(f"the rows to measure again need modules that do not import here: {needs}. Install them "
+                         "(Mamba's kernels: scripts/offline-gpu/install_mamba.sh) or leave those models out with "
+                         "--models")
 
 
 def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why: tuple[str, str],
