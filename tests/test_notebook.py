@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from academic_bench.search import params as params_mod, notebook as nb
+from academic_bench.search import params as params_mod, notebook as nb, papermill_runner
 from academic_bench.book import runs_report as report
 from academic_bench.cli import build_parser, main
 from academic_bench.catalog.config import Config
@@ -152,7 +152,7 @@ def test_tidy_notebook_collapses_progress_bars_and_cuts_long_streams(tmp_path):
     path = tmp_path / "run.ipynb"
     meta = {"papermill": {"input_path": str(params_mod.TEMPLATE), "output_path": str(path)}}
     nbformat.write(new_notebook(cells=[cell], metadata=meta), str(path))
-    assert nb.tidy_notebook(path, max_lines=20) > 400
+    assert papermill_runner.tidy_notebook(path, max_lines=20) > 400
     streams = _outputs(path, "stream")
     assert [o.name for o in streams] == ["stderr", "stdout"]  # consecutive stdout outputs merged
     assert streams[0].text == "100%|##| 3/3\n"

@@ -13,7 +13,7 @@ from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench.cli import bench as bench_cli
 from academic_bench import cli
-from academic_bench.search import notebook as nb, sweep
+from academic_bench.search import notebook as nb, papermill_runner, sweep
 from academic_bench.search import params as params_mod
 from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
@@ -46,7 +46,7 @@ def no_launch(monkeypatch):
         raise AssertionError("a configuration was launched")
     monkeypatch.setattr(bench_cli, "run", launched)
     monkeypatch.setattr(sweep, "run", launched)
-    monkeypatch.setattr(nb, "run_notebook", launched)
+    monkeypatch.setattr(papermill_runner, "run_notebook", launched)
 
 
 def _launches_give(monkeypatch, **fields) -> None:
@@ -110,7 +110,7 @@ def test_ctrl_c_in_the_notebook_ends_in_one_line_and_keeps_the_rows(tmp_path, ca
         ResultStore(tmp_path / setup / params_mod.RESULTS_FILE).append(
             make_row(tiny(), setup=setup, outcome="ok", micro_batch=8, gas=1, step_time_s=0.2))
         raise KeyboardInterrupt
-    monkeypatch.setattr(nb, "run_notebook", interrupted)
+    monkeypatch.setattr(papermill_runner, "run_notebook", interrupted)
     try:
         rc = cli.main(["notebook", "--setup", "cpu-tiny", "--models", "pythia-160m", "--gpu", "h100-80gb",
                        "--preset", "naive", "--tiny", "--device", "cpu", "--output-root", str(tmp_path)])

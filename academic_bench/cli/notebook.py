@@ -50,7 +50,7 @@ def _cmd_notebook(args: argparse.Namespace) -> int:
     from ..search.params import RESULTS_FILE, TEMPLATE, resolve_parameters
     from ..launch import device_for
     from ..launch.gpu_in_hand import allow_gpu_mismatch
-    from ..search.notebook import NotebookFailed, run_notebook
+    from ..search.papermill_runner import NotebookFailed, run_notebook
 
     template = args.template or TEMPLATE
     overrides = overrides_from(args)
