@@ -30,6 +30,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     work model: ``decoder_work.predict_decoder``, ``method_costs``), at ``micro_batch`` per GPU where it is given,
     else at the largest the memory model fits."""
     from .decoder_work import not_modelled, predict_decoder
+    from .switch_work import why_not_charged
     from ..estimate import analytic_days, model_stats
     from ..catalog.models import get_model
     from .by_size import mfu_by_size
@@ -41,13 +42,12 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     why_not_work = not_modelled(key) or (None if spec.recipe.precision == "bf16" else
                                          f"the work model's profiles are bf16; this decoder trains in "
                                          f"{spec.recipe.precision}") or (
-        None if methods.free_lunch else "the work model's profiles are of the free-lunch settings") or (
-        # bf16 weights change no kind of work the model counts (the published pure-bf16 runs are predicted so);
-        # a fused loss or FP8 matrix products do, and no profile measures them yet.
-        None if set(methods.beyond_switches()) <= {"bf16w"} else
-        "the work model's profiles are of the paper's methods, not of a fused loss or FP8 beyond the paper")
+        None if methods.free_lunch else "the work model's profiles are of the free-lunch settings")
+    points, host_rates, evidence = work_model(root)  # kept with the answers: the runs are not read again
+    # A fused loss or FP8 products change kinds of work the model counts, by shares fitted to the study's rows of
+    # each switch (``switch_work``); bf16 weights change none.
+    why_not_work = why_not_work or why_not_charged(methods, evidence.switches)
     if why_not_work is None:
-        points, host_rates, evidence = work_model(root)  # kept with the answers: the runs are not read again
         p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch,
                             evidence=evidence)
         if p is not None and p.days is not None:

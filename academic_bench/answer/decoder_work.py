@@ -47,6 +47,7 @@ from ..catalog.hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
+from .switch_work import why_not_charged, with_switches
 from .work_evidence import PLAIN, Evidence, GemmCurve
 from ..catalog.units import days_for
 
@@ -242,7 +243,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     from ..catalog.models import get_model
 
     setups = profiled_setups(points)
-    if not setups or not_modelled(model) or not methods.free_lunch:
+    if not setups or not_modelled(model) or not methods.free_lunch or why_not_charged(methods, evidence.switches):
         return None
     target = get_gpu(gpu)
     # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
@@ -255,6 +256,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     mbs, gas = fit
     step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence)
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
+    seconds = with_switches(model, seconds, methods, evidence.switches)
     gpu_optimizer = 0.0 if methods.offload else seconds["optimizer"]  # offloaded: the host runs it (below)
     seconds["optimizer"] = gpu_optimizer
     scale = sum(seconds.values()) / step.step_s
@@ -281,6 +283,10 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
             p.step_high_s * step.high_s / step.step_s
     if methods.checkpointing:
         basis += "; checkpointing recomputes the blocks' forward"
+    fitted = [s for s in methods.beyond_switches() if s in evidence.switches]
+    if fitted:
+        basis += (f"; {', '.join(fitted)} charged as fitted to the study's measured rows of "
+                  f"{'each' if len(fitted) > 1 else 'it'} alone on the catalog decoders")
     rates = host_rates if host_rates is not None or not methods.offload else measured_host_rates()
     params, dtype_bytes = float(model_stats(model).params), BYTES[precision]
     costs = method_s(methods, n_gpus, target, params, dtype_bytes, gas, rates or {})

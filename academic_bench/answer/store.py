@@ -25,11 +25,11 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 5  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+GRID_VERSION = 6  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
 # 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
 # error observed for predictions of its kind, the held-out predictions' errors kept with the checks; 5: the work
 # model's evidence (the GEMM sweep's rate by size, attention's per-token offset, the measured optima) kept with
-# its calibration
+# its calibration; 6: what the switches beyond the paper change in the work model's step, kept with its evidence
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
              "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl")
@@ -70,16 +70,20 @@ def _read(path: Path, key: str) -> Kept | None:
 def calibration(root: str | None = None) -> dict:
     """What the work model (``decoder_work``) takes from the runs, as kept: its evidence besides the profiles
     (``work_evidence.runs_evidence``: the GEMM sweep's rate by size, attention's per-token offset, the measured
-    optima), its calibration points counted with it (seconds per unit of each kind of work, per profiled catalog
+    optima; what each switch beyond the paper changes, ``switch_work``), its calibration points counted with it (seconds per unit of each kind of work, per profiled catalog
     decoder and setup) and the host's optimizer rates of the offloaded runs (``method_costs.measured_host_rates``;
     None where no counted offloaded run gives them)."""
-    from ..analysis import profiles
+    from dataclasses import replace
+
+    from ..analysis import profiles, runs_frame
     from .decoder_work import calibration_points
+    from .switch_fit import fit_switches
     from .method_costs import measured_host_rates
     from .work_evidence import evidence_record, runs_evidence
 
     evidence = runs_evidence(root)
     points = calibration_points(profiles(root), evidence)
+    evidence = replace(evidence, switches=fit_switches(runs_frame(root), points, evidence))
     try:
         rates = measured_host_rates(root)
     except ValueError:

@@ -99,6 +99,8 @@ class Evidence:
     gemm: Mapping[str, GemmCurve] = field(default_factory=dict)  # by catalog GPU key
     optima: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (setup, model) -> measured micro-batch
     attention_offset: float = 0.0  # tokens of sequence
+    # switch -> what it changes in the step (``switch_work.fit_switches``), fitted after the calibration points
+    switches: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def curve_for(self, gpu: str) -> GemmCurve | None:
         """The sweep of ``gpu`` itself, else of a GPU of the same architecture (H200 has H100's chip: the same SMs
@@ -214,7 +216,8 @@ def evidence_record(e: Evidence) -> dict:
     return {"gemm": {k: {"gpu": c.gpu, "flops": list(c.flops), "rates": list(c.rates), "source": c.source}
                      for k, c in sorted(e.gemm.items())},
             "optima": [[s, m, int(b)] for (s, m), b in sorted(e.optima.items())],
-            "attention_offset": float(e.attention_offset)}
+            "attention_offset": float(e.attention_offset),
+            "switches": {k: dict(v) for k, v in sorted(e.switches.items())}}
 
 
 def evidence_of(record: Mapping | None) -> Evidence:
@@ -224,4 +227,5 @@ def evidence_of(record: Mapping | None) -> Evidence:
     return Evidence(gemm={k: GemmCurve(c["gpu"], tuple(c["flops"]), tuple(c["rates"]), c["source"])
                           for k, c in record["gemm"].items()},
                     optima={(s, m): int(b) for s, m, b in record["optima"]},
-                    attention_offset=float(record["attention_offset"]))
+                    attention_offset=float(record["attention_offset"]),
+                    switches={k: dict(v) for k, v in record.get("switches", {}).items()})

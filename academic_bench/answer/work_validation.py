@@ -174,3 +174,54 @@ def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=BY_KIND_COLUMNS)
     evidence = runs_evidence(None if root is None else str(root))
     return by_kind(frame, keys, calibration_points(profiles(root), evidence), evidence)
+
+
+SWITCH_CHECK_COLUMNS = ["decoder", "setup", "gpu", "methods_label", "micro_batch", "predicted_step_s",
+                        "measured_step_s", "error", "free_lunch_error", "effect_error"]
+
+
+def switch_check(root: str | None = None) -> pd.DataFrame:
+    """The switches beyond the paper as the work model charges them (``switch_work``, fitted to the catalog
+    decoders' rows only) on the decoders outside the catalog measured with them: each such row's step predicted
+    at the micro-batch that ran, beside the measured step (``error``); ``free_lunch_error``, the same decoder's
+    measured free-lunch step's error on the setup, and ``effect_error``, the error of the switch's predicted
+    speed-up over free-lunch (so that the work model's error for the decoder is not taken for the switch's)."""
+    from dataclasses import replace
+
+    from ..analysis import profiles, runs_frame
+    from ..analysis.beyond import decoder_rows
+    from ..catalog.methods import FREE_LUNCH, Methods
+    from ..results import latest_rows, status_of
+    from .decoder_work import calibration_points, predict_decoder
+    from .switch_fit import fit_switches
+    from .work_evidence import runs_evidence
+
+    evidence = runs_evidence(None if root is None else str(root))
+    points = calibration_points(profiles(root), evidence)
+    evidence = replace(evidence, switches=fit_switches(runs_frame(root), points, evidence))
+    measured = [r for r in latest_rows(decoder_rows(root)) if status_of(r) == "measured" and r["mode"] == "step"
+                and r["timing"] == "synced" and r["config"]["n_gpus"] == 1]
+    rows = []
+    for r in measured:
+        m = Methods.from_dict(r["config"]["methods"])
+        key = r["config"]["model"]
+        free = [f for f in measured if f["config"]["model"] == key and f["setup"] == r["setup"]
+                and Methods.from_dict(f["config"]["methods"]) == FREE_LUNCH]
+        if not m.beyond_paper or not free:
+            continue
+        p = predict_decoder(key, r["config"]["gpu"], 1, points, m, evidence=evidence,
+                            micro_batch=int(r["micro_batch"]))
+        if p is None:
+            continue
+        f = free[-1]
+        name = key.split("@")[0]
+        pf = predict_decoder(key, f["config"]["gpu"], 1, points, FREE_LUNCH, evidence=evidence,
+                             micro_batch=int(f["micro_batch"]))
+        error = p.step_time_s / float(r["step_time_s"]) - 1
+        free_error = pf.step_time_s / float(f["step_time_s"]) - 1
+        rows.append({"decoder": name, "setup": r["setup"], "gpu": r["config"]["gpu"],
+                     "methods_label": m.label(), "micro_batch": int(r["micro_batch"]),
+                     "predicted_step_s": p.step_time_s, "measured_step_s": float(r["step_time_s"]),
+                     "error": error, "free_lunch_error": free_error,
+                     "effect_error": (1 + error) / (1 + free_error) - 1})
+    return pd.DataFrame(rows, columns=SWITCH_CHECK_COLUMNS)
