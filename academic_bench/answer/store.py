@@ -71,8 +71,8 @@ def calibration(root: str | None = None) -> dict:
     """What the work model (``decoder_work``) takes from the runs, as kept: its evidence besides the profiles
     (``work_evidence.runs_evidence``: the GEMM sweep's rate by size, attention's per-token offset, the measured
     optima; and what each switch beyond the paper changes, ``switch_fit``), its calibration points counted with it
-    (seconds per unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates of the offloaded runs (``method_costs.measured_host_rates``;
-    None where no counted offloaded run gives them)."""
+    (seconds per unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates
+    of the offloaded runs (``method_costs.measured_host_rates``; None where no counted offloaded run gives them)."""
     from dataclasses import replace
 
     from ..analysis import profiles, runs_frame
