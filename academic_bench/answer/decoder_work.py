@@ -47,7 +47,7 @@ from ..catalog.hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
-from .switch_work import why_not_charged, with_switches
+from .switch_work import block_share, why_not_charged, with_switches
 from .work_evidence import PLAIN, Evidence, GemmCurve
 from ..catalog.units import days_for
 
@@ -215,9 +215,7 @@ def with_recompute(model: str, seconds: dict) -> dict:
     (``method_costs.recompute_s``): one more forward of the checkpointed blocks, i.e. of their matrix products
     (every weight matrix but the LM head), attention, memory-bound kernels and per-layer launches; the head, the
     loss and the optimizer are not recomputed."""
-    matrices, _, _, hidden, _, vocab, *_ = _shape(model)  # the head's share by FLOPs
-    in_blocks = {"matmul": max(0.0, matrices - vocab * hidden) / matrices, "attention": 1.0, "memory": 1.0,
-                 "idle": 1.0}
+    in_blocks = {"matmul": block_share(model), "attention": 1.0, "memory": 1.0, "idle": 1.0}
     return {k: v + recompute_s(v * in_blocks.get(k, 0.0)) for k, v in seconds.items()}
 
 
