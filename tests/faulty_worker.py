@@ -11,6 +11,8 @@ worker holds no test hooks. The faults:
     timed_oom_above_micro_batch above this micro-batch the timed run runs out of memory (the search fit)
     sigkill_after_timing        rank 0 is killed (SIGKILL) once its phases are timed, before its result is written
     start_micro_batch           the micro-batch search's first size
+    memory_wall_at_micro_batch  timed at this micro-batch, the caching allocator counts retries (the memory wall)
+                                and the step takes ``memory_wall_slowdown`` (default 2) times as long
     collective_timeout_s        the process group's timeout
 """
 from __future__ import annotations
@@ -67,11 +69,16 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
                 time.sleep(10**6)
             super().__init__(cfg, micro_batch, gas, device)
 
+    retries = [0]  # the allocator's retries so far, as ``microbatch.alloc_retries`` counts them
+
     def time_and_validate(stepper, cfg, mbs, req, device):
         limit = faults.get("timed_oom_above_micro_batch")
         if limit is not None and mbs > limit:
             raise SimulatedOOM(f"simulated out of memory when timed at {mbs}")
         row = real_timing(stepper, cfg, mbs, req, device)
+        if mbs == faults.get("memory_wall_at_micro_batch"):
+            retries[0] += 3
+            row["step_time_s"] *= faults.get("memory_wall_slowdown", 2.0)
         if faults.get("sigkill_after_timing") and (not dist.is_initialized() or dist.get_rank() == 0):
             os.kill(os.getpid(), signal.SIGKILL)
         return row
@@ -80,6 +87,8 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
     patch(worker, "Stepper", Stepper)
     patch(microbatch, "Stepper", Stepper)  # the search builds one per trial
     patch(worker, "time_and_validate", time_and_validate)
+    if faults.get("memory_wall_at_micro_batch"):
+        patch(worker, "alloc_retries", lambda device: retries[0])
     if faults.get("start_micro_batch"):
         patch(microbatch, "start_guess", lambda cfg: faults["start_micro_batch"])
     if faults.get("collective_timeout_s"):

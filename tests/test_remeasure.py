@@ -8,8 +8,8 @@ from academic_bench import cli
 from academic_bench.catalog.config import Config
 from academic_bench.launch import TIMED_OOM_NOTE
 from academic_bench.catalog.methods import parse_methods
-from academic_bench.results import (PREDICTED_STOP, ResultStore, latest_rows, load_runs, make_row,
-                                    stopped_on_prediction)
+from academic_bench.results import (MEMORY_WALL, PREDICTED_STOP, ResultStore, latest_rows, load_runs, make_row,
+                                    stopped_on_prediction, unchecked_at_wall)
 from academic_bench.search.sweep import remeasure, to_remeasure
 
 
@@ -45,6 +45,24 @@ def test_the_shipped_rows_stopped_on_a_prediction_are_those_whose_search_said_so
     noted = {r["config_id"] + r["setup"] for r in latest if r["outcome"] == "ok" and any(
         "not tried: the memory model predicts" in n for n in (r.get("ran") or {}).get("notes") or [])}
     assert {r["config_id"] + r["setup"] for r in to_remeasure(latest, PREDICTED_STOP)} == noted
+
+
+def test_a_row_near_its_gpus_capacity_made_before_the_wall_check_is_selected_to_be_measured_again():
+    c = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"))
+    capacity = 80 * 2**30 / 1e9
+
+    def row(reserved_share, mbs=16, **ran):
+        return ok_row(c, mbs, 1024 // mbs, [(mbs, "ok"), (2 * mbs, "oom")],
+                      ran={"peak_reserved_gb": [reserved_share * capacity], **ran})
+
+    assert unchecked_at_wall(row(0.99))
+    assert not unchecked_at_wall(row(0.80)), "far from the wall"
+    assert not unchecked_at_wall(row(0.99, alloc_retries=0)), "timed by an engine that counted the retries"
+    assert not unchecked_at_wall(row(0.99, mbs=1)), "no half size to try"
+    fixed = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"), micro_batch=16)
+    assert not unchecked_at_wall(ok_row(fixed, 16, 64, [], ran={"peak_reserved_gb": [capacity]})), "the user's size"
+    latest = [row(0.99), {**row(0.99, alloc_retries=3), "config_id": "checked"}]
+    assert [r["config_id"] for r in to_remeasure(latest, MEMORY_WALL)] == [c.id]
 
 
 def test_remeasure_measures_again_exactly_those_rows_under_their_own_search_and_their_unsynced_twins(tmp_path):

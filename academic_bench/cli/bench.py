@@ -263,8 +263,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="the setup's results file, e.g. notebooks/runs/h100x1/results.jsonl")
     p.add_argument("--setup", default=None, help="the rows' hardware label (default: the results file's folder)")
     p.add_argument("--retry", default=PREDICTED_STOP, choices=RETRY_CHOICES,
-                   help="which rows: an outcome, uncommitted, or predicted-stop (the default: the micro-batch search "
-                        "stopped on the memory model's prediction)")
+                   help="which rows: an outcome, uncommitted, predicted-stop (the default: the micro-batch search "
+                        "stopped on the memory model's prediction), or memory-wall (timed near the GPU's capacity "
+                        "before the engine checked a size at the memory wall against half of it)")
     p.add_argument("--list", action="store_true", help="only list the rows selected")
     p.add_argument("--models", default=None, help="comma list: only these models' rows (default: all)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per configuration")

@@ -35,6 +35,13 @@ def peak_memory_gb(device: str) -> float | None:
     return torch.cuda.max_memory_allocated() / 1e9 if device == "cuda" else None
 
 
+def alloc_retries(device: str) -> int:
+    """How often the caching allocator has found no free block, freed its whole cache and asked CUDA again: each
+    time a device-wide synchronize and a round of cudaFree/cudaMalloc inside the step. A timed run that counts
+    any ran at the memory wall, where the largest micro-batch that fits can be slower per step than half of it."""
+    return int(torch.cuda.memory_stats().get("num_alloc_retries", 0)) if device == "cuda" else 0
+
+
 def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None,
                     keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
     """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,

@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -23,11 +24,11 @@ import torch.distributed as dist
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
-from .apply import Unsupported
+from .apply import Ran, Unsupported
 from .extrapolation import extrapolate, predicted_memory_gb, relative_error
-from .microbatch import find_micro_batch, peak_memory_gb
+from .microbatch import alloc_retries, find_micro_batch, peak_memory_gb
 from .stepper import Stepper, free_after_oom, is_oom
-from .timing import MIN_REPS, several_ranks, time_phases, time_unsynced, validate, validation_fits
+from .timing import MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits
 
 
 # How long a collective may wait for the other ranks before the process group gives up. The micro-batch
@@ -112,19 +113,73 @@ def measure(req: dict, device: str, rank: int) -> dict:
     try:
         stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
         t_ready = time.perf_counter()
+        before = alloc_retries(device)
         row = time_and_validate(stepper, cfg, mbs, req, device)
+        retries = alloc_retries(device) - before
+        timed = Timed(row, stepper.ran, gather_memory(peak_reserved_gb(device), device), retries)
+        if checks_the_wall(cfg, mbs, req) and any_rank(retries > 0, device):
+            timed, mbs_log = time_below_the_wall(stepper, timed, cfg, mbs, req, device, mbs_log)
     except Exception as exc:  # noqa: BLE001  (only out of memory in place is handled here; ``main`` the rest)
         if not (in_place and is_oom(exc)):
             raise
         free_after_oom(stepper, device)  # fresh processes will say whether it really does not fit
         return searched_only(mbs, mbs_log, notes)
+    row = timed.row
     row["mbs_search"] = mbs_log
-    row["ran"] = vars(stepper.ran)
+    row["ran"] = vars(timed.ran)
     row["ran"]["notes"] = notes + row["ran"]["notes"]
     row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=in_place,
-                      kept_warm=kept, after_oom=after_oom,
-                      peak_reserved_gb=gather_memory(peak_reserved_gb(device), device))
+                      kept_warm=kept, after_oom=after_oom, peak_reserved_gb=timed.reserved,
+                      alloc_retries=timed.retries, memory_wall=timed.wall)
     return row
+
+
+@dataclass
+class Timed:
+    """One timed size: its row so far, what ran, the peak reservation per rank, the allocator retries counted
+    while it was timed, and, where the size found ran at the memory wall, both sizes' step times."""
+
+    row: dict
+    ran: Ran
+    reserved: list[float] | None
+    retries: int
+    wall: dict | None = None
+
+
+def checks_the_wall(cfg: Config, mbs: int, req: dict) -> bool:
+    """Whether a timed run at the memory wall is checked against half its micro-batch: only a size the search
+    chose (one the user or the config fixed is timed as asked), only synchronized timing (the paper's clock is
+    kept for comparison as it was), and only where half the size may run."""
+    return cfg.micro_batch is None and req.get("timing", "synced") == "synced" and mbs // 2 >= cfg.smallest_micro_batch
+
+
+def time_below_the_wall(stepper: Stepper, timed: Timed, cfg: Config, mbs: int, req: dict, device: str,
+                        log: list[dict] | None) -> tuple[Timed, list[dict] | None]:
+    """The size found ran at the memory wall (``alloc_retries`` counted during its timing): time half the size
+    too and keep the faster, saying so in the row. "The largest micro-batch that fits" is the fastest only below
+    the wall: there each step of the larger size also frees and refills the allocator's cache. Returns the kept
+    size's ``Timed`` and the search log with the half size in it."""
+    half = mbs // 2
+    free_after_oom(stepper, device)  # the half size needs the memory the larger one holds
+    below = Stepper(cfg, half, cfg.per_gpu_batch // half, device)
+    before = alloc_retries(device)
+    row = time_and_validate(below, cfg, half, req, device)
+    below_timed = Timed(row, below.ran, gather_memory(peak_reserved_gb(device), device),
+                        alloc_retries(device) - before)
+    step, below_step = timed.row["step_time_s"], row["step_time_s"]
+    kept = below_timed if below_step < step else timed
+    kept.wall = {"micro_batch": mbs, "alloc_retries": timed.retries, "step_time_s": step,
+                 "below_micro_batch": half, "below_step_time_s": below_step, "kept": kept.row["micro_batch"]}
+    kept.ran.notes.append(
+        f"micro-batch {mbs} ran at the memory wall ({timed.retries} allocator retries while timed, {step:.4g} "
+        f"s/step); micro-batch {half} timed too ({below_step:.4g} s/step): {kept.row['micro_batch']} kept, the faster")
+    if kept is timed:
+        free_after_oom(below, device)
+    if all(t.get("micro_batch") != half for t in log or []):
+        peak = (row.get("peak_memory_gb") or [None])[0]
+        log = sorted([*(log or []), {"micro_batch": half, "outcome": "ok", "peak_memory_gb": peak}],
+                     key=lambda t: t["micro_batch"])
+    return kept, log
 
 
 def searched_only(mbs: int, log: list[dict], notes: list[str]) -> dict:

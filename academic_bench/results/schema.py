@@ -42,7 +42,11 @@ UNCOMMITTED = "uncommitted"
 # trying twice the size it chose though the batch allowed it (``state.stopped_on_prediction``); the search now
 # stops only at a measured out of memory, so measured again they may find a larger micro-batch.
 PREDICTED_STOP = "predicted-stop"
-RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP)
+# And "memory-wall": measured rows made before the engine counted the caching allocator's retries, whose peak
+# reservation came near the GPU's capacity (``state.unchecked_at_wall``); measured again, a size timed at the wall
+# is checked against half of it (``measure.worker.time_below_the_wall``).
+MEMORY_WALL = "memory-wall"
+RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP, MEMORY_WALL)
 # A row's run state, the one thing readers ask of it (``status_of``): "measured" (a result, outcome ok),
 # "failed" (its outcome names the kind: oom, error, timeout, unsupported), "not run", "invalid" (an excluded
 # combination, classified by its rule without running), or "set aside" (a measurement a later correction of the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Container, Iterable, Mapping
 
+from ..catalog.hardware import get_gpu
 from .schema import written_status
 
 
@@ -103,6 +104,28 @@ def stopped_on_prediction(row: Mapping) -> bool:
     if row.get("outcome") != "ok" or not log or not mbs or not gas or (row.get("config") or {}).get("micro_batch"):
         return False
     return gas % 2 == 0 and not any(t.get("micro_batch") == 2 * mbs for t in log)
+
+
+# The caching allocator retries (frees its whole cache and asks CUDA again) only once its reservation nears the
+# device's capacity; a row that reserved this share of its GPU's memory or more may have been timed at the wall.
+WALL_SHARE = 0.95
+
+
+def unchecked_at_wall(row: Mapping) -> bool:
+    """A measured row whose micro-batch the search chose, made before the engine counted the allocator's retries
+    while timing (its ``ran`` has no ``alloc_retries``), that reserved at least ``WALL_SHARE`` of its GPU's memory
+    at a micro-batch that could be halved: it may have been timed at the memory wall, where half the micro-batch
+    can run faster, and was never checked."""
+    ran, config = row.get("ran") or {}, row.get("config") or {}
+    reserved, mbs = ran.get("peak_reserved_gb"), row.get("micro_batch")
+    if (row.get("outcome") != "ok" or row.get("timing") != "synced" or config.get("micro_batch") or not reserved
+            or "alloc_retries" in ran or not mbs or mbs < 2 or config.get("tiny")):
+        return False
+    try:
+        capacity_gb = get_gpu(config["gpu"]).memory_gb * 2**30 / 1e9
+    except (KeyError, ValueError):
+        return False
+    return max(reserved) >= WALL_SHARE * capacity_gb
 
 
 def is_not_run(row: Mapping) -> bool:

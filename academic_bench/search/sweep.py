@@ -26,12 +26,17 @@ from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row, is_not_run,
-                      is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines, set_aside_reason,
-                      skip_is_latest, skip_key, skipped_path, state_of, stopped_on_prediction, synced_micro_batches)
+from ..results import (MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row,
+                      is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines,
+                      set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of, stopped_on_prediction,
+                      synced_micro_batches, unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
 __all__ = ["Interrupted", "format_summary", "log_path", "remeasure", "run_sweep", "to_remeasure"]
+
+
+# The ``retry`` choices that select rows by what they record rather than by their outcome.
+SELECTS = {UNCOMMITTED: is_uncommitted, PREDICTED_STOP: stopped_on_prediction, MEMORY_WALL: unchecked_at_wall}
 
 
 def log_path(out: str | os.PathLike, config: Config, timing: str, mode: str) -> Path:
@@ -128,7 +133,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
     in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one; "uncommitted": the
     row names no commit, ``results.is_uncommitted``; "predicted-stop": its micro-batch search stopped on the memory
-    model's prediction, ``results.stopped_on_prediction``) or the row only
+    model's prediction, ``results.stopped_on_prediction``; "memory-wall": it may have been timed at the memory
+    wall and was never checked, ``results.unchecked_at_wall``) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
@@ -156,8 +162,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
     existing = {cid: r for cid, r in last_row.items()
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
-                and not set_aside_reason(r) and not (UNCOMMITTED in retry and is_uncommitted(r))
-                and not (PREDICTED_STOP in retry and stopped_on_prediction(r))}
+                and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
     pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
@@ -240,7 +245,7 @@ def to_remeasure(rows: list[dict], retry: str) -> list[dict]:
     ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction."""
     if retry not in RETRY_CHOICES:
         raise ValueError(f"cannot retry {retry}; choose from: {', '.join(RETRY_CHOICES)}")
-    select = {UNCOMMITTED: is_uncommitted, PREDICTED_STOP: stopped_on_prediction}.get(retry)
+    select = SELECTS.get(retry)
     return [r for r in latest_rows(rows) if not is_not_run(r) and (select(r) if select else r["outcome"] == retry)]
 
 
