@@ -12,7 +12,8 @@ worker holds no test hooks. The faults:
     sigkill_after_timing        rank 0 is killed (SIGKILL) once its phases are timed, before its result is written
     start_micro_batch           the micro-batch search's first size
     memory_wall_at_micro_batch  timed at this micro-batch, the caching allocator counts retries (the memory wall)
-                                and the step takes ``memory_wall_slowdown`` (default 2) times as long
+                                and the step takes ``memory_wall_slowdown`` (default 2) times as long; with
+                                ``oom_below_the_wall``, half of it runs out of memory when timed
     collective_timeout_s        the process group's timeout
 """
 from __future__ import annotations
@@ -75,10 +76,14 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
         limit = faults.get("timed_oom_above_micro_batch")
         if limit is not None and mbs > limit:
             raise SimulatedOOM(f"simulated out of memory when timed at {mbs}")
+        if faults.get("oom_below_the_wall") and 2 * mbs == faults.get("memory_wall_at_micro_batch"):
+            raise SimulatedOOM(f"simulated out of memory when timed at {mbs}, below the wall")
         row = real_timing(stepper, cfg, mbs, req, device)
         if mbs == faults.get("memory_wall_at_micro_batch"):
             retries[0] += 3
-            row["step_time_s"] *= faults.get("memory_wall_slowdown", 2.0)
+            slowdown = faults.get("memory_wall_slowdown", 2.0)
+            row["step_time_s"] *= slowdown
+            row["step_time_spread"] = [t * slowdown for t in row.get("step_time_spread") or []]
         if faults.get("sigkill_after_timing") and (not dist.is_initialized() or dist.get_rank() == 0):
             os.kill(os.getpid(), signal.SIGKILL)
         return row

@@ -242,16 +242,18 @@ def test_measure_writes_a_complete_ok_result_with_validation():
 
 def test_a_size_found_at_the_memory_wall_is_timed_against_half_of_it_and_the_faster_kept(monkeypatch):
     # The search finds 8 (the tiny per-GPU batch); timed at 8 the allocator retries and the step is slower.
-    faulty_worker.install({"memory_wall_at_micro_batch": 8, "memory_wall_slowdown": 50.0}, monkeypatch.setattr)
-    req = {"config": tiny().to_dict(), "timing": "synced", "validate_steps": 2, "warmup": 2, "reps": 5}
+    faulty_worker.install({"memory_wall_at_micro_batch": 8, "memory_wall_slowdown": 50.0, "start_micro_batch": 8},
+                          monkeypatch.setattr)
+    req = {"config": tiny().to_dict(), "timing": "synced", "validate_steps": 2, "warmup": 2, "reps": 5,
+           "in_place": True}  # one process: the search tries 8 alone (the whole batch), kept warm and timed
     row = worker.measure(req, "cpu", rank=0)
     wall = row["ran"]["memory_wall"]
     assert row["micro_batch"] == 4 and row["gas"] == 2 and row["validate"]["steps"] == 2
     assert wall["micro_batch"] == 8 and wall["alloc_retries"] > 0 and wall["kept"] == 4
     assert wall["below_step_time_s"] == row["step_time_s"] < wall["step_time_s"]
-    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]][:2] == [(1, "ok"), (2, "ok")]
-    assert any(t["micro_batch"] == 4 and t["outcome"] == "ok" for t in row["mbs_search"])
+    assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(4, "ok"), (8, "ok")]
     assert any("ran at the memory wall" in n and "4 kept, the faster" in n for n in row["ran"]["notes"])
+    assert row["ran"]["kept_warm"] is False  # the half was built again to be timed
 
 
 def test_the_size_at_the_wall_stays_when_it_is_still_the_faster(monkeypatch):
@@ -259,6 +261,17 @@ def test_the_size_at_the_wall_stays_when_it_is_still_the_faster(monkeypatch):
     row = worker.measure({"config": tiny().to_dict(), "timing": "synced"}, "cpu", rank=0)
     assert row["micro_batch"] == 8 and row["ran"]["memory_wall"]["kept"] == 8
     assert row["ran"]["memory_wall"]["below_step_time_s"] > row["step_time_s"]
+
+
+def test_the_measurement_at_the_wall_is_kept_when_half_of_it_cannot_be_timed(monkeypatch):
+    faulty_worker.install({"memory_wall_at_micro_batch": 8, "oom_below_the_wall": True}, monkeypatch.setattr)
+    row = worker.measure({"config": tiny().to_dict(), "timing": "synced"}, "cpu", rank=0)
+    assert row["micro_batch"] == 8 and row["ran"]["memory_wall"]["kept"] == 8
+    assert any("micro-batch 4 ran out of memory when timed: 8 kept" in n for n in row["ran"]["notes"])
+    faulty_worker.install({"memory_wall_at_micro_batch": 8}, monkeypatch.setattr)
+    row = worker.measure({"config": tiny().to_dict(), "timing": "synced", "deadline": time.time() + 1.0}, "cpu", 0)
+    assert row["micro_batch"] == 8 and row["ran"]["memory_wall"]["below_step_time_s"] is None
+    assert any("micro-batch 4 not timed: it would not end within the time limit" in n for n in row["ran"]["notes"])
 
 
 def test_a_micro_batch_the_user_fixed_is_timed_as_asked_even_at_the_wall(monkeypatch):

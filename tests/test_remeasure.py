@@ -65,6 +65,26 @@ def test_a_row_near_its_gpus_capacity_made_before_the_wall_check_is_selected_to_
     assert [r["config_id"] for r in to_remeasure(latest, MEMORY_WALL)] == [c.id]
 
 
+def test_the_book_reads_each_rows_standing_at_the_memory_wall(tmp_path):
+    from academic_bench import analysis
+
+    capacity = 80 * 2**30 / 1e9
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    wall = {"micro_batch": 16, "alloc_retries": 3, "step_time_s": 2.0, "below_micro_batch": 8,
+            "below_step_time_s": 1.0, "kept": 8}
+    for methods, ran in (("free-lunch", {"alloc_retries": 3, "memory_wall": wall}),
+                         ("free-lunch+ckpt", {"alloc_retries": 0}),
+                         ("naive", {}),
+                         ("free-lunch+zero1+offload", {"peak_reserved_gb": [0.5 * capacity]})):
+        cfg = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(methods))
+        store.append(make_row(cfg, setup="h100x1", outcome="ok", micro_batch=8, gas=128, step_time_s=1.0,
+                              mbs_search=[{"micro_batch": 8, "outcome": "ok"}, {"micro_batch": 16, "outcome": "oom"}],
+                              ran={"peak_reserved_gb": [0.99 * capacity], **ran}))
+    states = analysis.memory_wall(tmp_path).set_index("methods_label")["state"].to_dict()
+    assert states == {"free-lunch": "checked", "free-lunch + ckpt": "clear", "naive": "unchecked",
+                      "free-lunch + ZeRO-1 + offload": "before the check"}
+
+
 def test_remeasure_measures_again_exactly_those_rows_under_their_own_search_and_their_unsynced_twins(tmp_path):
     out = tmp_path / "cpu-test" / "results.jsonl"
     stopped, complete = searched("naive"), searched("naive+ckpt")  # tiny: per-GPU batch 8, everything fits

@@ -255,27 +255,29 @@ WALL_COLUMNS = ["setup", "model", "methods_label", "search", "micro_batch", "ste
 
 
 def memory_wall(root: str | Path | None = None) -> pd.DataFrame:
-    """Each latest measured synced row's standing at the memory wall: "checked" (timed at the wall, so half its
-    micro-batch was timed too: ``ran.memory_wall``), "clear" (timed with no allocator retry), "unchecked" (made
+    """Each latest measured synced step row's standing at the memory wall: "checked" (timed at the wall, so half
+    its micro-batch was timed too: ``ran.memory_wall``), "clear" (timed with no allocator retry), "at the wall"
+    (retries counted at a size the engine does not halve: one the user fixed, or the smallest), "unchecked" (made
     before the engine counted retries, reserved near its GPU's capacity: ``results.unchecked_at_wall``, measured
     again by ``remeasure --retry memory-wall``), or "before the check" (the rest made before it)."""
-    from ..catalog.config import Config
     from ..results import latest_rows, load_runs, set_aside_reason, unchecked_at_wall
+    from ..results.state import reserved_share
 
     out = []
     for r in latest_rows(load_runs(runs_root(root))):
         ran, c = r.get("ran") or {}, r.get("config") or {}
-        if (r.get("outcome") != "ok" or r.get("timing") != "synced" or c.get("tiny") or not ran.get("peak_reserved_gb")
-                or set_aside_reason(r)):
+        share = reserved_share(r)
+        if (r.get("outcome") != "ok" or r.get("timing") != "synced" or r.get("mode") != "step" or c.get("tiny")
+                or share is None or set_aside_reason(r)):
             continue
         wall = ran.get("memory_wall") or {}
-        state = ("checked" if wall else "clear" if "alloc_retries" in ran else
+        state = ("checked" if wall else "clear" if ran.get("alloc_retries") == 0 else
+                 "at the wall" if ran.get("alloc_retries") else
                  "unchecked" if unchecked_at_wall(r) else "before the check")
-        capacity = gpu_catalog()[c["gpu"]].memory_gb * 2**30 / 1e9 if c.get("gpu") in gpu_catalog() else math.nan
         out.append({"setup": r.get("setup"), "model": c.get("model"),
-                    "methods_label": Config.from_dict(c).methods.label(), "search": r.get("search"),
+                    "methods_label": Methods.from_dict(c.get("methods") or {}).label(), "search": r.get("search"),
                     "micro_batch": r.get("micro_batch"), "step_time_s": r.get("step_time_s"),
-                    "reserved_share": max(ran["peak_reserved_gb"]) / capacity,
-                    "state": state, "wall_micro_batch": wall.get("micro_batch"), "wall_step_s": wall.get("step_time_s"),
-                    "below_micro_batch": wall.get("below_micro_batch"), "below_step_s": wall.get("below_step_time_s")})
+                    "reserved_share": share, "state": state, "wall_micro_batch": wall.get("micro_batch"),
+                    "wall_step_s": wall.get("step_time_s"), "below_micro_batch": wall.get("below_micro_batch"),
+                    "below_step_s": wall.get("below_step_time_s")})
     return pd.DataFrame(out, columns=WALL_COLUMNS)

@@ -28,7 +28,8 @@ from .apply import Ran, Unsupported
 from .extrapolation import extrapolate, predicted_memory_gb, relative_error
 from .microbatch import alloc_retries, find_micro_batch, peak_memory_gb
 from .stepper import Stepper, free_after_oom, is_oom
-from .timing import MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits
+from .timing import (MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits,
+                     would_pass)
 
 
 # How long a collective may wait for the other ranks before the process group gives up. The micro-batch
@@ -115,10 +116,11 @@ def measure(req: dict, device: str, rank: int) -> dict:
         t_ready = time.perf_counter()
         before = alloc_retries(device)
         row = time_and_validate(stepper, cfg, mbs, req, device)
-        retries = alloc_retries(device) - before
-        timed = Timed(row, stepper.ran, gather_memory(peak_reserved_gb(device), device), retries)
-        if checks_the_wall(cfg, mbs, req) and any_rank(retries > 0, device):
-            timed, mbs_log = time_below_the_wall(stepper, timed, cfg, mbs, req, device, mbs_log)
+        timed = Timed(row, stepper.ran, gather_memory(peak_reserved_gb(device), device),
+                      retries_on_any_rank(alloc_retries(device) - before, device))
+        if checks_the_wall(cfg, mbs, req) and timed.retries > 0:
+            timed, mbs_log = time_below_the_wall(stepper, timed, cfg, mbs, req, device, mbs_log,
+                                                 spent_s=time.perf_counter() - t_searched)
     except Exception as exc:  # noqa: BLE001  (only out of memory in place is handled here; ``main`` the rest)
         if not (in_place and is_oom(exc)):
             raise
@@ -129,21 +131,31 @@ def measure(req: dict, device: str, rank: int) -> dict:
     row["ran"] = vars(timed.ran)
     row["ran"]["notes"] = notes + row["ran"]["notes"]
     row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=in_place,
-                      kept_warm=kept, after_oom=after_oom, peak_reserved_gb=timed.reserved,
-                      alloc_retries=timed.retries, memory_wall=timed.wall)
+                      kept_warm=kept and timed.row["micro_batch"] == mbs, after_oom=after_oom,
+                      peak_reserved_gb=timed.reserved, alloc_retries=timed.retries, memory_wall=timed.wall)
     return row
 
 
 @dataclass
 class Timed:
     """One timed size: its row so far, what ran, the peak reservation per rank, the allocator retries counted
-    while it was timed, and, where the size found ran at the memory wall, both sizes' step times."""
+    while it was timed (warm-up and validation included; the most of any rank), and, where the size found ran at
+    the memory wall, both sizes' step times."""
 
     row: dict
     ran: Ran
     reserved: list[float] | None
     retries: int
     wall: dict | None = None
+
+
+def retries_on_any_rank(count: int, device: str) -> int:
+    """The most allocator retries any rank counted: one rank at the wall slows every rank's step."""
+    if not several_ranks():
+        return count
+    t = torch.tensor([count], dtype=torch.int64, device="cuda" if device == "cuda" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
 
 
 def checks_the_wall(cfg: Config, mbs: int, req: dict) -> bool:
@@ -154,25 +166,46 @@ def checks_the_wall(cfg: Config, mbs: int, req: dict) -> bool:
 
 
 def time_below_the_wall(stepper: Stepper, timed: Timed, cfg: Config, mbs: int, req: dict, device: str,
-                        log: list[dict] | None) -> tuple[Timed, list[dict] | None]:
-    """The size found ran at the memory wall (``alloc_retries`` counted during its timing): time half the size
-    too and keep the faster, saying so in the row. "The largest micro-batch that fits" is the fastest only below
-    the wall: there each step of the larger size also frees and refills the allocator's cache. Returns the kept
-    size's ``Timed`` and the search log with the half size in it."""
-    half = mbs // 2
-    free_after_oom(stepper, device)  # the half size needs the memory the larger one holds
-    below = Stepper(cfg, half, cfg.per_gpu_batch // half, device)
-    before = alloc_retries(device)
-    row = time_and_validate(below, cfg, half, req, device)
+                        log: list[dict] | None, spent_s: float) -> tuple[Timed, list[dict] | None]:
+    """The size found ran at the memory wall (allocator retries counted while it was timed): time half the size
+    too and keep it if it is faster than every timed repetition of the larger one (a difference inside their
+    spread is no evidence, and the larger size is the paper's rule), saying so in the row. "The largest
+    micro-batch that fits" is the fastest only below the wall: there each step of the larger size also frees and
+    refills the allocator's cache. The larger size's measurement is never lost: the half is skipped when it would
+    not end within the time limit (``spent_s``: what the larger size took), and kept out when it runs out of
+    memory. Returns the kept size's ``Timed`` and the search log with the half size in it."""
+    half, step = mbs // 2, timed.row["step_time_s"]
+    wall = {"micro_batch": mbs, "alloc_retries": timed.retries, "step_time_s": step, "below_micro_batch": half,
+            "below_step_time_s": None, "kept": mbs}
+    said = f"micro-batch {mbs} ran at the memory wall ({timed.retries} allocator retries, {step:.4g} s/step)"
+    timed.wall = wall
+    if would_pass(req.get("deadline"), spent_s, device):
+        timed.ran.notes.append(f"{said}; micro-batch {half} not timed: it would not end within the time limit")
+        return timed, log
+    free_after_oom(stepper, device)  # the half size needs the memory the larger one holds (and resets the peaks)
+    below = None
+    try:
+        below = Stepper(cfg, half, cfg.per_gpu_batch // half, device)
+        before = alloc_retries(device)
+        row = time_and_validate(below, cfg, half, {**req, "timed_result": None}, device)  # the larger's stays kept
+        oom = False
+    except Exception as exc:  # noqa: BLE001  (only out of memory is expected here)
+        if not is_oom(exc):
+            raise
+        oom = True
+    if any_rank(oom, device):
+        free_after_oom(below, device)
+        timed.ran.notes.append(f"{said}; micro-batch {half} ran out of memory when timed: {mbs} kept")
+        return timed, log
     below_timed = Timed(row, below.ran, gather_memory(peak_reserved_gb(device), device),
-                        alloc_retries(device) - before)
-    step, below_step = timed.row["step_time_s"], row["step_time_s"]
-    kept = below_timed if below_step < step else timed
-    kept.wall = {"micro_batch": mbs, "alloc_retries": timed.retries, "step_time_s": step,
-                 "below_micro_batch": half, "below_step_time_s": below_step, "kept": kept.row["micro_batch"]}
-    kept.ran.notes.append(
-        f"micro-batch {mbs} ran at the memory wall ({timed.retries} allocator retries while timed, {step:.4g} "
-        f"s/step); micro-batch {half} timed too ({below_step:.4g} s/step): {kept.row['micro_batch']} kept, the faster")
+                        retries_on_any_rank(alloc_retries(device) - before, device))
+    below_step = row["step_time_s"]
+    kept = below_timed if below_step < min(timed.row.get("step_time_spread") or [step]) else timed
+    kept.wall = {**wall, "below_step_time_s": below_step, "kept": kept.row["micro_batch"]}
+    kept.ran.notes.append(f"{said}; micro-batch {half} timed too ({below_step:.4g} s/step): "
+                          f"{kept.row['micro_batch']} kept" + (", the faster" if kept is below_timed else
+                                                                ", the half no faster than its repetitions"))
+    keep_timing(req, kept.row)
     if kept is timed:
         free_after_oom(below, device)
     if all(t.get("micro_batch") != half for t in log or []):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Container, Iterable, Mapping
 
+from ..catalog.config import Config
 from ..catalog.hardware import get_gpu
 from .schema import written_status
 
@@ -111,21 +112,41 @@ def stopped_on_prediction(row: Mapping) -> bool:
 WALL_SHARE = 0.95
 
 
-def unchecked_at_wall(row: Mapping) -> bool:
-    """A measured row whose micro-batch the search chose, made before the engine counted the allocator's retries
-    while timing (its ``ran`` has no ``alloc_retries``), that reserved at least ``WALL_SHARE`` of its GPU's memory
-    at a micro-batch that could be halved: it may have been timed at the memory wall, where half the micro-batch
-    can run faster, and was never checked."""
-    ran, config = row.get("ran") or {}, row.get("config") or {}
-    reserved, mbs = ran.get("peak_reserved_gb"), row.get("micro_batch")
-    if (row.get("outcome") != "ok" or row.get("timing") != "synced" or config.get("micro_batch") or not reserved
-            or "alloc_retries" in ran or not mbs or mbs < 2 or config.get("tiny")):
-        return False
+def gpu_capacity_gb(gpu: str) -> float | None:
+    """A catalog GPU's memory in GB (10^9 bytes, as the rows' peaks are written); None for a GPU not in it."""
     try:
-        capacity_gb = get_gpu(config["gpu"]).memory_gb * 2**30 / 1e9
+        return get_gpu(gpu).memory_gb * 2**30 / 1e9
     except (KeyError, ValueError):
+        return None
+
+
+def reserved_share(row: Mapping) -> float | None:
+    """The row's highest peak reservation over its GPU's memory (None where either is unknown)."""
+    reserved = [g for g in (row.get("ran") or {}).get("peak_reserved_gb") or [] if g is not None]
+    capacity = gpu_capacity_gb((row.get("config") or {}).get("gpu") or "")
+    return max(reserved) / capacity if reserved and capacity else None
+
+
+def unchecked_at_wall(row: Mapping) -> bool:
+    """A measured synced row whose micro-batch the search chose, made before the engine counted the allocator's
+    retries while timing (its ``ran`` has no ``alloc_retries``), that reserved at least ``WALL_SHARE`` of its GPU's
+    memory at a micro-batch whose half the engine could time: it may have been timed at the memory wall, where
+    half the micro-batch can run faster, and was never checked."""
+    config, mbs = row.get("config") or {}, row.get("micro_batch")
+    if (row.get("outcome") != "ok" or row.get("timing") != "synced" or config.get("micro_batch") or not mbs
+            or "alloc_retries" in (row.get("ran") or {}) or config.get("tiny")):
         return False
-    return max(reserved) >= WALL_SHARE * capacity_gb
+    share = reserved_share(row)
+    return share is not None and share >= WALL_SHARE and mbs // 2 >= smallest_micro_batch(config)
+
+
+def smallest_micro_batch(config: Mapping) -> int:
+    """The smallest micro-batch the engine runs for this configuration (FP8's products need whole 16-token
+    tiles: ``Config.smallest_micro_batch``)."""
+    try:
+        return Config.from_dict(dict(config)).smallest_micro_batch
+    except Exception:  # noqa: BLE001  (a configuration this catalog cannot build: no rule to apply)
+        return 1
 
 
 def is_not_run(row: Mapping) -> bool:

@@ -242,7 +242,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
 def to_remeasure(rows: list[dict], retry: str) -> list[dict]:
     """The latest rows (``results.latest_rows``) that ``retry`` (one of ``RETRY_CHOICES``) selects, e.g.
-    ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction."""
+    ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction; ``MEMORY_WALL``: those
+    timed near their GPU's capacity before the engine checked the memory wall."""
     if retry not in RETRY_CHOICES:
         raise ValueError(f"cannot retry {retry}; choose from: {', '.join(RETRY_CHOICES)}")
     select = SELECTS.get(retry)
