@@ -85,3 +85,20 @@ def test_saved_charts_are_drawn_again_with_a_phone_rendering_and_named_hardware(
     assert "(1 x H100 80GB SXM)" in page and "(h100x1)" not in page
     assert '"days": 41.8' in page  # the same data
     assert charts.NARROW_COLUMN > 0
+
+
+def test_a_chart_saved_by_todays_renderer_names_the_hardware_in_both_renderings():
+    """A notebook executed since the phone rendering saves both specs; the run folder's name in the title, a line
+    in the wide one and broken into lines in the narrow one, reads as the hardware in each."""
+    import altair as alt
+    import pandas as pd
+
+    from academic_bench.book import charts
+
+    spec = alt.Chart(pd.DataFrame({"days": [10.2, 41.8], "model": ["pythia-160m", "pythia-1b"]})).mark_bar().encode(
+        x="days:Q", y="model:N").properties(width=600, title="Fastest configuration per model and search (h100x1)")
+    saved = charts.chart_html(spec.to_dict())
+    assert saved.count("h100x1") == 2  # the wide title and the narrow one's lines
+    page = run_pages.decorate(f"<h1>Benchmark run</h1>\n{saved}", "", names={"h100x1": "1 x H100 80GB SXM"})
+    assert "h100x1" not in page and page.count("1 x H100 80GB SXM") == 2
+    assert '"days": 41.8' in page  # the same data

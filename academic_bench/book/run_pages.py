@@ -84,22 +84,42 @@ _SAVED_CHART = re.compile(r'<div id="ab-chart-[^"]*" class="ab-chart"></div>\s*<
                           r"\(function \(\) \{\s*var spec = (?P<spec>.*?);\n.*?\}\)\(\);\s*</script>", re.S)
 
 
+# A chart saved by today's renderer: both renderings' specs on one line (``charts.chart_html``).
+_SAVED_SPECS = re.compile(r"^  var specs = \{wide: (?P<specs>.*)\};$", re.M)
+
+
 def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
     """The saved charts of an executed notebook drawn by today's renderer, from the same spec and data: it adds
     the rendering for a phone (``charts.narrow``), which a notebook saved before it could not carry. A run folder's
-    name in a chart's title is given as its hardware (``names``: ``analysis.setup_names``)."""
+    name in a chart's title is given as its hardware (``names``: ``analysis.setup_names``), in a chart saved by
+    today's renderer too."""
     import json
 
     from .. import analysis
     from .charts import chart_html
 
-    def redraw(m: re.Match) -> str:
-        spec = json.loads(m["spec"])
-        if isinstance(spec.get("title"), str):
-            spec["title"] = analysis.setups_in_words(spec["title"], names or {})
-        return chart_html(spec)
+    def in_words(spec: dict) -> dict:
+        title = spec.get("title")  # a line, or the lines a narrow rendering breaks it into
+        if isinstance(title, str):
+            spec["title"] = analysis.setups_in_words(title, names or {})
+        elif isinstance(title, list):
+            spec["title"] = [analysis.setups_in_words(t, names or {}) if isinstance(t, str) else t for t in title]
+        return spec
 
-    return _SAVED_CHART.sub(redraw, body)
+    def redraw(m: re.Match) -> str:
+        return chart_html(in_words(json.loads(m["spec"])))
+
+    def retitle(m: re.Match) -> str:
+        text, decoder = m["specs"], json.JSONDecoder()
+        wide, end = decoder.raw_decode(text)
+        rest = text[end:]
+        if not rest.startswith(", narrow: "):
+            return m.group(0)
+        narrow, _ = decoder.raw_decode(rest[len(", narrow: "):])
+        wide, narrow = (json.dumps(in_words(s), sort_keys=True).replace("</", "<\\/") for s in (wide, narrow))
+        return f"  var specs = {{wide: {wide}, narrow: {narrow}}};"
+
+    return _SAVED_SPECS.sub(retitle, _SAVED_CHART.sub(redraw, body))
 
 
 NotResult = tuple[str, str, float, str]  # model, methods label, step time (s), why it is no result

@@ -259,7 +259,11 @@ def days_chart(run: BenchmarkRun | str | Path):
 
 
 def _setup_of(df) -> str:
-    return ", ".join(sorted(set(df["setup"].dropna()))) or "?"
+    """The setups of ``df`` as hardware ('1 x H100 80GB SXM'), never by their run folder's name."""
+    from .. import analysis
+
+    names = analysis.setup_names(df)
+    return ", ".join(sorted({names.get(s, s) for s in df["setup"].dropna()})) or "?"
 
 
 __all__ = ["NOT_VALIDATED", "days_chart", "every_row", "failure_groups", "failures_table", "honesty_tables", "kind",
