@@ -73,17 +73,11 @@ def calibration(root: str | None = None) -> dict:
     optima; and what each switch beyond the paper changes, ``switch_fit``), its calibration points counted with it
     (seconds per unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates
     of the offloaded runs (``method_costs.measured_host_rates``; None where no counted offloaded run gives them)."""
-    from dataclasses import replace
-
-    from ..analysis import profiles, runs_frame
-    from .decoder_work import calibration_points
-    from .switch_fit import fit_switches
     from .method_costs import measured_host_rates
-    from .work_evidence import evidence_record, runs_evidence
+    from .switch_fit import fitted_model
+    from .work_evidence import evidence_record
 
-    evidence = runs_evidence(root)
-    points = calibration_points(profiles(root), evidence)
-    evidence = replace(evidence, switches=fit_switches(runs_frame(root), points, evidence))
+    points, evidence = fitted_model(root)
     try:
         rates = measured_host_rates(root)
     except ValueError:

@@ -2,7 +2,7 @@
 says what is fitted) to the study's measured rows of each switch alone on the catalog decoders."""
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -10,6 +10,9 @@ import pandas as pd
 from ..catalog.methods import FREE_LUNCH
 from .decoder_work import predict_on_setup
 from .switch_work import FITTED, block_share
+
+if TYPE_CHECKING:
+    from .work_evidence import Evidence
 
 
 def _switch_rows(runs: pd.DataFrame, points: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -46,6 +49,20 @@ def fit_switches(runs: pd.DataFrame, points: pd.DataFrame, evidence) -> dict[str
     scaled by its decoder's measured free-lunch step over the work model's (``base_scale``)."""
     return fit(_switch_rows(runs, points), points, evidence,
                lambda setup, model: base_scale(runs, points, setup, model, evidence))
+
+
+def fitted_model(root: str | None = None) -> tuple[pd.DataFrame, "Evidence"]:
+    """The work model as the runs under ``root`` give it: its calibration points and its evidence, with what each
+    switch beyond the paper changes fitted after the points (``fit_switches``)."""
+    from dataclasses import replace
+
+    from ..analysis import profiles, runs_frame
+    from .decoder_work import calibration_points
+    from .work_evidence import runs_evidence
+
+    evidence = runs_evidence(root)
+    points = calibration_points(profiles(root), evidence)
+    return points, replace(evidence, switches=fit_switches(runs_frame(root), points, evidence))
 
 
 def fit(rows_by_switch: Mapping[str, pd.DataFrame], points: pd.DataFrame, evidence,

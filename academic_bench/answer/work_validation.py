@@ -186,19 +186,13 @@ def switch_check(root: str | None = None) -> pd.DataFrame:
     at the micro-batch that ran, beside the measured step (``error``); ``free_lunch_error``, the same decoder's
     measured free-lunch step's error on the setup, and ``effect_error``, the error of the switch's predicted
     speed-up over free-lunch (so that the work model's error for the decoder is not taken for the switch's)."""
-    from dataclasses import replace
-
-    from ..analysis import profiles, runs_frame
     from ..analysis.beyond import decoder_rows
     from ..catalog.methods import FREE_LUNCH, Methods
     from ..results import latest_rows, status_of
-    from .decoder_work import calibration_points, predict_decoder
-    from .switch_fit import fit_switches
-    from .work_evidence import runs_evidence
+    from .decoder_work import predict_decoder
+    from .switch_fit import fitted_model
 
-    evidence = runs_evidence(None if root is None else str(root))
-    points = calibration_points(profiles(root), evidence)
-    evidence = replace(evidence, switches=fit_switches(runs_frame(root), points, evidence))
+    points, evidence = fitted_model(None if root is None else str(root))
     measured = [r for r in latest_rows(decoder_rows(root)) if status_of(r) == "measured" and r["mode"] == "step"
                 and r["timing"] == "synced" and r["config"]["n_gpus"] == 1]
     rows = []

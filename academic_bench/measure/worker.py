@@ -114,10 +114,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
     try:
         stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
         t_ready = time.perf_counter()
-        before = alloc_retries(device)
-        row = time_and_validate(stepper, cfg, mbs, req, device)
-        timed = Timed(row, stepper.ran, gather_memory(peak_reserved_gb(device), device),
-                      retries_on_any_rank(alloc_retries(device) - before, device))
+        timed = timed_run(stepper, cfg, mbs, req, device)
         if checks_the_wall(cfg, mbs, req) and timed.retries > 0:
             timed, mbs_log = time_below_the_wall(stepper, timed, cfg, mbs, req, device, mbs_log,
                                                  spent_s=time.perf_counter() - t_searched)
@@ -149,6 +146,14 @@ class Timed:
     wall: dict | None = None
 
 
+def timed_run(stepper: Stepper, cfg: Config, mbs: int, req: dict, device: str) -> Timed:
+    """``time_and_validate`` at ``mbs``, with the peak reservation per rank and the allocator retries it counted."""
+    before = alloc_retries(device)
+    row = time_and_validate(stepper, cfg, mbs, req, device)
+    return Timed(row, stepper.ran, gather_memory(peak_reserved_gb(device), device),
+                 retries_on_any_rank(alloc_retries(device) - before, device))
+
+
 def retries_on_any_rank(count: int, device: str) -> int:
     """The most allocator retries any rank counted: one rank at the wall slows every rank's step."""
     if not several_ranks():
@@ -160,7 +165,7 @@ def retries_on_any_rank(count: int, device: str) -> int:
 
 def checks_the_wall(cfg: Config, mbs: int, req: dict) -> bool:
     """Whether a timed run at the memory wall is checked against half its micro-batch: only a size the search
-    chose (one the user or the config fixed is timed as asked), only synchronized timing (the paper's clock is
+    chose (a micro-batch the configuration fixes is timed as asked), only synchronized timing (the paper's clock is
     kept for comparison as it was), and only where half the size may run."""
     return cfg.micro_batch is None and req.get("timing", "synced") == "synced" and mbs // 2 >= cfg.smallest_micro_batch
 
@@ -186,8 +191,7 @@ def time_below_the_wall(stepper: Stepper, timed: Timed, cfg: Config, mbs: int, r
     below = None
     try:
         below = Stepper(cfg, half, cfg.per_gpu_batch // half, device)
-        before = alloc_retries(device)
-        row = time_and_validate(below, cfg, half, {**req, "timed_result": None}, device)  # the larger's stays kept
+        below_timed = timed_run(below, cfg, half, {**req, "timed_result": None}, device)  # the larger's stays kept
         oom = False
     except Exception as exc:  # noqa: BLE001  (only out of memory is expected here)
         if not is_oom(exc):
@@ -197,8 +201,7 @@ def time_below_the_wall(stepper: Stepper, timed: Timed, cfg: Config, mbs: int, r
         free_after_oom(below, device)
         timed.ran.notes.append(f"{said}; micro-batch {half} ran out of memory when timed: {mbs} kept")
         return timed, log
-    below_timed = Timed(row, below.ran, gather_memory(peak_reserved_gb(device), device),
-                        retries_on_any_rank(alloc_retries(device) - before, device))
+    row = below_timed.row
     below_step = row["step_time_s"]
     kept = below_timed if below_step < min(timed.row.get("step_time_spread") or [step]) else timed
     kept.wall = {**wall, "below_step_time_s": below_step, "kept": kept.row["micro_batch"]}
