@@ -120,13 +120,10 @@ def test_the_memory_model_is_within_ten_percent_of_nine_in_ten_measured_decoder_
     if check.empty:
         skip_or_fail("no shipped decoder rows")
     assert set(check["source"]) == {"the study's setups", "decoders outside the catalog"}
-    covered = check[check["modelled"]]
-    assert mc.share_within(covered) >= mc.MEMORY_TARGET, covered.sort_values("error").to_string()
-    # FP8's savings are not modelled: its rows are set aside from the target only while they err high (a search
-    # then starts below the size that fits and finds it by trial), never to hide a prediction that is too low.
-    fp8 = check[~check["modelled"]]
-    assert set(fp8["methods_label"].str.contains("FP8")) <= {True}
-    assert (fp8["error"] > -mc.MEMORY_TOLERANCE).all(), fp8.to_string()
+    assert mc.share_within(check) >= mc.MEMORY_TARGET, check.sort_values("error").to_string()
+    # FP8 training (beyond the paper) is counted like every other method, its rows held to the same tolerance.
+    fp8 = check[check["methods_label"].str.contains("FP8")]
+    assert len(fp8) and fp8["within"].all(), fp8.to_string()
 
 
 def test_queries_and_keys_normalised_per_head_keep_their_inputs(tmp_path):
@@ -153,3 +150,64 @@ def test_the_fused_cross_entropy_keeps_no_logits_and_bf16_weights_keep_a_16_bit_
     assert bf16w.activations < plain.activations
     assert (bf16w.weights, bf16w.gradients, bf16w.optimizer_states) == (
         plain.weights, plain.gradients, plain.optimizer_states)
+
+
+def _saved_bytes_per_token(layer, rotary, hidden: int, fp8: str, tokens: tuple[int, int] = (3, 128)) -> float:
+    """Bytes autograd keeps for backward, per token, in one compiled (Inductor, CPU) decoder layer under bf16
+    autocast, its linear layers converted by torchao's float8 ``fp8`` recipe (or "none"): what ``save_for_backward``
+    of the compiled graph receives, less the parameters and the 16-bit copies of weights (tensors of a parameter's
+    shape; the token count, 384, is no parameter's dimension)."""
+    import torch
+
+    if fp8 != "none":
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+        convert_to_float8_training(layer, config=Float8LinearConfig.from_recipe_name(fp8))
+    batch, seq = tokens
+    x = torch.randn(batch, seq, hidden, requires_grad=True)
+    pe = rotary(x, torch.arange(seq)[None].expand(batch, seq))
+    step = torch.compile(lambda t: layer(t, position_embeddings=pe))
+    params = {p.data_ptr() for p in layer.parameters()}
+    shapes = {tuple(p.shape) for p in layer.parameters()} | {tuple(p.shape[::-1]) for p in layer.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        if t.data_ptr() not in params and tuple(t.shape) not in shapes:
+            saved[t.data_ptr()] = t.numel() * t.element_size()
+        return t
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = step(x)
+        (out[0] if isinstance(out, tuple) else out).float().sum().backward()  # compiles forward and backward
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            step(x)
+    return sum(saved.values()) / (batch * seq)
+
+
+@pytest.mark.parametrize("name", ["neox", "llama"])
+def test_fp8_layers_save_what_the_memory_model_counts(tmp_path, name):
+    """With FP8 linear layers the compiled layer recomputes the norms' outputs and the MLP's last intermediate in
+    backward instead of saving them, for both of torchao's recipes: the saving Inductor's own graph makes matches
+    the memory model's within 2 bytes per hidden unit and token (the recomputation, not the model's whole layer, is
+    what is checked; the GPU rows check the rest)."""
+    from conftest import skip_or_fail
+
+    try:
+        import torchao.float8  # noqa: F401
+    except ImportError:
+        skip_or_fail("torchao is not installed")
+    import torch
+
+    config = {"neox": NEOX, "llama": LLAMA_GQA}[name]
+    key = _key(tmp_path, name, config)
+    shape = est.decoder_layer(key, False)
+    modelled = est.fused_layer(shape, 2, 4) - est.fused_layer(shape, 2, 4, fp8=True)
+    measured = {}
+    for recipe in ("none", "tensorwise", "rowwise"):
+        torch.manual_seed(0)
+        net = get_model(key).build(False)
+        body = net.gpt_neox if name == "neox" else net.model
+        measured[recipe] = _saved_bytes_per_token(body.layers[0], body.rotary_emb, shape.hidden, recipe)
+    for recipe in ("tensorwise", "rowwise"):
+        saving = measured["none"] - measured[recipe]
+        assert abs(saving - modelled) <= 2 * shape.hidden, (recipe, saving / shape.hidden, modelled / shape.hidden)

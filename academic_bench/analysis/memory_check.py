@@ -4,9 +4,9 @@ decoders outside the catalog measured from their config.json (``<setup>/evidence
 is predicted by today's model at the micro-batch that ran, with the weights it ran with; ``share_within`` is the
 share of them within ``MEMORY_TOLERANCE``.
 
-The memory model does not include what FP8 training (beyond the paper: torchao's float8 recipes, compiled) saves:
-it predicts those rows as the free lunch, above the peak they allocated. Those rows are kept in the check, marked
-``modelled`` False, and the target is held over the rows whose methods the model covers; the book shows both.
+FP8 training (beyond the paper: torchao's float8 recipes, compiled) is in the check like every other method: the
+model counts what it saves (no 16-bit copy of the blocks' weights, the norms' outputs and the MLP's last
+intermediate recomputed in backward; ``estimate.activations``).
 
 The weights a row ran with: its ``ran.weights`` where it records them; before it did, the catalog's models were
 built in fp32, and a config.json decoder in the dtype its config states (transformers 5 builds a model in its
@@ -26,8 +26,8 @@ from .frame import runs_root
 MEMORY_TOLERANCE = 0.10  # the memory model's target: within 10% of the measured peak
 MEMORY_TARGET = 0.90  # on at least this share of the points
 DECODER_RESULTS = "evidence/decoders/results.jsonl"
-CHECK_COLUMNS = ["source", "setup", "model", "methods_label", "micro_batch", "weights", "modelled", "predicted_gb",
-                 "measured_gb", "error", "within"]
+CHECK_COLUMNS = ["source", "setup", "model", "methods_label", "micro_batch", "weights", "predicted_gb", "measured_gb",
+                 "error", "within"]
 _BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -75,7 +75,7 @@ def _catalog_rows(root: str | Path | None) -> list[dict]:
     decoders = {m for m in mem["model"].unique()
                 if get_model(m).task == "causal-lm" and get_model(m).transformer_shape is not None}
     return [{"source": "the study's setups", "setup": r.setup, "model": r.model, "methods_label": r.methods_label,
-             "micro_batch": int(r.micro_batch), "weights": "float32", "modelled": r.fp8 == "none",
+             "micro_batch": int(r.micro_batch), "weights": "float32",
              "predicted_gb": r.predicted_memory_gb,
              "measured_gb": r.peak_memory_gb} for r in mem[mem["model"].isin(decoders)].itertuples()]
 
@@ -101,20 +101,18 @@ def _config_decoder_rows(root: str | Path | None) -> list[dict]:
             weights = built_weights(row, json.loads(estimate.with_name("config.json").read_text()))
             out.append({"source": "decoders outside the catalog", "setup": row["setup"], "model": name,
                         "methods_label": methods.label(), "micro_batch": row["micro_batch"],
-                        "weights": weights, "measured_gb": max(peaks), "modelled": methods.fp8 == "none",
+                        "weights": weights, "measured_gb": max(peaks),
                         "predicted_gb": memory_gb(key, c["gpu"], c["n_gpus"], methods, row["micro_batch"], weights)})
     return out
 
 
 def decoder_memory_check(root: str | Path | None = None) -> pd.DataFrame:
     """Every transformer decoder row the study measured, the memory model's prediction beside the peak it
-    allocated (``error`` = predicted / measured - 1; ``within``: |error| <= ``MEMORY_TOLERANCE``; ``modelled``:
-    False for FP8 rows, whose savings the model does not include)."""
+    allocated (``error`` = predicted / measured - 1; ``within``: |error| <= ``MEMORY_TOLERANCE``)."""
     rows = _catalog_rows(root) + _config_decoder_rows(root)
     out = pd.DataFrame(rows, columns=CHECK_COLUMNS[:-2])
     out["error"] = out["predicted_gb"].astype(float) / out["measured_gb"].astype(float) - 1
     out["within"] = out["error"].abs() <= MEMORY_TOLERANCE
-    out["modelled"] = out["modelled"].astype(bool)
     return out[CHECK_COLUMNS]
 
 

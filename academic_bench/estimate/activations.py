@@ -10,7 +10,12 @@
   queries and keys normalised per head keep their inputs too), the
   MLP's 16-bit intermediates (a plain MLP its pre-activation and activation, a gated one its gate, its up
   projection and their product), and a 1-byte mask per residual dropout. The compiled graph recomputes the
-  elementwise work in between (normalisation arithmetic, activations' inner steps), so it saves nothing else; the
+  elementwise work in between (normalisation arithmetic, activations' inner steps), so it saves nothing else.
+  With FP8 linear layers (torchao's float8 recipes, beyond the paper) the compiled graph recomputes in backward the
+  inputs of the projections that are cheap to remake from what it saves anyway: the norms' outputs (from the
+  residual stream) and the MLP's last intermediate (from the tensors before it), each cast to FP8 again, so
+  neither is saved (``saved_tensors_hooks`` on a compiled GPT-NeoX and Llama layer show it; the 15 FP8 rows
+  measured it). The
   per-layer constant of the eager formula below (34 bytes per token and hidden unit whatever the MLP's width, the
   key-value heads or the dtype of the residual stream) ran 2-27% high on the study's decoders.
 - **Transformers otherwise** (eager attention, no compile: the naive settings): Korthikanti et al. 2022
@@ -46,15 +51,16 @@ def decoder_layer(key: str, tiny: bool) -> DecoderLayer:
     return decoder_layer_of(key, tiny)
 
 
-def fused_layer(layer: DecoderLayer, compute_bytes: int, residual_bytes: int, k: Coefficients = COEFFICIENTS
-                ) -> float:
-    """Bytes one token keeps for backward in one compiled decoder layer with fused attention (module docstring)."""
+def fused_layer(layer: DecoderLayer, compute_bytes: int, residual_bytes: int, k: Coefficients = COEFFICIENTS,
+                fp8: bool = False) -> float:
+    """Bytes one token keeps for backward in one compiled decoder layer with fused attention (module docstring);
+    ``fp8``: its linear layers train in FP8, so the norms' outputs and the MLP's last intermediate are recomputed."""
     c, q, kv, h = compute_bytes, layer.queries, layer.keys, layer.hidden
     residual = (1 if layer.parallel else 2) * residual_bytes * h
-    normed = layer.norms * c * h
+    normed = 0 if fp8 else layer.norms * c * h
     qkv = q + 2 * kv + (q + kv if (layer.fused_qkv and layer.rotary) or layer.head_norms else 0)
     attention = c * (qkv + q)  # the kernel's inputs and its output (the output projection's input)
-    mlp = c * (3 if layer.gated else 2) * layer.mlp
+    mlp = c * ((3 if layer.gated else 2) - fp8) * layer.mlp
     masks = 2 * h * k.dropout_mask if layer.dropout > 0 else 0.0
     return residual + normed + attention + mlp + masks
 
@@ -76,9 +82,10 @@ def _attention_impl(spec: ModelSpec, kernels: bool) -> str:
 
 
 def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool, k: Coefficients = COEFFICIENTS,
-                       residual_bytes: int | None = None) -> ActivationProfile:
+                       residual_bytes: int | None = None, fp8: bool = False) -> ActivationProfile:
     """Activation bytes of one sample for the model family (module docstring). ``residual_bytes``: the bytes of a
-    residual-stream element (fp32 weights under autocast keep it fp32; default the recipe's compute dtype)."""
+    residual-stream element (fp32 weights under autocast keep it fp32; default the recipe's compute dtype);
+    ``fp8``: the blocks' linear layers train in FP8 (compiled decoders only: FP8 training runs compiled)."""
     spec = spec_of(model)
     r = spec.recipe_for(tiny)
     c = BYTES[r.precision]
@@ -87,7 +94,7 @@ def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool, k: Coe
         layers, h = spec.transformer_shape(tiny)
         s = r.seq_len
         if spec.task == "causal-lm" and spec.compiles and _attention_impl(spec, kernels) != "eager":
-            layer = s * fused_layer(decoder_layer(spec.key, tiny), c, res, k)
+            layer = s * fused_layer(decoder_layer(spec.key, tiny), c, res, k, fp8)
             head = s * h * (res + c) + _logits_bytes(s, r.vocab_size, c, k)  # the final norm's input and output
             return ActivationProfile((layer,) * layers, (s * h * res,) * layers, head)
         st = model_stats(spec.key, tiny)

@@ -80,13 +80,15 @@ class _States:
     cpu: float = 0.0
 
 
-def _ddp_states(n: int, c: int, st: ModelStats, w: int = 4) -> _States:
-    """Plain model or DDP, weights of ``w`` bytes. Autocast saves 16-bit copies of wider weights. DDP's buckets
+def _ddp_states(n: int, c: int, st: ModelStats, w: int = 4, fp8: bool = False) -> _States:
+    """Plain model or DDP, weights of ``w`` bytes. Autocast saves 16-bit copies of wider weights, except of the
+    blocks' weights where they train in FP8 (``fp8``: torchao's float8 layers cast the weight itself to FP8 and
+    keep no 16-bit copy). DDP's buckets
     (in the weights' dtype) hold every gradient; with ``gradient_as_bucket_view`` the gradients would be views of
     them, but the step zeroes with ``set_to_none=True``, so the accumulating micro-steps (under ``no_sync``)
     allocate their gradients afresh beside the buckets: one more copy of the gradients on every rank. Adam's
     moments take the weights' dtype."""
-    autocast_copy = c * st.params if c < w else 0.0
+    autocast_copy = c * (st.params - (sum(st.block_params) if fp8 else 0)) if c < w else 0.0
     buckets = float(w) * st.params if n > 1 else 0.0
     return _States(float(w) * st.params + autocast_copy, float(w) * st.params, 2.0 * w * st.params, buckets)
 
@@ -135,7 +137,7 @@ def _states(config: Config, k: Coefficients, weight_bytes: int = 4) -> _States:
         return _zero_states(int(m.sharding[-1]), m.offload, n, c, st, k)
     if m.uses_fsdp:
         return _fsdp_states(m.sharding == "fsdp_full_shard", m.offload, n, c, st, k)
-    return _ddp_states(n, c, st, weight_bytes)
+    return _ddp_states(n, c, st, weight_bytes, m.fp8 != "none")
 
 
 def residual_bytes(config: Config, weight_bytes: int = 4) -> int:
@@ -160,7 +162,7 @@ def predict_memory(config: Config, micro_batch: int, coeffs: Coefficients = COEF
     # bf16 weights (beyond the paper) keep the residual stream in bf16; their states take the same bytes per
     # parameter as fp32 weights' (2 + 2 for weights and gradients, 4 for the fp32 master, beside Adam's 8).
     residual = residual_bytes(config, 2 if m.bf16_weights else weight_bytes)
-    profile = activation_profile(config.spec, config.tiny, m.kernels, k, residual)
+    profile = activation_profile(config.spec, config.tiny, m.kernels, k, residual, m.fp8 != "none")
     activations = profile.per_sample(m.checkpointing) * micro_batch * k.activation_scale
     allocated = s.weights + s.gradients + s.optimizer_states + activations + s.buffers
     fixed = k.cuda_context_gib + k.workspace_gib + (k.nccl_gib if config.n_gpus > 1 else 0.0)
