@@ -85,3 +85,13 @@ def test_a_step_time_becomes_tokens_per_second_per_gpu(points):
     assert step["tokens_per_s_per_gpu"] == pytest.approx(tokens / (step["value"] / 1e3))
     given = points[points["figure"] == "tokens_per_s_per_gpu"]
     assert (given["tokens_per_s_per_gpu"] == given["value"]).all()
+
+
+def test_a_stated_memory_is_the_cell_of_its_quoted_row(points):
+    """``memory_gib`` is read from the quoted line: its ``quote_memory`` cell, the number in it."""
+    stated = points[points["memory_gib"].notna()]
+    assert len(stated) > 0
+    for _, r in stated.iterrows():
+        assert r["quote_memory"] in [c.strip() for c in r["quote"].strip("|").split("|")], r.to_dict()
+        assert float(re.sub(r"[^0-9.]", "", r["quote_memory"])) == pytest.approx(float(r["memory_gib"]))
+    assert points.loc[points["memory_gib"].isna(), "quote_memory"].isna().all()

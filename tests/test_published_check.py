@@ -70,3 +70,28 @@ def test_eight_rtx_3090s_slow_down_per_gpu_as_published(points):
     published = eight["tokens_per_s_per_gpu"] / one["tokens_per_s_per_gpu"]
     predicted = pc.predict_point(eight)["predicted"] / pc.predict_point(one)["predicted"]
     assert published < 0.6 and predicted == pytest.approx(published, rel=0.2)
+
+
+def test_the_memory_published_runs_took_is_set_beside_the_memory_model(points):
+    """Every point that states its GPU memory is predicted at its own settings, with a verdict on whether its
+    micro-batch fits; at least nine in ten of the published micro-batches, which ran, are predicted to fit."""
+    stated = points[points["memory_gib"].notna()]
+    got = pc.published_memory(points)
+    assert len(stated) >= 10 and len(got) == len(stated)
+    assert (got["ratio"] == got["predicted_gib"] / got["published_gib"]).all()
+    assert got["fits"].mean() >= 0.9, got.to_string()
+
+
+def test_a_runs_own_settings_reach_the_memory_model(points):
+    """Weights, gradients and AdamW states kept in bf16 (no fp32 master copy) take 8 bytes a parameter, not the
+    recipe's 18; a source's own DeepSpeed buckets and fused cross-entropy (``SOURCE_COEFFICIENTS``) take less
+    than the study's defaults."""
+    one = points[(points["gpu"] == "rtx3090") & (points["n_gpus"] == 1)].head(1)
+    pure = pc.published_memory(one)["predicted_gib"].iloc[0]
+    recipe = pc.published_memory(one.assign(precision="bf16"))["predicted_gib"].iloc[0]
+    params = 1.1e9  # TinyLlama-1.1B: 10 more bytes a parameter (18 - 8), and an fp32 residual stream beside them
+    assert recipe - pure >= params * 10 / 2**30
+    deepspeed = points[points["method"] == "zero2"].head(1)
+    own = pc.published_memory(deepspeed)["predicted_gib"].iloc[0]
+    defaults = pc.published_memory(deepspeed.assign(source="elsewhere"))["predicted_gib"].iloc[0]
+    assert own < defaults

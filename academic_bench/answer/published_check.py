@@ -123,3 +123,57 @@ def by_gpu(frame: pd.DataFrame) -> pd.DataFrame:
                      "low": float(r.min()) if len(r) else math.nan, "high": float(r.max()) if len(r) else math.nan,
                      "worst": worst, "target": target})
     return pd.DataFrame(rows, columns=GPU_COLUMNS)
+
+
+MEMORY_COLUMNS = ["gpu", "n_gpus", "model", "micro_batch", "method", "published_gib", "predicted_gib", "ratio",
+                  "gpu_gib", "fits"]
+# Settings of a source's runs that the memory model takes, by source. whyNLP/tinyllama's runs compute the loss with
+# flash-attn's fused cross-entropy (the points' ``framework``), which keeps the 16-bit logits and no fp32 copies
+# (``Coefficients.fused_loss``); its DeepSpeed runs use its ds_config.json, whose "reduce_bucket_size": 2e8
+# replaces DeepSpeed's default bucket of 5e8 elements
+# (github.com/whyNLP/tinyllama/blob/41c63b387259bc709fd44a3f1c7a465ce9dcfa82/ds_config.json).
+SOURCE_COEFFICIENTS = {"whyNLP/tinyllama README, Benchmark": {"fused_loss": True},
+                       "whyNLP/tinyllama README, Deepspeed Results": {"fused_loss": True, "zero_bucket_elements": 2e8}}
+
+
+def published_memory(points: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The memory model beside the GPU memory that published runs took (``memory_gib``; the points that state it):
+    each predicted at its own shape, micro-batch, GPU count and method, with weights, gradients and AdamW states in
+    bf16 where the run kept them so (its ``precision``: transformers' ``--torch_dtype bfloat16`` without a master
+    copy, 8 bytes a parameter), else the study's recipe. ``predicted_gib`` is the model's ``total`` (what must fit:
+    the tensors, the CUDA context, workspace and fragmentation), as a GPU's own readout counts memory; ``fits``:
+    the model's verdict on the published micro-batch, which ran (``estimate.max_micro_batch``'s rule)."""
+    from transformers.initialization import no_init_weights
+
+    from ..catalog.config import Config
+    from ..catalog.hardware import UnknownGPUError, get_gpu
+    from ..catalog.models.from_config import decoder_spec
+    from ..catalog.published import config_path, load_published_throughput
+    from ..estimate import COEFFICIENTS, predict_memory, usable_bytes
+    from ..estimate.stats import GIB
+
+    points = load_published_throughput() if points is None else points
+    rows = []
+    with no_init_weights():
+        for _, r in points[points["memory_gib"].notna()].iterrows():
+            n, mbs, gas, seq = (int(r[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
+            methods, _ = methods_of(r["method"], n)
+            config = config_path(str(r["model"]))
+            try:
+                gpu = get_gpu(str(r["gpu"]))
+            except UnknownGPUError:
+                continue
+            if methods is None or config is None:
+                continue
+            pure_bf16 = "optimizer states" in str(r["precision"])
+            spec = decoder_spec(config, seq_len=seq, tokens=mbs * gas * n * seq, global_batch=mbs * gas * n,
+                                precision="bf16")
+            cfg = Config(spec.spec.key, gpu.key, n, methods=replace(methods, bf16_weights=methods.bf16_weights
+                                                                    and not pure_bf16))
+            coeffs = replace(COEFFICIENTS, **SOURCE_COEFFICIENTS.get(str(r["source"]), {}))
+            total = predict_memory(cfg, mbs, coeffs, weight_bytes=2 if pure_bf16 else 4).total
+            rows.append({"gpu": r["gpu"], "n_gpus": n, "model": r["model"], "micro_batch": mbs,
+                         "method": r["method"], "published_gib": float(r["memory_gib"]),
+                         "predicted_gib": total / GIB, "ratio": total / GIB / float(r["memory_gib"]),
+                         "gpu_gib": gpu.memory_gb, "fits": total <= usable_bytes(gpu.memory_gb)})
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)

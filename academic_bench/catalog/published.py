@@ -3,9 +3,11 @@
 Each row is one single-node training configuration (GPU type and count, model shape, sequence length, batch,
 method) with the figure its source reports (tokens per second per GPU, tokens per second of all the GPUs
 together, or the time of one optimizer step), the source's address and the line quoted from it that holds the
-figure. The study predicts each with the same shape and settings (``answer.published_check``) to check its
-predictions against measurements it did not make; each model's shape is a Hugging Face config in
-data/published_configs/ (``config_path``).
+figure. Where the source also states the GPU memory the run took (whyNLP/tinyllama's README, its "GPU Memory"
+column: GiB for its DDP rows, "G" for its DeepSpeed rows, read as GiB), ``memory_gib`` holds it and
+``quote_memory`` the cell it was read from. The study predicts each with the same shape and settings
+(``answer.published_check``) to check its predictions against measurements it did not make; each model's shape
+is a Hugging Face config in data/published_configs/ (``config_path``).
 
 ``method`` is the study's method switches joined by '+' (``none`` on one GPU, ``ddp`` for plain data parallelism,
 ``zero1``-``zero3``, ``fsdp_shard_grad_op``, ``fsdp_full_shard``, ``ckpt`` for activation checkpointing of every
@@ -38,7 +40,8 @@ import pandas as pd
 # What a row's ``value`` may be: tokens per second per GPU, of all the GPUs together, or one optimizer step's time.
 FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms")
 COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch", "grad_accum", "global_batch",
-           "precision", "method", "framework", "figure", "value", "quote_figure", "source", "url", "quote", "notes")
+           "precision", "method", "framework", "figure", "value", "quote_figure", "source", "url", "quote", "notes",
+           "memory_gib", "quote_memory")
 # The Hugging Face config of each model's shape (data/published_configs/). llm-foundry's MPT is written as a GPT-2
 # of the same widths, depth, MLP (4 x d_model, not gated), vocabulary and tied head: transformers builds MPT only
 # with eager attention, and the study's work counts (``answer.decoder_work``) are the same for both.
@@ -53,7 +56,7 @@ def load_published_throughput() -> pd.DataFrame:
     tokens (over the GPU count) or a step's time (micro-batch x accumulation steps x sequence length per GPU,
     over the step)."""
     text = resources.files("academic_bench").joinpath("data/published_throughput.csv").read_text()
-    df = pd.read_csv(io.StringIO(text), dtype={"quote_figure": str, "quote": str})
+    df = pd.read_csv(io.StringIO(text), dtype={"quote_figure": str, "quote": str, "quote_memory": str})
     unknown = sorted(set(df["figure"]) - set(FIGURES))
     if unknown:
         raise ValueError(f"data/published_throughput.csv: unknown figure(s) {unknown}; choose one of: "
