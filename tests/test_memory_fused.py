@@ -1,6 +1,7 @@
 """The memory model for compiled decoders with fused attention (``estimate.activations``), weights built in 16
-bits, a fused cross-entropy, and the check against the peaks the study's decoders allocated
-(``analysis.memory_check``). Meta-device builds of small configs; one test reads the shipped rows."""
+bits, a fused cross-entropy, FP8 linear layers, and the check against the peaks the study's decoders allocated
+(``analysis.memory_check``). Meta-device builds of small configs; one test reads the shipped rows; the FP8 test
+compiles two small layers on the CPU (Inductor) and counts what their graphs save."""
 from __future__ import annotations
 
 import json
@@ -152,11 +153,12 @@ def test_the_fused_cross_entropy_keeps_no_logits_and_bf16_weights_keep_a_16_bit_
         plain.weights, plain.gradients, plain.optimizer_states)
 
 
-def _saved_bytes_per_token(layer, rotary, hidden: int, fp8: str, tokens: tuple[int, int] = (3, 128)) -> float:
+def _saved_bytes_per_token(layer, rotary, hidden: int, fp8: str, tokens: tuple[int, int] = (3, 128)
+                           ) -> tuple[float, int]:
     """Bytes autograd keeps for backward, per token, in one compiled (Inductor, CPU) decoder layer under bf16
     autocast, its linear layers converted by torchao's float8 ``fp8`` recipe (or "none"): what ``save_for_backward``
     of the compiled graph receives, less the parameters and the 16-bit copies of weights (tensors of a parameter's
-    shape; the token count, 384, is no parameter's dimension)."""
+    shape; the token count, 384, is no parameter's dimension), and the elements of those 16-bit weight copies."""
     import torch
 
     if fp8 != "none":
@@ -170,10 +172,14 @@ def _saved_bytes_per_token(layer, rotary, hidden: int, fp8: str, tokens: tuple[i
     params = {p.data_ptr() for p in layer.parameters()}
     shapes = {tuple(p.shape) for p in layer.parameters()} | {tuple(p.shape[::-1]) for p in layer.parameters()}
     saved: dict[int, int] = {}
+    copies: dict[int, int] = {}  # 16-bit tensors of a weight's shape: autocast's copies of the weights
 
     def pack(t):
-        if t.data_ptr() not in params and tuple(t.shape) not in shapes:
-            saved[t.data_ptr()] = t.numel() * t.element_size()
+        if t.data_ptr() not in params:
+            if tuple(t.shape) not in shapes:
+                saved[t.data_ptr()] = t.numel() * t.element_size()
+            elif t.dim() == 2 and t.element_size() == 2:
+                copies[t.data_ptr()] = t.numel()
         return t
 
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -181,7 +187,7 @@ def _saved_bytes_per_token(layer, rotary, hidden: int, fp8: str, tokens: tuple[i
         (out[0] if isinstance(out, tuple) else out).float().sum().backward()  # compiles forward and backward
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             step(x)
-    return sum(saved.values()) / (batch * seq)
+    return sum(saved.values()) / (batch * seq), sum(copies.values())
 
 
 @pytest.mark.parametrize("name", ["neox", "llama"])
@@ -189,7 +195,7 @@ def test_fp8_layers_save_what_the_memory_model_counts(tmp_path, name):
     """With FP8 linear layers the compiled layer recomputes the norms' outputs and the MLP's last intermediate in
     backward instead of saving them, for both of torchao's recipes: the saving Inductor's own graph makes matches
     the memory model's within 2 bytes per hidden unit and token (the recomputation, not the model's whole layer, is
-    what is checked; the GPU rows check the rest)."""
+    what is checked; the GPU rows check the rest); and autocast keeps no 16-bit copy of their weights."""
     from conftest import skip_or_fail
 
     try:
@@ -202,12 +208,15 @@ def test_fp8_layers_save_what_the_memory_model_counts(tmp_path, name):
     key = _key(tmp_path, name, config)
     shape = est.decoder_layer(key, False)
     modelled = est.fused_layer(shape, 2, 4) - est.fused_layer(shape, 2, 4, fp8=True)
-    measured = {}
+    measured, copies = {}, {}
     for recipe in ("none", "tensorwise", "rowwise"):
         torch.manual_seed(0)
         net = get_model(key).build(False)
         body = net.gpt_neox if name == "neox" else net.model
-        measured[recipe] = _saved_bytes_per_token(body.layers[0], body.rotary_emb, shape.hidden, recipe)
+        measured[recipe], copies[recipe] = _saved_bytes_per_token(body.layers[0], body.rotary_emb, shape.hidden,
+                                                                  recipe)
+    assert copies["none"] > 0  # without FP8, autocast keeps a bf16 copy of the weights for backward
     for recipe in ("tensorwise", "rowwise"):
         saving = measured["none"] - measured[recipe]
         assert abs(saving - modelled) <= 2 * shape.hidden, (recipe, saving / shape.hidden, modelled / shape.hidden)
+        assert copies[recipe] == 0, recipe

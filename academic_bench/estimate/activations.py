@@ -14,8 +14,8 @@
   With FP8 linear layers (torchao's float8 recipes, beyond the paper) the compiled graph recomputes in backward the
   inputs of the projections that are cheap to remake from what it saves anyway: the norms' outputs (from the
   residual stream) and the MLP's last intermediate (from the tensors before it), each cast to FP8 again, so
-  neither is saved (``saved_tensors_hooks`` on a compiled GPT-NeoX and Llama layer show it; the 15 FP8 rows
-  measured it). The
+  neither is saved (``saved_tensors_hooks`` on a compiled GPT-NeoX and Llama layer show it, and the FP8 rows'
+  measured peaks agree). The
   per-layer constant of the eager formula below (34 bytes per token and hidden unit whatever the MLP's width, the
   key-value heads or the dtype of the residual stream) ran 2-27% high on the study's decoders.
 - **Transformers otherwise** (eager attention, no compile: the naive settings): Korthikanti et al. 2022

@@ -5,7 +5,8 @@ fit, and what offloading needs from the host.
 ``measure/`` runs each configuration:
 - No sharding (one GPU, or DDP): fp32 weights (4 B/param), fp32 gradients (4), Adam's two fp32 moments (8).
   16-bit recipes run under ``torch.autocast``, which keeps those fp32 tensors and saves a 16-bit copy of every
-  weight for backward (2 more B/param). DDP adds its fp32 gradient buckets (4): the gradients that the
+  weight for backward (2 more B/param), except of the weights of linear layers trained in FP8 (torchao's float8
+  layers cast the fp32 weight to FP8 themselves). DDP adds its fp32 gradient buckets (4): the gradients that the
   accumulating micro-steps allocate after ``zero_grad(set_to_none=True)`` are not views of them. Weights built
   in 16 bits (``weight_bytes`` 2: a config.json decoder measured before its build was made fp32) train
   purely in 16 bits: 16-bit weights, gradients and Adam moments (8 B/param), no copy.
@@ -83,7 +84,7 @@ class _States:
 def _ddp_states(n: int, c: int, st: ModelStats, w: int = 4, fp8: bool = False) -> _States:
     """Plain model or DDP, weights of ``w`` bytes. Autocast saves 16-bit copies of wider weights, except of the
     blocks' weights where they train in FP8 (``fp8``: torchao's float8 layers cast the weight itself to FP8 and
-    keep no 16-bit copy). DDP's buckets
+    keep no 16-bit copy; the few linear layers FP8 leaves out for their shape are not told apart). DDP's buckets
     (in the weights' dtype) hold every gradient; with ``gradient_as_bucket_view`` the gradients would be views of
     them, but the step zeroes with ``set_to_none=True``, so the accumulating micro-steps (under ``no_sync``)
     allocate their gradients afresh beside the buckets: one more copy of the gradients on every rank. Adam's
@@ -137,7 +138,8 @@ def _states(config: Config, k: Coefficients, weight_bytes: int = 4) -> _States:
         return _zero_states(int(m.sharding[-1]), m.offload, n, c, st, k)
     if m.uses_fsdp:
         return _fsdp_states(m.sharding == "fsdp_full_shard", m.offload, n, c, st, k)
-    return _ddp_states(n, c, st, weight_bytes, m.fp8 != "none")
+    # With bf16 weights the 16-bit "copy" is the weights themselves, which FP8 keeps too.
+    return _ddp_states(n, c, st, weight_bytes, m.fp8 != "none" and not m.bf16_weights)
 
 
 def residual_bytes(config: Config, weight_bytes: int = 4) -> int:
