@@ -127,6 +127,16 @@ def test_the_memory_model_is_within_ten_percent_of_nine_in_ten_measured_decoder_
     assert len(fp8) and fp8["within"].all(), fp8.to_string()
 
 
+def test_a_fused_swiglu_that_recomputes_its_product_saves_one_mlp_intermediate_fewer(tmp_path):
+    """``recomputed_mlp_product`` (xformers' SwiGLU, as published runs use it) drops the gated MLP's product, the
+    down projection's input; a plain MLP has no product to drop."""
+    recompute = replace(est.COEFFICIENTS, recomputed_mlp_product=True)
+    llama = est.decoder_layer(_key(tmp_path, "llama", LLAMA_GQA), False)
+    assert est.fused_layer(llama, 2, 2) - est.fused_layer(llama, 2, 2, recompute) == 2 * 688
+    neox = est.decoder_layer(_key(tmp_path, "neox", NEOX), False)
+    assert est.fused_layer(neox, 2, 4, recompute) == est.fused_layer(neox, 2, 4)
+
+
 def test_queries_and_keys_normalised_per_head_keep_their_inputs(tmp_path):
     """Qwen3's per-head norms on queries and keys are not norms over the hidden width: they keep the queries' and
     keys' inputs beside the rotated ones."""

@@ -127,12 +127,16 @@ def by_gpu(frame: pd.DataFrame) -> pd.DataFrame:
 
 MEMORY_COLUMNS = ["gpu", "n_gpus", "model", "micro_batch", "method", "published_gib", "predicted_gib", "ratio",
                   "gpu_gib", "fits"]
-# Settings of a source's runs that the memory model takes, by source: whyNLP/tinyllama's DeepSpeed runs use its
-# ds_config.json, whose "reduce_bucket_size": 2e8 replaces DeepSpeed's default bucket of 5e8 elements
-# (github.com/whyNLP/tinyllama/blob/41c63b387259bc709fd44a3f1c7a465ce9dcfa82/ds_config.json). Its loss stays the
-# study's count: transformers 4.35.2 (its requirements.txt) makes the logits fp32 and a shifted copy of them before
-# flash-attn's cross-entropy, which writes their gradient anew.
-SOURCE_COEFFICIENTS = {"whyNLP/tinyllama README, Deepspeed Results": {"zero_bucket_elements": 2e8}}
+# Settings of a source's runs that the memory model takes, by source. whyNLP/tinyllama's runs use xformers' fused
+# SwiGLU (run_clm.sh sets TINY_FUSED_SWIGLU; tinyllama/llama_fused_swiglu.py calls xformers.ops.swiglu), which
+# recomputes the MLP's gate-up product in backward instead of saving it; its DeepSpeed runs use its ds_config.json,
+# whose "reduce_bucket_size": 2e8 replaces DeepSpeed's default bucket of 5e8 elements (both files at
+# github.com/whyNLP/tinyllama, commits 26b6762 and 41c63b3). Its loss stays the study's count: transformers 4.35.2
+# (its requirements.txt) makes the logits fp32 and a shifted copy of them before flash-attn's cross-entropy, which
+# writes their gradient anew.
+SOURCE_COEFFICIENTS = {"whyNLP/tinyllama README, Benchmark": {"recomputed_mlp_product": True},
+                       "whyNLP/tinyllama README, Deepspeed Results": {"recomputed_mlp_product": True,
+                                                                      "zero_bucket_elements": 2e8}}
 
 
 def published_memory(points: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -142,8 +146,8 @@ def published_memory(points: pd.DataFrame | None = None) -> pd.DataFrame:
     copy, 8 bytes a parameter), else the study's recipe. ``predicted_gib`` is the model's ``total`` (what must fit:
     the tensors, the CUDA context, workspace and fragmentation); ``fits``: the model's verdict on the published
     micro-batch, which ran (``estimate.max_micro_batch``'s rule). A source's own settings the model reads
-    (``SOURCE_COEFFICIENTS``) are taken; the activations are the study's compiled layer's, whatever stack the run
-    used."""
+    (``SOURCE_COEFFICIENTS``) are taken; otherwise the activations are the study's compiled layer's, whatever stack
+    the run used."""
     from transformers.initialization import no_init_weights
 
     from ..catalog.config import Config

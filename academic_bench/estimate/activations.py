@@ -60,7 +60,8 @@ def fused_layer(layer: DecoderLayer, compute_bytes: int, residual_bytes: int, k:
     normed = 0 if fp8 else layer.norms * c * h
     qkv = q + 2 * kv + (q + kv if (layer.fused_qkv and layer.rotary) or layer.head_norms else 0)
     attention = c * (qkv + q)  # the kernel's inputs and its output (the output projection's input)
-    mlp = c * ((3 if layer.gated else 2) - fp8) * layer.mlp
+    recomputed = fp8 or (layer.gated and k.recomputed_mlp_product)  # the down projection's input
+    mlp = c * ((3 if layer.gated else 2) - recomputed) * layer.mlp
     masks = 2 * h * k.dropout_mask if layer.dropout > 0 else 0.0
     return residual + normed + attention + mlp + masks
 

@@ -35,6 +35,9 @@ class Coefficients:
     # Liger's fused linear cross-entropy (the ``fused-ce`` switch beyond the paper) computes the head and the loss
     # chunk by chunk of tokens, writing the head's input gradient as it goes: no whole logits tensor is ever alive.
     chunked_loss: bool = False
+    # A fused gated MLP that recomputes its gate-up product in backward instead of saving it (xformers' SwiGLU, which
+    # whyNLP/tinyllama's published runs use): one MLP intermediate fewer. The study's compiled layers save it.
+    recomputed_mlp_product: bool = False
     activation_scale: float = 1.0  # one multiplier on all activations (calibration)
     # Sharded and distributed states (DeepSpeed and FSDP defaults as measure/apply.py configures them).
     zero_bucket_elements: float = 5e8  # DeepSpeed reduce_bucket_size default
