@@ -274,7 +274,7 @@ def test_the_measurement_at_the_wall_is_kept_when_half_of_it_cannot_be_timed(mon
     assert any("micro-batch 4 not timed: it would not end within the time limit" in n for n in row["ran"]["notes"])
 
 
-def test_a_micro_batch_the_user_fixed_is_timed_as_asked_even_at_the_wall(monkeypatch):
+def test_a_micro_batch_the_configuration_sets_is_timed_as_asked_even_at_the_wall(monkeypatch):
     faulty_worker.install({"memory_wall_at_micro_batch": 8}, monkeypatch.setattr)
     row = worker.measure({"config": tiny(micro_batch=8).to_dict(), "timing": "synced"}, "cpu", rank=0)
     assert row["micro_batch"] == 8 and row["ran"]["memory_wall"] is None and row["ran"]["alloc_retries"] > 0

@@ -59,8 +59,8 @@ def test_a_row_near_its_gpus_capacity_made_before_the_wall_check_is_selected_to_
     assert not unchecked_at_wall(row(0.80)), "far from the wall"
     assert not unchecked_at_wall(row(0.99, alloc_retries=0)), "timed by an engine that counted the retries"
     assert not unchecked_at_wall(row(0.99, mbs=1)), "no half size to try"
-    fixed = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"), micro_batch=16)
-    assert not unchecked_at_wall(ok_row(fixed, 16, 64, [], ran={"peak_reserved_gb": [capacity]})), "the user's size"
+    given = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"), micro_batch=16)
+    assert not unchecked_at_wall(ok_row(given, 16, 64, [], ran={"peak_reserved_gb": [capacity]})), "a set size"
     latest = [row(0.99), {**row(0.99, alloc_retries=3), "config_id": "checked"}]
     assert [r["config_id"] for r in to_remeasure(latest, MEMORY_WALL)] == [c.id]
 

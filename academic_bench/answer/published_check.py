@@ -57,11 +57,29 @@ def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
     return m, None
 
 
-def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict:
-    """One published point beside the study's answer for it (``POINT_COLUMNS``)."""
+def point_setting(row: pd.Series):
+    """A published point's GPU, the study's methods for it and its decoder's spec at the point's sequence and batch
+    (``decoder_spec``), or why it cannot be predicted (a string)."""
     from ..catalog.hardware import UnknownGPUError, get_gpu
     from ..catalog.models.from_config import decoder_spec
     from ..catalog.published import config_path
+
+    n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
+    try:
+        gpu = get_gpu(str(row["gpu"]))
+    except UnknownGPUError:
+        return f"GPU {row['gpu']!r} is not in data/gpus.csv"
+    config = config_path(str(row["model"]))
+    methods, why = methods_of(row["method"], n)
+    if config is None or methods is None:
+        return why or f"no config of {row['model']!r} in data/published_configs"
+    per_gpu = mbs * gas
+    return gpu, methods, decoder_spec(config, seq_len=seq, tokens=per_gpu * n * seq, global_batch=per_gpu * n,
+                                      precision="bf16")
+
+
+def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict:
+    """One published point beside the study's answer for it (``POINT_COLUMNS``)."""
     from .decoder import decoder_answer
 
     n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
@@ -69,21 +87,15 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
                                "url")}
     out.update(published=float(row["tokens_per_s_per_gpu"]), predicted=math.nan, ratio=math.nan, kind="none",
                by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="")
-    try:
-        gpu = get_gpu(str(row["gpu"]))
-    except UnknownGPUError:
-        return {**out, "why_not": f"GPU {row['gpu']!r} is not in data/gpus.csv"}
-    config = config_path(str(row["model"]))
-    methods, why = methods_of(row["method"], n)
-    if config is None or methods is None:
-        return {**out, "why_not": why or f"no config of {row['model']!r} in data/published_configs"}
-    per_gpu = mbs * gas
-    spec = decoder_spec(config, seq_len=seq, tokens=per_gpu * n * seq, global_batch=per_gpu * n, precision="bf16")
+    setting = point_setting(row)
+    if isinstance(setting, str):
+        return {**out, "why_not": setting}
+    gpu, methods, spec = setting
     a = decoder_answer(spec.spec.key, gpu.key, n, root, facts=spec.facts, methods=methods, micro_batch=mbs)
     if a.days is None:
         return {**out, "kind": a.kind, "why_not": a.rests_on}
     step_s = a.days * 86400 / spec.spec.recipe.steps
-    predicted = per_gpu * seq / step_s
+    predicted = mbs * gas * seq / step_s
     # The published point's own MFU, on the answer's basis: the answer's MFU scales with its tokens per second.
     return {**out, "predicted": predicted, "ratio": out["published"] / predicted, "kind": a.kind, "by": a.by or "",
             "predicted_mfu": a.mfu, "published_mfu": a.mfu * out["published"] / predicted}
@@ -151,9 +163,7 @@ def published_memory(points: pd.DataFrame | None = None) -> pd.DataFrame:
     from transformers.initialization import no_init_weights
 
     from ..catalog.config import Config
-    from ..catalog.hardware import UnknownGPUError, get_gpu
-    from ..catalog.models.from_config import decoder_spec
-    from ..catalog.published import config_path, load_published_throughput
+    from ..catalog.published import load_published_throughput
     from ..estimate import COEFFICIENTS, predict_memory, usable_bytes
     from ..estimate.stats import GIB
 
@@ -161,18 +171,12 @@ def published_memory(points: pd.DataFrame | None = None) -> pd.DataFrame:
     rows = []
     with no_init_weights():
         for _, r in points[points["memory_gib"].notna()].iterrows():
-            n, mbs, gas, seq = (int(r[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
-            methods, _ = methods_of(r["method"], n)
-            config = config_path(str(r["model"]))
-            try:
-                gpu = get_gpu(str(r["gpu"]))
-            except UnknownGPUError:
+            setting = point_setting(r)
+            if isinstance(setting, str):
                 continue
-            if methods is None or config is None:
-                continue
+            gpu, methods, spec = setting
+            n, mbs = int(r["n_gpus"]), int(r["micro_batch"])
             pure_bf16 = "optimizer states" in str(r["precision"])
-            spec = decoder_spec(config, seq_len=seq, tokens=mbs * gas * n * seq, global_batch=mbs * gas * n,
-                                precision="bf16")
             cfg = Config(spec.spec.key, gpu.key, n, methods=replace(methods, bf16_weights=methods.bf16_weights
                                                                     and not pure_bf16))
             coeffs = replace(COEFFICIENTS, **SOURCE_COEFFICIENTS.get(str(r["source"]), {}))

@@ -96,7 +96,7 @@ def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
     import json
 
     from .. import analysis
-    from .charts import chart_html
+    from .charts import chart_html, specs_line
 
     def in_words(spec: dict) -> dict:
         title = spec.get("title")  # a line, or the lines a narrow rendering breaks it into
@@ -116,8 +116,7 @@ def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
         if not rest.startswith(", narrow: "):
             return m.group(0)
         narrow, _ = decoder.raw_decode(rest[len(", narrow: "):])
-        wide, narrow = (json.dumps(in_words(s), sort_keys=True).replace("</", "<\\/") for s in (wide, narrow))
-        return f"  var specs = {{wide: {wide}, narrow: {narrow}}};"
+        return specs_line(in_words(wide), in_words(narrow))
 
     return _SAVED_SPECS.sub(retitle, _SAVED_CHART.sub(redraw, body))
 

@@ -21,6 +21,6 @@ from .labels import (OPTIMISED, clock_ratio_summary, dense16_peak, on_dense16, o
 from .figures import *  # noqa: F401,F403
 from .figures import settings_order  # noqa: F401  (the setting labels in model order)
 from .narrow import NARROW_COLUMN, narrow_spec, with_narrow, wrap_expression  # noqa: F401
-from .render import (BOOK_CONFIG, BUNDLE_NAME, CHART_CLASS, RENDERER, chart_html, enable_offline, vendor_bundle,  # noqa: F401
-                     with_book_config)
+from .render import (BOOK_CONFIG, BUNDLE_NAME, CHART_CLASS, RENDERER, chart_html, enable_offline,  # noqa: F401
+                     specs_line, vendor_bundle, with_book_config)
 from .tables import NO_VALUE, count, glue, grid_html, table  # noqa: F401

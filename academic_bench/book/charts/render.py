@@ -69,6 +69,13 @@ def _html(spec: dict, **_: Any) -> dict[str, str]:
     return {"text/html": chart_html(spec)}
 
 
+def specs_line(wide: dict, narrow: dict) -> str:
+    """The line of a chart's script that holds both renderings' specs (``run_pages.redraw_saved_charts`` reads
+    and rewrites it in saved notebooks). A "</script>" inside a label must not end the script."""
+    blobs = (json.dumps(s, sort_keys=True, allow_nan=False).replace("</", "<\\/") for s in (wide, narrow))
+    return "  var specs = {{wide: {}, narrow: {}}};".format(*blobs)
+
+
 def chart_html(spec: dict) -> str:
     """A div and a script that draws ``spec`` with the locally served vega-embed: the wide rendering where it fits
     the column, else the narrow one drawn for a phone (``narrow``), switched again when the window is resized.
@@ -81,13 +88,10 @@ def chart_html(spec: dict) -> str:
     wide, narrow = (json.loads(json.dumps(s), parse_constant=lambda _: None) for s in (wide, narrow))
     blob = json.dumps(wide, sort_keys=True, allow_nan=False)
     div = f"ab-chart-{next(_counter)}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
-    # A "</script>" inside a label must not end the script.
-    narrow_blob = json.dumps(narrow, sort_keys=True, allow_nan=False)
-    safe_wide, safe_narrow = (b.replace("</", "<\\/") for b in (blob, narrow_blob))
     html = f"""<div id="{div}" class="{CHART_CLASS}"></div>
 <script type="text/javascript">
 (function () {{
-  var specs = {{wide: {safe_wide}, narrow: {safe_narrow}}};
+{specs_line(wide, narrow)}
   specs.narrow.datasets = Object.assign({{}}, specs.wide.datasets || {{}}, specs.narrow.datasets);
   var el, shown = null, view = null, wideWidth = null, pending = null;
   // The wide rendering's own width, once drawn: below it the column cannot hold it.
