@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..results.schema import ENGINE_REVISION
 from ..results.spread import VALIDATION_TOLERANCE  # noqa: F401  (the study's rule, read here by its readers)
 VALIDATION_KEY = ["setup", "validation_class", "engine"]  # what one validation speaks for
 
@@ -59,6 +60,17 @@ def validation_state(df: pd.DataFrame) -> pd.Series:
     keys = zip(*(df[k] for k in VALIDATION_KEY)) if not df.empty else []
     states = [{True: "validated", False: "missed"}.get(verdicts.get(key), "not validated") for key in keys]
     return pd.Series(states, index=df.index, dtype=object)
+
+
+def unvalidated_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows (the replication's and those beyond it) that count for no reader because the engine revision
+    that made them never validated their method class on their setup within ``VALIDATION_TOLERANCE``, made by a
+    revision older than the current one: no validation can speak for them any more, so they are measured again
+    (``remeasure --retry unvalidated``). The current revision's are left to its validation net."""
+    r = pd.concat([measured_rows(df), measured_rows(df, beyond_paper=True)])
+    if r.empty:
+        return r
+    return r[(validation_state(df).loc[r.index] != "validated") & (r["engine"] < ENGINE_REVISION)].copy()
 
 
 def results(df: pd.DataFrame, beyond_paper: bool = False) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS,
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
 from ..catalog.models.from_config import DTYPES
-from ..results import PREDICTED_STOP, RETRY_CHOICES, ResultStore, synced_micro_batches
+from ..results import PREDICTED_STOP, RETRY_CHOICES, UNVALIDATED, ResultStore, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
 
@@ -180,7 +180,9 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     unknown = sorted(set(models or ()) - set(CATALOG))
     if unknown:
         raise ValueError(f"unknown model(s) {', '.join(unknown)}; choose from: {', '.join(CATALOG)}")
-    rows = [r for r in to_remeasure(ResultStore(out).rows(), args.retry) if r.get("setup") == setup
+    stored = ResultStore(out).rows()
+    ids = _unvalidated_ids(stored) if args.retry == UNVALIDATED else None
+    rows = [r for r in to_remeasure(stored, args.retry, ids) if r.get("setup") == setup
             and (models is None or r["config"]["model"] in models)]
     listed = [{"config_id": r["config_id"], "model": r["config"]["model"], "search": r["search"],
                "timing": r["timing"], "mode": r["mode"], "micro_batch": r["micro_batch"], "gas": r["gas"],
@@ -200,11 +202,21 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
 
         check_gpu_in_hand(wanted[0], device, overridable=False)
     try:
-        summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, timeout_s=args.timeout,
-                              device=device, progress=not args.no_progress)
+        summaries = remeasure(out, setup, args.retry, budget_s=args.budget, models=models, ids=ids,
+                              timeout_s=args.timeout, device=device, progress=not args.no_progress)
     except KeyboardInterrupt:
         _interrupted(args.out)
     cli_args.emit(args, summaries, lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
+
+
+def _unvalidated_ids(rows: list[dict]) -> set[str]:
+    """The configurations whose measured rows no validation speaks for, by the study's rule
+    (``analysis.counted.unvalidated_rows``) read over the store's rows as every reader reads them."""
+    from ..analysis.counted import unvalidated_rows
+    from ..analysis.frame import frame_from_rows
+    from ..results import rows_to_read
+
+    return set(unvalidated_rows(frame_from_rows(rows_to_read(rows), checked=True))["config_id"])
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
@@ -264,8 +276,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--setup", default=None, help="the rows' hardware label (default: the results file's folder)")
     p.add_argument("--retry", default=PREDICTED_STOP, choices=RETRY_CHOICES,
                    help="which rows: an outcome, uncommitted, predicted-stop (the default: the micro-batch search "
-                        "stopped on the memory model's prediction), or memory-wall (timed near the GPU's capacity "
-                        "before the engine checked a size at the memory wall against half of it)")
+                        "stopped on the memory model's prediction), memory-wall (timed near the GPU's capacity "
+                        "before the engine checked a size at the memory wall against half of it), or unvalidated "
+                        "(made by an older engine revision that never validated their method class on the setup)")
     p.add_argument("--list", action="store_true", help="only list the rows selected")
     p.add_argument("--models", default=None, help="comma list: only these models' rows (default: all)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per configuration")

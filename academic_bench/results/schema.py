@@ -46,7 +46,11 @@ PREDICTED_STOP = "predicted-stop"
 # reservation came near the GPU's capacity (``state.unchecked_at_wall``); measured again, a size timed at the wall
 # is checked against half of it (``measure.worker.time_below_the_wall``).
 MEMORY_WALL = "memory-wall"
-RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP, MEMORY_WALL)
+# And "unvalidated": measured rows made by an older engine revision that never validated their method class on
+# their setup, so no reader counts them (``analysis.counted.unvalidated_rows``); measured again, the current
+# revision's validation speaks for them.
+UNVALIDATED = "unvalidated"
+RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP, MEMORY_WALL, UNVALIDATED)
 # A row's run state, the one thing readers ask of it (``status_of``): "measured" (a result, outcome ok),
 # "failed" (its outcome names the kind: oom, error, timeout, unsupported), "not run", "invalid" (an excluded
 # combination, classified by its rule without running), or "set aside" (a measurement a later correction of the

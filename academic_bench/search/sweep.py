@@ -20,13 +20,13 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, append_line, fastest_row,
+from ..results import (MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore, append_line, fastest_row,
                       is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines,
                       set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of, stopped_on_prediction,
                       synced_micro_batches, unchecked_at_wall)
@@ -240,27 +240,37 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     return summary
 
 
-def to_remeasure(rows: list[dict], retry: str) -> list[dict]:
+def to_remeasure(rows: list[dict], retry: str, ids: Collection[str] | None = None) -> list[dict]:
     """The latest rows (``results.latest_rows``) that ``retry`` (one of ``RETRY_CHOICES``) selects, e.g.
     ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction; ``MEMORY_WALL``: those
-    timed near their GPU's capacity before the engine checked the memory wall."""
+    timed near their GPU's capacity before the engine checked the memory wall. ``UNVALIDATED`` is decided by the
+    store's validations, which a reader above this layer weighs (``analysis.counted.unvalidated_rows``): it
+    selects the measured synchronized rows of the configurations ``ids`` names."""
     if retry not in RETRY_CHOICES:
         raise ValueError(f"cannot retry {retry}; choose from: {', '.join(RETRY_CHOICES)}")
+    if retry == UNVALIDATED:
+        if ids is None:
+            raise ValueError(f"retry {UNVALIDATED} needs the configuration ids the store's validations leave "
+                             "uncounted (analysis.counted.unvalidated_rows)")
+        wanted = set(ids)
+        return [r for r in latest_rows(rows) if r["config_id"] in wanted and r["outcome"] == "ok"
+                and r["timing"] == "synced" and r["mode"] == "step"]
     select = SELECTS.get(retry)
     return [r for r in latest_rows(rows) if not is_not_run(r) and (select(r) if select else r["outcome"] == retry)]
 
 
 def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float | None = None,
-              models: list[str] | None = None, **kwargs: Any) -> list[dict]:
+              models: list[str] | None = None, ids: Collection[str] | None = None, **kwargs: Any) -> list[dict]:
     """Measure again exactly the rows of the store at ``out`` of ``setup`` that ``retry`` selects
     (``to_remeasure``), each under the search, timing and mode that made it (so that naive, smart and
     exhaustive searches stay comparable), then the unsynchronized timings of those configurations that the new
     synchronized rows leave at another micro-batch (``_stale``). One ``run_sweep`` summary per group, all within
-    ``budget_s``; ``models`` (default all) keeps only those models' rows; ``kwargs`` go to ``run_sweep``."""
+    ``budget_s``; ``models`` (default all) keeps only those models' rows; ``ids``: for ``UNVALIDATED``, the
+    configurations to measure again (``to_remeasure``); ``kwargs`` go to ``run_sweep``."""
     t0 = time.monotonic()
     latest = [r for r in latest_rows(ResultStore(out).rows()) if r.get("setup") == setup
               and (models is None or r["config"]["model"] in models)]
-    rows = [r for r in to_remeasure(latest, retry) if r["timing"] == "synced"]
+    rows = [r for r in to_remeasure(latest, retry, ids) if r["timing"] == "synced"]
     twins = [r for r in latest if r["timing"] == "unsynced" and r["config_id"] in {x["config_id"] for x in rows}]
     groups: dict[tuple, list[Config]] = {}
     for r in [*rows, *twins]:  # synced first: an unsynced twin runs at the new synced row's micro-batch
@@ -271,8 +281,14 @@ def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float
     for (search, timing, steps), configs in groups.items():
         left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t0))
         summaries.append(run_sweep(configs, out, setup, search=search, timing=timing, validate=steps, budget_s=left,
-                                   retry=(retry,) if timing == "synced" else (), **kwargs))
+                                   retry=_again(retry) if timing == "synced" else (), **kwargs))
     return summaries
+
+
+def _again(retry: str) -> tuple[str, ...]:
+    """What ``run_sweep`` is told to measure again for ``retry``: an unvalidated row is measured ("ok"), and only
+    the configurations ``remeasure`` selected are passed to it, so no other measured row is touched."""
+    return ("ok",) if retry == UNVALIDATED else (retry,)
 
 
 def _check_packages(configs: Sequence[Config], device: str) -> None:
