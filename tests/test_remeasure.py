@@ -161,3 +161,27 @@ def test_a_configuration_needs_the_packages_of_its_methods_and_mamba_its_kernels
     assert packages_needed(parse_methods("free-lunch"), "mamba-ssm", "cuda") == ("mamba_ssm", "causal_conv1d")
     assert packages_needed(parse_methods("free-lunch"), "mamba-ssm", "cpu") == ()
     assert packages_needed(parse_methods("naive"), "mamba-ssm", "cuda") == (), "kernels off: the PyTorch path"
+
+
+def test_remeasure_of_unvalidated_rows_measures_exactly_the_configurations_named_and_reports_the_new_rows(tmp_path):
+    """Which rows no validation speaks for is the analysis' to say (``analysis.counted.unvalidated_rows``); the
+    sweep measures exactly the configurations it names again, under their own search, and its summary's best is
+    the new row, not the superseded one."""
+    from academic_bench.results import UNVALIDATED
+
+    out = tmp_path / "cpu-test" / "results.jsonl"
+    old, other = searched("naive"), searched("naive+ckpt")
+    store = ResultStore(out)
+    store.append({**ok_row(old, 8, 1, [(8, "ok")], search="exhaustive"), "step_time_s": 1e-6})  # beats any real step
+    store.append(ok_row(other, 8, 1, [(8, "ok")], search="exhaustive"))
+    try:
+        remeasure(out, "cpu-test", UNVALIDATED, device="cpu", progress=False, timeout_s=300)
+    except ValueError as exc:
+        assert "unvalidated_rows" in str(exc)
+    else:
+        raise AssertionError("the selection needs the configurations the analysis names")
+    summaries = remeasure(out, "cpu-test", UNVALIDATED, ids={old.id}, device="cpu", progress=False, timeout_s=300)
+    assert [(s["search"], s["ran"]) for s in summaries] == [("exhaustive", 1)]
+    new = ResultStore(out).rows()[2:]
+    assert [(r["config_id"], r["search"], r["outcome"]) for r in new] == [(old.id, "exhaustive", "ok")]
+    assert summaries[0]["best"]["pythia-160m"]["step_time_s"] == new[0]["step_time_s"] > 1e-6

@@ -166,3 +166,24 @@ def test_a_set_aside_row_supersedes_an_earlier_valid_one_so_that_the_configurati
     assert latest_rows([valid, void]) == [void]
     newer = row("free-lunch+zero2+offload", 2.5, engine=6)
     assert latest_rows([valid, void, newer]) == [newer]
+
+
+def test_rows_no_validation_speaks_for_are_selected_to_be_measured_again(tmp_path, capsys):
+    """A row of an older engine revision whose class that revision never validated counts for no reader, and no
+    validation can come for it any more: ``remeasure --retry unvalidated`` selects it. A validated row is left,
+    and so is an unvalidated row of the current revision, which its validation net still covers."""
+    import json
+
+    from academic_bench import cli
+
+    out = tmp_path / "h100x1" / "results.jsonl"
+    store = ResultStore(out)
+    store.append({**row("free-lunch", 2.0, engine=1), "config_id": "old-free"})
+    store.append({**row("free-lunch+ckpt", 3.0, engine=1), "config_id": "old-ckpt"})
+    store.append({**row("free-lunch+ckpt", 3.0, engine=ENGINE_REVISION), "config_id": "new-ckpt"})
+    store.append(_validation("free-lunch", 1, 0.01, "2026-01-01T00:00:00+00:00", "val-1"))
+    assert analysis.unvalidated_rows(analysis.runs_frame(tmp_path))["config_id"].tolist() == ["old-ckpt"]
+    assert cli.main(["remeasure", "--out", str(out), "--retry", "unvalidated", "--list", "--json"]) == 0
+    assert [r["config_id"] for r in json.loads(capsys.readouterr().out)] == ["old-ckpt"]
+    store.append(_validation("free-lunch+ckpt", 1, 0.01, "2026-01-02T00:00:00+00:00", "val-ckpt-1"))
+    assert analysis.unvalidated_rows(analysis.runs_frame(tmp_path)).empty, "validated by its own revision"

@@ -39,6 +39,7 @@ from .counted import (  # noqa: F401
     missed_validation,
     results,
     uncounted,
+    unvalidated_rows,
     validation_state,
     validation_verdicts,
     validations,

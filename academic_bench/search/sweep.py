@@ -231,7 +231,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
-    rows = [r for r in store.rows() if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
+    # The latest row of each configuration: one measured again speaks for it, not its superseded row.
+    rows = [r for r in latest_rows(store.rows())
+            if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
     summary["outcomes_all"] = dict(Counter(state_of(r) for r in rows))
     summary["outcomes"] = dict(summary["outcomes"])
     summary["skip_reasons"] = dict(summary["skip_reasons"])

@@ -9,7 +9,8 @@
 #               PROFILE="--model D/x/config.json --tokens 3e11 --seq-len 2048 --out D/profiles.jsonl"
 #   remeasure   the rows of notebooks/runs/SETUP/results.jsonl that REMEASURE selects (default predicted-stop: the
 #               micro-batch search stopped on the memory model's prediction, not at a measured out of memory;
-#               REMEASURE=memory-wall: timed near the GPU's capacity before the engine checked the memory wall),
+#               REMEASURE=memory-wall: timed near the GPU's capacity before the engine checked the memory wall;
+#               REMEASURE=unvalidated: made by an older engine revision that never validated their method class),
 #               measured again, each under its own search, then their unsynchronized twins (`academic-bench
 #               remeasure`; `--list` shows them first; REMEASURE_MODELS, a comma list, keeps those models' rows);
 #               BUDGET3_S/HARD3_S bound it (default 2400/3000 s)
