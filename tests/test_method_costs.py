@@ -17,6 +17,7 @@ from academic_bench.catalog.methods import FREE_LUNCH, exclusion_reason, parse_m
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.models.from_config import decoder_spec
 from test_decoder_work import _decoder, _profile
+from measured import typed_figures  # noqa: F401  (a fixture)
 
 RATES = {"deepspeed": 4e-10, "fsdp": 2e-9}  # host seconds per parameter: the order of the study's
 PROFILES = None
@@ -257,3 +258,46 @@ def test_the_sharding_rule_rests_on_what_the_runs_hold():
     assert list(pairs.columns) == mc.SHARDING_PAIR_COLUMNS
     both = pairs[(pairs["state"] == "counted") & (pairs["ddp_state"] == "counted")]
     assert not (both["step_time_s"] < both["ddp_step_time_s"]).any(), both
+
+
+def test_a_repriced_prediction_charges_the_extras_of_the_micro_steps_it_runs():
+    """Offloading under ZeRO-2 copies the gradients to the host in every micro-step: carried to a GPU where a
+    larger micro-batch fits, the prediction runs fewer micro-steps and pays fewer copies, not the source's count
+    (the transfer model carries the re-priced extras as they are)."""
+    from academic_bench.answer import other_methods as om
+    from academic_bench.estimate import model_stats
+
+    src, m = _measured(), parse_methods("free-lunch+zero2+offload")
+    params = float(model_stats("pythia-160m").params)
+    p = om.predict_with_methods(src, m, "h200", 1, RATES)
+    assert p.micro_batch > src.micro_batch and p.gas < src.gas
+    assert om.with_methods(src, m, RATES, None, p.gas).sync_s == pytest.approx(
+        mc.host_copy_s(m, 1, get_gpu("h100-80gb"), params, 2, p.gas))
+    fewer = om.with_methods(src, m, RATES, None, p.gas)
+    more = om.with_methods(src, m, RATES, None)
+    assert more.sync_s > fewer.sync_s
+    assert p.step_time_s < om.predict(more, "h200", 1, micro_batch=p.micro_batch).step_time_s
+
+
+def test_zero3_beside_zero1_is_the_per_sample_cost_the_copies_do_not_explain(tmp_path, typed_figures):
+    """``method_costs.zero3_beside_zero1``: a counted one-GPU ZeRO-3 row beside the ZeRO-1 row of the same model
+    and other methods; its micro-step per sample over ZeRO-1's once the copies charged each micro-step are off."""
+    from academic_bench.catalog.config import Config
+    from academic_bench.estimate import model_stats
+    from academic_bench.results import ResultStore, make_row
+
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    for spec, mbs, acc in (("free-lunch+zero1+offload", 16, 1.0), ("free-lunch+zero3+offload", 8, 0.8)):
+        c = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(spec))
+        times = {"accumulate": {"median": acc}}
+        store.append(make_row(c, setup="h100x1", outcome="ok", search="smart", micro_batch=mbs, gas=1024 // mbs,
+                              step_time_s=10.0, days=1.0, times=times))
+        store.append({**make_row(c, setup="h100x1", outcome="ok", mode="validate", micro_batch=mbs, gas=1024 // mbs,
+                                 step_time_s=10.0, days=1.0,
+                                 validate={"steps": 3, "sustained_step_s": 10.0, "predicted_step_s": 10.0,
+                                           "rel_error": 0.0}), "config_id": f"v-{spec}"})
+    pairs = mc.zero3_beside_zero1(str(tmp_path))
+    assert pairs[["model", "micro_batch", "zero1_micro_batch"]].values.tolist() == [["pythia-160m", 8, 16]]
+    copies = 3 * model_stats("pythia-160m").params * 2 / (get_gpu("h100-80gb").pcie_gbps * 1e9)
+    assert pairs["copies_s"].iloc[0] == pytest.approx(copies)
+    assert pairs["per_sample_ratio"].iloc[0] == pytest.approx(((0.8 - copies) / 8) / (1.0 / 16))

@@ -75,12 +75,15 @@ def _extras_s(src: Source, m: Methods, gas: int) -> float:
 
 
 def with_methods(src: Source, methods: Methods, host_rates: Mapping[str, float],
-                 gpu_rate: float | None) -> Source:
+                 gpu_rate: float | None, gas: int | None = None) -> Source:
     """``src`` re-priced with ``methods`` on its own GPUs, at its micro-batch (module docstring): its compute
     without its own methods' recompute and extras, with ``methods``' recompute, optimizer step and extras.
     ``host_rates``: the host optimizer's seconds per parameter per library (``method_costs.host_rates_of``);
     ``gpu_rate``: the GPU optimizer's (``gpu_optimizer_rate``), used where ``src`` offloaded and ``methods`` do
-    not (None: the optimizer is left out there, a few milliseconds in the study's rows)."""
+    not (None: the optimizer is left out there, a few milliseconds in the study's rows). ``gas``: the
+    accumulation steps the prediction will run (default the source's). ``methods``' extras are charged for that
+    many micro-steps: some are paid every micro-step (FSDP's offloaded weights cross PCIe in each one), and the
+    transfer model carries the extras (``sync_s``) as they are, whatever micro-batch the target runs."""
     from ..estimate import model_stats
 
     if methods == src.methods:
@@ -95,7 +98,7 @@ def with_methods(src: Source, methods: Methods, host_rates: Mapping[str, float],
         optimizer = src.optimizer_s * _shards(src.methods, src.n_gpus) / _shards(methods, src.n_gpus)
     else:
         optimizer = (gpu_rate or 0.0) * params / _shards(methods, src.n_gpus)
-    extras = _extras_s(src, methods, src.gas)
+    extras = _extras_s(src, methods, gas or src.gas)
     return replace(src, methods=methods, step_time_s=compute + optimizer + extras, optimizer_s=optimizer,
                    sync_s=extras)
 
@@ -116,7 +119,9 @@ def predict_with_methods(src: Source, methods: Methods, gpu: str, n_gpus: int, h
     if mbs is None:  # the memory model fits none; the source's micro-batch was for other methods
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None, None,
                           None, False, f"{basis}; no micro-batch fits the target's memory with them", methods)
-    p = predict(with_methods(src, methods, host_rates, gpu_rate), target.key, n_gpus, micro_batch=mbs)
+    per_gpu = src.micro_batch * src.gas * src.n_gpus // n_gpus  # as transfer.predict splits the batch
+    gas = max(1, per_gpu // min(mbs, per_gpu))
+    p = predict(with_methods(src, methods, host_rates, gpu_rate, gas), target.key, n_gpus, micro_batch=mbs)
     return replace(p, basis=f"{p.basis}; {basis}")
 
 
