@@ -143,6 +143,12 @@ def test_a_method_class_without_validation_is_a_warning(tmp_path, capsys) -> Non
     assert [(p.level, p.where) for p in check.problems] == [(WARNING, f"method class free-lunch (engine revision {ENGINE_REVISION})")]
     assert _main("check-run", str(folder)) == 0
     assert "no validation" in capsys.readouterr().out
+    assert "bench --validate" in check.warnings[0].what, "the current revision's class can still be validated"
+    old = [{**r, "engine": ENGINE_REVISION - 1} for r in rows]  # an older revision's: only measuring again helps
+    (tmp_path / "old").mkdir()
+    check = check_run(_folder(tmp_path / "old", rows=old))
+    assert f"remeasure --retry unvalidated --out {tmp_path / 'old' / SETUP / RESULTS}" in " ".join(
+        p.what for p in check.warnings)
 
 
 def test_a_validation_outside_the_rule_is_a_warning(tmp_path) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from ..results import device_fault, duplicates, latest_rows, row_faults, row_problems, rows_to_read, status_of
+from ..results import ENGINE_REVISION, device_fault, duplicates, latest_rows, row_faults, row_problems, rows_to_read, status_of
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
@@ -150,7 +150,7 @@ def _check_rows(folder: Path, rows: list[tuple[int, dict]], problems: list[Probl
             problems.append(Problem(ERROR, where, f"{f.line()}; no reader counts it"))
 
 
-def _check_validations(rows: list[dict], problems: list[Problem]) -> list[str]:
+def _check_validations(rows: list[dict], problems: list[Problem], results: Path) -> list[str]:
     """Warnings for method classes that ran without a validation within the tolerance; the validated classes."""
     if not rows:
         return []
@@ -160,9 +160,14 @@ def _check_validations(rows: list[dict], problems: list[Problem]) -> list[str]:
         where = f"method class {r.validation_class} (engine revision {r.engine})"
         if not r.validated:
             if r.measured:  # a validation by another revision speaks for none of this one's measurements
+                # An older revision can no longer validate them: they are measured again; the current one's
+                # validation net (the notebook's, or bench --validate) still can.
+                fix = (f"measure them again: academic-bench remeasure --retry unvalidated --out {results}"
+                       if r.engine < ENGINE_REVISION else
+                       "validate the class: the notebook's validation net, or academic-bench bench --validate 3")
                 problems.append(Problem(WARNING, where, f"{r.measured} synchronized measurement(s) but no "
                                                         "validation against sustained training by the same engine "
-                                                        "revision: they do not count"))
+                                                        f"revision: they do not count ({fix})"))
         elif not r.within:
             problems.append(Problem(WARNING, where, f"latest validation ({r.model}, {r.methods_label}) is off by "
                                                     f"{r.validate_rel_error:+.1%}, outside the "
@@ -213,7 +218,7 @@ def check_run(folder: str | Path) -> RunCheck:
     numbered = _drop_duplicates(_read_rows(folder / RESULTS, problems), problems)
     _check_rows(folder, numbered, problems)
     rows = [r for _, r in numbered]
-    validated = _check_validations(rows, problems)
+    validated = _check_validations(rows, problems, folder / RESULTS)
     _check_skipped(folder, problems)
     workshop = bool(rows) and all(on_the_cpu(r) for r in rows)
     _check_files(folder, problems, workshop)
