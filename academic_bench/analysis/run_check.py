@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from ..results import ENGINE_REVISION, device_fault, duplicates, latest_rows, row_faults, row_problems, rows_to_read, status_of
+from ..results import (ENGINE_REVISION, device_fault, duplicates, latest_rows, row_faults, row_problems,
+                       rows_to_read, status_of)
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"

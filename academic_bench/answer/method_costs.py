@@ -302,8 +302,9 @@ def zero3_beside_zero1(root: str | None = None) -> pd.DataFrame:
     """Every counted one-GPU ZeRO-3 row beside the counted ZeRO-1 row of the same setup, model and other methods:
     ``per_sample_ratio``, its accumulating micro-step per sample over ZeRO-1's, once the host copies that
     ``host_bytes`` charges each ZeRO-3 micro-step with offloading (``copies_s``: the gradients out, the weights
-    in for the forward and the backward, at the host link's datasheet rate) are taken off. Above 1 it is what re-pricing ZeRO-1 to ZeRO-3 (``other_methods.with_methods``) does not
-    charge: a cost that grows with the micro-batch, not with the bytes fetched."""
+    in for the forward and the backward, at the host link's datasheet rate) are taken off. Above 1 it is what
+    re-pricing ZeRO-1 to ZeRO-3 (``other_methods.with_methods``) does not charge: a cost of the micro-step's work,
+    counted per sample, rather than of the bytes fetched."""
     import pandas as pd
 
     from ..analysis import counted, runs_frame
@@ -312,11 +313,12 @@ def zero3_beside_zero1(root: str | None = None) -> pd.DataFrame:
     from ..estimate import BYTES, model_stats
 
     rows = counted.results(runs_frame(root))
-    rows = rows[(rows["n_gpus"] == 1) & rows["sharding"].isin(["zero1", "zero3"])
-                & rows["accumulate_median_s"].notna()] if not rows.empty else rows
+    if rows.empty:
+        return pd.DataFrame(columns=ZERO3_PAIR_COLUMNS)
+    rows = rows[(rows["n_gpus"] == 1) & rows["sharding"].isin(["zero1", "zero3"]) & rows["accumulate_median_s"].notna()]
     same = ["setup", "model", "compile", "kernels", "tf32", "checkpointing", "offload"]
     out = []
-    for _, z3 in rows[rows["sharding"] == "zero3"].iterrows() if not rows.empty else ():
+    for _, z3 in rows[rows["sharding"] == "zero3"].iterrows():
         mates = rows[(rows["sharding"] == "zero1") & (rows[same] == z3[same]).all(axis=1)]
         if mates.empty:
             continue
@@ -326,7 +328,8 @@ def zero3_beside_zero1(root: str | None = None) -> pd.DataFrame:
         gpu = get_gpu(str(z3["gpu"]))
         # What host_bytes charges each micro-step: one more micro-step's copies (gradients out, weights in twice).
         copies = host_copy_s(m, 1, gpu, params, c, 2) - host_copy_s(m, 1, gpu, params, c, 1)
-        ratio = (z3["accumulate_median_s"] - copies) / z3["micro_batch"] / (z1["accumulate_median_s"] / z1["micro_batch"])
+        per_sample = (z3["accumulate_median_s"] - copies) / z3["micro_batch"]
+        ratio = per_sample / (z1["accumulate_median_s"] / z1["micro_batch"])
         out.append({"setup": z3["setup"], "model": z3["model"], "methods": z3["methods_label"],
                     "micro_batch": int(z3["micro_batch"]), "zero1_micro_batch": int(z1["micro_batch"]),
                     "copies_s": copies, "per_sample_ratio": float(ratio)})

@@ -21,7 +21,7 @@ import pandas as pd
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods
 from .method_costs import RECOMPUTE_FRACTION, collective_s, host_copy_s, host_optimizer_s
-from .transfer import Prediction, Source, methods_of_row, predict, source_from_row
+from .transfer import Prediction, Source, accumulation, methods_of_row, predict, source_from_row
 
 
 @lru_cache(maxsize=None)
@@ -119,8 +119,7 @@ def predict_with_methods(src: Source, methods: Methods, gpu: str, n_gpus: int, h
     if mbs is None:  # the memory model fits none; the source's micro-batch was for other methods
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None, None,
                           None, False, f"{basis}; no micro-batch fits the target's memory with them", methods)
-    per_gpu = src.micro_batch * src.gas * src.n_gpus // n_gpus  # as transfer.predict splits the batch
-    gas = max(1, per_gpu // min(mbs, per_gpu))
+    _, gas = accumulation(src, n_gpus, mbs)
     p = predict(with_methods(src, methods, host_rates, gpu_rate, gas), target.key, n_gpus, micro_batch=mbs)
     return replace(p, basis=f"{p.basis}; {basis}")
 

@@ -57,7 +57,7 @@ def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
     return m, None
 
 
-def point_setting(row: pd.Series):
+def point_setting(row: pd.Series) -> tuple | str:
     """A published point's GPU, the study's methods for it and its decoder's spec at the point's sequence and batch
     (``decoder_spec``), or why it cannot be predicted (a string)."""
     from ..catalog.hardware import UnknownGPUError, get_gpu

@@ -204,6 +204,14 @@ def min_step_s(flops_per_step: float, gpu: GPU, n_gpus: int, precision: str, tf3
     return flops_per_step / (n_gpus * gpu.peak_flops(precision, tf32) * MFU_CAP)
 
 
+def accumulation(src: Source, n_gpus: int, micro_batch: int) -> tuple[int, int]:
+    """The micro-batch and accumulation steps that run ``src``'s per-GPU batch on ``n_gpus`` GPUs at
+    ``micro_batch`` (no larger than that batch)."""
+    per_gpu = src.micro_batch * src.gas * src.n_gpus // n_gpus
+    mbs = min(micro_batch, per_gpu)
+    return mbs, max(1, per_gpu // mbs)
+
+
 def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_batch: int | None = None
             ) -> Prediction:
     """Step time, days and MFU of ``src``'s configuration on ``n_gpus`` x ``gpu``, with a range.
@@ -235,9 +243,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
                           None, None, False, basis + "; no micro-batch fits the target's memory", src.methods)
-    per_gpu = src.micro_batch * src.gas * src.n_gpus // n_gpus
-    mbs = min(mbs, per_gpu)
-    gas = max(1, per_gpu // mbs)
+    mbs, gas = accumulation(src, n_gpus, mbs)
 
     split = dict(src.split or DEFAULT_SPLIT)
     micro = max(0.0, src.step_time_s - src.optimizer_s - src.sync_s)

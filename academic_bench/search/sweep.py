@@ -26,10 +26,10 @@ from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore, append_line, fastest_row,
-                      is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips, now_iso, read_lines,
-                      set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of, stopped_on_prediction,
-                      synced_micro_batches, unchecked_at_wall)
+from ..results import (MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
+                      append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
+                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
+                      stopped_on_prediction, synced_micro_batches, unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
 __all__ = ["Interrupted", "format_summary", "log_path", "remeasure", "run_sweep", "to_remeasure"]
@@ -250,14 +250,12 @@ def to_remeasure(rows: list[dict], retry: str, ids: Collection[str] | None = Non
     selects the measured synchronized rows of the configurations ``ids`` names."""
     if retry not in RETRY_CHOICES:
         raise ValueError(f"cannot retry {retry}; choose from: {', '.join(RETRY_CHOICES)}")
-    if retry == UNVALIDATED:
-        if ids is None:
-            raise ValueError(f"retry {UNVALIDATED} needs the configuration ids the store's validations leave "
-                             "uncounted (analysis.counted.unvalidated_rows)")
-        wanted = set(ids)
-        return [r for r in latest_rows(rows) if r["config_id"] in wanted and r["outcome"] == "ok"
-                and r["timing"] == "synced" and r["mode"] == "step"]
-    select = SELECTS.get(retry)
+    if retry == UNVALIDATED and ids is None:
+        raise ValueError(f"retry {UNVALIDATED} needs the configuration ids the store's validations leave "
+                         "uncounted (analysis.counted.unvalidated_rows)")
+    wanted = set(ids or ())
+    select = (lambda r: r["config_id"] in wanted and r["outcome"] == "ok" and r["timing"] == "synced"
+              and r["mode"] == "step") if retry == UNVALIDATED else SELECTS.get(retry)
     return [r for r in latest_rows(rows) if not is_not_run(r) and (select(r) if select else r["outcome"] == retry)]
 
 
@@ -266,7 +264,9 @@ def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float
     """Measure again exactly the rows of the store at ``out`` of ``setup`` that ``retry`` selects
     (``to_remeasure``), each under the search, timing and mode that made it (so that naive, smart and
     exhaustive searches stay comparable), then the unsynchronized timings of those configurations that the new
-    synchronized rows leave at another micro-batch (``_stale``). One ``run_sweep`` summary per group, all within
+    synchronized rows leave at another micro-batch (``_stale``). ``run_sweep`` gets only the selected
+    configurations and retries the outcomes their rows have, so exactly those are measured again, whatever rule
+    selected them. One ``run_sweep`` summary per group, all within
     ``budget_s``; ``models`` (default all) keeps only those models' rows; ``ids``: for ``UNVALIDATED``, the
     configurations to measure again (``to_remeasure``); ``kwargs`` go to ``run_sweep``."""
     t0 = time.monotonic()
@@ -275,22 +275,20 @@ def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float
     rows = [r for r in to_remeasure(latest, retry, ids) if r["timing"] == "synced"]
     twins = [r for r in latest if r["timing"] == "unsynced" and r["config_id"] in {x["config_id"] for x in rows}]
     groups: dict[tuple, list[Config]] = {}
+    again: dict[tuple, set[str]] = {}  # per group, the outcomes of its selected rows: what run_sweep runs again
     for r in [*rows, *twins]:  # synced first: an unsynced twin runs at the new synced row's micro-batch
         steps = ((r.get("validate") or {}).get("steps") or 3) if r["mode"] == "validate" else 0
-        groups.setdefault((r["search"], r["timing"], steps), []).append(Config.from_dict(r["config"]))
+        key = (r["search"], r["timing"], steps)
+        groups.setdefault(key, []).append(Config.from_dict(r["config"]))
+        if r["timing"] == "synced":  # a twin runs only where the new synced row left it stale (``_stale``)
+            again.setdefault(key, set()).add(r["outcome"])
     _check_packages([c for configs in groups.values() for c in configs], kwargs.get("device") or default_device())
     summaries = []
     for (search, timing, steps), configs in groups.items():
         left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t0))
         summaries.append(run_sweep(configs, out, setup, search=search, timing=timing, validate=steps, budget_s=left,
-                                   retry=_again(retry) if timing == "synced" else (), **kwargs))
+                                   retry=tuple(sorted(again.get((search, timing, steps), ()))), **kwargs))
     return summaries
-
-
-def _again(retry: str) -> tuple[str, ...]:
-    """What ``run_sweep`` is told to measure again for ``retry``: an unvalidated row is measured ("ok"), and only
-    the configurations ``remeasure`` selected are passed to it, so no other measured row is touched."""
-    return ("ok",) if retry == UNVALIDATED else (retry,)
 
 
 def _check_packages(configs: Sequence[Config], device: str) -> None:
