@@ -159,7 +159,23 @@ def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_p
     assert got["error"] == pytest.approx(0.2) and not got["within"] and got["in_range"]
     # No profile in this runs folder calibrates the work model, and the estimate kept was not made by it.
     assert got["estimated_with"] == "MFU interpolated in parameters" and not got["work_model_held_out"]
+    assert not got["across_shapes"] and got["vocab"] is None  # this estimate's architecture names no vocabulary
     assert got["work_model_days"] != got["work_model_days"]  # NaN
+
+
+def test_the_check_across_shapes_reads_only_estimates_the_one_answer_made_and_names_its_misses():
+    """``shapes_summary`` sums up the decoders whose kept estimate came from the work model through the study's one
+    answer (the estimate.json carries ``answer``), against item 4's targets, and lists the rows past the worst
+    one, worst first; an older work-model estimate (no ``answer``) or an MFU-by-size one is not among them."""
+    frame = tv.add_errors(pd.DataFrame({
+        "decoder": ["old", "a", "b", "c"], "predicted_days": [20.0, 10.5, 9.0, 6.0],
+        "predicted_days_low": [19.0, 10.0, 8.0, 5.0], "predicted_days_high": [21.0, 11.0, 9.5, 7.0],
+        "measured_days": [10.0, 10.0, 10.0, 10.0], "across_shapes": [False, True, True, True]}))
+    s = wv.shapes_summary(frame)
+    assert s["n"] == 3 and s["median_abs_error"] == pytest.approx(0.1) and s["worst_abs_error"] == pytest.approx(0.4)
+    assert not s["median_met"] and not s["worst_met"] and s["in_range"] == 1
+    assert list(s["misses"]["decoder"]) == ["c"]
+    assert wv.shapes_summary(frame.assign(across_shapes=False))["n"] == 0
 
 
 def test_an_estimate_says_what_it_rests_on_in_either_format():

@@ -12,11 +12,15 @@ from .transfer_validation import add_errors
 from .work_evidence import PLAIN, Evidence
 
 DECODER_TOLERANCE = 0.15  # the study's target for a config.json decoder's days (issue of the estimate command)
-DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "setup", "gpu", "n_gpus", "estimated_with",
-                   "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu", "measured_days",
-                   "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within", "work_model_days",
-                   "work_model_error", "work_model_held_out", "predicted_memory_gb", "measured_memory_gb",
-                   "memory_error"]
+# The targets for the decoders estimated with the work model across shapes (the study's issue on predictions,
+# item 4): the median and the worst |error| of their days.
+SHAPES_MEDIAN_TARGET = 0.06
+SHAPES_WORST_TARGET = 0.12
+DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "vocab", "setup", "gpu", "n_gpus",
+                   "estimated_with", "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu",
+                   "measured_days", "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within",
+                   "work_model_days", "work_model_error", "work_model_held_out", "across_shapes",
+                   "predicted_memory_gb", "measured_memory_gb", "memory_error"]
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
@@ -38,9 +42,11 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     work model (``decoder_work``) for every decoder at the micro-batch that ran (the step alone: the rows measured
     before the build was made fp32 trained purely in 16 bits, whose memory lets a larger micro-batch fit than
     today's build, ``analysis.memory_check``); ``work_model_held_out`` is True only where the estimate
-    kept was made by the work model, i.e. before the decoder was measured. ``memory_error`` sets today's memory
-    model's prediction at the micro-batch that ran, with the weights it ran with
-    (``analysis.memory_check.built_weights``), beside the peak the run allocated."""
+    kept was made by the work model, i.e. before the decoder was measured; ``across_shapes`` only where that
+    estimate also carries the study's one answer (``answer``), i.e. was made by the work model across shapes (the
+    matrix-product rate by size, attention at the sequence asked), the check ``shapes_summary`` reads.
+    ``memory_error`` sets today's memory model's prediction at the micro-batch that ran, with the weights it ran
+    with (``analysis.memory_check.built_weights``), beside the peak the run allocated."""
     import json
 
     from ..analysis import profiles, runs_root
@@ -72,13 +78,15 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             made_by, estimated_mfu = _made_by(e)
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
-                        "seq_len": a["seq_len"], "setup": row["setup"], "gpu": row["config"]["gpu"],
+                        "seq_len": a["seq_len"], "vocab": a.get("vocab"), "setup": row["setup"],
+                        "gpu": row["config"]["gpu"],
                         "n_gpus": row["config"]["n_gpus"], "estimated_with": method, "predicted_days": e["days"],
                         "predicted_days_low": e["days_range"][0],
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": estimated_mfu,
                         "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
                         "work_model_days": now.days if now is not None and now.days is not None else math.nan,
                         "work_model_held_out": method == WORK_MODEL,
+                        "across_shapes": method == WORK_MODEL and "answer" in e,
                         # Today's memory model at the micro-batch that ran, with the weights it ran with, beside
                         # the peak the run allocated.
                         "predicted_memory_gb": memory_gb(key, row["config"]["gpu"], row["config"]["n_gpus"], ran,
@@ -95,6 +103,21 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     frame["memory_error"] = (frame["predicted_memory_gb"].astype(float) / frame["measured_memory_gb"].astype(float)
                              - 1)
     return frame[DECODER_COLUMNS]
+
+
+def shapes_summary(decoders: pd.DataFrame) -> dict:
+    """The check of the work model across shapes: the ``config_decoders`` rows marked ``across_shapes``, their
+    count, median and worst |error| of the days, each against its target, how many were measured inside their
+    estimated range, and the rows past the worst target (``misses``, worst first)."""
+    rows = decoders[decoders["across_shapes"].astype(bool)] if len(decoders) else decoders
+    if rows.empty:
+        return {"n": 0, "median_abs_error": math.nan, "worst_abs_error": math.nan, "median_met": False,
+                "worst_met": False, "in_range": 0, "misses": rows}
+    median, worst = float(rows["abs_error"].median()), float(rows["abs_error"].max())
+    return {"n": len(rows), "median_abs_error": median, "worst_abs_error": worst,
+            "median_met": median <= SHAPES_MEDIAN_TARGET, "worst_met": worst <= SHAPES_WORST_TARGET,
+            "in_range": int(rows["in_range"].astype(bool).sum()),
+            "misses": rows[rows["abs_error"] > SHAPES_WORST_TARGET].sort_values("abs_error", ascending=False)}
 
 
 WORK_MODEL_COLUMNS = ["setup", "gpu", "model", "micro_batch", "predicted_step_s", "predicted_step_low_s",
