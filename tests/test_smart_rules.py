@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import (faster_beyond_spread, latest_rows, load_runs, machine_spread, make_row,
                                     repeated_measurements, status_of)
 from academic_bench.results import ENGINE_REVISION
+from academic_bench.results import DEFAULT_RUNS, step_ceiling
 from academic_bench.search.smart import SmartPruner
 
 
@@ -31,7 +33,8 @@ def contradictions(rows: list[dict], spread: float) -> list[str]:
             if status_of(seen) not in ("measured", "failed"):
                 continue  # a sweep's pruner never sees a row set aside or never started
             # The host-memory rule is about the machine running the sweep, which the rows do not record.
-            pruner = SmartPruner(timeout_s=600, host_memory_gb=math.inf)
+            pruner = SmartPruner(timeout_s=600, host_memory_gb=math.inf, spread=spread,
+                                 ceiling=lambda gpu: step_ceiling(gpu, Path(DEFAULT_RUNS)))
             pruner.observe(o, seen)
             for c, mine in items:
                 why = None if c.id == o.id else pruner.skip(c)
@@ -134,3 +137,26 @@ def test_fp8_out_of_memory_at_its_smallest_micro_batch_says_nothing_of_micro_bat
     row = make_row(fp8, setup="t", outcome="oom", reason="even micro-batch 16 does not fit")
     pruner.observe(fp8, {**row, "mbs_search": [{"micro_batch": 16, "outcome": "oom", "peak_memory_gb": None}]})
     assert pruner.skip(plain) is None
+
+
+def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
+    """Rule 6: after free-lunch ran at an MFU that, with checkpointing's extra forward added, already needs more of
+    the peak than the GPU's matrix products reach, free-lunch + ckpt cannot win and is skipped; at a low MFU (a
+    larger micro-batch could still pay for the recompute), or with no ceiling known for the GPU, it runs. Other
+    methods added beside checkpointing are not this rule's to judge."""
+    from dataclasses import replace
+
+    base = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"))
+    ckpt = replace(base, methods=parse_methods("free-lunch+ckpt"))
+    sharded = replace(base, methods=parse_methods("free-lunch+ckpt+zero1+offload"))
+
+    def pruner_after(mfu: float, ceiling: float | None) -> SmartPruner:
+        p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: ceiling, spread=0.05)
+        p.observe(base, make_row(base, setup="t", outcome="ok", micro_batch=16, gas=64, step_time_s=25.0, mfu=mfu))
+        return p
+
+    skipped = pruner_after(0.6, 0.7).skip(ckpt)
+    assert skipped and skipped[0] == "cannot win (recompute)" and "0.700" in skipped[1]
+    assert pruner_after(0.3, 0.7).skip(ckpt) is None
+    assert pruner_after(0.6, None).skip(ckpt) is None
+    assert pruner_after(0.6, 0.7).skip(sharded) is None

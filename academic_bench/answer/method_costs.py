@@ -70,11 +70,11 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import GPU
 from ..catalog.methods import Methods
+from ..estimate.stats import RECOMPUTE_FRACTION  # noqa: F401  (one extra forward of the checkpointed blocks)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-RECOMPUTE_FRACTION = 1.0 / 3.0  # one extra forward of the checkpointed blocks: 2 of their 6 FLOPs per weight-token
 FORWARD_SHARE = 1.0 / 3.0  # of a micro-step's compute, the forward (the rest is the backward)
 FP32 = 4
 # The link between the GPUs over PCIe (module docstring, ``ring_gbps``), from NCCL's topology model

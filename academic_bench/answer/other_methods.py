@@ -13,32 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from functools import lru_cache
 from typing import Mapping
 
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods
+from ..estimate.stats import recomputed_share
 from .method_costs import RECOMPUTE_FRACTION, collective_s, host_copy_s, host_optimizer_s
 from .transfer import Prediction, Source, accumulation, methods_of_row, predict, source_from_row
-
-
-@lru_cache(maxsize=None)
-def recomputed_share(model: str) -> float:
-    """The share of a step's model FLOPs that checkpointing recomputes: all but the output head's (the
-    checkpointed blocks; a language model's head and loss run once), 1 for a model without an output head."""
-    from ..catalog.models import get_model
-    from ..estimate import model_flops_per_step
-    from ..estimate import meta_model
-
-    spec = get_model(model)
-    get_head = getattr(meta_model(spec, False), "get_output_embeddings", None)
-    head = get_head() if get_head is not None else None
-    if head is None or spec.recipe.seq_len is None:
-        return 1.0
-    head_flops = 6.0 * head.weight.numel() * spec.recipe.global_batch * spec.recipe.seq_len
-    return max(0.0, 1.0 - head_flops / float(model_flops_per_step(spec)))
 
 
 def recompute_factor(model: str, m: Methods) -> float:

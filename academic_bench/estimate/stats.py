@@ -12,6 +12,8 @@ recomputation, no optimizer.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..catalog.hardware import get_gpu
 from ..catalog.models import ModelSpec, get_model
 from ..catalog.units import SECONDS_PER_DAY
@@ -91,3 +93,21 @@ def analytic_days(model: ModelSpec | str, gpu: str, n_gpus: int, mfu: float = DE
     spec = spec_of(model)
     peak = get_gpu(gpu).peak_flops(spec.recipe.precision, tf32)
     return total_flops(spec) / (n_gpus * peak * mfu) / SECONDS_PER_DAY
+
+
+RECOMPUTE_FRACTION = 1.0 / 3.0  # one extra forward of the checkpointed blocks: 2 of their 6 FLOPs per weight-token
+
+
+@lru_cache(maxsize=None)
+def recomputed_share(model: str) -> float:
+    """The share of a step's model FLOPs that checkpointing recomputes: all but the output head's (the
+    checkpointed blocks; a language model's head and loss run once), 1 for a model without an output head."""
+    from .meta import meta_model
+
+    spec = get_model(model)
+    get_head = getattr(meta_model(spec, False), "get_output_embeddings", None)
+    head = get_head() if get_head is not None else None
+    if head is None or spec.recipe.seq_len is None:
+        return 1.0
+    head_flops = 6.0 * head.weight.numel() * spec.recipe.global_batch * spec.recipe.seq_len
+    return max(0.0, 1.0 - head_flops / float(model_flops_per_step(spec)))

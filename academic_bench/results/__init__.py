@@ -1,5 +1,6 @@
 """Result rows: their schema (``schema``), their run state (``state``: the one reader of a row's status) and the
-append-only stores that keep them (``store``). Every public name is importable from here."""
+append-only stores that keep them (``store``); beside them, the matrix-product sweep's rate by size (``gemm``).
+Every public name is importable from here."""
 from __future__ import annotations
 
 from .schema import (DEFAULT_RUNS, ENGINE_REVISION, ENGINE_REVISIONS, MODES, NEEDS_REASON, NUMBER_KEYS, OPTIONAL_KEYS,
@@ -10,12 +11,13 @@ from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEE
                     latest_skips, rows_to_read, set_aside_reason, skip_is_latest, skip_key, state_of, status_of,
                     stopped_on_prediction, synced_micro_batches, unchecked_at_wall,
                     validation_class_of)
+from .gemm import GEMM_FILE, GemmCurve, gemm_curve, gemm_curves, step_ceiling
 from .spread import faster_beyond_spread, machine_spread, repeated_measurements
 from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, append_line, append_profile, json_safe,
                     jsonl_problem, load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
 from .trust import MFU_IMPLAUSIBLE, REJECTED_PREFIX, Fault, device_fault, duplicates, rejection, row_faults
 
-__all__ = ["MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "rejection", "row_faults",
+__all__ = ["GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_ceiling", "MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "rejection", "row_faults",
            "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MEMORY_WALL", "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",

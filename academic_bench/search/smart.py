@@ -1,12 +1,16 @@
 """The smart search's pruning: candidates that cannot fit or cannot win are skipped, each with its rule."""
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Callable
+
 import psutil
 
 from ..catalog.config import Config
 from ..catalog.hardware import get_gpu
 from ..launch import DEFAULT_TIMEOUT_S
 from ..catalog.methods import Methods, exclusion_reason
+from ..estimate.stats import RECOMPUTE_FRACTION, recomputed_share
 from .plans import saves_at_least, saves_more
 from ..results import is_not_run
 
@@ -54,6 +58,13 @@ class SmartPruner:
        result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
        search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
        ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
+    6. cannot win (recompute): checkpointing adds one more forward of the checkpointed blocks
+       (``estimate.stats.recomputed_share``), so it wins only if the larger micro-batch it allows raises the
+       GPU's rate of hardware FLOPs by more than that. A measured configuration of the same library and methods
+       without checkpointing ran at MFU ``u``: to beat it beyond the spread, the checkpointed step would need its
+       hardware FLOPs at ``u x (1 + recompute) x (1 + spread)`` of the peak, and ``ceiling(gpu)`` (the plateau of
+       the GPU's matrix-product sweep over its peak, ``results.gemm.step_ceiling``) says its matrix products do
+       not run that fast. Without a ceiling for the GPU the rule is off.
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
 
     "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
@@ -66,9 +77,12 @@ class SmartPruner:
     """
 
     def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 host_memory_gb: float | None = None) -> None:
+                 host_memory_gb: float | None = None, ceiling: Callable[[str], float | None] | None = None,
+                 spread: float = 0.0) -> None:
         self.measured: dict[tuple, list[tuple[Config, dict]]] = {}
         self.timeout_s = timeout_s
+        self.ceiling = ceiling
+        self.spread = spread
         self.host_gb = host_memory_gb if host_memory_gb is not None else psutil.virtual_memory().total / 1e9
         self.estimate = None
         if use_memory_model:
@@ -142,6 +156,13 @@ class SmartPruner:
                         f"would not finish within this sweep's {self.timeout_s:g} s limit either")
             if row["outcome"] != "ok" or not saves_more(m, o) or not same_library(m, o):
                 continue
+            needed = self._needed_with_recompute(c, other, row)
+            if needed is not None:
+                return ("cannot win (recompute)",
+                        f"smart: skipped because {o.label()} ran at MFU {row['mfu']:.3f}; with checkpointing's "
+                        f"recompute, winning by more than the spread ({self.spread:.1%}) needs hardware FLOPs at "
+                        f"{needed:.3f} of the peak, and this GPU's matrix products run at "
+                        f"{self.ceiling(c.gpu):.3f} at most")
             if row.get("gas") == 1 or c.micro_batch is not None:
                 what = ("already fits the whole per-GPU batch" if c.micro_batch is None
                         else "already runs the same fixed micro-batch")
@@ -156,3 +177,15 @@ class SmartPruner:
                             f"(<= {_power_of_two_floor(mine)}) than for {o.label()}, measured at "
                             f"{row['step_time_s']:.4g} s/step; more memory saving would only add overhead")
         return None
+
+    def _needed_with_recompute(self, c: Config, o: Config, row: dict) -> float | None:
+        """Rule 6: the share of the peak that ``c`` (``o`` with checkpointing added, nothing else changed) would
+        need its hardware FLOPs at to beat ``o``'s measured ``row`` beyond the spread, when that is more than the
+        GPU's matrix products reach; else None."""
+        m, other = c.methods, o.methods
+        if (not m.checkpointing or other.checkpointing or self.ceiling is None
+                or replace(other, checkpointing=True) != m or not row.get("mfu")):
+            return None
+        ceiling = self.ceiling(c.gpu)
+        needed = float(row["mfu"]) * (1 + RECOMPUTE_FRACTION * recomputed_share(c.model)) * (1 + self.spread)
+        return needed if ceiling is not None and needed >= ceiling else None

@@ -26,10 +26,10 @@ from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
+from ..results import (DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
                       append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
                       now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
-                      stopped_on_prediction, synced_micro_batches, unchecked_at_wall)
+                      machine_spread, step_ceiling, stopped_on_prediction, synced_micro_batches, unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
 __all__ = ["Interrupted", "format_summary", "log_path", "remeasure", "run_sweep", "to_remeasure"]
@@ -121,6 +121,13 @@ def _best(rows: list[dict], device: str | None = None) -> dict[str, dict]:
             for model, r in best.items() if r is not None}
 
 
+def _ceiling(gpu: str, out: Path) -> float | None:
+    """The smart search's rule 6 ceiling for ``gpu``: from a GEMM sweep kept beside the setup folder of ``out``,
+    else from the study's shipped runs (an H100's sweep serves the H200, the same chip)."""
+    ceiling = step_ceiling(gpu, out.resolve().parent.parent)
+    return ceiling if ceiling is not None else step_ceiling(gpu, Path(DEFAULT_RUNS))
+
+
 def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, search: str,
               timing: str = "synced", validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
               executor: str = "local", device: str | None = None, progress: bool = True,
@@ -163,7 +170,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     existing = {cid: r for cid, r in last_row.items()
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
                 and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
-    pruner = SmartPruner(timeout_s=timeout_s) if search == "smart" else None
+    pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lambda gpu: _ceiling(gpu, out),
+                          spread=machine_spread(stored)) if search == "smart" else None)
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
     planned_ids = {c.id for c in configs}

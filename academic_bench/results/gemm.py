@@ -1,0 +1,106 @@
+"""The matrix-product rate by size that a GPU's sweep measured (``scripts/offline-gpu/gemm_sweep.py`` into
+``<setup>/evidence/gemm/gemm.jsonl``): a linear layer's three training products (forward, input gradient, weight
+gradient) as a function of one product's FLOPs (``GemmCurve``). The work model (``answer.work_evidence``) counts a
+small product's slowness with it; the smart search (``search.smart``) reads its plateau as the most a training
+step's matrix products can run at (``step_ceiling``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from ..catalog.hardware import get_gpu, match_name
+
+GEMM_FILE = "evidence/gemm/gemm.jsonl"
+LAUNCH_BOUND = 1.5  # a product within this factor of the sweep's shortest time measured the launch (gemm_curve)
+
+
+@dataclass(frozen=True)
+class GemmCurve:
+    """A GPU's matrix-product rate as a function of one product's FLOPs (``gemm_curve``), interpolated linearly in
+    log FLOPs and held at the ends."""
+
+    gpu: str  # catalog key of the GPU that ran the sweep
+    flops: tuple[float, ...]  # one product's FLOPs, ascending
+    rates: tuple[float, ...]  # FLOP/s of a layer's three products at those FLOPs
+    source: str  # the file it was read from
+
+    def rate(self, flops: float) -> float:
+        """FLOP/s of a product of ``flops`` FLOPs."""
+        import numpy as np
+
+        return float(np.interp(math.log(flops), [math.log(f) for f in self.flops], self.rates))
+
+    @property
+    def plateau(self) -> float:
+        """The rate of the largest products swept: the reference a product's slowness is counted against."""
+        return self.rates[-1]
+
+    def slowness(self, flops: float) -> float:
+        """How many times longer than at ``plateau`` a product of ``flops`` FLOPs takes, per FLOP."""
+        return self.plateau / self.rate(flops)
+
+
+def gemm_curve(lines: pd.DataFrame, gpu: str, source: str) -> GemmCurve:
+    """The ``GemmCurve`` of a sweep's lines (``gemm_sweep.py``: m, k, n, product, seconds; bf16): each linear layer's
+    rate (its three products' FLOPs over their summed seconds), made non-decreasing in FLOPs (pooled adjacent
+    violators, each FLOP count weighted by its shapes): a larger product is never slower per FLOP, so one shape's
+    dip (a library's choice of kernel for it) is averaged with its neighbours instead of taken as a law of size.
+
+    The sweep launches its products one by one from Python, so it times each as the longer of its kernel and the
+    host's launch interval, which its shortest product shows. A layer whose fastest product took less than
+    ``LAUNCH_BOUND`` times that is left out: its time is the host's, not the GPU's (in training the profiles count
+    such gaps as idle time, a kind of their own). In the H100 sweep those layers took 1.0-1.2 times the shortest
+    time and every other at least 1.57 times."""
+    d = lines[lines["dtype"] == "bf16"].assign(flops=lambda x: 2.0 * x["m"] * x["k"] * x["n"])
+    layers = d.groupby(["m", "k", "n"]).agg(flops=("flops", "first"), seconds=("seconds", "sum"),
+                                            fastest=("seconds", "min"), products=("product", "nunique"))
+    # A layer whose three products were all timed, each clearly longer than a launch.
+    layers = layers[(layers["products"] == 3) & (layers["fastest"] >= LAUNCH_BOUND * d["seconds"].min())]
+    layers["rate"] = 3 * layers["flops"] / layers["seconds"]
+    by_size = layers.groupby("flops")["rate"].agg(["mean", "size"]).sort_index()
+    blocks: list[list[float]] = []  # [rate, weight, how many FLOP counts]
+    for rate, weight in zip(by_size["mean"], by_size["size"]):
+        blocks.append([float(rate), float(weight), 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (r2, w2, n2), (r1, w1, n1) = blocks.pop(), blocks.pop()
+            blocks.append([(r1 * w1 + r2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    rates = [r for r, _, n in blocks for _ in range(n)]
+    return GemmCurve(gpu, tuple(float(f) for f in by_size.index), tuple(rates), source)
+
+
+def gemm_curves(runs: Path) -> dict[str, GemmCurve]:
+    """Every setup's GEMM sweep under the runs folder ``runs`` (``<setup>/evidence/gemm/gemm.jsonl``), by the
+    catalog key of the GPU that ran it (the lines name the device); where two setups swept one GPU, the first
+    setup's in name order."""
+    out: dict[str, GemmCurve] = {}
+    for path in sorted(Path(runs).glob(f"*/{GEMM_FILE}")):
+        lines = pd.read_json(path, lines=True)
+        if lines.empty:
+            continue
+        gpu = match_name(str(lines["gpu"].iloc[0]))
+        if gpu is not None and gpu.key not in out:
+            out[gpu.key] = gemm_curve(lines, gpu.key, str(path.relative_to(runs)))
+    return out
+
+
+def curve_for(curves: Mapping[str, GemmCurve], gpu: str) -> GemmCurve | None:
+    """The sweep of ``gpu`` itself, else of a GPU of the same architecture (H200 has H100's chip: the same SMs
+    and peak), else None."""
+    if gpu in curves:
+        return curves[gpu]
+    arch = get_gpu(gpu).architecture
+    same = sorted(k for k in curves if get_gpu(k).architecture == arch)
+    return curves[same[0]] if same else None
+
+
+def step_ceiling(gpu: str, runs: Path) -> float | None:
+    """The most of its bf16 dense peak that ``gpu`` runs matrix products at: the plateau of the GEMM sweep of
+    ``gpu`` (or of a GPU of its architecture, the same chip) under ``runs`` over that GPU's peak; None without
+    a sweep. A training step's hardware FLOPs cannot run faster than its largest matrix products."""
+    curve = curve_for(gemm_curves(runs), gpu)
+    return None if curve is None else curve.plateau / get_gpu(curve.gpu).peak_flops("bf16")
