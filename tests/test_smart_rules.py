@@ -150,13 +150,16 @@ def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
     ckpt = replace(base, methods=parse_methods("free-lunch+ckpt"))
     sharded = replace(base, methods=parse_methods("free-lunch+ckpt+zero1+offload"))
 
-    def pruner_after(mfu: float, ceiling: float | None) -> SmartPruner:
+    def pruner_after(mfu: float, ceiling: float | None, peak: float = 1000e12) -> SmartPruner:
         p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: ceiling, spread=0.05)
-        p.observe(base, make_row(base, setup="t", outcome="ok", micro_batch=16, gas=64, step_time_s=25.0, mfu=mfu))
+        p.observe(base, make_row(base, setup="t", outcome="ok", micro_batch=16, gas=64, step_time_s=25.0, mfu=mfu,
+                                 peak_flops=peak))
         return p
 
-    skipped = pruner_after(0.6, 0.7).skip(ckpt)
-    assert skipped and skipped[0] == "cannot win (recompute)" and "0.700" in skipped[1]
-    assert pruner_after(0.3, 0.7).skip(ckpt) is None
+    skipped = pruner_after(0.6, 700e12).skip(ckpt)
+    assert skipped and skipped[0] == "cannot win (recompute)" and "700 at most" in skipped[1]
+    assert pruner_after(0.3, 700e12).skip(ckpt) is None
     assert pruner_after(0.6, None).skip(ckpt) is None
-    assert pruner_after(0.6, 0.7).skip(sharded) is None
+    assert pruner_after(0.6, 700e12).skip(sharded) is None
+    # An MFU of a lower peak (an fp32 recipe's) is a lower rate of hardware FLOPs: no skip.
+    assert pruner_after(0.6, 700e12, peak=67e12).skip(ckpt) is None

@@ -99,8 +99,8 @@ def curve_for(curves: Mapping[str, GemmCurve], gpu: str) -> GemmCurve | None:
 
 
 def step_ceiling(gpu: str, runs: Path) -> float | None:
-    """The most of its bf16 dense peak that ``gpu`` runs matrix products at: the plateau of the GEMM sweep of
-    ``gpu`` (or of a GPU of its architecture, the same chip) under ``runs`` over that GPU's peak; None without
-    a sweep. A training step's hardware FLOPs cannot run faster than its largest matrix products."""
+    """The fastest rate, in FLOP/s, at which ``gpu`` runs bf16 matrix products: the plateau of the GEMM sweep of
+    ``gpu`` (or of a GPU of its architecture, the same chip) under ``runs``; None without a sweep. A training
+    step's hardware FLOPs cannot run faster than its largest matrix products (nor, in fp32 or TF32, than bf16's)."""
     curve = curve_for(gemm_curves(runs), gpu)
-    return None if curve is None else curve.plateau / get_gpu(curve.gpu).peak_flops("bf16")
+    return None if curve is None else curve.plateau

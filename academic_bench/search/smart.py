@@ -61,10 +61,10 @@ class SmartPruner:
     6. cannot win (recompute): checkpointing adds one more forward of the checkpointed blocks
        (``estimate.stats.recomputed_share``), so it wins only if the larger micro-batch it allows raises the
        GPU's rate of hardware FLOPs by more than that. A measured configuration of the same library and methods
-       without checkpointing ran at MFU ``u``: to beat it beyond the spread, the checkpointed step would need its
-       hardware FLOPs at ``u x (1 + recompute) x (1 + spread)`` of the peak, and ``ceiling(gpu)`` (the plateau of
-       the GPU's matrix-product sweep over its peak, ``results.gemm.step_ceiling``) says its matrix products do
-       not run that fast. Without a ceiling for the GPU the rule is off.
+       without checkpointing ran at MFU ``u`` of the row's peak: to beat it beyond the spread, the checkpointed
+       step would need hardware FLOPs at ``u x peak x (1 + recompute) x (1 + spread)`` per second, and
+       ``ceiling(gpu)`` (the plateau of the GPU's bf16 matrix-product sweep, ``results.gemm.step_ceiling``) says
+       its matrix products do not run that fast. Without a ceiling for the GPU the rule is off.
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
 
     "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
@@ -160,9 +160,9 @@ class SmartPruner:
             if needed is not None:
                 return ("cannot win (recompute)",
                         f"smart: skipped because {o.label()} ran at MFU {row['mfu']:.3f}; with checkpointing's "
-                        f"recompute, winning by more than the spread ({self.spread:.1%}) needs hardware FLOPs at "
-                        f"{needed:.3f} of the peak, and this GPU's matrix products run at "
-                        f"{self.ceiling(c.gpu):.3f} at most")
+                        f"recompute, winning by more than the spread ({self.spread:.1%}) needs "
+                        f"{needed / 1e12:,.0f} TFLOP/s of hardware FLOPs, and this GPU's matrix products run at "
+                        f"{self.ceiling(c.gpu) / 1e12:,.0f} at most")
             if row.get("gas") == 1 or c.micro_batch is not None:
                 what = ("already fits the whole per-GPU batch" if c.micro_batch is None
                         else "already runs the same fixed micro-batch")
@@ -179,13 +179,14 @@ class SmartPruner:
         return None
 
     def _needed_with_recompute(self, c: Config, o: Config, row: dict) -> float | None:
-        """Rule 6: the share of the peak that ``c`` (``o`` with checkpointing added, nothing else changed) would
-        need its hardware FLOPs at to beat ``o``'s measured ``row`` beyond the spread, when that is more than the
-        GPU's matrix products reach; else None."""
+        """Rule 6: the hardware FLOP/s that ``c`` (``o`` with checkpointing added, nothing else changed) would need
+        to beat ``o``'s measured ``row`` beyond the spread, when that is more than the GPU's matrix products reach;
+        else None."""
         m, other = c.methods, o.methods
         if (not m.checkpointing or other.checkpointing or self.ceiling is None
-                or replace(other, checkpointing=True) != m or not row.get("mfu")):
+                or replace(other, checkpointing=True) != m or not row.get("mfu") or not row.get("peak_flops")):
             return None
         ceiling = self.ceiling(c.gpu)
-        needed = float(row["mfu"]) * (1 + RECOMPUTE_FRACTION * recomputed_share(c.model)) * (1 + self.spread)
+        needed = (float(row["mfu"]) * float(row["peak_flops"]) * (1 + RECOMPUTE_FRACTION * recomputed_share(c.model))
+                  * (1 + self.spread))
         return needed if ceiling is not None and needed >= ceiling else None
