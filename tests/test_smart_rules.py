@@ -157,9 +157,15 @@ def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
         return p
 
     skipped = pruner_after(0.6, 700e12).skip(ckpt)
-    assert skipped and skipped[0] == "cannot win (recompute)" and "700 at most" in skipped[1]
+    assert skipped and skipped[0] == "cannot win (recompute)" and "700 TFLOP/s at most" in skipped[1]
     assert pruner_after(0.3, 700e12).skip(ckpt) is None
     assert pruner_after(0.6, None).skip(ckpt) is None
     assert pruner_after(0.6, 700e12).skip(sharded) is None
+    fp8 = (replace(base, methods=parse_methods(m)) for m in ("free-lunch+fp8-rowwise", "free-lunch+fp8-rowwise+ckpt"))
+    fp8_base, fp8_ckpt = fp8
+    p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: 700e12, spread=0.05)
+    p.observe(fp8_base, make_row(fp8_base, setup="t", outcome="ok", micro_batch=16, gas=64, step_time_s=20.0,
+                                 mfu=0.6, peak_flops=1000e12))
+    assert p.skip(fp8_ckpt) is None  # FP8's products run faster than the bf16 ceiling
     # An MFU of a lower peak (an fp32 recipe's) is a lower rate of hardware FLOPs: no skip.
     assert pruner_after(0.6, 700e12, peak=67e12).skip(ckpt) is None

@@ -7,7 +7,7 @@ sequence length. Here a decoder's training step is counted in units of work per 
 
 - **matrix products**: FLOPs, 6 x the weight matrices outside the embedding tables (linear and GPT-2's Conv1D
   layers, the LM head included, tied or not) x tokens, each matrix's FLOPs weighted by how much slower per FLOP
-  its products run than the largest ones (``work_evidence.GemmCurve``: the GEMM sweep of the profiled GPU, or of
+  its products run than the largest ones (``results.gemm.GemmCurve``: the GEMM sweep of the profiled GPU, or of
   one of its architecture), since a product's rate depends on its size (micro-batch x sequence x the matrix);
 - **attention** (a fused kernel: no attention matrix in memory): layers x (heads x head size) x (sequence +
   offset) x tokens: the score and value products of forward and backward grow with the sequence, the reads and

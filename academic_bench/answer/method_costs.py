@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import GPU
 from ..catalog.methods import Methods
-from ..estimate.stats import RECOMPUTE_FRACTION  # noqa: F401  (one extra forward of the checkpointed blocks)
+from ..estimate.stats import RECOMPUTE_FRACTION  # one extra forward of the checkpointed blocks
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,7 +17,8 @@ from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, a
                     jsonl_problem, load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
 from .trust import MFU_IMPLAUSIBLE, REJECTED_PREFIX, Fault, device_fault, duplicates, rejection, row_faults
 
-__all__ = ["GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_ceiling", "MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "rejection", "row_faults",
+__all__ = ["GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_ceiling",
+           "MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "rejection", "row_faults",
            "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MEMORY_WALL", "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",

@@ -9,13 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import get_gpu, match_name
 
 GEMM_FILE = "evidence/gemm/gemm.jsonl"
+if TYPE_CHECKING:
+    import pandas as pd
+
 LAUNCH_BOUND = 1.5  # a product within this factor of the sweep's shortest time measured the launch (gemm_curve)
 
 
@@ -77,6 +78,8 @@ def gemm_curves(runs: Path) -> dict[str, GemmCurve]:
     """Every setup's GEMM sweep under the runs folder ``runs`` (``<setup>/evidence/gemm/gemm.jsonl``), by the
     catalog key of the GPU that ran it (the lines name the device); where two setups swept one GPU, the first
     setup's in name order."""
+    import pandas as pd
+
     out: dict[str, GemmCurve] = {}
     for path in sorted(Path(runs).glob(f"*/{GEMM_FILE}")):
         lines = pd.read_json(path, lines=True)
@@ -101,6 +104,7 @@ def curve_for(curves: Mapping[str, GemmCurve], gpu: str) -> GemmCurve | None:
 def step_ceiling(gpu: str, runs: Path) -> float | None:
     """The fastest rate, in FLOP/s, at which ``gpu`` runs bf16 matrix products: the plateau of the GEMM sweep of
     ``gpu`` (or of a GPU of its architecture, the same chip) under ``runs``; None without a sweep. A training
-    step's hardware FLOPs cannot run faster than its largest matrix products (nor, in fp32 or TF32, than bf16's)."""
+    step's hardware FLOPs cannot run faster than its largest matrix products (nor, in fp32 or TF32, than bf16's;
+    FP8's run faster, and the smart search's rule that reads this leaves FP8 out)."""
     curve = curve_for(gemm_curves(runs), gpu)
     return None if curve is None else curve.plateau

@@ -29,7 +29,8 @@ from ..catalog.methods import Methods
 from ..results import (DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
                       append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
                       now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
-                      machine_spread, step_ceiling, stopped_on_prediction, synced_micro_batches, unchecked_at_wall)
+                      load_runs, machine_spread, step_ceiling, stopped_on_prediction, synced_micro_batches,
+                      unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
 __all__ = ["Interrupted", "format_summary", "log_path", "remeasure", "run_sweep", "to_remeasure"]
@@ -128,6 +129,12 @@ def _ceiling(gpu: str, out: Path) -> float | None:
     return ceiling if ceiling is not None else step_ceiling(gpu, Path(DEFAULT_RUNS))
 
 
+def _spread(stored: list[dict]) -> float:
+    """The ties of the smart search's rules: the machine-to-machine spread of this file's repeated measurements or
+    of the study's shipped runs, whichever is wider (a fresh file has none of its own)."""
+    return max(machine_spread(stored), machine_spread(load_runs()))
+
+
 def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, search: str,
               timing: str = "synced", validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
               executor: str = "local", device: str | None = None, progress: bool = True,
@@ -171,7 +178,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
                 and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
     pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lambda gpu: _ceiling(gpu, out),
-                          spread=machine_spread(stored)) if search == "smart" else None)
+                          spread=_spread(stored)) if search == "smart" else None)
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
     planned_ids = {c.id for c in configs}
