@@ -257,7 +257,7 @@ WALL_COLUMNS = ["setup", "model", "methods_label", "search", "micro_batch", "ste
 def memory_wall(root: str | Path | None = None) -> pd.DataFrame:
     """Each latest measured synced step row's standing at the memory wall: "checked" (timed at the wall, so half
     its micro-batch was timed too: ``ran.memory_wall``), "clear" (timed with no allocator retry), "at the wall"
-    (retries counted at a size the engine does not halve: a micro-batch fixed in the configuration, or the smallest),
+    (retries counted at a size the engine does not halve: a micro-batch the configuration sets, or the smallest),
     "unchecked" (of an engine revision that does not count retries, reserved near its GPU's capacity:
     ``results.unchecked_at_wall``, measured again by ``remeasure --retry memory-wall``), or "before the check" (the
     rest of such a revision's rows)."""

@@ -19,8 +19,8 @@ import pandas as pd
 
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods
-from ..estimate.stats import recomputed_share
-from .method_costs import RECOMPUTE_FRACTION, collective_s, host_copy_s, host_optimizer_s
+from ..estimate.stats import RECOMPUTE_FRACTION, recomputed_share
+from .method_costs import collective_s, host_copy_s, host_optimizer_s
 from .transfer import Prediction, Source, accumulation, methods_of_row, predict, source_from_row
 
 

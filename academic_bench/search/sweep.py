@@ -20,6 +20,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from functools import lru_cache, partial
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from ..catalog.config import Config
@@ -129,10 +130,17 @@ def _ceiling(gpu: str, out: Path) -> float | None:
     return ceiling if ceiling is not None else step_ceiling(gpu, Path(DEFAULT_RUNS))
 
 
+@lru_cache(maxsize=1)
+def _shipped_spread() -> float:
+    """The machine-to-machine spread of the study's shipped runs, read once per process (a notebook runs a
+    sweep per phase)."""
+    return machine_spread(load_runs())
+
+
 def _spread(stored: list[dict]) -> float:
     """The ties of the smart search's rules: the machine-to-machine spread of this file's repeated measurements or
     of the study's shipped runs, whichever is wider (a fresh file has none of its own)."""
-    return max(machine_spread(stored), machine_spread(load_runs()))
+    return max(machine_spread(stored), _shipped_spread())
 
 
 def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, search: str,
@@ -177,7 +185,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     existing = {cid: r for cid, r in last_row.items()
                 if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
                 and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
-    pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lambda gpu: _ceiling(gpu, out),
+    # The pruner asks for the ceiling at every checkpointed candidate: each GPU's GEMM sweeps are read once.
+    pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lru_cache(maxsize=None)(partial(_ceiling, out=out)),
                           spread=_spread(stored)) if search == "smart" else None)
     skip_file = skipped_path(out)
     already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
