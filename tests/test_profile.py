@@ -321,3 +321,24 @@ def test_a_decoder_from_its_config_json_is_profiled_outside_the_setups_profiles(
     assert main(["profile", "--model", "pythia-160m", "--tokens", "1e6", "--gpu", "h100-80gb", "--gpus", "1",
                  "--tiny", "--device", "cpu", "--micro-batch", "2", "--out", str(tmp_path / "p.jsonl")]) == 2
     assert "--tokens" in capsys.readouterr().err and not (tmp_path / "p.jsonl").exists()
+
+
+def test_profile_bench_and_estimate_name_one_decoder_configuration_for_one_precision(tmp_path):
+    """A config.json stating float32 is trained in bf16 when ``--precision bf16`` asks for it: bench and profile
+    (as estimate) take the option alike, so a profile of a measured decoder profiles the configuration measured
+    (its key, which finds its row's micro-batch), not an fp32 one of the same shape."""
+    from academic_bench.cli import build_parser
+    from academic_bench.cli.args import model_key
+
+    cfg = tmp_path / "small-gpt2" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 256,
+                               "n_positions": 64, "dtype": "float32"}))
+    common = ["--model", str(cfg), "--tokens", "1e6", "--seq-len", "32", "--gpu", "h100-80gb", "--gpus", "1"]
+    parser = build_parser()
+    keys = {cmd: model_key(parser.parse_args([cmd, *common, "--precision", "bf16", *extra]))
+            for cmd, extra in (("bench", ["--out", str(tmp_path / "r.jsonl")]),
+                               ("profile", ["--out", str(tmp_path / "p.jsonl")]))}
+    assert len(set(keys.values())) == 1, keys
+    fp32 = model_key(parser.parse_args(["profile", *common, "--out", str(tmp_path / "p.jsonl")]))
+    assert fp32 != keys["profile"], "the config's own float32 is another configuration"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..catalog.hardware import catalog as gpu_catalog
 from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
-from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH
+from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES
 from ..results import jsonl_problem
 
 if TYPE_CHECKING:
@@ -198,13 +198,16 @@ def add_model_or_config(p: argparse.ArgumentParser) -> None:
 
 
 def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
-    """--tokens, --seq-len and --global-batch: what a decoder from its config.json trains on (its group, for more)."""
+    """--tokens, --seq-len, --global-batch and --precision: what a decoder from its config.json trains on, the same
+    for every command that takes one (estimate, bench, profile), so that each names the same configuration."""
     g = p.add_argument_group("a decoder from its config.json")
     g.add_argument("--tokens", type=positive("--tokens"), default=None,
                    help="training tokens (e.g. 3e11): the days' steps")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
+    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
+                   help="training precision (default: the config's dtype, else bf16)")
     return g
 
 
@@ -213,7 +216,7 @@ def model_key(args: argparse.Namespace) -> str:
     the request, for its workers)."""
     from ..catalog.models.from_config import ConfigError, decoder_spec
 
-    precision = getattr(args, "precision", None)  # where the command takes it (bench, as estimate does)
+    precision = args.precision
     given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
                             ("--global-batch", args.global_batch), ("--precision", precision)) if v is not None]
     if not is_config_path(args.model):

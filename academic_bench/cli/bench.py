@@ -20,7 +20,6 @@ from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
-from ..catalog.models.from_config import DTYPES
 from ..results import PREDICTED_STOP, RETRY_CHOICES, UNVALIDATED, ResultStore, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
@@ -251,9 +250,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fresh-after-oom", action="store_true",
                    help="on one GPU, time the micro-batch found in fresh processes when a search trial ran out of "
                         "memory (the two-launch engine; default: one launch searches and times)")
-    g = cli_args.add_config_args(p)
-    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
-                   help="training precision (default: the config's dtype, else bf16), as estimate takes it")
+    cli_args.add_config_args(p)
     _run_args(p)
     p.set_defaults(func=_cmd_bench, accepts_config=True)
 

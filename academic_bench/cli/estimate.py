@@ -21,7 +21,7 @@ from ..catalog.config import Config
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import (InvalidCombinationError, exclusion_reason, methods_spec, parse_methods,
                       search_space)
-from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES, ConfigError, decoder_spec
+from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
                ("activations", "activations"), ("buffers", "comm. buckets"), ("overhead", "overhead"),
@@ -210,9 +210,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host-memory", type=cli_args.positive("--host-memory"), default=None, metavar="GIB",
                    help="host memory of the machine in GiB, for offloading (default: the paper's machine for the "
                         "GPU count, Appendix H: 64 GiB for 1 GPU, 128 for 2, 256 for 4, 512 for 8)")
-    g = cli_args.add_config_args(p)
-    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
-                   help="training precision (default: the config's dtype, else bf16)")
+    cli_args.add_config_args(p)
     p.set_defaults(func=_cmd_estimate, accepts_config=True)
 
 
