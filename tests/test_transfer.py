@@ -292,3 +292,90 @@ def test_a_profile_at_another_micro_batch_lends_its_idle_time_per_micro_step():
     # at the profile's own micro-batch the shares are the profile's
     same = transfer.source_from_row(row | {"micro_batch": 2, "gas": 512}, prof)
     assert same.split["idle"] == pytest.approx(8.0 / 16.0)
+
+
+def _decoder_folder(folder, name: str, config: dict, days: float, seq_len: int = 32) -> str:
+    """A decoder outside the catalog as the study keeps one: its config.json, the estimate kept before it ran
+    (12 days, made by the MFU rule) and its measured row (``days``)."""
+    import json
+
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.models.from_config import decoder_spec
+    from academic_bench.results import ResultStore, make_row
+
+    (folder / name).mkdir(parents=True)
+    (folder / name / "config.json").write_text(json.dumps(config))
+    key = decoder_spec(folder / name / "config.json", seq_len=seq_len, tokens=1e6, global_batch=8).spec.key
+    (folder / name / "estimate.json").write_text(json.dumps({
+        "architecture": {"model_type": "llama", "seq_len": seq_len, "tokens": 1e6, "global_batch": 8,
+                         "precision": "bf16", "vocab": config["vocab_size"]}, "params": 1,
+        "gpu": "h100-80gb", "n_gpus": 1, "days": 12.0, "days_range": [10.0, 13.0],
+        "mfu": {"value": 0.5, "source": "ours (h100x1)"}}))
+    ResultStore(folder / "results.jsonl").append(make_row(
+        Config(key, "h100-80gb", 1, methods=preset("free-lunch")), setup="h100x1", outcome="ok", step_time_s=1.0,
+        micro_batch=2, gas=4, days=days, mfu=0.5))
+    return key
+
+
+def test_a_variant_that_changes_one_thing_of_a_decoder_is_set_beside_it_and_counted_apart(tmp_path):
+    """A folder that extends a measured decoder's name with a changed config.json (GPT-2 with its vocabulary padded)
+    is a variant of it: ``variants`` says what it changes, how much faster it trained and how much of the base's
+    profiled step ran in kernels for unaligned operands; the check across shapes counts each decoder once. A folder
+    that copies the config to train it at another length is a new configuration, not a variant."""
+    import json
+
+    from academic_bench.catalog.config import Config
+
+    folder = tmp_path / "runs" / "h100x1" / "evidence" / "decoders"
+    base = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 251, "max_position_embeddings": 64}
+    key = _decoder_folder(folder, "small", base, days=15.0)
+    _decoder_folder(folder, "small-vocab256", {**base, "vocab_size": 256}, days=10.0)
+    _decoder_folder(folder, "small-seq64", base, days=20.0, seq_len=64)
+    (folder / "profiles.jsonl").write_text(json.dumps({
+        "config_id": "p1", "config": Config(key, "h100-80gb", 1, methods=preset("free-lunch")).to_dict(),
+        "setup": "h100x1", "at": "2026-01-01T00:00:00+00:00", "micro_batch": 2, "gas": 4, "step_wall_s": 2.0,
+        "busy_s": 2.0, "busy_share": 1.0, "timer": "gpu kernels",
+        "kinds": [{"kind": "matrix multiplication", "seconds": 1.2, "share": 0.6}],
+        "top": [{"name": "cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_tn_align1", "seconds": 0.5,
+                 "kind": "matrix multiplication"},
+                {"name": "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_TNN", "seconds": 0.7,
+                 "kind": "matrix multiplication"}]}) + "\n")
+    d = wv.config_decoders(str(tmp_path / "runs"))
+    assert {r.decoder: r.variant_of if isinstance(r.variant_of, str) else None for r in d.itertuples()} == {
+        "small": None, "small-vocab256": "small", "small-seq64": None}
+    (v,) = wv.variants(d, str(tmp_path / "runs")).to_dict("records")
+    assert v["change"] == "vocab_size 251 -> 256" and v["speedup"] == pytest.approx(1.5)
+    assert v["error"] == pytest.approx(0.2) and v["base_error"] == pytest.approx(-0.2)
+    assert v["base_unaligned_share"] == pytest.approx(0.25)
+    d = d.assign(across_shapes=True)
+    assert wv.shapes_summary(d)["n"] == 2, "the variant is shown apart, its base and the new length counted"
+
+
+def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ranges(tmp_path, capsys):
+    """``estimate`` on a config.json whose vocabulary is no multiple of 8 warns that the answer does not charge the
+    slower kernels and names the padded size; an aligned one has no warning. Such a decoder's error does not widen
+    the range of the answers that have no such cost."""
+    import json
+
+    from academic_bench.answer import ranges
+    from academic_bench.catalog.models.from_config import shape_warnings
+    from academic_bench.cli import main
+
+    assert shape_warnings({"vocab": 50304}) == [] and shape_warnings({"vocab": None}) == []
+    (warning,) = shape_warnings({"vocab": 50257})
+    assert "50,257" in warning and "50,304" in warning
+    cfg = tmp_path / "odd" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+                               "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                               "vocab_size": 251, "max_position_embeddings": 64}))
+    assert main(["estimate", "--model", str(cfg), "--tokens", "1e6", "--seq-len", "32", "--gpu", "h100-80gb",
+                 "--gpus", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == shape_warnings({"vocab": 251})
+    decoders = pd.DataFrame([{"decoder": d, "n_gpus": 1, "gpu": "h100-80gb", "vocab": v, "measured_days": 10.0,
+                              "work_model_held_out": True, "work_model_days": w, "estimated_with": wv.WORK_MODEL,
+                              "predicted_days": w, "predicted_days_low": None, "predicted_days_high": None}
+                             for d, v, w in (("aligned", 256, 10.5), ("odd", 251, 6.0))])
+    got = ranges.observed_errors(setups=pd.DataFrame(columns=["predicted_days"]), decoders=decoders)
+    assert list(got["point"]) == ["aligned on 1 x h100-80gb"]

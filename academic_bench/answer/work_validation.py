@@ -5,6 +5,7 @@ estimated before they ran (``config_decoders``), each profiled catalog decoder p
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -19,7 +20,7 @@ SHAPES_WORST_TARGET = 0.12
 DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "vocab", "setup", "gpu", "n_gpus",
                    "estimated_with", "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu",
                    "measured_days", "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within",
-                   "work_model_days", "work_model_error", "work_model_held_out", "across_shapes",
+                   "work_model_days", "work_model_error", "work_model_held_out", "across_shapes", "variant_of",
                    "predicted_memory_gb", "measured_memory_gb", "memory_error"]
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
@@ -45,8 +46,10 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     kept was made by the work model, i.e. before the decoder was measured; ``across_shapes`` only where that
     estimate also carries the study's one answer (``answer``), i.e. was made by the work model across shapes (the
     matrix-product rate by size, attention at the sequence asked), the check ``shapes_summary`` reads.
-    ``memory_error`` sets today's memory model's prediction at the micro-batch that ran, with the weights it ran
-    with (``analysis.memory_check.built_weights``), beside the peak the run allocated."""
+    ``variant_of`` names the measured decoder a row changes one thing of, to tell a miss's causes apart
+    (``variant_base``), else None. ``memory_error`` sets today's memory model's prediction at the micro-batch that
+    ran, with the weights it ran with (``analysis.memory_check.built_weights``), beside the peak the run
+    allocated."""
     import json
 
     from ..analysis import profiles, runs_root
@@ -102,14 +105,94 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     frame["work_model_error"] = frame["work_model_days"].astype(float) / frame["measured_days"].astype(float) - 1
     frame["memory_error"] = (frame["predicted_memory_gb"].astype(float) / frame["measured_memory_gb"].astype(float)
                              - 1)
+    frame["variant_of"] = [variant_base(runs_root(root) / r.setup / "evidence" / "decoders", r.decoder,
+                                        set(frame.loc[frame["setup"] == r.setup, "decoder"]), r.seq_len)
+                           for r in frame.itertuples()]
     return frame[DECODER_COLUMNS]
 
 
+def _config(folder, name: str) -> dict:
+    import json
+
+    return json.loads((folder / name / "config.json").read_text())
+
+
+def variant_base(folder, name: str, measured: set[str], seq_len: int) -> str | None:
+    """The measured decoder that ``name`` is a variant of: the longest other measured name it extends
+    (``gpt2-vocab50304`` extends ``gpt2``) whose config.json differs from its own, the training settings
+    (the sequence length in its estimate) being the same. A folder that copies its base's config.json to train it
+    at another length (``gemma-2b-seq4096``) is a new configuration of it, not a variant."""
+    bases = sorted((b for b in measured if name.startswith(b + "-")), key=len, reverse=True)
+    for base in bases:
+        if ((folder / base / "config.json").exists() and _config(folder, base) != _config(folder, name)
+                and _estimated_seq_len(folder, base) == seq_len):
+            return base
+    return None
+
+
+def _estimated_seq_len(folder, name: str) -> int | None:
+    import json
+
+    path = folder / name / "estimate.json"
+    return json.loads(path.read_text())["architecture"]["seq_len"] if path.exists() else None
+
+
+VARIANT_COLUMNS = ["decoder", "variant_of", "change", "speedup", "error", "base_error", "base_unaligned_share"]
+# Kernels cuBLAS/CUTLASS pick when an operand's leading size is no multiple of 8 bf16 elements (16 bytes, the
+# Tensor Cores' multiple: ``catalog.models.from_config.TENSOR_CORE_MULTIPLE``): their names carry the alignment
+# they settle for ("..._align1").
+UNALIGNED_KERNEL = re.compile(r"_align[124](?!\d)")
+
+
+def variants(decoders: pd.DataFrame, root: str | None = None) -> pd.DataFrame:
+    """Each variant in ``config_decoders`` (``variant_of``) beside its base: what it changes (``config_change``),
+    how much faster it trained (``speedup``: the base's measured days over its own), both estimates' errors, and
+    the share of the base's profiled step spent in kernels for unaligned operands (``unaligned_share``; NaN
+    without a profile of the base)."""
+    from ..analysis import runs_root
+
+    rows = decoders[decoders["variant_of"].notna()] if len(decoders) else decoders
+    out = []
+    for r in rows.itertuples():
+        base = decoders[(decoders["decoder"] == r.variant_of) & (decoders["setup"] == r.setup)]
+        if base.empty:
+            continue
+        b = base.iloc[0]
+        folder = runs_root(root) / r.setup / "evidence" / "decoders"
+        change = config_change(folder, r.variant_of, r.decoder)
+        out.append({"decoder": r.decoder, "variant_of": r.variant_of, "change": change,
+                    "speedup": float(b["measured_days"]) / float(r.measured_days), "error": r.error,
+                    "base_error": float(b["error"]), "base_unaligned_share": unaligned_share(folder, r.variant_of)})
+    return pd.DataFrame(out, columns=VARIANT_COLUMNS)
+
+
+def unaligned_share(folder, name: str) -> float:
+    """The share of ``name``'s latest profiled step (``folder/profiles.jsonl``) that its top kernels for unaligned
+    operands (``UNALIGNED_KERNEL``) took; NaN without a profile of it."""
+    from ..results import read_lines
+
+    path = folder / "profiles.jsonl"
+    mine = [e for _, e in read_lines(path) if e["config"]["model"].split("@")[0] == name] if path.exists() else []
+    if not mine:
+        return math.nan
+    e = mine[-1]
+    return sum(k["seconds"] for k in e["top"] if UNALIGNED_KERNEL.search(k["name"])) / float(e["step_wall_s"])
+
+
+def config_change(folder, base: str, variant: str) -> str:
+    """What a variant changes in its base's config.json, e.g. 'vocab_size 50257 -> 50304'."""
+    a, b = _config(folder, base), _config(folder, variant)
+    return "; ".join(f"{k} {a.get(k)} -> {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+
+
 def shapes_summary(decoders: pd.DataFrame) -> dict:
-    """The check of the work model across shapes: the ``config_decoders`` rows marked ``across_shapes``, their
+    """The check of the work model across shapes: the ``config_decoders`` rows marked ``across_shapes`` (variants
+    left out: ``variants``), their
     count, median and worst |error| of the days, each against its target, how many were measured inside their
     estimated range, and the rows past the worst target (``misses``, worst first)."""
     rows = decoders[decoders["across_shapes"].astype(bool)] if len(decoders) else decoders
+    if "variant_of" in rows:  # each decoder once: a variant made to tell a miss's causes apart is shown apart
+        rows = rows[rows["variant_of"].isna()]
     if rows.empty:
         return {"n": 0, "median_abs_error": math.nan, "worst_abs_error": math.nan, "median_met": False,
                 "worst_met": False, "in_range": 0, "misses": rows}

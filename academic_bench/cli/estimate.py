@@ -127,6 +127,7 @@ def _text(d: dict) -> str:
                      f"steps x {a['global_batch']} x {a['seq_len']}")
         if a["positions_extended_to"]:
             lines.append(f"          (positions extended from the config's {a['max_positions']} to {a['seq_len']})")
+        lines += [f"Warning:  {w}" for w in d.get("warnings", [])]
     lines += [
         *_days_lines(d),
         f"Your configuration, --methods {d['methods']} ({d['methods_label']}):",
@@ -167,6 +168,7 @@ def _answer_fields(ans: Answer, mfu: float | None) -> dict:
 def config_estimate(args: argparse.Namespace) -> dict:
     """``estimate_summary`` for the decoder a config.json describes, with the study's answer for it."""
     from ..answer.decoder import decoder_answer
+    from ..catalog.models.from_config import shape_warnings
 
     missing = [f"--{k.replace('_', '-')}" for k in ("tokens", "seq_len") if getattr(args, k) is None]
     if missing:
@@ -179,6 +181,7 @@ def config_estimate(args: argparse.Namespace) -> dict:
     params = _est().model_stats(decoder.spec).params
     ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
     return {"config_file": decoder.path, "architecture": decoder.facts, "params": params,
+            "warnings": shape_warnings(decoder.facts),
             **estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
 
 

@@ -300,3 +300,23 @@ def made_with(key: str) -> dict | None:
     """How the spec registered as ``key`` was made (``decoder_spec``'s arguments), or None for a catalog model:
     what a measurement's worker processes need to register it again (``measure.worker``)."""
     return MADE_WITH.get(key.lower())
+
+
+# PyTorch's Performance Tuning Guide: "To use Tensor Cores: set sizes to multiples of 8". A vocabulary that is not
+# sends the output layer's three matrix products to kernels for unaligned operands (``answer.work_validation.variants``
+# sets GPT-2 beside the same shape with its vocabulary padded); nanoGPT pads to a multiple of 64.
+TENSOR_CORE_MULTIPLE = 8
+PAD_TO = 64
+
+
+def shape_warnings(facts: dict) -> list[str]:
+    """What in a decoder's shape the answer does not charge and the user can change: a vocabulary that is no
+    multiple of ``TENSOR_CORE_MULTIPLE``."""
+    vocab = facts.get("vocab")
+    if not vocab or vocab % TENSOR_CORE_MULTIPLE == 0:
+        return []
+    padded = -(-vocab // PAD_TO) * PAD_TO
+    return [f"the vocabulary of {vocab:,} is no multiple of {TENSOR_CORE_MULTIPLE}: the output layer's matrix "
+            f"products run on slower kernels for unaligned sizes, which this answer does not charge; pad it to "
+            f"{padded:,} (as nanoGPT pads GPT-2's), or expect a longer step (the book's \"Other hardware\" page "
+            "gives the measured cost on GPT-2)"]
