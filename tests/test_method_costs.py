@@ -304,18 +304,21 @@ def test_zero3_beside_zero1_is_the_per_sample_cost_the_copies_do_not_explain(tmp
     assert pairs["per_sample_ratio"].iloc[0] == pytest.approx(((0.8 - copies) / 8) / (1.0 / 16))
 
 
-def test_deepspeed_offload_copies_the_accumulated_gradients_both_ways_each_micro_step():
-    """DeepSpeed ZeRO-2/3 with offload keep the gradient partition's running sum on the host: each micro-step
-    after the first brings it back to add the new gradients and each but the last sends it out again, in 16 bits,
-    and the boundary sends fp32 gradients once (``async_accumulate_grad_in_cpu_via_gpu``); ZeRO-1 sends them at
-    the boundary only. The phases measured agree: ZeRO-2's extra time per micro-step over ZeRO-1's is about two
-    16-bit copies, not one (``notebooks/runs/*/results.jsonl``, the ``accumulate`` phase)."""
-    from academic_bench.catalog.methods import parse_methods
+def test_deepspeed_offload_moves_the_gradients_running_sum_both_ways_each_micro_step():
+    """DeepSpeed ZeRO-2/3 with offload keep the gradient partition's running sum on the host: ZeRO-2 sends it out
+    after every micro-step once there are several and brings it back to each after the first, ZeRO-3 sends it
+    out and brings it back in every micro-step, both in 16 bits, and the boundary sends fp32 gradients once;
+    ZeRO-1 sends fp32 at the boundary only. So each more micro-step costs ZeRO-2 and ZeRO-3 two 16-bit copies of
+    the gradients, not one (ZeRO-3 two of the weights besides)."""
+    params, gas, c = 1e9, 8, 2
+    weights = params * c
 
-    params, gas = 1e9, 8
-    one = mc.host_bytes(parse_methods("free-lunch+zero1+offload"), 1, params, 2, gas)
-    two = mc.host_bytes(parse_methods("free-lunch+zero2+offload"), 1, params, 2, gas)
-    weights = params * 2
-    assert one == pytest.approx(params * 4 + weights)
-    assert two == pytest.approx(params * 4 + 2 * (gas - 1) * params * 2 + weights)
-    assert mc.host_bytes(parse_methods("free-lunch+zero2+offload"), 1, params, 2, 1) == pytest.approx(one)
+    def copies(spec: str, g: int) -> float:
+        return mc.host_bytes(parse_methods(spec), 1, params, c, g)
+
+    assert copies("free-lunch+zero1+offload", gas) == pytest.approx(params * 4 + weights)
+    assert copies("free-lunch+zero2+offload", gas) == pytest.approx(params * 4 + (2 * gas - 1) * params * c + weights)
+    assert copies("free-lunch+zero2+offload", 1) == pytest.approx(copies("free-lunch+zero1+offload", 1))
+    assert copies("free-lunch+zero3+offload", 1) == pytest.approx(params * 4 + 2 * params * c + 2 * weights)
+    for spec, more in (("free-lunch+zero2+offload", 2), ("free-lunch+zero3+offload", 4)):
+        assert copies(spec, gas + 1) - copies(spec, gas) == pytest.approx(more * params * c)

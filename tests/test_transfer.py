@@ -3,6 +3,7 @@ against held-out measurements. CPU only: synthetic sources, the GPU catalog, and
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
@@ -332,6 +333,7 @@ def test_a_variant_that_changes_one_thing_of_a_decoder_is_set_beside_it_and_coun
     key = _decoder_folder(folder, "small", base, days=15.0)
     _decoder_folder(folder, "small-vocab256", {**base, "vocab_size": 256}, days=10.0)
     _decoder_folder(folder, "small-seq64", base, days=20.0, seq_len=64)
+    _decoder_folder(folder, "small-wide-seq64", {**base, "intermediate_size": 256}, days=20.0, seq_len=64)
     (folder / "profiles.jsonl").write_text(json.dumps({
         "config_id": "p1", "config": Config(key, "h100-80gb", 1, methods=preset("free-lunch")).to_dict(),
         "setup": "h100x1", "at": "2026-01-01T00:00:00+00:00", "micro_batch": 2, "gas": 4, "step_wall_s": 2.0,
@@ -343,13 +345,15 @@ def test_a_variant_that_changes_one_thing_of_a_decoder_is_set_beside_it_and_coun
                  "kind": "matrix multiplication"}]}) + "\n")
     d = wv.config_decoders(str(tmp_path / "runs"))
     assert {r.decoder: r.variant_of if isinstance(r.variant_of, str) else None for r in d.itertuples()} == {
-        "small": None, "small-vocab256": "small", "small-seq64": None}
+        "small": None, "small-vocab256": "small", "small-seq64": None, "small-wide-seq64": None}
     (v,) = wv.variants(d, str(tmp_path / "runs")).to_dict("records")
-    assert v["change"] == "vocab_size 251 -> 256" and v["speedup"] == pytest.approx(1.5)
+    assert v["setup"] == "h100x1" and v["change"] == "vocab_size 251 -> 256" and v["speedup"] == pytest.approx(1.5)
     assert v["error"] == pytest.approx(0.2) and v["base_error"] == pytest.approx(-0.2)
     assert v["base_unaligned_share"] == pytest.approx(0.25)
     d = d.assign(across_shapes=True)
-    assert wv.shapes_summary(d)["n"] == 2, "the variant is shown apart, its base and the new length counted"
+    assert wv.shapes_summary(d)["n"] == 3, "the variant is shown apart, its base and the new lengths counted"
+    (folder / "small-vocab256" / "config.json").unlink()  # a variant whose config is gone is no variant
+    assert wv.config_decoders(str(tmp_path / "runs"))["variant_of"].isna().all()
 
 
 def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ranges(tmp_path, capsys):
@@ -362,7 +366,9 @@ def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ra
     from academic_bench.catalog.models.from_config import shape_warnings
     from academic_bench.cli import main
 
-    assert shape_warnings({"vocab": 50304}) == [] and shape_warnings({"vocab": None}) == []
+    assert shape_warnings({"vocab": 50304}) == shape_warnings({"vocab": None}) == []
+    assert shape_warnings({"vocab": math.nan}) == [], "a table's gap is no vocabulary"
+    assert shape_warnings({"vocab": 50257.0}) == shape_warnings({"vocab": 50257}), "a table's float is the same size"
     (warning,) = shape_warnings({"vocab": 50257})
     assert "50,257" in warning and "50,304" in warning
     cfg = tmp_path / "odd" / "config.json"
@@ -373,6 +379,9 @@ def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ra
     assert main(["estimate", "--model", str(cfg), "--tokens", "1e6", "--seq-len", "32", "--gpu", "h100-80gb",
                  "--gpus", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["warnings"] == shape_warnings({"vocab": 251})
+    assert main(["estimate", "--model", str(cfg), "--tokens", "1e6", "--seq-len", "32", "--gpu", "h100-80gb",
+                 "--gpus", "1"]) == 0
+    assert "Warning:  " + shape_warnings({"vocab": 251})[0] in capsys.readouterr().out
     decoders = pd.DataFrame([{"decoder": d, "n_gpus": 1, "gpu": "h100-80gb", "vocab": v, "measured_days": 10.0,
                               "work_model_held_out": True, "work_model_days": w, "estimated_with": wv.WORK_MODEL,
                               "predicted_days": w, "predicted_days_low": None, "predicted_days_high": None}

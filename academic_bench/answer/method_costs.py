@@ -190,20 +190,22 @@ def replaced_ddp(m: Methods) -> Methods:
 
 
 def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> float:
-    """Bytes one GPU copies over its host link per optimizer step with offloading (0 without): DeepSpeed copies
-    each micro-step's gradient partition to the host and the sum so far back (ZeRO-1 at the boundary only, in
-    fp32) and the updated weights back,
-    and ZeRO-3 fetches its weight shard from the host in each forward and backward; FSDP2's CPUOffloadPolicy
+    """Bytes one GPU copies over its host link per optimizer step with offloading (0 without): DeepSpeed moves
+    the gradient partition's running sum between the GPU and the host in each micro-step (ZeRO-1 sends it at
+    the boundary only, in fp32) and copies the updated weights back, and ZeRO-3 fetches its weight shard from
+    the host in each forward and backward; FSDP2's CPUOffloadPolicy
     copies the fp32 weight shard in for each all-gather and the fp32 gradient shard out at the boundary."""
     if not m.offload or m.sharding == "none":
         return 0.0
     shard = params / n_gpus
     if m.uses_deepspeed:
-        # ZeRO-2 and ZeRO-3 accumulate the gradient partition on the host: each micro-step after the first copies
-        # the sum so far back to be added, and each but the last copies the new sum out, in 16 bits; the boundary
-        # sends the fp32 gradients out once (DeepSpeed's async_accumulate_grad_in_cpu_via_gpu, stages 1-2 and 3).
-        # ZeRO-1 sends them at the boundary only.
-        grads = shard * FP32 + (0 if m.sharding == "zero1" else 2 * max(gas - 1, 0) * shard * dtype_bytes)
+        # ZeRO-2 and ZeRO-3 keep the gradient partition's running sum on the host (DeepSpeed 0.19): ZeRO-2 sends
+        # it out after every micro-step once there is more than one and brings it back to add to each after the
+        # first (stage_1_and_2.py, async_accumulate_grad_in_cpu_via_gpu); ZeRO-3 sends it out and brings it back
+        # in every micro-step (stage3.py, partition_grads); both in 16 bits, then fp32 once at the boundary.
+        # ZeRO-1 sends the fp32 gradients at the boundary only.
+        sixteen = {"zero1": 0, "zero2": 2 * gas - 1 if gas > 1 else 0, "zero3": 2 * gas}[m.sharding]
+        grads = shard * FP32 + sixteen * shard * dtype_bytes
         weights = shard * dtype_bytes * (2 * gas if m.sharding == "zero3" else 1)
         return grads + weights
     gathers = 2 if m.sharding == "fsdp_full_shard" else 1
@@ -307,9 +309,9 @@ def zero3_beside_zero1(root: str | None = None) -> pd.DataFrame:
     """Every counted one-GPU ZeRO-3 row beside the counted ZeRO-1 row of the same setup, model and other methods:
     ``per_sample_ratio``, its accumulating micro-step per sample over ZeRO-1's, once the host copies that
     ``host_bytes`` charges each ZeRO-3 micro-step with offloading (``copies_s``: the gradients' running sum in and
-    out, the weights in for the forward and the backward, at the host link's datasheet rate) are taken off. Above 1 it is what
-    re-pricing ZeRO-1 to ZeRO-3 (``other_methods.with_methods``) does not charge: a cost of the micro-step's work,
-    counted per sample, rather than of the bytes fetched."""
+    out, the weights in for the forward and the backward, at the host link's datasheet rate) are taken off.
+    Above 1 it is what re-pricing ZeRO-1 to ZeRO-3 (``other_methods.with_methods``) does not charge: a cost of
+    the micro-step's work, counted per sample, rather than of the bytes fetched."""
     import pandas as pd
 
     from ..analysis import counted, runs_frame

@@ -47,7 +47,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     estimate also carries the study's one answer (``answer``), i.e. was made by the work model across shapes (the
     matrix-product rate by size, attention at the sequence asked), the check ``shapes_summary`` reads.
     ``variant_of`` names the measured decoder a row changes one thing of, to tell a miss's causes apart
-    (``variant_base``), else None. ``memory_error`` sets today's memory model's prediction at the micro-batch that
+    (``variant_base``), else missing. ``memory_error`` sets today's memory model's prediction at the micro-batch that
     ran, with the weights it ran with (``analysis.memory_check.built_weights``), beside the peak the run
     allocated."""
     import json
@@ -122,6 +122,8 @@ def variant_base(folder, name: str, measured: set[str], seq_len: int) -> str | N
     (``gpt2-vocab50304`` extends ``gpt2``) whose config.json differs from its own, the training settings
     (the sequence length in its estimate) being the same. A folder that copies its base's config.json to train it
     at another length (``gemma-2b-seq4096``) is a new configuration of it, not a variant."""
+    if not (folder / name / "config.json").exists():
+        return None
     bases = sorted((b for b in measured if name.startswith(b + "-")), key=len, reverse=True)
     for base in bases:
         if ((folder / base / "config.json").exists() and _config(folder, base) != _config(folder, name)
@@ -137,7 +139,8 @@ def _estimated_seq_len(folder, name: str) -> int | None:
     return json.loads(path.read_text())["architecture"]["seq_len"] if path.exists() else None
 
 
-VARIANT_COLUMNS = ["decoder", "variant_of", "change", "speedup", "error", "base_error", "base_unaligned_share"]
+VARIANT_COLUMNS = ["setup", "decoder", "variant_of", "change", "speedup", "error", "base_error",
+                   "base_unaligned_share"]
 # Kernels cuBLAS/CUTLASS pick when an operand's leading size is no multiple of 8 bf16 elements (16 bytes, the
 # Tensor Cores' multiple: ``catalog.models.from_config.TENSOR_CORE_MULTIPLE``): their names carry the alignment
 # they settle for ("..._align1").
@@ -145,10 +148,10 @@ UNALIGNED_KERNEL = re.compile(r"_align[124](?!\d)")
 
 
 def variants(decoders: pd.DataFrame, root: str | None = None) -> pd.DataFrame:
-    """Each variant in ``config_decoders`` (``variant_of``) beside its base: what it changes (``config_change``),
-    how much faster it trained (``speedup``: the base's measured days over its own), both estimates' errors, and
-    the share of the base's profiled step spent in kernels for unaligned operands (``unaligned_share``; NaN
-    without a profile of the base)."""
+    """Each variant in ``config_decoders`` (``variant_of``) beside its base on the same setup (its latest row):
+    what it changes (``config_change``), how much faster it trained (``speedup``: the base's measured days over
+    its own), both estimates' errors, and the share of the base's profiled step its top kernels for unaligned
+    operands took (``unaligned_share``; NaN without a profile of the base)."""
     from ..analysis import runs_root
 
     rows = decoders[decoders["variant_of"].notna()] if len(decoders) else decoders
@@ -157,10 +160,10 @@ def variants(decoders: pd.DataFrame, root: str | None = None) -> pd.DataFrame:
         base = decoders[(decoders["decoder"] == r.variant_of) & (decoders["setup"] == r.setup)]
         if base.empty:
             continue
-        b = base.iloc[0]
+        b = base.iloc[-1]  # the latest: rows keep the order of the results file
         folder = runs_root(root) / r.setup / "evidence" / "decoders"
         change = config_change(folder, r.variant_of, r.decoder)
-        out.append({"decoder": r.decoder, "variant_of": r.variant_of, "change": change,
+        out.append({"setup": r.setup, "decoder": r.decoder, "variant_of": r.variant_of, "change": change,
                     "speedup": float(b["measured_days"]) / float(r.measured_days), "error": r.error,
                     "base_error": float(b["error"]), "base_unaligned_share": unaligned_share(folder, r.variant_of)})
     return pd.DataFrame(out, columns=VARIANT_COLUMNS)
@@ -168,7 +171,8 @@ def variants(decoders: pd.DataFrame, root: str | None = None) -> pd.DataFrame:
 
 def unaligned_share(folder, name: str) -> float:
     """The share of ``name``'s latest profiled step (``folder/profiles.jsonl``) that its top kernels for unaligned
-    operands (``UNALIGNED_KERNEL``) took; NaN without a profile of it."""
+    operands (``UNALIGNED_KERNEL``; the profile names its largest kernels only, so this is a lower bound) took;
+    NaN without a profile of it."""
     from ..results import read_lines
 
     path = folder / "profiles.jsonl"
@@ -186,10 +190,10 @@ def config_change(folder, base: str, variant: str) -> str:
 
 
 def shapes_summary(decoders: pd.DataFrame) -> dict:
-    """The check of the work model across shapes: the ``config_decoders`` rows marked ``across_shapes`` (variants
-    left out: ``variants``), their
-    count, median and worst |error| of the days, each against its target, how many were measured inside their
-    estimated range, and the rows past the worst target (``misses``, worst first)."""
+    """The check of the work model across shapes: the ``config_decoders`` rows marked ``across_shapes``, variants
+    left out (``variants`` shows them); their count, median and worst |error| of the days, each against its
+    target, how many were measured inside their estimated range, and the rows past the worst target (``misses``,
+    worst first)."""
     rows = decoders[decoders["across_shapes"].astype(bool)] if len(decoders) else decoders
     if "variant_of" in rows:  # each decoder once: a variant made to tell a miss's causes apart is shown apart
         rows = rows[rows["variant_of"].isna()]

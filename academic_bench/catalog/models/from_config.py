@@ -313,8 +313,9 @@ def shape_warnings(facts: dict) -> list[str]:
     """What in a decoder's shape the answer does not charge and the user can change: a vocabulary that is no
     multiple of ``TENSOR_CORE_MULTIPLE``."""
     vocab = facts.get("vocab")
-    if not vocab or vocab % TENSOR_CORE_MULTIPLE == 0:
+    if vocab is None or vocab != vocab or int(vocab) % TENSOR_CORE_MULTIPLE == 0:  # none, a table's NaN, aligned
         return []
+    vocab = int(vocab)
     padded = -(-vocab // PAD_TO) * PAD_TO
     return [f"the vocabulary of {vocab:,} is no multiple of {TENSOR_CORE_MULTIPLE}: the output layer's matrix "
             f"products run on slower kernels for unaligned sizes, which this answer does not charge; pad it to "
