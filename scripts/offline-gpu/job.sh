@@ -15,7 +15,8 @@
 #               remeasure`; `--list` shows them first; REMEASURE_MODELS, a comma list, keeps those models' rows);
 #               BUDGET3_S/HARD3_S bound it (default 2400/3000 s)
 #   gemm        the matrix-product rate by shape (scripts/offline-gpu/gemm_sweep.py) into
-#               notebooks/runs/SETUP/evidence/gemm/gemm.jsonl
+#               notebooks/runs/SETUP/evidence/gemm/gemm.jsonl; GEMM=output-layer times the output layer at
+#               unaligned vocabularies beside padded ones instead, into evidence/gemm/gemm-output-layer.jsonl
 #   parity      the loss parity of each switch beyond the paper in PARITY (default "bf16w fused-ce fp8-tensorwise
 #               fp8-rowwise") against free-lunch (scripts/offline-gpu/loss_parity.py, PARITY_STEPS steps, default
 #               300) into notebooks/runs/SETUP/evidence/parity/SWITCH.json
@@ -69,7 +70,10 @@ for part in ${PARTS:-search exhaustive}; do
         "${notebook_args[@]}" ;;
     gemm)
       mkdir -p notebooks/runs/$SETUP/evidence/gemm
-      python3 scripts/offline-gpu/gemm_sweep.py notebooks/runs/$SETUP/evidence/gemm/gemm.jsonl > /dev/null
+      gemm_file=gemm
+      [ "${GEMM:-linear}" != linear ] && gemm_file=gemm-$GEMM
+      python3 scripts/offline-gpu/gemm_sweep.py notebooks/runs/$SETUP/evidence/gemm/$gemm_file.jsonl ${GEMM:-linear} \
+        > /dev/null
       echo "gemm rc=$?" ;;
     parity)
       mkdir -p notebooks/runs/$SETUP/evidence/parity
