@@ -103,8 +103,8 @@ ENGINE_COST_COLUMNS = ["setup", "model", "methods_label", "engine", "micro_batch
 def engine_cost(root: str | Path | None = None) -> pd.DataFrame:
     """What one configuration costs the engine, per revision, on the same configurations: the rows of each
     setup's ``evidence/engine/results-revision<N>.jsonl`` (made by the engine checks that the setup's evidence
-    README records, outside the setup's results). ``launches``: 1 when the search's stepper was timed in place or no search ran
-    (the micro-batch was given), else 2."""
+    README records, outside the setup's results). ``launches``: 1 when the search's stepper was timed in place or
+    no search ran (the micro-batch was given), else 2."""
     from .launches import engine_evidence_rows
 
     rows = engine_evidence_rows("results-revision*.jsonl", root)
@@ -257,7 +257,7 @@ WALL_COLUMNS = ["setup", "model", "methods_label", "search", "micro_batch", "ste
 def memory_wall(root: str | Path | None = None) -> pd.DataFrame:
     """Each latest measured synced step row's standing at the memory wall: "checked" (timed at the wall, so half
     its micro-batch was timed too: ``ran.memory_wall``), "clear" (timed with no allocator retry), "at the wall"
-    (retries counted at a size the engine does not halve: a micro-batch the configuration sets, or the smallest),
+    (the allocator retried at a micro-batch with no smaller one to time: one the configuration sets, or the smallest),
     "unchecked" (of an engine revision that does not count retries, reserved near its GPU's capacity:
     ``results.unchecked_at_wall``, measured again by ``remeasure --retry memory-wall``), or "before the check" (the
     rest of such a revision's rows)."""

@@ -105,38 +105,37 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     frame["work_model_error"] = frame["work_model_days"].astype(float) / frame["measured_days"].astype(float) - 1
     frame["memory_error"] = (frame["predicted_memory_gb"].astype(float) / frame["measured_memory_gb"].astype(float)
                              - 1)
-    frame["variant_of"] = [variant_base(runs_root(root) / r.setup / "evidence" / "decoders", r.decoder,
-                                        set(frame.loc[frame["setup"] == r.setup, "decoder"]), r.seq_len)
-                           for r in frame.itertuples()]
+    # Each decoder's config.json read once per setup (a decoder measured twice has two rows), for its variants.
+    measured: dict[str, dict[str, tuple[dict, int]]] = {}
+    for setup, name, seq_len in frame[["setup", "decoder", "seq_len"]].drop_duplicates().itertuples(index=False):
+        config = _config(runs_root(root) / setup / "evidence" / "decoders", name)
+        if config is not None:
+            measured.setdefault(setup, {})[name] = (config, seq_len)
+    frame["variant_of"] = [variant_base(r.decoder, measured.get(r.setup, {})) for r in frame.itertuples()]
     return frame[DECODER_COLUMNS]
 
 
-def _config(folder, name: str) -> dict:
+def _config(folder, name: str) -> dict | None:
+    """``folder/name/config.json`` as a dict; None where it is gone."""
     import json
 
-    return json.loads((folder / name / "config.json").read_text())
+    path = folder / name / "config.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
-def variant_base(folder, name: str, measured: set[str], seq_len: int) -> str | None:
+def variant_base(name: str, measured: dict[str, tuple[dict, int]]) -> str | None:
     """The measured decoder that ``name`` is a variant of: the longest other measured name it extends
-    (``gpt2-vocab50304`` extends ``gpt2``) whose config.json differs from its own, the training settings
-    (the sequence length in its estimate) being the same. A folder that copies its base's config.json to train it
-    at another length (``gemma-2b-seq4096``) is a new configuration of it, not a variant."""
-    if not (folder / name / "config.json").exists():
+    (``gpt2-vocab50304`` extends ``gpt2``) whose config.json differs from its own, the sequence length it trained
+    at being the same. ``measured``: the setup's decoders with a config.json, each with it and its sequence
+    length. A folder that copies its base's config.json to train it at another length (``gemma-2b-seq4096``) is
+    a new configuration of it, not a variant."""
+    if name not in measured:
         return None
-    bases = sorted((b for b in measured if name.startswith(b + "-")), key=len, reverse=True)
-    for base in bases:
-        if ((folder / base / "config.json").exists() and _config(folder, base) != _config(folder, name)
-                and _estimated_seq_len(folder, base) == seq_len):
+    config, seq_len = measured[name]
+    for base in sorted((b for b in measured if name.startswith(b + "-")), key=len, reverse=True):
+        if measured[base][0] != config and measured[base][1] == seq_len:
             return base
     return None
-
-
-def _estimated_seq_len(folder, name: str) -> int | None:
-    import json
-
-    path = folder / name / "estimate.json"
-    return json.loads(path.read_text())["architecture"]["seq_len"] if path.exists() else None
 
 
 VARIANT_COLUMNS = ["setup", "decoder", "variant_of", "change", "speedup", "error", "base_error",
@@ -155,6 +154,7 @@ def variants(decoders: pd.DataFrame, root: str | None = None) -> pd.DataFrame:
     from ..analysis import runs_root
 
     rows = decoders[decoders["variant_of"].notna()] if len(decoders) else decoders
+    shares: dict[tuple[str, str], float] = {}  # each base's profile read once, however many variants it has
     out = []
     for r in rows.itertuples():
         base = decoders[(decoders["decoder"] == r.variant_of) & (decoders["setup"] == r.setup)]
@@ -162,10 +162,12 @@ def variants(decoders: pd.DataFrame, root: str | None = None) -> pd.DataFrame:
             continue
         b = base.iloc[-1]  # the latest: rows keep the order of the results file
         folder = runs_root(root) / r.setup / "evidence" / "decoders"
-        change = config_change(folder, r.variant_of, r.decoder)
-        out.append({"setup": r.setup, "decoder": r.decoder, "variant_of": r.variant_of, "change": change,
+        if (r.setup, r.variant_of) not in shares:
+            shares[(r.setup, r.variant_of)] = unaligned_share(folder, r.variant_of)
+        out.append({"setup": r.setup, "decoder": r.decoder, "variant_of": r.variant_of,
+                    "change": config_change(folder, r.variant_of, r.decoder),
                     "speedup": float(b["measured_days"]) / float(r.measured_days), "error": r.error,
-                    "base_error": float(b["error"]), "base_unaligned_share": unaligned_share(folder, r.variant_of)})
+                    "base_error": float(b["error"]), "base_unaligned_share": shares[(r.setup, r.variant_of)]})
     return pd.DataFrame(out, columns=VARIANT_COLUMNS)
 
 

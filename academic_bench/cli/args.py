@@ -216,9 +216,8 @@ def model_key(args: argparse.Namespace) -> str:
     the request, for its workers)."""
     from ..catalog.models.from_config import ConfigError, decoder_spec
 
-    precision = args.precision
     given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
-                            ("--global-batch", args.global_batch), ("--precision", precision)) if v is not None]
+                            ("--global-batch", args.global_batch), ("--precision", args.precision)) if v is not None]
     if not is_config_path(args.model):
         if given:
             raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
@@ -230,7 +229,7 @@ def model_key(args: argparse.Namespace) -> str:
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
                         global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
-                        precision=precision).spec.key
+                        precision=args.precision).spec.key
 
 
 def check_device(methods: Methods, device: str | None) -> None:

@@ -254,7 +254,8 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
     phases = plan_phases(p, gpu)  # every name and combination is checked before the first launch
     all_models = list(dict.fromkeys(m for k in MODEL_LISTS for m in p[k]))
     run = BenchmarkRun(p["setup"], out, all_models)
-    on = run_name("models", gpu, p["n_gpus"], True, p["device"]) if p["tiny"] else f"{p['n_gpus']} x {gpu} on {p['device']}"
+    on = (run_name("models", gpu, p["n_gpus"], True, p["device"]) if p["tiny"]
+          else f"{p['n_gpus']} x {gpu} on {p['device']}")
     print(f"setup {p['setup']}: {on}; "
           f"budget {'none' if budget is None else f'{budget:g} s'}, {p['timeout_s']:g} s per configuration; "
           f"results in {out}", flush=True)
