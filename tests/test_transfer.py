@@ -356,10 +356,10 @@ def test_a_variant_that_changes_one_thing_of_a_decoder_is_set_beside_it_and_coun
     assert wv.config_decoders(str(tmp_path / "runs"))["variant_of"].isna().all()
 
 
-def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ranges(tmp_path, capsys):
-    """``estimate`` on a config.json whose vocabulary is no multiple of 8 warns that the answer does not charge the
-    slower kernels and names the padded size; an aligned one has no warning. Such a decoder's error does not widen
-    the range of the answers that have no such cost."""
+def test_an_unaligned_vocabulary_is_warned_of_with_its_padded_size_and_counted_in_the_ranges(tmp_path, capsys):
+    """``estimate`` on a config.json whose vocabulary is no multiple of 8 warns of the slower kernels and names the
+    padded size; an aligned one has no warning. The work model charges the slower kernels
+    (``test_work_evidence``), so such a decoder's error counts in the ranges like any other's."""
     import json
 
     from academic_bench.answer import ranges
@@ -387,4 +387,4 @@ def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ra
                               "predicted_days": w, "predicted_days_low": None, "predicted_days_high": None}
                              for d, v, w in (("aligned", 256, 10.5), ("odd", 251, 6.0))])
     got = ranges.observed_errors(setups=pd.DataFrame(columns=["predicted_days"]), decoders=decoders)
-    assert list(got["point"]) == ["aligned on 1 x h100-80gb"]
+    assert list(got["point"]) == ["aligned on 1 x h100-80gb", "odd on 1 x h100-80gb"]

@@ -53,6 +53,50 @@ def test_small_matrices_cost_more_per_flop_with_the_curve(tmp_path):
     assert ratio[narrow] > ratio[wide] >= 1.0
 
 
+def _output_layer_sweep(slower: float) -> pd.DataFrame:
+    """gemm_sweep.py output-layer's lines: each unaligned vocabulary ``slower`` times as long per output column as
+    its padded twin (the next multiple of 64)."""
+    rows = []
+    for m in (8192, 65536):
+        for k, vocab in ((768, 50257), (2048, 32001)):
+            for n in (vocab, -(-vocab // 64) * 64):
+                per_column = 1e-9 * m * k / 700e3 * (slower if n % 8 else 1.0)
+                rows += [{"m": m, "k": k, "n": n, "product": product, "dtype": "bf16", "seconds": per_column * n,
+                          "gpu": "NVIDIA H100 80GB HBM3"} for product in ("forward", "input grad", "weight grad")]
+    return pd.DataFrame(rows)
+
+
+def test_an_unaligned_lm_head_is_charged_at_the_output_layer_sweeps_slowness(tmp_path):
+    """The output-layer sweep beside a GPU's GEMM sweep sets how much longer per FLOP a vocabulary that is no
+    multiple of 8 takes than its padded twin; the work model charges a decoder's LM head that much more where
+    its vocabulary is unaligned, and nothing else: a padded vocabulary, the other matrices and a GPU without that
+    sweep keep their work. The kept evidence record carries it."""
+    import dataclasses
+
+    assert we.unaligned_slowness(_output_layer_sweep(5.0)) == pytest.approx(5.0)
+    assert we.unaligned_slowness(_output_layer_sweep(5.0).query("n % 8 == 0")) == 1.0  # no unaligned layer: none
+    runs = tmp_path / "runs"
+    for setup, beside in (("h100x1", True), ("a100x1", False)):
+        (runs / setup / "evidence" / "gemm").mkdir(parents=True)
+        lines = _sweep(lambda f: 700e12 * f / (f + 2e10))
+        if setup == "a100x1":
+            lines = lines.assign(gpu="NVIDIA A100-SXM4-80GB")
+        lines.to_json(runs / setup / we.GEMM_FILE, orient="records", lines=True)
+        if beside:
+            _output_layer_sweep(4.0).to_json(runs / setup / we.OUTPUT_LAYER_FILE, orient="records", lines=True)
+    curves = we.gemm_curves(str(runs))
+    assert curves["h100-80gb"].unaligned == pytest.approx(4.0) and curves["a100-80gb"].unaligned == 1.0
+    curve = curves["h100-80gb"]
+    odd, padded = _decoder(tmp_path, "odd", vocab_size=1001), _decoder(tmp_path, "padded", vocab_size=1024)
+    aligned_curve = dataclasses.replace(curve, unaligned=1.0)
+    head = 6.0 * 1001 * 256 * 4 * 4 * 512 * curve.slowness(2.0 * 4 * 512 * 1001 * 256)
+    assert dw.work(odd, 4, 4, curve).matmul - dw.work(odd, 4, 4, aligned_curve).matmul == pytest.approx(3 * head)
+    assert dw.work(padded, 4, 4, curve).matmul == dw.work(padded, 4, 4, aligned_curve).matmul
+    assert dw.work(odd, 4, 4, None).matmul == dw.work(odd, 4, 4).matmul  # without a sweep, the FLOPs alone
+    kept = we.evidence_of(we.evidence_record(we.Evidence(gemm=curves)))
+    assert kept.gemm["h100-80gb"].unaligned == pytest.approx(4.0)
+
+
 def test_a_profile_below_the_measured_optimum_calibrates_nothing():
     """Pythia-410M's profile at micro-batch 8 where its fastest measured run used 16 (the profiler's buffers did
     not fit beside it) is left out; at 16 it counts."""

@@ -8,7 +8,9 @@ sequence length. Here a decoder's training step is counted in units of work per 
 - **matrix products**: FLOPs, 6 x the weight matrices outside the embedding tables (linear and GPT-2's Conv1D
   layers, the LM head included, tied or not) x tokens, each matrix's FLOPs weighted by how much slower per FLOP
   its products run than the largest ones (``results.gemm.GemmCurve``: the GEMM sweep of the profiled GPU, or of
-  one of its architecture), since a product's rate depends on its size (micro-batch x sequence x the matrix);
+  one of its architecture), since a product's rate depends on its size (micro-batch x sequence x the matrix),
+  and an LM head whose vocabulary is no multiple of 8 by how much slower the sweep found such a layer than its
+  padded twin (``GemmCurve.unaligned``; carried to other GPUs as a share of the matrix products);
 - **attention** (a fused kernel: no attention matrix in memory): layers x (heads x head size) x (sequence +
   offset) x tokens: the score and value products of forward and backward grow with the sequence, the reads and
   writes of queries, keys, values and outputs with the tokens alone (``work_evidence.attention_offset``, from
@@ -49,6 +51,7 @@ from ..catalog.methods import FREE_LUNCH, Methods
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .switch_work import block_share, why_not_charged, with_switches
 from .work_evidence import PLAIN, Evidence, GemmCurve
+from ..catalog.models.from_config import TENSOR_CORE_MULTIPLE
 from ..catalog.units import days_for
 
 KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
@@ -137,7 +140,11 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
     if curve is None:
         matmul = 6.0 * matrices * tokens
     else:  # each of a matrix's three products multiplies micro-batch x sequence rows by it
-        matmul = sum(6.0 * size * tokens * curve.slowness(2.0 * micro_batch * seq * size) for size in sizes)
+        # An output layer of a vocabulary no multiple of 8 (hidden x vocabulary elements; its tied twin too) runs
+        # on the slower kernels for unaligned sizes.
+        head = hidden * vocab if vocab % TENSOR_CORE_MULTIPLE else None
+        matmul = sum(6.0 * size * tokens * curve.slowness(2.0 * micro_batch * seq * size)
+                     * (curve.unaligned if size == head else 1.0) for size in sizes)
     return Work(matmul=matmul, attention=float(layers * attention) * (seq + offset) * tokens,
                 loss=float(tokens) * vocab, memory=float(layers * (hidden + width)) * tokens,
                 idle=float(layers * gas), optimizer=float(params))

@@ -6,7 +6,9 @@ command produced:
   (``<setup>/evidence/gemm/gemm.jsonl``), as a function of one product's FLOPs. Products of a few GFLOPs run far
   below the peak (too few output tiles for the GPU's SMs, and the sweep's own launches), and the rate levels off
   from a few tens of GFLOPs: a decoder's small matrices (hidden 512, grouped key-value projections, short
-  micro-batches) take longer per FLOP than Pythia's, whose profiles the rates come from;
+  micro-batches) take longer per FLOP than Pythia's, whose profiles the rates come from; and an output layer
+  whose vocabulary is no multiple of 8 runs on slower kernels (``GemmCurve.unaligned``, from the output-layer
+  sweep beside the curve's);
 - **the measured optimum** (``measured_optima``): the micro-batch of each catalog decoder's fastest measured
   free-lunch step on a setup. A profile taken at a smaller micro-batch than that (the profiler's buffers did not
   fit beside the optimum) has more idle and memory-bound time per unit of work than the configuration the work
@@ -30,7 +32,8 @@ from typing import Mapping
 import pandas as pd
 
 from ..catalog.methods import FREE_LUNCH
-from ..results.gemm import GEMM_FILE, LAUNCH_BOUND, GemmCurve, curve_for, gemm_curve  # noqa: F401  (re-exported)
+from ..results.gemm import (GEMM_FILE, LAUNCH_BOUND, OUTPUT_LAYER_FILE, GemmCurve, curve_for,  # noqa: F401
+                            gemm_curve, unaligned_slowness)  # (re-exported)
 from ..results.gemm import gemm_curves as sweep_curves
 
 DECODER_PROFILES = "evidence/decoders/profiles.jsonl"
@@ -144,8 +147,8 @@ def runs_evidence(root: str | None = None) -> Evidence:
 
 def evidence_record(e: Evidence) -> dict:
     """``e`` as plain JSON (kept with the answers' calibration, ``store.calibration``), every digit kept."""
-    return {"gemm": {k: {"gpu": c.gpu, "flops": list(c.flops), "rates": list(c.rates), "source": c.source}
-                     for k, c in sorted(e.gemm.items())},
+    return {"gemm": {k: {"gpu": c.gpu, "flops": list(c.flops), "rates": list(c.rates), "source": c.source,
+                         "unaligned": float(c.unaligned)} for k, c in sorted(e.gemm.items())},
             "optima": [[s, m, int(b)] for (s, m), b in sorted(e.optima.items())],
             "attention_offset": float(e.attention_offset),
             "switches": {k: dict(v) for k, v in sorted(e.switches.items())}}
@@ -155,8 +158,8 @@ def evidence_of(record: Mapping | None) -> Evidence:
     """The ``Evidence`` an ``evidence_record`` kept (``PLAIN`` where none was)."""
     if not record:
         return PLAIN
-    return Evidence(gemm={k: GemmCurve(c["gpu"], tuple(c["flops"]), tuple(c["rates"]), c["source"])
-                          for k, c in record["gemm"].items()},
+    return Evidence(gemm={k: GemmCurve(c["gpu"], tuple(c["flops"]), tuple(c["rates"]), c["source"],
+                                       float(c.get("unaligned", 1.0))) for k, c in record["gemm"].items()},
                     optima={(s, m): int(b) for s, m, b in record["optima"]},
                     attention_offset=float(record["attention_offset"]),
                     switches={k: dict(v) for k, v in record.get("switches", {}).items()})

@@ -2,7 +2,9 @@
 ``<setup>/evidence/gemm/gemm.jsonl``): a linear layer's three training products (forward, input gradient, weight
 gradient) as a function of one product's FLOPs (``GemmCurve``). The work model (``answer.work_evidence``) counts a
 small product's slowness with it; the smart search (``search.smart``) reads its plateau as the most a training
-step's matrix products can run at (``step_ceiling``).
+step's matrix products can run at (``step_ceiling``). Beside it, ``gemm_sweep.py output-layer``
+(``evidence/gemm/gemm-output-layer.jsonl``) times output layers whose vocabulary is no multiple of 8 beside their
+padded twins: how much longer per FLOP such a layer takes (``unaligned_slowness``) goes with the curve.
 """
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import get_gpu, match_name
+from ..catalog.models.from_config import TENSOR_CORE_MULTIPLE
 
 GEMM_FILE = "evidence/gemm/gemm.jsonl"
+OUTPUT_LAYER_FILE = "evidence/gemm/gemm-output-layer.jsonl"
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -29,6 +33,9 @@ class GemmCurve:
     flops: tuple[float, ...]  # one product's FLOPs, ascending
     rates: tuple[float, ...]  # FLOP/s of a layer's three products at those FLOPs
     source: str  # the file it was read from
+    # How many times longer per FLOP a layer runs with a dimension no multiple of TENSOR_CORE_MULTIPLE than its
+    # padded twin (``unaligned_slowness``); 1.0 where no output-layer sweep was made beside the curve's.
+    unaligned: float = 1.0
 
     def rate(self, flops: float) -> float:
         """FLOP/s of a product of ``flops`` FLOPs."""
@@ -74,10 +81,32 @@ def gemm_curve(lines: pd.DataFrame, gpu: str, source: str) -> GemmCurve:
     return GemmCurve(gpu, tuple(float(f) for f in by_size.index), tuple(rates), source)
 
 
+def unaligned_slowness(lines: pd.DataFrame) -> float:
+    """How many times longer per FLOP an output layer whose vocabulary is no multiple of ``TENSOR_CORE_MULTIPLE``
+    takes than its padded twin (the same tokens and inputs, the vocabulary rounded up to the sweep's padding):
+    each layer's three products' seconds per output column, unaligned over padded, the median over the layers the
+    sweep (``gemm_sweep.py output-layer``) timed both ways; 1.0 with none."""
+    import statistics
+
+    d = lines[lines["dtype"] == "bf16"]
+    per_column = {key: seconds / key[2] for key, seconds in d.groupby(["m", "k", "n"])["seconds"].sum().items()}
+    ratios = []
+    for (m, k, n), unaligned in per_column.items():
+        if n % TENSOR_CORE_MULTIPLE == 0:
+            continue
+        padded = min((p for (m2, k2, p) in per_column if (m2, k2) == (m, k) and p > n
+                      and p % TENSOR_CORE_MULTIPLE == 0), default=None)
+        if padded is not None:
+            ratios.append(unaligned / per_column[(m, k, padded)])
+    return float(statistics.median(ratios)) if ratios else 1.0
+
+
 def gemm_curves(runs: Path) -> dict[str, GemmCurve]:
     """Every setup's GEMM sweep under the runs folder ``runs`` (``<setup>/evidence/gemm/gemm.jsonl``), by the
-    catalog key of the GPU that ran it (the lines name the device); where two setups swept one GPU, the first
-    setup's in name order."""
+    catalog key of the GPU that ran it (the lines name the device), with the output-layer sweep beside it where
+    one was made (``unaligned_slowness``); where two setups swept one GPU, the first setup's in name order."""
+    import dataclasses
+
     import pandas as pd
 
     out: dict[str, GemmCurve] = {}
@@ -87,7 +116,11 @@ def gemm_curves(runs: Path) -> dict[str, GemmCurve]:
             continue
         gpu = match_name(str(lines["gpu"].iloc[0]))
         if gpu is not None and gpu.key not in out:
-            out[gpu.key] = gemm_curve(lines, gpu.key, str(path.relative_to(runs)))
+            curve = gemm_curve(lines, gpu.key, str(path.relative_to(runs)))
+            beside = path.parents[2] / OUTPUT_LAYER_FILE
+            if beside.exists():
+                curve = dataclasses.replace(curve, unaligned=unaligned_slowness(pd.read_json(beside, lines=True)))
+            out[gpu.key] = curve
     return out
 
 

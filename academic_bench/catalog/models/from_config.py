@@ -305,19 +305,21 @@ def made_with(key: str) -> dict | None:
 # PyTorch's Performance Tuning Guide: "To use Tensor Cores: set sizes to multiples of 8". A vocabulary that is not
 # sends the output layer's three matrix products to kernels for unaligned operands (``answer.work_validation.variants``
 # sets GPT-2 beside the same shape with its vocabulary padded); nanoGPT pads to a multiple of 64.
+# cuBLAS picks its fast tensor-core kernels for 16-bit operands only where each leading dimension is a multiple of
+# 8 elements (16 bytes); PyTorch's Performance Tuning Guide: "set sizes to multiples of 8".
 TENSOR_CORE_MULTIPLE = 8
 PAD_TO = 64
 
 
 def shape_warnings(facts: dict) -> list[str]:
-    """What in a decoder's shape the answer does not charge and the user can change: a vocabulary that is no
-    multiple of ``TENSOR_CORE_MULTIPLE``."""
+    """What in a decoder's shape slows its step and the user can change: a vocabulary that is no multiple of
+    ``TENSOR_CORE_MULTIPLE``."""
     vocab = facts.get("vocab")
     if vocab is None or vocab != vocab or int(vocab) % TENSOR_CORE_MULTIPLE == 0:  # none, a table's NaN, aligned
         return []
     vocab = int(vocab)
     padded = -(-vocab // PAD_TO) * PAD_TO
     return [f"the vocabulary of {vocab:,} is no multiple of {TENSOR_CORE_MULTIPLE}: the output layer's matrix "
-            f"products run on slower kernels for unaligned sizes, which this answer does not charge; pad it to "
-            f"{padded:,} (as nanoGPT pads GPT-2's), or expect a longer step (the book's \"Other hardware\" page "
-            "gives the measured cost on GPT-2)"]
+            f"products run on slower kernels for unaligned sizes (the work model charges them at the slowness the "
+            f"study's output-layer sweep measured); pad it to {padded:,} (as nanoGPT pads GPT-2's) for a shorter "
+            "step (the book's \"Other hardware\" page gives the measured cost on GPT-2)"]
