@@ -322,3 +322,21 @@ def test_deepspeed_offload_moves_the_gradients_running_sum_both_ways_each_micro_
     assert copies("free-lunch+zero3+offload", 1) == pytest.approx(params * 4 + 2 * params * c + 2 * weights)
     for spec, more in (("free-lunch+zero2+offload", 2), ("free-lunch+zero3+offload", 4)):
         assert copies(spec, gas + 1) - copies(spec, gas) == pytest.approx(more * params * c)
+
+
+def test_the_host_copies_split_into_those_of_the_micro_steps_and_those_of_the_boundary():
+    """The copies that repeat in every micro-step grow with the accumulation steps and the boundary's do not; the
+    two add up to ``host_bytes``. ZeRO-1 copies nothing in its micro-steps, and no method without offload
+    copies anything."""
+    params, c = 1e9, 2
+    for spec in ("free-lunch+zero1+offload", "free-lunch+zero2+offload", "free-lunch+zero3+offload",
+                 "free-lunch+fsdp_shard_grad_op+offload", "free-lunch+fsdp_full_shard+offload", "free-lunch+zero3"):
+        m = parse_methods(spec)
+        for gas in (2, 8):
+            micro, boundary = mc.host_bytes_split(m, 1, params, c, gas)
+            assert micro + boundary == pytest.approx(mc.host_bytes(m, 1, params, c, gas))
+            assert mc.host_bytes_split(m, 1, params, c, gas + 1)[1] == boundary
+        if not m.offload or m.sharding == "zero1":
+            assert mc.host_bytes_split(m, 1, params, c, 8)[0] == 0
+        else:
+            assert mc.host_bytes_split(m, 1, params, c, 8)[0] > mc.host_bytes_split(m, 1, params, c, 2)[0]

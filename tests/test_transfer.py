@@ -226,7 +226,15 @@ def test_from_several_gpus_to_one_the_collectives_go_and_an_offload_copy_stays()
     assert plain.step_time_s == pytest.approx(0.8 * (10.0 - 1.0) * 2)  # the micro-steps' FLOP part, twice the work
     off = dict(two, methods=dataclasses.replace(preset("free-lunch"), sharding="zero2", offload=True))
     with_copy = transfer.predict(_source({"flop": 0.8}, **off), "h100-80gb", 1)
-    assert with_copy.step_time_s == pytest.approx(0.8 * (10.0 - 1.0) * 2 + 2 * 1.0)
+    # ZeRO-2's copies in each micro-step go with the accumulation steps: the source's (each GPU copies its half
+    # in 32 micro-steps) out of the carried part, the target's (the whole partition, in its own) charged.
+    from academic_bench.estimate import BYTES, model_stats
+
+    h100, m = get_gpu("h100-80gb"), off["methods"]
+    params, width = float(model_stats("pythia-160m").params), BYTES[transfer._precision("pythia-160m")]
+    source_copies = method_costs.micro_step_copy_s(m, 2, h100, params, width, 32)
+    target_copies = method_costs.micro_step_copy_s(m, 1, h100, params, width, with_copy.gas)
+    assert with_copy.step_time_s == pytest.approx(0.8 * (10.0 - 1.0 - source_copies) * 2 + target_copies + 2 * 1.0)
 
 
 # --- every counted configuration, from the other setups ------------------------------------------------------
@@ -388,3 +396,43 @@ def test_an_unaligned_vocabulary_is_warned_of_with_its_padded_size_and_counted_i
                              for d, v, w in (("aligned", 256, 10.5), ("odd", 251, 6.0))])
     got = ranges.observed_errors(setups=pd.DataFrame(columns=["predicted_days"]), decoders=decoders)
     assert list(got["point"]) == ["aligned on 1 x h100-80gb", "odd on 1 x h100-80gb"]
+
+
+def test_offloadings_copies_in_every_micro_step_go_with_the_accumulation_steps():
+    """FSDP with offload gathers its weight shard from the host in every micro-step, so the same batch in half as
+    many micro-steps of twice the size copies half as much: the transfer takes the copies of the source's 128
+    micro-steps out and charges the target's 64, and the rest of the step is carried per sample. ZeRO-3, whose
+    phases do not follow its copies (``method_costs.COPIES_EXPOSED``), and the work model's step, which holds no
+    copies (``copies_in_step``), are carried per sample whole."""
+    from academic_bench.estimate import BYTES, model_stats
+
+    h100 = get_gpu("h100-80gb")
+    params, width = float(model_stats("pythia-160m").params), BYTES[transfer._precision("pythia-160m")]
+    fsdp, zero3 = Methods(sharding="fsdp_full_shard", offload=True), Methods(sharding="zero3", offload=True)
+    copies = method_costs.micro_step_copy_s(fsdp, 1, h100, params, width, 128)
+    assert copies == pytest.approx(2 * 128 * params * 4 / (h100.pcie_gbps * 1e9))  # two fp32 gathers a micro-step
+    src = _source({"flop": 1.0}, methods=fsdp, micro_batch=8, gas=128, step_time_s=100.0)
+    got = transfer.predict(src, "h100-80gb", 1, micro_batch=16)
+    assert (got.micro_batch, got.gas) == (16, 64)
+    assert got.step_time_s == pytest.approx(100.0 - copies + copies / 2)
+    assert got.step_low_s < got.step_time_s < got.step_high_s
+    for kept in (dataclasses.replace(src, methods=zero3), dataclasses.replace(src, copies_in_step=False)):
+        assert transfer.predict(kept, "h100-80gb", 1, micro_batch=16).step_time_s == pytest.approx(100.0)
+
+
+def test_the_copies_carried_by_micro_step_are_those_the_phases_show_exposed():
+    """The shipped phases: on the 1B and larger decoders, each method the transfer carries by micro-step takes
+    about its copies' time more per accumulating micro-step than ZeRO-1 + offload at the same micro-batch, and
+    ZeRO-3 does not (so it is carried as measured)."""
+    from conftest import skip_or_fail
+    from academic_bench.answer.offload_phases import micro_step_excess
+    from academic_bench.estimate import model_stats
+
+    d = micro_step_excess()
+    d = d[[model_stats(m).params >= 1e9 for m in d["model"]]]
+    if d.empty:
+        skip_or_fail("no offloaded pair of a 1B or larger decoder shipped")
+    exposed = d[d["sharding"].isin(method_costs.COPIES_EXPOSED)]
+    assert not exposed.empty and exposed["ratio"].between(0.75, 1.5).all()
+    zero3 = d[d["sharding"] == "zero3"]
+    assert zero3.empty or not zero3["ratio"].between(0.75, 1.5).all()

@@ -280,7 +280,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
         src = Source(setup=step.setup, model=model, gpu=source_gpu, n_gpus=n_gpus, methods=methods,
                      micro_batch=mbs, gas=gas, step_time_s=micro + gpu_optimizer, model_flops_per_step=flops,
                      optimizer_s=gpu_optimizer, split={k: v / micro for k, v in split.items()},
-                     split_basis="work model")
+                     split_basis="work model", copies_in_step=False)
         p = predict(src, target.key, n_gpus, micro_batch=mbs)
         basis += "; " + p.basis
         # The transfer's own range, widened by the work model's relative range on the source GPU.

@@ -189,14 +189,15 @@ def replaced_ddp(m: Methods) -> Methods:
                    bf16_weights=m.uses_deepspeed)
 
 
-def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> float:
-    """Bytes one GPU copies over its host link per optimizer step with offloading (0 without): DeepSpeed moves
-    the gradient partition's running sum between the GPU and the host in each micro-step (ZeRO-1 sends it at
-    the boundary only, in fp32) and copies the updated weights back, and ZeRO-3 fetches its weight shard from
-    the host in each forward and backward; FSDP2's CPUOffloadPolicy
-    copies the fp32 weight shard in for each all-gather and the fp32 gradient shard out at the boundary."""
+def host_bytes_split(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> tuple[float, float]:
+    """(bytes copied in the micro-steps, bytes copied at the boundary) over one GPU's host link per optimizer step
+    with offloading (0 without): DeepSpeed moves the gradient partition's running sum between the GPU and the host
+    in each micro-step (ZeRO-1 sends it at the boundary only, in fp32) and copies the updated weights back, and
+    ZeRO-3 fetches its weight shard from the host in each forward and backward; FSDP2's CPUOffloadPolicy copies
+    the fp32 weight shard in for each all-gather and the fp32 gradient shard out at the boundary. The first
+    repeat with the accumulation steps, so a step of fewer, larger micro-steps copies less per sample."""
     if not m.offload or m.sharding == "none":
-        return 0.0
+        return 0.0, 0.0
     shard = params / n_gpus
     if m.uses_deepspeed:
         # ZeRO-2 and ZeRO-3 keep the gradient partition's running sum on the host (DeepSpeed 0.19): ZeRO-2 sends
@@ -205,11 +206,37 @@ def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: in
         # in every micro-step (stage3.py, partition_grads); both in 16 bits, then fp32 once at the boundary.
         # ZeRO-1 sends the fp32 gradients at the boundary only.
         sixteen = {"zero1": 0, "zero2": 2 * gas - 1 if gas > 1 else 0, "zero3": 2 * gas}[m.sharding]
-        grads = shard * FP32 + sixteen * shard * dtype_bytes
-        weights = shard * dtype_bytes * (2 * gas if m.sharding == "zero3" else 1)
-        return grads + weights
+        weights = shard * dtype_bytes * 2 * gas if m.sharding == "zero3" else 0.0
+        return sixteen * shard * dtype_bytes + weights, shard * FP32 + (0.0 if m.sharding == "zero3"
+                                                                        else shard * dtype_bytes)
     gathers = 2 if m.sharding == "fsdp_full_shard" else 1
-    return gas * gathers * shard * FP32 + shard * FP32
+    return gas * gathers * shard * FP32, shard * FP32
+
+
+def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: int) -> float:
+    """Bytes one GPU copies over its host link per optimizer step with offloading (``host_bytes_split``, both
+    parts)."""
+    return sum(host_bytes_split(m, n_gpus, params, dtype_bytes, gas))
+
+
+# The offloading methods whose per-micro-step copies the study's phases show exposed
+# (``offload_phases.micro_step_excess``: the accumulating micro-step beyond ZeRO-1 + offload's at the same
+# micro-batch is about what the copies take, for FSDP on every model and for ZeRO-2 on the 1B and larger ones).
+# ZeRO-3's excess does not follow its copies (far above them on a small model, below them on a large one):
+# DeepSpeed prefetches its weight shards and its hooks cost per micro-step, so its micro-steps are carried as
+# measured.
+COPIES_EXPOSED = ("zero2", "fsdp_full_shard", "fsdp_shard_grad_op")
+
+
+def micro_step_copy_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int) -> float:
+    """Seconds per optimizer step of the host copies that repeat in every micro-step (``host_bytes_split``'s
+    first part) over ``gpu``'s host link (``GPU.pcie_gbps``, per direction)."""
+    moved = host_bytes_split(m, n_gpus, params, dtype_bytes, gas)[0]
+    if not moved:
+        return 0.0
+    if not gpu.pcie_gbps:
+        raise ValueError(f"the GPU catalog has no pcie_gbps for {gpu.key!r} (data/gpus.csv)")
+    return moved / (gpu.pcie_gbps * 1e9)
 
 
 def host_copy_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: int, gas: int) -> float:

@@ -14,6 +14,9 @@ part is scaled by the target GPU's capability that bounds it:
 - **the GPU's idle time** within the micro-steps (host work, launches): per micro-step, so by the ratio of
   accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
   source's where it is known to fit: ``target_micro_batch``);
+- **offloading's host copies in every micro-step** (``method_costs.micro_step_copy_s``: the bytes each
+  micro-step moves over PCIe), where the phases show them exposed (``method_costs.COPIES_EXPOSED``): taken out of the source's micro-steps and charged for the target's accumulation
+  steps, since a larger micro-batch copies as much per micro-step for more samples;
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
   copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
   between the GPUs (``method_costs.ring_gbps``), estimated from the bytes each method sends
@@ -32,7 +35,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..catalog.hardware import GPU, get_gpu
-from .method_costs import collective_s, ring_gbps
+from .method_costs import COPIES_EXPOSED, collective_s, micro_step_copy_s, ring_gbps
 from ..catalog.methods import Methods
 from ..catalog.units import days_for
 
@@ -70,6 +73,9 @@ class Source:
     sync_s: float = 0.0  # boundary - accumulating micro-step: the exposed gradient synchronisation or offload copy
     split: Mapping[str, float] | None = None  # share of the step: flop, scan, memory, comm, idle (sum 1)
     split_basis: str = "default"  # "configuration", "work model", "model", "setup", "others" or "default" (WIDEN)
+    # A measured step holds offloading's per-micro-step host copies; the work model's step (decoder_work) does
+    # not: it charges them on the target itself.
+    copies_in_step: bool = True
 
     @property
     def methods_label(self) -> str:
@@ -247,6 +253,16 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
 
     split = dict(src.split or DEFAULT_SPLIT)
     micro = max(0.0, src.step_time_s - src.optimizer_s - src.sync_s)
+    # Offloading's host copies that repeat in every micro-step go with the accumulation steps, not the samples:
+    # taken out of the source's micro-steps (at most all of them) and charged for the target's steps over its link.
+    copies = [0.0, 0.0]
+    if src.copies_in_step and src.methods.sharding in COPIES_EXPOSED:
+        from ..estimate import BYTES
+
+        params, width = _params(src.model), BYTES[precision]
+        copies = [min(micro, micro_step_copy_s(src.methods, src.n_gpus, source, params, width, src.gas)),
+                  micro_step_copy_s(src.methods, n_gpus, target, params, width, gas)]
+    micro -= copies[0]
     flop, scan, memory, comm, idle = (micro * split.get(k, 0.0) for k in ("flop", "scan", "memory", "comm", "idle"))
     cuda_ratio = source.peak_flops("fp32") / target.peak_flops("fp32")
     same_arch = source.architecture == target.architecture
@@ -256,6 +272,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         tuple(scan * cuda_ratio * share * f for f in (1.0, lo_f, hi_f)),
         (memory * b_ratio * share, memory * min(b_ratio, p_ratio) * share, memory * max(b_ratio, p_ratio) * share),
         tuple(idle * gas / src.gas * f for f in (1.0, 0.8, 1.25)),
+        tuple(copies[1] * f for f in (1.0, 0.8, 1.25)),
     ]
     # The optimizer step: host Adam plus PCIe copies with offloading; GPU kernels (bandwidth-bound) without.
     # ZeRO and FSDP shard it over the GPUs; plain data parallelism runs it whole on each.

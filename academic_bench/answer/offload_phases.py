@@ -1,0 +1,42 @@
+"""What the study's phases say of offloading's per-micro-step copies: the evidence for
+``method_costs.COPIES_EXPOSED``, the methods whose copies the transfer model carries by accumulation steps."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..catalog.methods import Methods
+from .method_costs import micro_step_copy_s
+
+EXCESS_COLUMNS = ["setup", "model", "micro_batch", "sharding", "excess_s", "copies_s", "ratio"]
+
+
+def micro_step_excess(root: str | None = None) -> pd.DataFrame:
+    """Every counted one-GPU offloaded row without checkpointing beside the ZeRO-1 + offload row of the same setup,
+    model and micro-batch (ZeRO-1 copies nothing in its micro-steps): ``excess_s``, how much longer its
+    accumulating micro-step is, and ``copies_s``, what ``method_costs.micro_step_copy_s`` charges one micro-step
+    (the bytes over the host link at its datasheet rate); ``ratio`` is the first over the second. Near 1 the
+    copies are exposed and go with the accumulation steps."""
+    from ..analysis import counted, runs_frame
+    from ..catalog.hardware import get_gpu
+    from ..catalog.models import get_model
+    from ..estimate import BYTES, model_stats
+
+    rows = counted.results(runs_frame(root))
+    if rows.empty:
+        return pd.DataFrame(columns=EXCESS_COLUMNS)
+    rows = rows[(rows["n_gpus"] == 1) & rows["offload"].astype(bool) & ~rows["checkpointing"].astype(bool)
+                & rows["accumulate_median_s"].notna()]
+    out = []
+    for (setup, model, mb), g in rows.groupby(["setup", "model", "micro_batch"]):
+        base = g[g["sharding"] == "zero1"]
+        if base.empty:
+            continue
+        params, width = float(model_stats(model).params), BYTES[get_model(model).recipe.precision]
+        for _, r in g[g["sharding"] != "zero1"].iterrows():
+            gas = int(r["gas"])
+            copies = micro_step_copy_s(Methods(sharding=r["sharding"], offload=True), 1, get_gpu(r["gpu"]), params,
+                                       width, gas) / gas
+            excess = float(r["accumulate_median_s"]) - float(base["accumulate_median_s"].iloc[0])
+            out.append({"setup": setup, "model": model, "micro_batch": int(mb), "sharding": r["sharding"],
+                        "excess_s": excess, "copies_s": copies, "ratio": excess / copies if copies else None})
+    return pd.DataFrame(out, columns=EXCESS_COLUMNS)
