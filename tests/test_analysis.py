@@ -253,6 +253,10 @@ def test_provenance_says_what_each_file_of_a_run_folder_is(tmp_path):
     df = analysis.provenance(tmp_path).set_index("file")
     gemm = df.loc[str(folder / "evidence" / "gemm" / "gemm.jsonl")]
     assert "gemm_sweep.py" in gemm["produced_by"] and gemm["rows"] == 1
+    (folder / "evidence" / "gemm" / "gemm-output-layer.jsonl").write_text('{"m": 8192}\n{"m": 65536}\n')
+    df = analysis.provenance(tmp_path).set_index("file")
+    output = df.loc[str(folder / "evidence" / "gemm" / "gemm-output-layer.jsonl")]
+    assert "GEMM=output-layer" in output["produced_by"] and output["rows"] == 2
 
 
 def test_a_setting_with_only_the_naive_baseline_is_not_set_beside_the_papers_optimum(tmp_path):

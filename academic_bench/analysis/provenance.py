@@ -79,6 +79,10 @@ _RUN_FILES = {
 _EVIDENCE_FILES = {
     "evidence/gemm/gemm.jsonl": ("bf16 matrix-product rate by shape (the work model's rate by size)",
                                  "`scripts/offline-gpu/gemm_sweep.py` (`job.sh` with `PARTS=gemm`)"),
+    "evidence/gemm/gemm-output-layer.jsonl": ("output layers at unaligned vocabularies beside their padded twins (the "
+                                              "work model's charge for an unaligned LM head)",
+                                              "`scripts/offline-gpu/gemm_sweep.py ... output-layer` (`job.sh` with "
+                                              "`PARTS=gemm GEMM=output-layer`)"),
     "evidence/decoders/results.jsonl": ("decoders outside the catalog, measured from their config.json",
                                         "`academic-bench bench --model PATH/config.json` (the commands are in "
                                         "`evidence/decoders/README.md`)"),
