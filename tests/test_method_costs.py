@@ -340,3 +340,20 @@ def test_the_host_copies_split_into_those_of_the_micro_steps_and_those_of_the_bo
             assert mc.host_bytes_split(m, 1, params, c, 8)[0] == 0
         else:
             assert mc.host_bytes_split(m, 1, params, c, 8)[0] > mc.host_bytes_split(m, 1, params, c, 2)[0]
+
+
+def test_a_repriced_source_holds_no_copies_for_the_transfer_to_take_out():
+    """Re-pricing ZeRO-1 + offload to FSDP + offload charges FSDP's copies for the micro-steps the target runs in
+    the extras; the transfer then carries the re-priced step as it is on the same GPU, with fewer, larger
+    micro-steps, instead of taking copies out of compute that never held them."""
+    from academic_bench.answer import other_methods, transfer
+
+    zero1 = parse_methods("free-lunch+zero1+offload")
+    src = transfer.Source(setup="synthetic", model="pythia-160m", gpu="h100-80gb", n_gpus=1, methods=zero1,
+                          micro_batch=32, gas=32, step_time_s=10.0, model_flops_per_step=1e15, split={"flop": 1.0},
+                          split_basis="configuration")
+    fsdp = parse_methods("free-lunch+fsdp_full_shard+offload")
+    priced = other_methods.with_methods(src, fsdp, {"deepspeed": 1e-9, "fsdp": 1e-9}, None, gas=16)
+    assert not priced.copies_in_step
+    got = transfer.predict(priced, "h100-80gb", 1, micro_batch=64)
+    assert got.gas == 16 and got.step_time_s == pytest.approx(priced.step_time_s)

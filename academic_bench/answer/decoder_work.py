@@ -48,10 +48,10 @@ import pandas as pd
 from ..catalog.hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
+from ..catalog.models.from_config import TENSOR_CORE_MULTIPLE
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .switch_work import block_share, why_not_charged, with_switches
 from .work_evidence import PLAIN, Evidence, GemmCurve
-from ..catalog.models.from_config import TENSOR_CORE_MULTIPLE
 from ..catalog.units import days_for
 
 KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
@@ -140,8 +140,8 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
     if curve is None:
         matmul = 6.0 * matrices * tokens
     else:  # each of a matrix's three products multiplies micro-batch x sequence rows by it
-        # An output layer of a vocabulary no multiple of 8 (hidden x vocabulary elements; its tied twin too) runs
-        # on the slower kernels for unaligned sizes.
+        # An LM head of a vocabulary no multiple of 8 (the one matrix of hidden x vocabulary elements: a tied head
+        # is counted once, the embedding table not at all) runs on the slower kernels for unaligned sizes.
         head = hidden * vocab if vocab % TENSOR_CORE_MULTIPLE else None
         matmul = sum(6.0 * size * tokens * curve.slowness(2.0 * micro_batch * seq * size)
                      * (curve.unaligned if size == head else 1.0) for size in sizes)

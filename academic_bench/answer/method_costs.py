@@ -221,7 +221,8 @@ def host_bytes(m: Methods, n_gpus: int, params: float, dtype_bytes: int, gas: in
 
 # The offloading methods whose per-micro-step copies the study's phases show exposed
 # (``offload_phases.micro_step_excess``: the accumulating micro-step beyond ZeRO-1 + offload's at the same
-# micro-batch is about what the copies take, for FSDP on every model and for ZeRO-2 on the 1B and larger ones).
+# micro-batch is about what the copies take, for FSDP on every model and for ZeRO-2 on the 1B and larger ones; on
+# Pythia-160M ZeRO-2's is more, a per-micro-step cost of its own besides the copies, which stays carried per sample).
 # ZeRO-3's excess does not follow its copies (far above them on a small model, below them on a large one):
 # DeepSpeed prefetches its weight shards and its hooks cost per micro-step, so its micro-steps are carried as
 # measured.

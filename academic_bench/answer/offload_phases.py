@@ -16,7 +16,7 @@ def micro_step_excess(root: str | None = None) -> pd.DataFrame:
     accumulating micro-step is, and ``copies_s``, what ``method_costs.micro_step_copy_s`` charges one micro-step
     (the bytes over the host link at its datasheet rate); ``ratio`` is the first over the second. Near 1 the
     copies are exposed and go with the accumulation steps."""
-    from ..analysis import counted, runs_frame
+    from ..analysis import METHOD_COLUMNS, counted, runs_frame
     from ..catalog.hardware import get_gpu
     from ..catalog.models import get_model
     from ..estimate import BYTES, model_stats
@@ -26,8 +26,10 @@ def micro_step_excess(root: str | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=EXCESS_COLUMNS)
     rows = rows[(rows["n_gpus"] == 1) & rows["offload"].astype(bool) & ~rows["checkpointing"].astype(bool)
                 & rows["accumulate_median_s"].notna()]
+    # Paired only with rows of the same switches besides the sharding and offload that tell them apart.
+    same = ["setup", "model", "micro_batch", *(c for c in METHOD_COLUMNS if c not in ("sharding", "offload"))]
     out = []
-    for (setup, model, mb), g in rows.groupby(["setup", "model", "micro_batch"]):
+    for (setup, model, mb, *_), g in rows.groupby(same, dropna=False):
         base = g[g["sharding"] == "zero1"]
         if base.empty:
             continue

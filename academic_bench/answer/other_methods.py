@@ -82,8 +82,9 @@ def with_methods(src: Source, methods: Methods, host_rates: Mapping[str, float],
     else:
         optimizer = (gpu_rate or 0.0) * params / _shards(methods, src.n_gpus)
     extras = _extras_s(src, methods, gas or src.gas)
+    # The re-priced micro-steps hold no copies: all of them are in the extras, for the target's micro-steps.
     return replace(src, methods=methods, step_time_s=compute + optimizer + extras, optimizer_s=optimizer,
-                   sync_s=extras)
+                   sync_s=extras, copies_in_step=False)
 
 
 def predict_with_methods(src: Source, methods: Methods, gpu: str, n_gpus: int, host_rates: Mapping[str, float],

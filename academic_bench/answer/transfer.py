@@ -254,14 +254,17 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     split = dict(src.split or DEFAULT_SPLIT)
     micro = max(0.0, src.step_time_s - src.optimizer_s - src.sync_s)
     # Offloading's host copies that repeat in every micro-step go with the accumulation steps, not the samples:
-    # taken out of the source's micro-steps (at most all of them) and charged for the target's steps over its link.
+    # taken out of the source's micro-steps and charged for the target's steps over its link. Where the datasheet
+    # rate makes them longer than the micro-steps measured, both sides are scaled down alike. What is left is
+    # split by the profile's shares, the copies' own share of it (idle time, copy kernels) included.
     copies = [0.0, 0.0]
     if src.copies_in_step and src.methods.sharding in COPIES_EXPOSED:
         from ..estimate import BYTES
 
         params, width = _params(src.model), BYTES[precision]
-        copies = [min(micro, micro_step_copy_s(src.methods, src.n_gpus, source, params, width, src.gas)),
-                  micro_step_copy_s(src.methods, n_gpus, target, params, width, gas)]
+        ours = micro_step_copy_s(src.methods, src.n_gpus, source, params, width, src.gas)
+        scale = min(1.0, micro / ours) if ours else 1.0
+        copies = [ours * scale, micro_step_copy_s(src.methods, n_gpus, target, params, width, gas) * scale]
     micro -= copies[0]
     flop, scan, memory, comm, idle = (micro * split.get(k, 0.0) for k in ("flop", "scan", "memory", "comm", "idle"))
     cuda_ratio = source.peak_flops("fp32") / target.peak_flops("fp32")
@@ -272,7 +275,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         tuple(scan * cuda_ratio * share * f for f in (1.0, lo_f, hi_f)),
         (memory * b_ratio * share, memory * min(b_ratio, p_ratio) * share, memory * max(b_ratio, p_ratio) * share),
         tuple(idle * gas / src.gas * f for f in (1.0, 0.8, 1.25)),
-        tuple(copies[1] * f for f in (1.0, 0.8, 1.25)),
+        tuple(copies[1] * f for f in (1.0, 0.5, 2.0)),  # as decoder_work charges copies
     ]
     # The optimizer step: host Adam plus PCIe copies with offloading; GPU kernels (bandwidth-bound) without.
     # ZeRO and FSDP shard it over the GPUs; plain data parallelism runs it whole on each.

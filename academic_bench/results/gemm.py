@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import get_gpu, match_name
-from ..catalog.models.from_config import TENSOR_CORE_MULTIPLE
+from ..catalog.models.from_config import PAD_TO, TENSOR_CORE_MULTIPLE
 
 GEMM_FILE = "evidence/gemm/gemm.jsonl"
 OUTPUT_LAYER_FILE = "evidence/gemm/gemm-output-layer.jsonl"
@@ -83,7 +83,7 @@ def gemm_curve(lines: pd.DataFrame, gpu: str, source: str) -> GemmCurve:
 
 def unaligned_slowness(lines: pd.DataFrame) -> float:
     """How many times longer per FLOP an output layer whose vocabulary is no multiple of ``TENSOR_CORE_MULTIPLE``
-    takes than its padded twin (the same tokens and inputs, the vocabulary rounded up to the sweep's padding):
+    takes than its padded twin (the same tokens and inputs, the vocabulary rounded up to a multiple of ``PAD_TO``):
     each layer's three products' seconds per output column, unaligned over padded, the median over the layers the
     sweep (``gemm_sweep.py output-layer``) timed both ways; 1.0 with none."""
     import statistics
@@ -94,10 +94,9 @@ def unaligned_slowness(lines: pd.DataFrame) -> float:
     for (m, k, n), unaligned in per_column.items():
         if n % TENSOR_CORE_MULTIPLE == 0:
             continue
-        padded = min((p for (m2, k2, p) in per_column if (m2, k2) == (m, k) and p > n
-                      and p % TENSOR_CORE_MULTIPLE == 0), default=None)
-        if padded is not None:
-            ratios.append(unaligned / per_column[(m, k, padded)])
+        padded = (m, k, -(-n // PAD_TO) * PAD_TO)
+        if padded in per_column:
+            ratios.append(unaligned / per_column[padded])
     return float(statistics.median(ratios)) if ratios else 1.0
 
 

@@ -302,11 +302,11 @@ def made_with(key: str) -> dict | None:
     return MADE_WITH.get(key.lower())
 
 
-# PyTorch's Performance Tuning Guide: "To use Tensor Cores: set sizes to multiples of 8". A vocabulary that is not
-# sends the output layer's three matrix products to kernels for unaligned operands (``answer.work_validation.variants``
-# sets GPT-2 beside the same shape with its vocabulary padded); nanoGPT pads to a multiple of 64.
 # cuBLAS picks its fast tensor-core kernels for 16-bit operands only where each leading dimension is a multiple of
-# 8 elements (16 bytes); PyTorch's Performance Tuning Guide: "set sizes to multiples of 8".
+# 8 elements (16 bytes); PyTorch's Performance Tuning Guide: "To use Tensor Cores: set sizes to multiples of 8". A
+# vocabulary that is not sends the output layer's three matrix products to kernels for unaligned operands
+# (``answer.work_validation.variants`` sets GPT-2 beside the same shape with its vocabulary padded); nanoGPT pads
+# to a multiple of 64.
 TENSOR_CORE_MULTIPLE = 8
 PAD_TO = 64
 
@@ -320,6 +320,6 @@ def shape_warnings(facts: dict) -> list[str]:
     vocab = int(vocab)
     padded = -(-vocab // PAD_TO) * PAD_TO
     return [f"the vocabulary of {vocab:,} is no multiple of {TENSOR_CORE_MULTIPLE}: the output layer's matrix "
-            f"products run on slower kernels for unaligned sizes (the work model charges them at the slowness the "
-            f"study's output-layer sweep measured); pad it to {padded:,} (as nanoGPT pads GPT-2's) for a shorter "
+            f"products run on slower kernels for unaligned sizes (the work model charges them where the study's "
+            f"output-layer sweep measured a GPU of the same architecture); pad it to {padded:,} (as nanoGPT pads GPT-2's) for a shorter "
             "step (the book's \"Other hardware\" page gives the measured cost on GPT-2)"]
