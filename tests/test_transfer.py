@@ -425,11 +425,9 @@ def test_the_copies_carried_by_micro_step_are_those_the_phases_show_exposed():
     about its copies' time more per accumulating micro-step than ZeRO-1 + offload at the same micro-batch, and
     ZeRO-3 does not (so it is carried as measured)."""
     from conftest import skip_or_fail
-    from academic_bench.answer.offload_phases import micro_step_excess
-    from academic_bench.estimate import model_stats
+    from academic_bench.answer.offload_phases import RULE_MIN_PARAMS, micro_step_excess
 
-    d = micro_step_excess()
-    d = d[[model_stats(m).params >= 1e9 for m in d["model"]]]
+    d = micro_step_excess(min_params=RULE_MIN_PARAMS)
     if d.empty:
         skip_or_fail("no offloaded pair of a 1B or larger decoder shipped")
     exposed = d[d["sharding"].isin(method_costs.COPIES_EXPOSED)]

@@ -48,7 +48,7 @@ import pandas as pd
 from ..catalog.hardware import get_gpu
 from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
-from ..catalog.models.from_config import TENSOR_CORE_MULTIPLE
+from ..catalog.models.from_config import is_unaligned
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .switch_work import block_share, why_not_charged, with_switches
 from .work_evidence import PLAIN, Evidence, GemmCurve
@@ -142,7 +142,7 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
     else:  # each of a matrix's three products multiplies micro-batch x sequence rows by it
         # An LM head of a vocabulary no multiple of 8 (the one matrix of hidden x vocabulary elements: a tied head
         # is counted once, the embedding table not at all) runs on the slower kernels for unaligned sizes.
-        head = hidden * vocab if vocab % TENSOR_CORE_MULTIPLE else None
+        head = hidden * vocab if is_unaligned(vocab) else None
         matmul = sum(6.0 * size * tokens * curve.slowness(2.0 * micro_batch * seq * size)
                      * (curve.unaligned if size == head else 1.0) for size in sizes)
     return Work(matmul=matmul, attention=float(layers * attention) * (seq + offset) * tokens,

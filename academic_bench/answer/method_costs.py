@@ -206,9 +206,9 @@ def host_bytes_split(m: Methods, n_gpus: int, params: float, dtype_bytes: int, g
         # in every micro-step (stage3.py, partition_grads); both in 16 bits, then fp32 once at the boundary.
         # ZeRO-1 sends the fp32 gradients at the boundary only.
         sixteen = {"zero1": 0, "zero2": 2 * gas - 1 if gas > 1 else 0, "zero3": 2 * gas}[m.sharding]
-        weights = shard * dtype_bytes * 2 * gas if m.sharding == "zero3" else 0.0
-        return sixteen * shard * dtype_bytes + weights, shard * FP32 + (0.0 if m.sharding == "zero3"
-                                                                        else shard * dtype_bytes)
+        # Weights: ZeRO-3 fetches its shard in each forward and backward; the others copy it back once updated.
+        fetches, back = (2 * gas, 0) if m.sharding == "zero3" else (0, 1)
+        return (sixteen + fetches) * shard * dtype_bytes, shard * FP32 + back * shard * dtype_bytes
     gathers = 2 if m.sharding == "fsdp_full_shard" else 1
     return gas * gathers * shard * FP32, shard * FP32
 

@@ -8,14 +8,16 @@ from ..catalog.methods import Methods
 from .method_costs import micro_step_copy_s
 
 EXCESS_COLUMNS = ["setup", "model", "micro_batch", "sharding", "excess_s", "copies_s", "ratio"]
+# The decoders the rule rests on: on smaller ones a fixed cost per micro-step weighs as much as the copies.
+RULE_MIN_PARAMS = 1e9
 
 
-def micro_step_excess(root: str | None = None) -> pd.DataFrame:
+def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.DataFrame:
     """Every counted one-GPU offloaded row without checkpointing beside the ZeRO-1 + offload row of the same setup,
     model and micro-batch (ZeRO-1 copies nothing in its micro-steps): ``excess_s``, how much longer its
     accumulating micro-step is, and ``copies_s``, what ``method_costs.micro_step_copy_s`` charges one micro-step
     (the bytes over the host link at its datasheet rate); ``ratio`` is the first over the second. Near 1 the
-    copies are exposed and go with the accumulation steps."""
+    copies are exposed and go with the accumulation steps. Models below ``min_params`` parameters are left out."""
     from ..analysis import METHOD_COLUMNS, counted, runs_frame
     from ..catalog.hardware import get_gpu
     from ..catalog.models import get_model
@@ -31,9 +33,10 @@ def micro_step_excess(root: str | None = None) -> pd.DataFrame:
     out = []
     for (setup, model, mb, *_), g in rows.groupby(same, dropna=False):
         base = g[g["sharding"] == "zero1"]
-        if base.empty:
+        params = float(model_stats(model).params)
+        if base.empty or params < min_params:
             continue
-        params, width = float(model_stats(model).params), BYTES[get_model(model).recipe.precision]
+        width = BYTES[get_model(model).recipe.precision]
         for _, r in g[g["sharding"] != "zero1"].iterrows():
             gas = int(r["gas"])
             copies = micro_step_copy_s(Methods(sharding=r["sharding"], offload=True), 1, get_gpu(r["gpu"]), params,

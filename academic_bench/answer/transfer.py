@@ -15,8 +15,9 @@ part is scaled by the target GPU's capability that bounds it:
   accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
   source's where it is known to fit: ``target_micro_batch``);
 - **offloading's host copies in every micro-step** (``method_costs.micro_step_copy_s``: the bytes each
-  micro-step moves over PCIe), where the phases show them exposed (``method_costs.COPIES_EXPOSED``): taken out of the source's micro-steps and charged for the target's accumulation
-  steps, since a larger micro-batch copies as much per micro-step for more samples;
+  micro-step moves over PCIe), where the phases show them exposed (``method_costs.COPIES_EXPOSED``): taken out
+  of the source's micro-steps and charged for the target's accumulation steps, since a larger micro-batch copies
+  as much per micro-step for more samples;
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
   copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
   between the GPUs (``method_costs.ring_gbps``), estimated from the bytes each method sends

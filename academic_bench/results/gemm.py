@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..catalog.hardware import get_gpu, match_name
-from ..catalog.models.from_config import PAD_TO, TENSOR_CORE_MULTIPLE
+from ..catalog.models.from_config import is_unaligned, padded_size
 
 GEMM_FILE = "evidence/gemm/gemm.jsonl"
 OUTPUT_LAYER_FILE = "evidence/gemm/gemm-output-layer.jsonl"
@@ -33,8 +33,7 @@ class GemmCurve:
     flops: tuple[float, ...]  # one product's FLOPs, ascending
     rates: tuple[float, ...]  # FLOP/s of a layer's three products at those FLOPs
     source: str  # the file it was read from
-    # How many times longer per FLOP a layer runs with a dimension no multiple of TENSOR_CORE_MULTIPLE than its
-    # padded twin (``unaligned_slowness``); 1.0 where no output-layer sweep was made beside the curve's.
+    # How many times longer per FLOP a layer runs with an unaligned dimension than its padded twin (``unaligned_slowness``); 1.0 where no output-layer sweep was made beside the curve's.
     unaligned: float = 1.0
 
     def rate(self, flops: float) -> float:
@@ -82,8 +81,8 @@ def gemm_curve(lines: pd.DataFrame, gpu: str, source: str) -> GemmCurve:
 
 
 def unaligned_slowness(lines: pd.DataFrame) -> float:
-    """How many times longer per FLOP an output layer whose vocabulary is no multiple of ``TENSOR_CORE_MULTIPLE``
-    takes than its padded twin (the same tokens and inputs, the vocabulary rounded up to a multiple of ``PAD_TO``):
+    """How many times longer per FLOP an output layer whose vocabulary is unaligned (``is_unaligned``) takes than
+    its padded twin (the same tokens and inputs, the vocabulary rounded up by ``padded_size``):
     each layer's three products' seconds per output column, unaligned over padded, the median over the layers the
     sweep (``gemm_sweep.py output-layer``) timed both ways; 1.0 with none."""
     import statistics
@@ -92,10 +91,8 @@ def unaligned_slowness(lines: pd.DataFrame) -> float:
     per_column = {key: seconds / key[2] for key, seconds in d.groupby(["m", "k", "n"])["seconds"].sum().items()}
     ratios = []
     for (m, k, n), unaligned in per_column.items():
-        if n % TENSOR_CORE_MULTIPLE == 0:
-            continue
-        padded = (m, k, -(-n // PAD_TO) * PAD_TO)
-        if padded in per_column:
+        padded = (m, k, padded_size(n))
+        if is_unaligned(n) and padded in per_column:
             ratios.append(unaligned / per_column[padded])
     return float(statistics.median(ratios)) if ratios else 1.0
 

@@ -311,15 +311,25 @@ TENSOR_CORE_MULTIPLE = 8
 PAD_TO = 64
 
 
+def is_unaligned(size: int) -> bool:
+    """Whether a matrix dimension of ``size`` elements keeps 16-bit products off the fast tensor-core kernels."""
+    return int(size) % TENSOR_CORE_MULTIPLE != 0
+
+
+def padded_size(size: int) -> int:
+    """``size`` rounded up to a multiple of ``PAD_TO``, as nanoGPT pads GPT-2's vocabulary."""
+    return -(-int(size) // PAD_TO) * PAD_TO
+
+
 def shape_warnings(facts: dict) -> list[str]:
     """What in a decoder's shape slows its step and the user can change: a vocabulary that is no multiple of
     ``TENSOR_CORE_MULTIPLE``."""
     vocab = facts.get("vocab")
-    if vocab is None or vocab != vocab or int(vocab) % TENSOR_CORE_MULTIPLE == 0:  # none, a table's NaN, aligned
+    if vocab is None or vocab != vocab or not is_unaligned(vocab):  # none, a table's NaN, aligned
         return []
     vocab = int(vocab)
-    padded = -(-vocab // PAD_TO) * PAD_TO
     return [f"the vocabulary of {vocab:,} is no multiple of {TENSOR_CORE_MULTIPLE}: the output layer's matrix "
             f"products run on slower kernels for unaligned sizes (the work model charges them where the study's "
-            f"output-layer sweep measured a GPU of the same architecture); pad it to {padded:,} (as nanoGPT pads GPT-2's) for a shorter "
-            "step (the book's \"Other hardware\" page gives the measured cost on GPT-2)"]
+            f"output-layer sweep measured a GPU of the same architecture); pad it to {padded_size(vocab):,} (as "
+            "nanoGPT pads GPT-2's) for a shorter step (the book's \"Other hardware\" page gives the measured cost "
+            "on GPT-2)"]
