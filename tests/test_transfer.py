@@ -434,3 +434,64 @@ def test_the_copies_carried_by_micro_step_are_those_the_phases_show_exposed():
     assert not exposed.empty and exposed["ratio"].between(0.75, 1.5).all()
     zero3 = d[d["sharding"] == "zero3"]
     assert zero3.empty or not zero3["ratio"].between(0.75, 1.5).all()
+
+
+def test_the_profiles_of_one_configuration_on_two_gpus_set_each_part_beside_the_ratio_the_model_takes():
+    """Where a carry between GPUs goes wrong, kind by kind: the same configuration's kernels on both setups,
+    summed into the transfer model's parts (the optimizer, timed apart, left out), the target's over the source's,
+    beside the datasheet ratio the model scales that part by; tiny profiles and other models pair with nothing."""
+    from academic_bench.analysis.profiles import PROFILE_COLUMNS
+
+    def rows(setup, gpu, seconds, model="pythia-160m", tiny=False, micro_batch=32):
+        return [{"model": model, "gpu": gpu, "n_gpus": 1, "setup": setup, "config_id": f"{model}-{setup}",
+                 "methods_label": "free-lunch", "micro_batch": micro_batch, "gas": 1024 // micro_batch, "kind": k,
+                 "seconds": t, "share": 0.0, "busy_s": 1.0, "busy_share": 1.0, "step_wall_s": 1.0,
+                 "timer": "gpu kernels", "tiny": tiny, "at": "2026-01-01T00:00:00+00:00"} for k, t in seconds.items()]
+
+    h100 = {"matrix multiplication": 3.0, "attention": 1.0, "elementwise and other": 1.5, "normalisation": 0.5,
+            "optimizer": 0.4}
+    h200 = {"matrix multiplication": 3.0, "attention": 1.0, "elementwise and other": 1.2, "normalisation": 0.4,
+            "optimizer": 9.9}
+    prof = pd.DataFrame(rows("h100x1", "h100-80gb", h100) + rows("h200x1", "h200", h200, micro_batch=64)
+                        + rows("h200x1", "h200", h200, model="pythia-410m")
+                        + rows("h100x1", "h100-80gb", h100, tiny=True), columns=PROFILE_COLUMNS)
+    frame = tv.kinds_across_gpus(prof, "h100x1", "h200x1")
+    got = frame.set_index("part")
+    assert set(got.index) == {"flop", "memory"} and (frame["model"] == "pythia-160m").all()
+    assert got.loc["flop", "ratio"] == pytest.approx(1.0) and got.loc["memory", "ratio"] == pytest.approx(0.8)
+    bandwidth = get_gpu("h100-80gb").memory_bandwidth_gbps / get_gpu("h200").memory_bandwidth_gbps
+    assert got.loc["memory", "model_ratio"] == pytest.approx(bandwidth) and got.loc["flop", "model_ratio"] == 1.0
+    assert (got.loc["memory", "source_micro_batch"], got.loc["memory", "target_micro_batch"]) == (32, 64)
+    summary = tv.kinds_summary(frame)["memory"]
+    assert summary["median"] == pytest.approx(0.8) and summary["configurations"] == 1
+    assert tv.at_micro_batches(summary["least"]) == "pythia-160m at micro-batches 32 and 64"
+    assert tv.kinds_across_gpus(prof.iloc[:0], "h100x1", "h200x1").empty
+
+
+def test_memory_bound_kernels_scale_as_two_gpus_memory_sweeps_timed_them_where_both_were_swept(tmp_path, monkeypatch):
+    """Where both GPUs ran the sweep of memory-bound kernels (``gemm_sweep.py memory``), the step's memory-bound
+    part scales by how many times as long the same kernels took on the target (the median over the kernels both
+    timed), and the basis says so; where one GPU was not swept, by the datasheets' bandwidth ratio."""
+    import json
+
+    def sweep(setup, name, seconds_of):
+        folder = tmp_path / setup / "evidence" / "gemm"
+        folder.mkdir(parents=True)
+        lines = [{"op": op, "m": m, "k": 1024, "dtype": "bf16", "bytes": 1, "seconds": seconds_of(op, m), "gpu": name}
+                 for op in ("add", "gelu", "cast") for m in (8192, 32768)]
+        (folder / "gemm-memory.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    sweep("h100x1", "NVIDIA H100 80GB HBM3", lambda op, m: m * 1e-9)
+    sweep("h200x1", "NVIDIA H200", lambda op, m: m * 1e-9 * (0.8 if op != "cast" else 0.9))
+    monkeypatch.setenv("ACADEMIC_BENCH_RUNS", str(tmp_path))
+    h100, h200, a100 = (get_gpu(k) for k in ("h100-80gb", "h200", "a100-80gb"))
+    assert transfer.memory_ratio(h100, h200) == (pytest.approx(0.8), "sweep")
+    assert transfer.memory_ratio(h200, h100) == (pytest.approx(1.25), "sweep")
+    datasheet = h100.memory_bandwidth_gbps / a100.memory_bandwidth_gbps
+    assert transfer.memory_ratio(h100, a100) == (pytest.approx(datasheet), "datasheet")
+    p = transfer.predict(_source({"memory": 1.0}), "h200", 1)
+    assert p.step_time_s == pytest.approx(0.8 * 10) and "memory sweeps" in p.basis
+    monkeypatch.setenv("ACADEMIC_BENCH_RUNS", str(tmp_path / "none"))
+    p = transfer.predict(_source({"memory": 1.0}), "h200", 1)
+    bandwidth = h100.memory_bandwidth_gbps / h200.memory_bandwidth_gbps
+    assert p.step_time_s == pytest.approx(bandwidth * 10) and "memory sweeps" not in p.basis

@@ -83,6 +83,9 @@ _EVIDENCE_FILES = {
                                               "work model's charge for an unaligned LM head)",
                                               "`scripts/offline-gpu/gemm_sweep.py ... output-layer` (`job.sh` with "
                                               "`PARTS=gemm GEMM=output-layer`)"),
+    "evidence/gemm/gemm-memory.jsonl": ("memory-bound kernels' times (the transfer model's memory ratio between "
+                                        "two swept GPUs)", "`scripts/offline-gpu/gemm_sweep.py ... memory` (`job.sh` "
+                                        "with `PARTS=gemm GEMM=memory`)"),
     "evidence/decoders/results.jsonl": ("decoders outside the catalog, measured from their config.json",
                                         "`academic-bench bench --model PATH/config.json` (the commands are in "
                                         "`evidence/decoders/README.md`)"),

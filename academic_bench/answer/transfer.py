@@ -9,8 +9,9 @@ part is scaled by the target GPU's capability that bounds it:
   on-chip memory and reads each input once (Gu & Dao 2023, Sec. 3.3.2), so its arithmetic, not the memory
   bandwidth, bounds it. This is the one choice made after a first comparison with the held-out H200 (which
   showed Mamba's step predicted too short with the scan counted as memory-bound);
-- **memory-bound kernels** (elementwise, normalisation, loss and softmax, memory copies on the GPU): by the
-  ratio of memory bandwidth;
+- **memory-bound kernels** (elementwise, normalisation, loss and softmax, memory copies on the GPU): by how many
+  times as long the same memory-bound kernels took on the two GPUs where both were swept apart from any training
+  step (``results.gemm.memory_time_ratio``), else by the ratio of datasheet memory bandwidth (``memory_ratio``);
 - **the GPU's idle time** within the micro-steps (host work, launches): per micro-step, so by the ratio of
   accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
   source's where it is known to fit: ``target_micro_batch``);
@@ -24,13 +25,14 @@ part is scaled by the target GPU's capability that bounds it:
   (``method_costs.collective_s``).
 
 Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
-The model fits nothing: it uses the source row, the source setup's profile and datasheet numbers only, so a
-held-out measurement on the target (``validation``) tests it rather than tunes it.
+The model fits nothing: it uses the source row, the source setup's profile, datasheet numbers and kernel sweeps
+that time no training step, so a held-out measurement on the target (``validation``) tests it rather than tunes it.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Mapping
 
 import pandas as pd
@@ -243,10 +245,12 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     n_gpus = int(n_gpus)
     precision = _precision(src.model)
     p_ratio = source.peak_flops(precision, src.methods.tf32) / target.peak_flops(precision, src.methods.tf32)
-    b_ratio = _ratio(source, target, "memory_bandwidth_gbps")
+    b_ratio, b_basis = memory_ratio(source, target)
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
     mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
+    if b_basis == "sweep":
+        basis += "; memory-bound kernels as the two GPUs' memory sweeps timed them"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
                           None, None, False, basis + "; no micro-batch fits the target's memory", src.methods)
@@ -328,3 +332,31 @@ def _ratio(source: GPU, target: GPU, field: str) -> float:
         if not value or not math.isfinite(value):
             raise ValueError(f"the GPU catalog has no {field} for {gpu.key!r} (data/gpus.csv)")
     return getattr(source, field) / getattr(target, field)
+
+
+def memory_ratio(source: GPU, target: GPU, runs: str | None = None) -> tuple[float, str]:
+    """How many times as long a memory-bound kernel takes on ``target`` as on ``source``, and what it rests on:
+    ``"sweep"``, the two GPUs' sweeps of memory-bound kernels under the runs ``runs`` (default the shipped runs;
+    ``results.gemm.memory_time_ratio``) where both were swept; else ``"datasheet"``, the ratio of their datasheet
+    memory bandwidths; ``"same GPU"`` for one GPU."""
+    if source.key == target.key:
+        return 1.0, "same GPU"
+    from ..analysis import runs_root
+
+    sweeps = _memory_sweeps(str(runs_root(runs)))
+    if source.key in sweeps and target.key in sweeps:
+        from ..results.gemm import memory_time_ratio
+
+        measured = memory_time_ratio(sweeps[source.key], sweeps[target.key])
+        if measured:
+            return measured, "sweep"
+    return _ratio(source, target, "memory_bandwidth_gbps"), "datasheet"
+
+
+@lru_cache(maxsize=4)
+def _memory_sweeps(runs: str) -> dict:
+    from pathlib import Path
+
+    from ..results.gemm import memory_sweeps
+
+    return memory_sweeps(Path(runs))

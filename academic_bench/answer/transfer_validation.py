@@ -248,3 +248,59 @@ def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU
                      "predicted_days_low": p.days_low, "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
                      "capped": p.capped, "ratio": p.days / float(c.days)})
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
+
+
+KIND_RATIO_COLUMNS = ["model", "methods", "part", "source_micro_batch", "target_micro_batch", "source_s", "target_s",
+                      "ratio", "model_ratio"]
+
+
+def kinds_across_gpus(prof: pd.DataFrame, source_setup: str, target_setup: str) -> pd.DataFrame:
+    """Where a carry between two GPUs goes wrong, kind by kind: each configuration profiled on both setups (the
+    same model and methods, one GPU each, so the same global batch a step), its kernels' seconds a step summed
+    over the transfer model's parts (matrix products, attention and convolution as ``flop``; the scan; the
+    memory-bound kinds as ``memory``; the optimizer and communication left out, as ``transfer.split_of`` leaves
+    them), the target's over the source's (``ratio``) beside the ratio ``transfer.predict`` scales that part by
+    (``model_ratio``). ``prof``: ``analysis.profiles``' frame. A diagnosis, not a check: both profiles were
+    measured, and nothing is fitted to them."""
+    from ..catalog.methods import parse_methods
+    from .transfer import COMM_KIND, FLOP_KINDS, SCAN_KIND, _precision, memory_ratio
+
+    if prof.empty:
+        return pd.DataFrame(columns=KIND_RATIO_COLUMNS)
+    prof = prof[~prof["tiny"].astype(bool) & (prof["n_gpus"] == 1)]
+    part = prof["kind"].map(lambda k: "flop" if k in FLOP_KINDS else "scan" if k == SCAN_KIND
+                            else None if k in (COMM_KIND, "optimizer") else "memory")
+    sums = prof.assign(part=part).dropna(subset=["part"]).groupby(
+        ["setup", "model", "methods_label", "gpu", "micro_batch", "part"])["seconds"].sum().reset_index()
+    src, tgt = (sums[sums["setup"] == s].drop(columns="setup") for s in (source_setup, target_setup))
+    both = src.merge(tgt, on=["model", "methods_label", "part"], suffixes=("_source", "_target"))
+    rows = []
+    for r in both.itertuples():
+        if r.seconds_source <= 0:
+            continue
+        source, target = get_gpu(r.gpu_source), get_gpu(r.gpu_target)
+        tf32, precision = parse_methods(r.methods_label).tf32, _precision(r.model)
+        assumed = {"flop": source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32),
+                   "scan": source.peak_flops("fp32") / target.peak_flops("fp32"),
+                   "memory": memory_ratio(source, target)[0]}[r.part]
+        rows.append({"model": r.model, "methods": r.methods_label, "part": r.part,
+                     "source_micro_batch": r.micro_batch_source, "target_micro_batch": r.micro_batch_target,
+                     "source_s": r.seconds_source,
+                     "target_s": r.seconds_target, "ratio": r.seconds_target / r.seconds_source,
+                     "model_ratio": assumed})
+    return pd.DataFrame(rows, columns=KIND_RATIO_COLUMNS)
+
+
+def kinds_summary(frame: pd.DataFrame) -> dict[str, dict]:
+    """``kinds_across_gpus`` by part: configurations, the median ``ratio``, the ratio the model takes (the same
+    for every configuration of a part where the precision is), and the rows of the least and the most ratio."""
+    return {part: {"configurations": len(g), "median": float(g["ratio"].median()),
+                   "model": float(g["model_ratio"].median()), "least": g.loc[g["ratio"].idxmin()].to_dict(),
+                   "most": g.loc[g["ratio"].idxmax()].to_dict()}
+            for part, g in frame.groupby("part")}
+
+
+def at_micro_batches(row: dict, names: dict[str, str] | None = None) -> str:
+    """A ``kinds_across_gpus`` row in words: the model and the micro-batches it was profiled at on each GPU."""
+    name = (names or {}).get(row["model"], row["model"])
+    return f"{name} at micro-batches {int(row['source_micro_batch'])} and {int(row['target_micro_batch'])}"

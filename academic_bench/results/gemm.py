@@ -5,6 +5,8 @@ small product's slowness with it; the smart search (``search.smart``) reads its 
 step's matrix products can run at (``step_ceiling``). Beside it, ``gemm_sweep.py output-layer``
 (``evidence/gemm/gemm-output-layer.jsonl``) times output layers whose vocabulary is no multiple of 8 beside their
 padded twins: how much longer per FLOP such a layer takes (``unaligned_slowness``) goes with the curve.
+``gemm_sweep.py memory`` (``evidence/gemm/gemm-memory.jsonl``) times a step's memory-bound kernels: two GPUs' times
+for the same kernels (``memory_time_ratio``) scale a step's memory-bound part between them (``answer.transfer``).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from ..catalog.models.from_config import is_unaligned, padded_size
 
 GEMM_FILE = "evidence/gemm/gemm.jsonl"
 OUTPUT_LAYER_FILE = "evidence/gemm/gemm-output-layer.jsonl"
+MEMORY_FILE = "evidence/gemm/gemm-memory.jsonl"
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -137,3 +140,30 @@ def step_ceiling(gpu: str, runs: Path) -> float | None:
     FP8's run faster, and the smart search's rule that reads this leaves FP8 out)."""
     curve = curve_for(gemm_curves(runs), gpu)
     return None if curve is None else curve.plateau
+
+
+def memory_sweeps(runs: Path) -> dict[str, pd.DataFrame]:
+    """Every setup's sweep of memory-bound kernels under the runs folder ``runs`` (``<setup>/MEMORY_FILE``: op, m,
+    k, seconds), by the catalog key of the GPU that ran it; where two setups swept one GPU, the first in name
+    order."""
+    import pandas as pd
+
+    out: dict[str, pd.DataFrame] = {}
+    for path in sorted(Path(runs).glob(f"*/{MEMORY_FILE}")):
+        lines = pd.read_json(path, lines=True)
+        gpu = match_name(str(lines["gpu"].iloc[0])) if len(lines) else None
+        if gpu is not None and gpu.key not in out:
+            out[gpu.key] = lines
+    return out
+
+
+def memory_time_ratio(source: pd.DataFrame, target: pd.DataFrame) -> float | None:
+    """How many times as long the same memory-bound kernels took on the GPU of ``target``'s sweep as on that of
+    ``source``'s (``memory_sweeps``): the median over the (op, m, k) both timed of target seconds over source
+    seconds; None where they share none."""
+    import statistics
+
+    keys = ["op", "m", "k"]
+    both = source.groupby(keys)["seconds"].median().to_frame("source").join(
+        target.groupby(keys)["seconds"].median().to_frame("target"), how="inner")
+    return float(statistics.median(both["target"] / both["source"])) if len(both) else None

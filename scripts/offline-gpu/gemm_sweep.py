@@ -6,13 +6,18 @@ training, bf16, as PyTorch runs them: the forward (M x K) @ (K x N), the input g
 weight gradient (K x M) @ (M x N). CUDA events around REPS back-to-back products after WARMUP, the median of
 ROUNDS such rounds; one JSON line per (M, K, N, product) with seconds and TFLOP/s, and the machine in every line.
 
-    python3 scripts/offline-gpu/gemm_sweep.py OUT.jsonl [linear|output-layer]
+    python3 scripts/offline-gpu/gemm_sweep.py OUT.jsonl [linear|output-layer|memory]
 
 ``linear`` (the default) sweeps the linear layers' aligned sizes, the work model's rate by size (``gemm.jsonl``).
 ``output-layer`` times the output layer's products at vocabularies that are no multiple of 8 beside the same
 vocabulary padded to a multiple of 64 (GPT-2's 50,257 and 50,304), so that the cost of an unaligned vocabulary
 is measured apart from any decoder's step; it goes to its own file (``gemm-output-layer.jsonl``), which the rate by
 size does not read.
+``memory`` times the memory-bound kernels of a training step instead (an add, a GELU, a layer norm, a softmax and
+an fp32-to-bf16 cast, as PyTorch runs them on M tokens x K features), one line per (op, M, K) with seconds and the
+bytes they move: the ratio of two GPUs' times for the same kernels (``results.gemm.memory_time_ratio``) is how the
+transfer model scales a step's memory-bound part from one to the other where both were swept, apart from any
+training step (``gemm-memory.jsonl``).
 """
 from __future__ import annotations
 
@@ -32,6 +37,11 @@ WARMUP, REPS, ROUNDS = 3, 10, 5
 OUTPUT_LAYERS = ((768, 50257), (2048, 50257), (2048, 32001), (2048, 151655))
 OUTPUT_TOKENS = (8192, 65536)
 PAD_TO = 64
+# The memory-bound kernels: tokens, features (a hidden size up to a wide MLP's), and each op with the bytes it
+# reads and writes per element (bf16 = 2 bytes, fp32 = 4).
+MEMORY_TOKENS = (8192, 32768)
+MEMORY_WIDTHS = (768, 2048, 4096, 8192, 16384)
+MEMORY_OPS = {"add": 6, "gelu": 4, "layer norm": 4, "softmax": 4, "cast": 6}
 
 
 def shapes(kind: str) -> list[tuple[int, int, int]]:
@@ -40,7 +50,48 @@ def shapes(kind: str) -> list[tuple[int, int, int]]:
         return [(m, k, k * w) for m in TOKENS for k in HIDDEN for w in WIDEN]
     if kind == "output-layer":
         return [(m, k, n) for m in OUTPUT_TOKENS for k, v in OUTPUT_LAYERS for n in (v, -(-v // PAD_TO) * PAD_TO)]
-    raise SystemExit(f"unknown sweep {kind!r}: choose linear or output-layer")
+    raise SystemExit(f"unknown sweep {kind!r}: choose linear, output-layer or memory")
+
+
+def memory_plan() -> list[tuple[str, int, int]]:
+    """The (op, M tokens, K features) of each memory-bound kernel the ``memory`` sweep times."""
+    return [(op, m, k) for op in MEMORY_OPS for m in MEMORY_TOKENS for k in MEMORY_WIDTHS]
+
+
+def memory_kernel(op: str, m: int, k: int, dev: torch.device):
+    """A function running ``op`` once on fresh (m, k) tensors, as a training step's kernels run it."""
+    import torch.nn.functional as F
+
+    x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    if op == "add":
+        y = torch.randn_like(x)
+        return lambda: x + y
+    if op == "gelu":
+        return lambda: F.gelu(x, approximate="tanh")
+    if op == "layer norm":
+        w, b = torch.ones(k, device=dev, dtype=torch.bfloat16), torch.zeros(k, device=dev, dtype=torch.bfloat16)
+        return lambda: F.layer_norm(x, (k,), w, b)
+    if op == "softmax":
+        return lambda: torch.softmax(x, dim=-1)
+    if op == "cast":
+        x32 = x.float()
+        return lambda: x32.to(torch.bfloat16)
+    raise ValueError(f"unknown op {op!r}")
+
+
+def memory_main(out: str) -> None:
+    dev = torch.device("cuda")
+    machine = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+               "date": time.strftime("%Y-%m-%d")}
+    with open(out, "a") as f:
+        for op, m, k in memory_plan():
+            s = timed(memory_kernel(op, m, k, dev))
+            moved = MEMORY_OPS[op] * m * k
+            line = {"op": op, "m": m, "k": k, "dtype": "bf16", "bytes": moved, "seconds": s,
+                    "gbps": moved / s / 1e9, **machine}
+            f.write(json.dumps(line) + "\n")
+            print(json.dumps(line), flush=True)
+            torch.cuda.empty_cache()
 
 
 def timed(fn) -> float:
@@ -59,6 +110,8 @@ def timed(fn) -> float:
 
 
 def main(out: str, kind: str = "linear") -> None:
+    if kind == "memory":
+        return memory_main(out)
     plan = shapes(kind)
     dev = torch.device("cuda")
     machine = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,

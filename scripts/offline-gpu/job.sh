@@ -16,7 +16,9 @@
 #               BUDGET3_S/HARD3_S bound it (default 2400/3000 s)
 #   gemm        the matrix-product rate by shape (scripts/offline-gpu/gemm_sweep.py) into
 #               notebooks/runs/SETUP/evidence/gemm/gemm.jsonl; GEMM=output-layer times the output layer at
-#               unaligned vocabularies beside padded ones instead, into evidence/gemm/gemm-output-layer.jsonl
+#               unaligned vocabularies beside padded ones instead, into evidence/gemm/gemm-output-layer.jsonl;
+#               GEMM=memory times memory-bound kernels (add, GELU, layer norm, softmax, cast) into
+#               evidence/gemm/gemm-memory.jsonl
 #   parity      the loss parity of each switch beyond the paper in PARITY (default "bf16w fused-ce fp8-tensorwise
 #               fp8-rowwise") against free-lunch (scripts/offline-gpu/loss_parity.py, PARITY_STEPS steps, default
 #               300) into notebooks/runs/SETUP/evidence/parity/SWITCH.json
