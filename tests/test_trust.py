@@ -61,3 +61,30 @@ def test_every_shipped_row_re_derives():
     faults = {(r["setup"], r["config_id"], r["timing"], r["mode"]): [f.line() for f in row_faults(r)]
               for r in load_runs()}
     assert {k: v for k, v in faults.items() if v} == {}
+
+
+def test_a_measured_row_keeps_its_samples_and_a_summary_they_do_not_give_is_a_fault():
+    """The engine stores each phase's repetitions beside their summary, in the order they were timed (a CPU
+    twin of the GPU measurement, a tiny model): the summary is re-derived from them, so a median edited after the
+    measurement is a fault even where the figures were edited to match it; ``fewer_reps`` reads from the same
+    samples how far the step would move with fewer repetitions."""
+    from academic_bench.analysis.launches import fewer_reps
+    from academic_bench.measure import worker
+    from academic_bench.results.trust import sample_faults
+
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("naive"), tiny=True, micro_batch=2)
+    row = {**worker.measure({"config": cfg.to_dict(), "timing": "synced", "warmup": 1, "reps": 6}, "cpu", 0),
+           "config": cfg.to_dict(), "timing": "synced"}
+    assert row["outcome"] == "ok"
+    for phase, t in row["times"].items():
+        assert len(t["samples"]) == t["n"] == 6 and t["min"] <= t["median"] <= t["max"], phase
+    assert sample_faults(row) == []
+    (check,) = fewer_reps([row], 5).itertuples()
+    assert check.reps == 6 and check.fewer_step_s > 0 and check.change == pytest.approx(
+        check.fewer_step_s / row["step_time_s"] - 1)
+    assert fewer_reps([row], 6).empty, "a row timed no more often than asked has nothing to compare"
+    edited = {**row, "times": {**row["times"], "boundary": {**row["times"]["boundary"],
+                                                            "median": row["times"]["boundary"]["median"] / 2}}}
+    assert [f.field for f in sample_faults(edited)] == ["times.boundary"]
+    older = {**row, "times": {k: {s: v for s, v in t.items() if s != "samples"} for k, t in row["times"].items()}}
+    assert sample_faults(older) == [] and fewer_reps([older], 5).empty

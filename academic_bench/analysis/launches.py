@@ -67,3 +67,36 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
                     "of": len(exhaustive_ids(model, gpu, n_gpus)),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum()})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
+
+
+FEWER_REPS_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "reps", "step_s", "fewer_step_s", "change"]
+
+
+def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
+    """How far each synchronized measured row's step would move had its timing stopped after its first ``reps``
+    repetitions: the step rebuilt (``extrapolation.rebuilt_step``) from the median of each phase's first ``reps``
+    samples beside the step the row holds (``change``: relative). Only rows that stored their samples
+    (``timing.summary``) and took more than ``reps`` repetitions; a phase timed fewer times (a block of
+    micro-steps) keeps all of its samples."""
+    import statistics
+
+    from ..catalog.config import Config
+    from ..catalog.methods import Methods
+    from ..measure.extrapolation import rebuilt_step
+
+    out = []
+    for r in rows:
+        times = r.get("times") or {}
+        if (r.get("outcome") != "ok" or r.get("timing") != "synced" or not times
+                or any(t.get("samples") is None for t in times.values())):
+            continue
+        taken = max(len(t["samples"]) for t in times.values())
+        if taken <= reps:
+            continue
+        fewer = rebuilt_step({k: statistics.median(t["samples"][:reps]) for k, t in times.items()}, int(r["gas"]),
+                             "synced")
+        cfg = Config.from_dict(r["config"])
+        out.append({"setup": r.get("setup"), "model": cfg.model, "methods_label": Methods.from_dict(
+                    r["config"]["methods"]).label(), "micro_batch": r["micro_batch"], "reps": taken,
+                    "step_s": r["step_time_s"], "fewer_step_s": fewer, "change": fewer / r["step_time_s"] - 1})
+    return pd.DataFrame(out, columns=FEWER_REPS_COLUMNS)

@@ -85,9 +85,10 @@ def slowest_rank(samples: dict[str, list[float]], device: str) -> dict[str, list
 
 
 def summary(values: list[float]) -> dict:
-    """Median and spread of repeated measurements."""
+    """Median and spread of repeated measurements, and the measurements in the order they were taken: how many
+    repetitions a configuration needs is then read from the rows themselves (``analysis.fewer_reps``)."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values),
-            "mean": statistics.fmean(values)}
+            "mean": statistics.fmean(values), "samples": list(values)}
 
 
 # --- the phases of a step, timed ---------------------------------------------------------------------------

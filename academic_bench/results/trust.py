@@ -3,7 +3,8 @@
 A row's step time, spread, throughput, MFU and days are recomputed from what its timing recorded (each phase's
 summary in ``times``, its micro-batch) and its configuration's recipe, by the same function that wrote them
 (``measure.extrapolation.rederive``); a row whose stored figures disagree was edited after it was measured (a
-step time typed in as 0.5 s while its phases give 26 s). A synchronized MFU above ``MFU_IMPLAUSIBLE`` is a timing
+step time typed in as 0.5 s while its phases give 26 s); where the phases' samples are stored beside their summary,
+the summary is recomputed from them too (``sample_faults``). A synchronized MFU above ``MFU_IMPLAUSIBLE`` is a timing
 error, and a row whose reported GPU is not the one its configuration names describes another machine. Each
 such fault names the field (``row_faults``); readers set the row aside with them (``rejection``), so that it is
 never a result, and ``check-run`` reports each as an error. A line stored twice (``duplicates``) is one
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -73,6 +75,26 @@ def figure_faults(row: Mapping) -> list[Fault]:
     return faults
 
 
+def sample_faults(row: Mapping) -> list[Fault]:
+    """The phases whose summary the samples stored beside it do not give (rows written before the samples were
+    kept have none, and nothing to compare)."""
+    from ..measure.timing import summary
+
+    faults = []
+    for phase, t in sorted((row.get("times") or {}).items()):
+        if not isinstance(t, Mapping) or t.get("samples") is None:
+            continue
+        try:
+            again = summary([float(v) for v in t["samples"]])
+        except (TypeError, ValueError, statistics.StatisticsError) as exc:
+            faults.append(Fault(f"times.{phase}", f"its samples cannot be summarised ({type(exc).__name__})"))
+            continue
+        wrong = [k for k in ("median", "min", "max", "n", "mean") if not _agree(t.get(k), again[k])]
+        if wrong:
+            faults.append(Fault(f"times.{phase}", f"stored {', '.join(wrong)} that its samples do not give"))
+    return faults
+
+
 def mfu_fault(row: Mapping) -> Fault | None:
     """A synchronized MFU above ``MFU_IMPLAUSIBLE`` (stored or re-derived): a timing error, not a result. The
     unsynchronized timing (the paper's method, shown only beside its synchronized twin) is exempt: it
@@ -113,7 +135,7 @@ def row_faults(row: Mapping) -> list[Fault]:
     nothing."""
     if row.get("outcome") != "ok":
         return []
-    faults = figure_faults(row)
+    faults = figure_faults(row) + sample_faults(row)
     faults += [f for f in (mfu_fault(row), device_fault(row)) if f is not None]
     return faults
 
