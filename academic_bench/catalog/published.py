@@ -25,7 +25,8 @@ same README) and user reports their own thread diagnoses as a fault (whyNLP/tiny
 Sources: llm-foundry's MPT benchmark tables (H100 80GB, A100 80GB, A100 40GB; FSDP full-shard, with and without
 activation checkpointing; the rows of 8 GPUs or fewer, sequences up to 8,192 and models up to 13B), torchtitan's
 Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the catalog's H100; Float8 rows left out), a nanoGPT iteration log on
-8 x A100 (memory size not stated), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the
+8 x A100 (memory size not stated), accelerate's FSDP2 example (Llama 3.1 8B on 8 x H100 SXM in bf16, its figure
+read off a chart: "~8000"), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the
 transformers Trainer on 1-8 x RTX 3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed
 ZeRO-2). No single-node H200 training throughput in bf16 was found.
 """
@@ -48,7 +49,7 @@ COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch"
 CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m": "mpt-760m.json",
            "MPT-1b": "mpt-1b.json", "MPT-3b": "mpt-3b.json", "MPT-7b": "mpt-7b.json", "MPT-13b": "mpt-13b.json",
            "GPT-2 124M (nanoGPT)": "gpt2-124m-nanogpt.json", "TinyLlama-1.1B": "tinyllama-1.1b.json",
-           "LLaMA-7B": "llama-7b.json"}
+           "LLaMA-7B": "llama-7b.json", "Llama 3.1 8B": "llama-3.1-8b.json"}
 
 
 def load_published_throughput() -> pd.DataFrame:
