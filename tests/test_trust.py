@@ -64,11 +64,9 @@ def test_every_shipped_row_re_derives():
 
 
 def test_a_measured_row_keeps_its_samples_and_a_summary_they_do_not_give_is_a_fault():
-    """The engine stores each phase's repetitions beside their summary, in the order they were timed (a CPU
-    twin of the GPU measurement, a tiny model): the summary is re-derived from them, so a median edited after the
-    measurement is a fault even where the figures were edited to match it; ``fewer_reps`` reads from the same
-    samples how far the step would move with fewer repetitions."""
-    from academic_bench.analysis.launches import fewer_reps
+    """The engine stores each phase's repetitions beside their summary (a CPU twin of the GPU measurement, a tiny
+    model): the summary is re-derived from them, so a median edited after the measurement is a fault; rows
+    written before the samples were kept have nothing to compare."""
     from academic_bench.measure import worker
     from academic_bench.results.trust import sample_faults
 
@@ -79,12 +77,34 @@ def test_a_measured_row_keeps_its_samples_and_a_summary_they_do_not_give_is_a_fa
     for phase, t in row["times"].items():
         assert len(t["samples"]) == t["n"] == 6 and t["min"] <= t["median"] <= t["max"], phase
     assert sample_faults(row) == []
-    (check,) = fewer_reps([row], 5).itertuples()
-    assert check.reps == 6 and check.fewer_step_s > 0 and check.change == pytest.approx(
-        check.fewer_step_s / row["step_time_s"] - 1)
-    assert fewer_reps([row], 6).empty, "a row timed no more often than asked has nothing to compare"
     edited = {**row, "times": {**row["times"], "boundary": {**row["times"]["boundary"],
                                                             "median": row["times"]["boundary"]["median"] / 2}}}
     assert [f.field for f in sample_faults(edited)] == ["times.boundary"]
     older = {**row, "times": {k: {s: v for s, v in t.items() if s != "samples"} for k, t in row["times"].items()}}
-    assert sample_faults(older) == [] and fewer_reps([older], 5).empty
+    assert sample_faults(older) == []
+
+
+def test_how_far_a_step_moves_with_fewer_repetitions_is_read_from_its_first_samples():
+    """``fewer_reps`` rebuilds the step from the median of each phase's first samples: a row whose later
+    repetitions ran slower moves by exactly what its first ones give; a row timed no more often than asked, a tiny
+    run and a row without samples have nothing to say."""
+    import statistics
+
+    from academic_bench.analysis.launches import fewer_reps
+    from academic_bench.measure.extrapolation import extrapolate, rebuilt_step
+
+    c = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch"))
+    first, later = [1.0, 1.1, 0.9, 1.0, 1.05], [1.3, 1.4, 1.35]  # seconds a micro-step, before and after
+    phases = {name: [v * scale for v in first + later] for name, scale in
+              (("accumulate_first", 0.02), ("accumulate", 0.02), ("boundary", 0.025), ("optimizer", 0.1))}
+    row = make_row(c, setup="h100x1", outcome="ok", search="exhaustive", env=dict(ENV),
+                   **extrapolate(c, 8, phases, "synced"))
+    assert row_faults(row) == []
+    (check,) = fewer_reps([row], 5).itertuples()
+    expected = rebuilt_step({k: statistics.median(v[:5]) for k, v in phases.items()}, row["gas"], "synced")
+    assert check.reps == 8 and check.fewer_step_s == pytest.approx(expected) and check.change < 0
+    assert check.change == pytest.approx(expected / row["step_time_s"] - 1)
+    assert fewer_reps([row], 8).empty
+    tiny = {**row, "config": {**row["config"], "tiny": True}}
+    older = {**row, "times": {k: {s: v for s, v in t.items() if s != "samples"} for k, t in row["times"].items()}}
+    assert fewer_reps([tiny], 5).empty and fewer_reps([older], 5).empty

@@ -75,19 +75,20 @@ FEWER_REPS_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "reps", 
 def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
     """How far each synchronized measured row's step would move had its timing stopped after its first ``reps``
     repetitions: the step rebuilt (``extrapolation.rebuilt_step``) from the median of each phase's first ``reps``
-    samples beside the step the row holds (``change``: relative). Only rows that stored their samples
-    (``timing.summary``) and took more than ``reps`` repetitions; a phase timed fewer times (a block of
-    micro-steps) keeps all of its samples."""
+    samples beside the step the row holds (``change``: relative). Only measurements that count (``status_of``:
+    neither set aside nor a tiny workshop run) that stored their samples (``timing.summary``) and took more than
+    ``reps`` repetitions."""
     import statistics
 
     from ..catalog.config import Config
     from ..catalog.methods import Methods
     from ..measure.extrapolation import rebuilt_step
+    from ..results import status_of
 
     out = []
     for r in rows:
         times = r.get("times") or {}
-        if (r.get("outcome") != "ok" or r.get("timing") != "synced" or not times
+        if (status_of(r) != "measured" or r.get("timing") != "synced" or r["config"].get("tiny") or not times
                 or any(t.get("samples") is None for t in times.values())):
             continue
         taken = max(len(t["samples"]) for t in times.values())

@@ -12,6 +12,7 @@ part is scaled by the target GPU's capability that bounds it:
 - **memory-bound kernels** (elementwise, normalisation, loss and softmax, memory copies on the GPU): by how many
   times as long the same memory-bound kernels took on the two GPUs where both were swept apart from any training
   step (``results.gemm.memory_time_ratio``), else by the ratio of datasheet memory bandwidth (``memory_ratio``);
+  the sweeps are read from the runs folder ``predict`` is given (default the shipped runs);
 - **the GPU's idle time** within the micro-steps (host work, launches): per micro-step, so by the ratio of
   accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
   source's where it is known to fit: ``target_micro_batch``);
@@ -20,7 +21,7 @@ part is scaled by the target GPU's capability that bounds it:
   of the source's micro-steps and charged for the target's accumulation steps, since a larger micro-batch copies
   as much per micro-step for more samples;
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
-  copies over PCIe (scaled by the PCIe ratio); on several GPUs, the sharding method's collectives over the link
+  copies over PCIe (scaled by the PCIe ratio), else the GPU's optimizer kernels by the datasheet bandwidth ratio; on several GPUs, the sharding method's collectives over the link
   between the GPUs (``method_costs.ring_gbps``), estimated from the bytes each method sends
   (``method_costs.collective_s``).
 
@@ -221,15 +222,15 @@ def accumulation(src: Source, n_gpus: int, micro_batch: int) -> tuple[int, int]:
     return mbs, max(1, per_gpu // mbs)
 
 
-def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_batch: int | None = None
-            ) -> Prediction:
+def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_batch: int | None = None,
+            runs: str | None = None) -> Prediction:
     """Step time, days and MFU of ``src``'s configuration on ``n_gpus`` x ``gpu``, with a range.
 
     Each part of the source step (module docstring) is scaled to the target; the range adds up, per part, the
     fastest and slowest plausible scaling: FLOP kernels at 0.95..1.15 x the peak ratio where the architecture
     differs (an older GPU reaches less of its peak), 0.97..1.03 x where it is the same; memory-bound kernels
-    between the bandwidth ratio (fully bandwidth-bound) and the peak ratio (latency- or compute-bound), taking
-    the central estimate at the bandwidth ratio; idle time 0.8..1.25 x; collectives 0.5..2 x (overlap with the
+    between the memory ratio (``memory_ratio``: fully bandwidth-bound) and the peak ratio (latency- or
+    compute-bound), taking the central estimate at the memory ratio; idle time 0.8..1.25 x; collectives 0.5..2 x (overlap with the
     backward, the link's achieved bandwidth). Without the configuration's own profile the range widens by
     ``WIDEN`` of the step on each side.
 
@@ -238,6 +239,8 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     are then a lower bound. Raises ``hardware.UnknownGPUError`` for a GPU not in the catalog, ``ValueError`` for
     a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``);
     a caller that chose the target's micro-batch itself (a method's memory: ``decoder_work``) passes it.
+    ``runs``: the runs folder whose sweeps of memory-bound kernels ``memory_ratio`` reads (default the shipped
+    runs, or $ACADEMIC_BENCH_RUNS).
     """
     target, source = get_gpu(gpu), get_gpu(src.gpu)
     if int(n_gpus) != n_gpus or n_gpus < 1:
@@ -245,7 +248,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     n_gpus = int(n_gpus)
     precision = _precision(src.model)
     p_ratio = source.peak_flops(precision, src.methods.tf32) / target.peak_flops(precision, src.methods.tf32)
-    b_ratio, b_basis = memory_ratio(source, target)
+    b_ratio, b_basis = memory_ratio(source, target, runs)
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
     mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
@@ -282,12 +285,15 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         tuple(idle * gas / src.gas * f for f in (1.0, 0.8, 1.25)),
         tuple(copies[1] * f for f in (1.0, 0.5, 2.0)),  # as decoder_work charges copies
     ]
-    # The optimizer step: host Adam plus PCIe copies with offloading; GPU kernels (bandwidth-bound) without.
+    # The optimizer step: host Adam plus PCIe copies with offloading; GPU kernels (bandwidth-bound) without, by
+    # the datasheets' bandwidth ratio: the sweep of memory-bound kernels times no optimizer, whose fused kernels
+    # stream the weights and states at close to the datasheet rate.
     # ZeRO and FSDP shard it over the GPUs; plain data parallelism runs it whole on each.
     sharded = src.methods.sharding != "none"
     opt_share = share if sharded else 1.0
     pcie = _ratio(source, target, "pcie_gbps")
-    opt = src.optimizer_s * opt_share * (pcie if src.methods.offload else b_ratio)
+    opt = src.optimizer_s * opt_share * (pcie if src.methods.offload
+                                         else _ratio(source, target, "memory_bandwidth_gbps"))
     parts.append((opt, opt * 0.8, opt * 1.25))
     # Communication: the source's measured collectives scaled by link and ring size, or, from one GPU to
     # several, the collectives estimated from bytes; an offload copy at the boundary scales with PCIe.

@@ -85,8 +85,9 @@ def slowest_rank(samples: dict[str, list[float]], device: str) -> dict[str, list
 
 
 def summary(values: list[float]) -> dict:
-    """Median and spread of repeated measurements, and the measurements in the order they were taken: how many
-    repetitions a configuration needs is then read from the rows themselves (``analysis.fewer_reps``)."""
+    """Median and spread of repeated measurements, and the measurements themselves, repetition by repetition (on
+    several ranks the slowest rank's; for a block of micro-steps, per micro-step): how many repetitions a
+    configuration needs is then read from the rows themselves (``analysis.launches.fewer_reps``)."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values),
             "mean": statistics.fmean(values), "samples": list(values)}
 

@@ -160,10 +160,15 @@ def memory_sweeps(runs: Path) -> dict[str, pd.DataFrame]:
 def memory_time_ratio(source: pd.DataFrame, target: pd.DataFrame) -> float | None:
     """How many times as long the same memory-bound kernels took on the GPU of ``target``'s sweep as on that of
     ``source``'s (``memory_sweeps``): the median over the (op, m, k) both timed of target seconds over source
-    seconds; None where they share none."""
+    seconds; None where they share none. As in ``gemm_curve``, a kernel that took less than ``LAUNCH_BOUND``
+    times its sweep's shortest on either GPU is left out: its time is the host's launch interval."""
     import statistics
 
     keys = ["op", "m", "k"]
-    both = source.groupby(keys)["seconds"].median().to_frame("source").join(
-        target.groupby(keys)["seconds"].median().to_frame("target"), how="inner")
+
+    def timed(lines: pd.DataFrame) -> pd.Series:
+        seconds = lines.groupby(keys)["seconds"].median()
+        return seconds[seconds >= LAUNCH_BOUND * seconds.min()]
+
+    both = timed(source).to_frame("source").join(timed(target).to_frame("target"), how="inner")
     return float(statistics.median(both["target"] / both["source"])) if len(both) else None
