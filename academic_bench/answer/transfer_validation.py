@@ -264,7 +264,8 @@ def kinds_across_gpus(prof: pd.DataFrame, source_setup: str, target_setup: str) 
     (``model_ratio``). ``prof``: ``analysis.profiles``' frame. A diagnosis, not a check: both profiles were
     measured, and nothing is fitted to them."""
     from ..catalog.methods import parse_methods
-    from .transfer import COMM_KIND, FLOP_KINDS, SCAN_KIND, _precision, memory_ratio
+    from ..catalog.models import get_model
+    from .transfer import COMM_KIND, FLOP_KINDS, SCAN_KIND, memory_ratio
 
     if prof.empty:
         return pd.DataFrame(columns=KIND_RATIO_COLUMNS)
@@ -283,7 +284,7 @@ def kinds_across_gpus(prof: pd.DataFrame, source_setup: str, target_setup: str) 
         if r.seconds_source <= 0:
             continue
         source, target = get_gpu(r.gpu_source), get_gpu(r.gpu_target)
-        tf32, precision = parse_methods(r.methods_label).tf32, _precision(r.model)
+        tf32, precision = parse_methods(r.methods_label).tf32, get_model(r.model).recipe.precision
         assumed = {"flop": source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32),
                    "scan": source.peak_flops("fp32") / target.peak_flops("fp32"),
                    "memory": memory_ratio(source, target)[0]}[r.part]
