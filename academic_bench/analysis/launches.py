@@ -80,7 +80,6 @@ def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
     ``reps`` repetitions."""
     import statistics
 
-    from ..catalog.config import Config
     from ..catalog.methods import Methods
     from ..measure.extrapolation import rebuilt_step
     from ..results import status_of
@@ -96,8 +95,7 @@ def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
             continue
         fewer = rebuilt_step({k: statistics.median(t["samples"][:reps]) for k, t in times.items()}, int(r["gas"]),
                              "synced")
-        cfg = Config.from_dict(r["config"])
-        out.append({"setup": r.get("setup"), "model": cfg.model, "methods_label": Methods.from_dict(
+        out.append({"setup": r.get("setup"), "model": r["config"]["model"], "methods_label": Methods.from_dict(
                     r["config"]["methods"]).label(), "micro_batch": r["micro_batch"], "reps": taken,
                     "step_s": r["step_time_s"], "fewer_step_s": fewer, "change": fewer / r["step_time_s"] - 1})
     return pd.DataFrame(out, columns=FEWER_REPS_COLUMNS)

@@ -21,8 +21,8 @@ part is scaled by the target GPU's capability that bounds it:
   of the source's micro-steps and charged for the target's accumulation steps, since a larger micro-batch copies
   as much per micro-step for more samples;
 - **the optimizer step and the gradient synchronisation** (the row's own timings): with offloading, host-bound
-  copies over PCIe (scaled by the PCIe ratio), else the GPU's optimizer kernels by the datasheet bandwidth ratio; on several GPUs, the sharding method's collectives over the link
-  between the GPUs (``method_costs.ring_gbps``), estimated from the bytes each method sends
+  copies over PCIe (scaled by the PCIe ratio), else the GPU's optimizer kernels by the datasheet bandwidth ratio;
+  on several GPUs, the sharding method's collectives over the link between the GPUs (``method_costs.ring_gbps``), estimated from the bytes each method sends
   (``method_costs.collective_s``).
 
 Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
@@ -154,6 +154,14 @@ def methods_of_row(row: Mapping) -> Methods:
     return Methods(**{c: row[c] if c in ("sharding", "fp8") else bool(row[c]) for c in METHOD_COLUMNS})
 
 
+def part_of(kind: str) -> str:
+    """The part of a step a kind of work (``catalog.kernels``) is scaled as: ``flop``, ``scan``, ``comm``,
+    ``optimizer`` (timed apart, in the row) or ``memory`` (every other kind: memory-bound)."""
+    if kind in FLOP_KINDS:
+        return "flop"
+    return {SCAN_KIND: "scan", COMM_KIND: "comm", "optimizer": "optimizer"}.get(kind, "memory")
+
+
 def split_of(profile: pd.DataFrame, gas: int | None = None) -> dict[str, float]:
     """One configuration's profile rows (kind, seconds, busy_s, step_wall_s, gas) as shares of its step wall
     time. The optimizer's kernels are left out: the row's own optimizer timing stands for them.
@@ -164,12 +172,8 @@ def split_of(profile: pd.DataFrame, gas: int | None = None) -> dict[str, float]:
     profile's idle time is taken per micro-step, times ``gas``, before the shares are formed: a profile at a
     micro-batch of 2 would otherwise lend its launch-bound idle share to a step of micro-batch 32."""
     wall = float(profile["step_wall_s"].iloc[0])
-    sec = profile.groupby("kind")["seconds"].sum()
-    flop = float(sec.reindex(FLOP_KINDS).fillna(0).sum())
-    comm = float(sec.get(COMM_KIND, 0.0))
-    scan = float(sec.get(SCAN_KIND, 0.0))
-    opt = float(sec.get("optimizer", 0.0))
-    memory = float(sec.sum()) - flop - scan - comm - opt
+    sec = profile.groupby(profile["kind"].map(part_of))["seconds"].sum()
+    flop, scan, memory, comm = (float(sec.get(k, 0.0)) for k in ("flop", "scan", "memory", "comm"))
     idle = max(0.0, wall - float(profile["busy_s"].iloc[0]))
     if gas is not None:
         idle *= gas / int(profile["gas"].iloc[0])
@@ -230,8 +234,8 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     fastest and slowest plausible scaling: FLOP kernels at 0.95..1.15 x the peak ratio where the architecture
     differs (an older GPU reaches less of its peak), 0.97..1.03 x where it is the same; memory-bound kernels
     between the memory ratio (``memory_ratio``: fully bandwidth-bound) and the peak ratio (latency- or
-    compute-bound), taking the central estimate at the memory ratio; idle time 0.8..1.25 x; collectives 0.5..2 x (overlap with the
-    backward, the link's achieved bandwidth). Without the configuration's own profile the range widens by
+    compute-bound), taking the central estimate at the memory ratio; idle time 0.8..1.25 x; collectives
+    0.5..2 x (overlap with the backward, the link's achieved bandwidth). Without the configuration's own profile the range widens by
     ``WIDEN`` of the step on each side.
 
     The MFU is **capped** at ``MFU_CAP``: a scaled step shorter than the one at 75% of the peak is raised to it
@@ -247,8 +251,8 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         raise ValueError(f"the GPU count must be at least 1, got {n_gpus!r}")
     n_gpus = int(n_gpus)
     precision = _precision(src.model)
-    p_ratio = source.peak_flops(precision, src.methods.tf32) / target.peak_flops(precision, src.methods.tf32)
-    b_ratio, b_basis = memory_ratio(source, target, runs)
+    ratios, b_basis = part_ratios(source, target, precision, src.methods.tf32, runs)
+    p_ratio, b_ratio, cuda_ratio = ratios["flop"], ratios["memory"], ratios["scan"]
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
     mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
@@ -275,7 +279,6 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         copies = [ours * scale, micro_step_copy_s(src.methods, n_gpus, target, params, width, gas) * scale]
     micro -= copies[0]
     flop, scan, memory, comm, idle = (micro * split.get(k, 0.0) for k in ("flop", "scan", "memory", "comm", "idle"))
-    cuda_ratio = source.peak_flops("fp32") / target.peak_flops("fp32")
     same_arch = source.architecture == target.architecture
     lo_f, hi_f = (0.97, 1.03) if same_arch else (0.95, 1.15)
     parts = [  # (central, low, high) seconds on the target
@@ -338,6 +341,16 @@ def _ratio(source: GPU, target: GPU, field: str) -> float:
         if not value or not math.isfinite(value):
             raise ValueError(f"the GPU catalog has no {field} for {gpu.key!r} (data/gpus.csv)")
     return getattr(source, field) / getattr(target, field)
+
+
+def part_ratios(source: GPU, target: GPU, precision: str, tf32: bool, runs: str | None = None
+                ) -> tuple[dict[str, float], str]:
+    """How many times as long each part of a step (``part_of``) is taken to run on ``target`` as on ``source``:
+    ``flop`` by the dense peaks at ``precision``, ``scan`` by the fp32 peaks, ``memory`` by ``memory_ratio``
+    (whose basis comes second)."""
+    memory, basis = memory_ratio(source, target, runs)
+    return {"flop": source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32),
+            "scan": source.peak_flops("fp32") / target.peak_flops("fp32"), "memory": memory}, basis
 
 
 def memory_ratio(source: GPU, target: GPU, runs: str | None = None) -> tuple[float, str]:

@@ -258,21 +258,19 @@ KIND_RATIO_COLUMNS = ["model", "methods", "part", "source_micro_batch", "target_
 def kinds_across_gpus(prof: pd.DataFrame, source_setup: str, target_setup: str) -> pd.DataFrame:
     """Where a carry between two GPUs goes wrong, kind by kind: each configuration profiled on both setups (the
     same model and methods, one GPU each, so the same global batch a step), its kernels' seconds a step summed
-    over the transfer model's parts (matrix products, attention and convolution as ``flop``; the scan; the
-    memory-bound kinds as ``memory``; the optimizer and communication left out, as ``transfer.split_of`` leaves
-    them), the target's over the source's (``ratio``) beside the ratio ``transfer.predict`` scales that part by
-    (``model_ratio``). ``prof``: ``analysis.profiles``' frame. A diagnosis, not a check: both profiles were
+    over the transfer model's parts (``transfer.part_of``: ``flop``, ``scan`` and ``memory``; the optimizer and
+    communication left out, as ``transfer.split_of`` leaves them), the target's over the source's (``ratio``)
+    beside the ratio ``transfer.predict`` scales that part by (``transfer.part_ratios``: ``model_ratio``). ``prof``: ``analysis.profiles``' frame. A diagnosis, not a check: both profiles were
     measured, and nothing is fitted to them."""
     from ..catalog.methods import parse_methods
     from ..catalog.models import get_model
-    from .transfer import COMM_KIND, FLOP_KINDS, SCAN_KIND, memory_ratio
+    from .transfer import part_of, part_ratios
 
     if prof.empty:
         return pd.DataFrame(columns=KIND_RATIO_COLUMNS)
     prof = prof[~prof["tiny"].astype(bool) & (prof["n_gpus"] == 1)]
-    part = prof["kind"].map(lambda k: "flop" if k in FLOP_KINDS else "scan" if k == SCAN_KIND
-                            else None if k in (COMM_KIND, "optimizer") else "memory")
-    sums = prof.assign(part=part).dropna(subset=["part"]).groupby(
+    part = prof["kind"].map(part_of)
+    sums = prof.assign(part=part)[part.isin(["flop", "scan", "memory"])].groupby(
         ["setup", "model", "methods_label", "gpu", "micro_batch", "part"])["seconds"].sum().reset_index()
     # One profile per model and methods on a setup (the largest micro-batch where several were profiled), so that
     # each configuration pairs with one on the other setup.
@@ -283,11 +281,8 @@ def kinds_across_gpus(prof: pd.DataFrame, source_setup: str, target_setup: str) 
     for r in both.itertuples():
         if r.seconds_source <= 0:
             continue
-        source, target = get_gpu(r.gpu_source), get_gpu(r.gpu_target)
-        tf32, precision = parse_methods(r.methods_label).tf32, get_model(r.model).recipe.precision
-        assumed = {"flop": source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32),
-                   "scan": source.peak_flops("fp32") / target.peak_flops("fp32"),
-                   "memory": memory_ratio(source, target)[0]}[r.part]
+        assumed = part_ratios(get_gpu(r.gpu_source), get_gpu(r.gpu_target), get_model(r.model).recipe.precision,
+                              parse_methods(r.methods_label).tf32)[0][r.part]
         rows.append({"model": r.model, "methods": r.methods_label, "part": r.part,
                      "source_micro_batch": r.micro_batch_source, "target_micro_batch": r.micro_batch_target,
                      "source_s": r.seconds_source,

@@ -28,6 +28,8 @@ import time
 
 import torch
 
+from academic_bench.catalog.models.from_config import padded_size
+
 HIDDEN = (512, 768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 8192)
 TOKENS = (2048, 8192, 32768)  # tokens in a micro-batch: micro-batch x sequence length
 WIDEN = (1, 4)  # N = hidden (attention projections) and 4 x hidden (a plain MLP's first layer)
@@ -36,7 +38,6 @@ WARMUP, REPS, ROUNDS = 3, 10, 5
 # twin, and the tokens of a micro-batch.
 OUTPUT_LAYERS = ((768, 50257), (2048, 50257), (2048, 32001), (2048, 151655))
 OUTPUT_TOKENS = (8192, 65536)
-PAD_TO = 64
 # The memory-bound kernels: tokens, features (a hidden size up to a wide MLP's), and each op with the bytes it
 # reads and writes per element (bf16 = 2 bytes, fp32 = 4).
 MEMORY_TOKENS = (8192, 32768)
@@ -49,7 +50,7 @@ def shapes(kind: str) -> list[tuple[int, int, int]]:
     if kind == "linear":
         return [(m, k, k * w) for m in TOKENS for k in HIDDEN for w in WIDEN]
     if kind == "output-layer":
-        return [(m, k, n) for m in OUTPUT_TOKENS for k, v in OUTPUT_LAYERS for n in (v, -(-v // PAD_TO) * PAD_TO)]
+        return [(m, k, n) for m in OUTPUT_TOKENS for k, v in OUTPUT_LAYERS for n in (v, padded_size(v))]
     raise SystemExit(f"unknown sweep {kind!r}: choose linear, output-layer or memory")
 
 
@@ -79,10 +80,15 @@ def memory_kernel(op: str, m: int, k: int, dev: torch.device):
     raise ValueError(f"unknown op {op!r}")
 
 
+def machine_fields() -> dict:
+    """What every line names of the machine that timed it."""
+    return {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "date": time.strftime("%Y-%m-%d")}
+
+
 def memory_main(out: str) -> None:
     dev = torch.device("cuda")
-    machine = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "date": time.strftime("%Y-%m-%d")}
+    machine = machine_fields()
     with open(out, "a") as f:
         for op, m, k in memory_plan():
             s = timed(memory_kernel(op, m, k, dev))
@@ -114,8 +120,7 @@ def main(out: str, kind: str = "linear") -> None:
         return memory_main(out)
     plan = shapes(kind)
     dev = torch.device("cuda")
-    machine = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "date": time.strftime("%Y-%m-%d")}
+    machine = machine_fields()
     with open(out, "a") as f:
         for m, k, n in plan:
             x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
