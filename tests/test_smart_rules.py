@@ -92,10 +92,11 @@ def test_the_shipped_spread_comes_from_repeated_measurements():
     assert machine_spread(rows) == max(max(t) / min(t) - 1 for t in repeats.values())
 
 
-def test_cannot_win_compares_settings_of_one_library_only():
-    """More memory saving through another library is other work, not overhead on the same work: DeepSpeed's
-    ZeRO-1 + offload is still measured after free-lunch ran the whole batch, or when the memory model gives it
-    no larger micro-batch; checkpointing on the same path is skipped."""
+def test_cannot_win_compares_only_with_a_library_doing_no_more_work_per_micro_step():
+    """DeepSpeed's step on bf16 weights is not overhead on free-lunch's autocast over fp32 weights: ZeRO-1 +
+    offload is still measured after free-lunch ran the whole batch, or when the memory model gives it no larger
+    micro-batch. Checkpointing on the same path, and FSDP's offloading (PyTorch's step and more), are skipped, and
+    FSDP's offloading is judged by DeepSpeed's too; a switch beyond the paper on one side makes other work."""
     class Same:  # a memory model that predicts the same largest micro-batch for everything
         @staticmethod
         def max_micro_batch(config, gpu_gb):
@@ -116,15 +117,23 @@ def test_cannot_win_compares_settings_of_one_library_only():
     def cfg(m: str) -> Config:
         return Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(m))
 
-    base = cfg("free-lunch")
-    for gas, category in ((1, "cannot win (batch already fits)"), (64, "cannot win (no larger micro-batch)")):
+    def after(measured: str, gas: int) -> SmartPruner:
+        base = cfg(measured)
         p = SmartPruner(host_memory_gb=math.inf)
         p.estimate = Same()
         p.observe(base, make_row(base, setup="t", outcome="ok", micro_batch=base.per_gpu_batch // gas, gas=gas,
                                  step_time_s=1.0))
+        return p
+
+    for gas, category in ((1, "cannot win (batch already fits)"), (64, "cannot win (no larger micro-batch)")):
+        p = after("free-lunch", gas)
         assert p.skip(cfg("free-lunch+ckpt"))[0] == category
+        assert p.skip(cfg("free-lunch+fsdp_full_shard+offload"))[0] == category
         assert p.skip(cfg("free-lunch+zero1+offload")) is None
-        assert p.skip(cfg("free-lunch+fsdp_full_shard+offload")) is None
+        p = after("free-lunch+zero1+offload", gas)
+        assert p.skip(cfg("free-lunch+fsdp_shard_grad_op+offload"))[0] == category
+        assert p.skip(cfg("free-lunch+zero3+offload"))[0] == category
+        assert after("free-lunch+fp8-rowwise", gas).skip(cfg("free-lunch+fsdp_full_shard+offload")) is None
 
 
 def test_fp8_out_of_memory_at_its_smallest_micro_batch_says_nothing_of_micro_batch_1():
@@ -142,8 +151,7 @@ def test_fp8_out_of_memory_at_its_smallest_micro_batch_says_nothing_of_micro_bat
 def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
     """Rule 6: after free-lunch ran at an MFU that, with checkpointing's extra forward added, already needs more of
     the peak than the GPU's matrix products reach, free-lunch + ckpt cannot win and is skipped; at a low MFU (a
-    larger micro-batch could still pay for the recompute), or with no ceiling known for the GPU, it runs. Other
-    methods added beside checkpointing are not this rule's to judge."""
+    larger micro-batch could still pay for the recompute), or with no ceiling known for the GPU, it runs."""
     from dataclasses import replace
 
     base = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"))
@@ -160,7 +168,14 @@ def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
     assert skipped and skipped[0] == "cannot win (recompute)" and "700 TFLOP/s at most" in skipped[1]
     assert pruner_after(0.3, 700e12).skip(ckpt) is None
     assert pruner_after(0.6, None).skip(ckpt) is None
-    assert pruner_after(0.6, 700e12).skip(sharded) is None
+    # Sharding and offloading beside checkpointing only add time to the same hardware FLOPs: skipped too.
+    assert pruner_after(0.6, 700e12).skip(sharded)[0] == "cannot win (recompute)"
+    # Only a configuration that saves less memory speaks: ZeRO-3 + offload measured says nothing of ckpt alone.
+    zero3 = replace(base, methods=parse_methods("free-lunch+zero3+offload"))
+    p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: 700e12, spread=0.05)
+    p.observe(zero3, make_row(zero3, setup="t", outcome="ok", micro_batch=16, gas=64, step_time_s=25.0, mfu=0.6,
+                              peak_flops=1000e12))
+    assert p.skip(ckpt) is None
     fp8 = (replace(base, methods=parse_methods(m)) for m in ("free-lunch+fp8-rowwise", "free-lunch+fp8-rowwise+ckpt"))
     fp8_base, fp8_ckpt = fp8
     p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: 700e12, spread=0.05)

@@ -24,7 +24,7 @@ from academic_bench.results import ResultStore, make_row, synced_micro_batches
 from academic_bench.search.plans import plan
 from academic_bench.results import skipped_path
 from academic_bench.search.smart import SmartPruner
-from academic_bench.search.sweep import format_summary, run_sweep
+from academic_bench.search.sweep import format_summary, run_sweep, to_remeasure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -211,6 +211,27 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
         run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
     lines = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
     assert [k["category"] for k in lines[-2:]] == ["cannot fit", "cannot win (batch already fits)"], lines
+
+
+def test_a_search_from_scratch_decides_every_configuration_again(tmp_path):
+    """``retry=["all"]`` runs a smart search as in an empty store: a configuration measured before (by a search
+    whose rules let it through) is skipped when today's rules skip it, and the one they keep is measured again,
+    so the share of GPU time the rules cost is measured, not the old rules'. A resumed search lets both stand."""
+    out = tmp_path / "results.jsonl"
+    kept, saves_more = tiny("naive"), tiny("naive+ckpt")
+    kw = dict(device="cpu", progress=False, warmup=2, reps=5, timeout_s=300)
+    assert run_sweep([kept, saves_more], out, "cpu-test", search="exhaustive", **kw)["outcomes"] == {"ok": 2}
+    resumed = run_sweep([kept, saves_more], out, "cpu-test", search="smart", **kw)
+    assert (resumed["resumed"], resumed["ran"], resumed["skipped"]) == (2, 0, [])
+    fresh = run_sweep([kept, saves_more], out, "cpu-test", search="smart", retry=("all",), **kw)
+    assert (fresh["resumed"], fresh["ran"], fresh["outcomes"]) == (0, 1, {"ok": 1}), fresh
+    assert [k["config_id"] for k in fresh["skipped"]] == [saves_more.id]
+    assert fresh["skip_reasons"] == {"cannot win (batch already fits)": 1}
+    rows = ResultStore(out).rows()
+    assert [(r["config_id"], r["search"]) for r in rows[2:]] == [(kept.id, "smart")], "added beside the old rows"
+    assert [json.loads(x)["config_id"] for x in skipped_path(out).read_text().splitlines()] == [saves_more.id]
+    with pytest.raises(ValueError, match="cannot retry all"):  # remeasure selects rows; a fresh search is none
+        to_remeasure(rows, "all")
 
 
 def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
-from ..results import PREDICTED_STOP, RETRY_CHOICES, UNVALIDATED, ResultStore, synced_micro_batches
+from ..results import PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, UNVALIDATED, ResultStore, synced_micro_batches
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
 
@@ -263,7 +263,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--retry", default="", metavar="OUTCOMES",
-                   help="re-run configurations whose row has one of these outcomes, e.g. error,timeout")
+                   help="re-run configurations whose row has one of these outcomes, e.g. error,timeout; "
+                        "'all' runs the search again from scratch (the smart search deciding from this run alone)")
     _run_args(p)
     p.set_defaults(func=_cmd_sweep)
 
@@ -271,7 +272,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_json(p)
     p.add_argument("--out", required=True, help="the setup's results file, e.g. notebooks/runs/h100x1/results.jsonl")
     p.add_argument("--setup", default=None, help="the rows' hardware label (default: the results file's folder)")
-    p.add_argument("--retry", default=PREDICTED_STOP, choices=RETRY_CHOICES,
+    p.add_argument("--retry", default=PREDICTED_STOP, choices=REMEASURE_CHOICES,
                    help="which rows: an outcome, uncommitted, predicted-stop (the default: the micro-batch search "
                         "stopped on the memory model's prediction), memory-wall (timed near the GPU's capacity "
                         "before the engine checked a size at the memory wall against half of it), or unvalidated "

@@ -3,8 +3,8 @@ append-only stores that keep them (``store``); beside them, the matrix-product s
 Every public name is importable from here."""
 from __future__ import annotations
 
-from .schema import (DEFAULT_RUNS, ENGINE_REVISION, ENGINE_REVISIONS, MODES, NEEDS_REASON, NUMBER_KEYS, OPTIONAL_KEYS,
-                     MEMORY_WALL, OUTCOMES, PREDICTED_STOP, RETRY_CHOICES, RETRY_OUTCOMES, ROW_KEYS, SCHEMA, SEARCHES, STATUSES, TIMINGS,
+from .schema import (ALL, DEFAULT_RUNS, ENGINE_REVISION, ENGINE_REVISIONS, MODES, NEEDS_REASON, NUMBER_KEYS, OPTIONAL_KEYS,
+                     MEMORY_WALL, OUTCOMES, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, RETRY_OUTCOMES, ROW_KEYS, SCHEMA, SEARCHES, STATUSES, TIMINGS,
                      UNCOMMITTED, UNVALIDATED, RowError, check_row, make_row, now_iso, row_problems, run_label, written_status)
 from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEEPSPEED, NOT_RUN_PREFIX, SET_ASIDE,
                     SHORT_PATTERN_ZERO3_OFFLOAD, engine_revision, fastest_row, is_not_run, is_settled, is_uncommitted, latest_rows,
@@ -17,11 +17,11 @@ from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, a
                     jsonl_problem, load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
 from .trust import MFU_IMPLAUSIBLE, REJECTED_PREFIX, Fault, device_fault, duplicates, rejection, row_faults
 
-__all__ = ["GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_ceiling",
+__all__ = ["ALL", "GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_ceiling",
            "MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "rejection", "row_faults",
            "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MEMORY_WALL", "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
-           "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",
+           "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "REMEASURE_CHOICES", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",
            "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "STATUSES",
            "TIMINGS", "UNCOMMITTED", "UNVALIDATED", "append_line", "append_profile", "check_row", "engine_revision", "faster_beyond_spread", "fastest_row", "is_not_run",
            "is_settled", "is_uncommitted", "json_safe", "jsonl_problem", "latest_rows", "latest_skips", "load_planned", "load_profiles", "load_runs",

@@ -50,7 +50,14 @@ MEMORY_WALL = "memory-wall"
 # their setup, so no reader counts them (``analysis.counted.unvalidated_rows``); measured again, the current
 # revision's validation speaks for them.
 UNVALIDATED = "unvalidated"
-RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP, MEMORY_WALL, UNVALIDATED)
+# And "all": a search run again from scratch, as in an empty store: every configuration it plans is decided again
+# (a smart search's rules from what this run measures alone), and its rows and skips are added beside the old ones,
+# so that the store's latest word on each configuration is this run's. A rule changed since the store's search
+# ran is judged by what it now costs, not by what the old rules measured. ``remeasure`` selects rows; this is none.
+ALL = "all"
+RETRY_CHOICES = (*RETRY_OUTCOMES, UNCOMMITTED, PREDICTED_STOP, MEMORY_WALL, UNVALIDATED, ALL)
+# What ``remeasure`` may select rows by: every choice but a search run from scratch.
+REMEASURE_CHOICES = tuple(c for c in RETRY_CHOICES if c != ALL)
 # A row's run state, the one thing readers ask of it (``status_of``): "measured" (a result, outcome ok),
 # "failed" (its outcome names the kind: oom, error, timeout, unsupported), "not run", "invalid" (an excluded
 # combination, classified by its rule without running), or "set aside" (a measurement a later correction of the

@@ -123,7 +123,7 @@ def check_parameters(params: dict[str, Any]) -> dict[str, Any]:
                          f"{', '.join(gpu_catalog())}")
     retry = [p["retry"]] if isinstance(p["retry"], str) else p["retry"]
     if not isinstance(retry, (list, tuple)) or any(o not in RETRY_CHOICES for o in retry):
-        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes (or 'uncommitted'), from: "
+        raise ValueError(f"retry {p['retry']!r} must be a list of outcomes (or a rule, or 'all'), from: "
                          f"{', '.join(RETRY_CHOICES)}")
     p["retry"] = list(dict.fromkeys(retry))
     _number(p, "time_budget_s", minimum=0, allow_none=True)

@@ -1,7 +1,6 @@
 """The smart search's pruning: candidates that cannot fit or cannot win are skipped, each with its rule."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 import psutil
@@ -32,9 +31,21 @@ def oom_above_smallest(row: dict) -> bool:
     return (row.get("micro_batch") or 0) > 1 or (bool(tried) and min(tried) > 1)
 
 
-def same_library(a: Methods, b: Methods) -> bool:
-    """Whether two settings run their step through the same library: PyTorch alone (DDP), DeepSpeed or FSDP."""
-    return (a.uses_deepspeed, a.uses_fsdp) == (b.uses_deepspeed, b.uses_fsdp)
+def _library_work(m: Methods) -> int:
+    """How much work a library puts around the same micro-step: DeepSpeed's engine runs the forward and backward
+    on bf16 weights (fp32 masters only in its optimizer), PyTorch alone (DDP) autocasts fp32 weights on every
+    micro-step, and FSDP does that too around its gathers and, offloaded, its copies to and from the host."""
+    return 0 if m.uses_deepspeed else 2 if m.uses_fsdp else 1
+
+
+def no_less_work(candidate: Methods, measured: Methods) -> bool:
+    """Whether ``candidate``'s library does at least the work of ``measured``'s at the same micro-batch
+    (``_library_work``): the same library, or PyTorch's path beside DeepSpeed's. Never DeepSpeed beside PyTorch:
+    ZeRO-1 + offload beat free-lunch at the same micro-batch on every exhaustive search that ran both. The
+    switches beyond the paper change the micro-step's work either way (FP8 was slower than bf16 on Pythia-160M),
+    so both must have the same ones."""
+    return (_library_work(candidate) >= _library_work(measured)
+            and candidate.beyond_switches() == measured.beyond_switches())
 
 
 def _power_of_two_floor(n: int) -> int:
@@ -49,31 +60,32 @@ class SmartPruner:
        that the states a node's ranks offload need more than the host memory of the machine running the sweep
        (seen on one H100 with 128 GiB: Pythia-6.9B's ZeRO-1 offload was killed by the out-of-memory killer);
     2. cannot fit: a measured configuration that saves at least as much memory ran out at micro-batch 1;
-    3. cannot win: a measured configuration of the same library that saves less memory already runs the whole
-       per-GPU batch in one micro-batch (or the micro-batch is fixed), so more memory saving can only add overhead;
-    4. cannot win: the memory model predicts no larger micro-batch than for a measured configuration of the same
-       library that saves less memory (predictions compared with predictions, so the model's bias cancels), so
-       again only overhead;
+    3. cannot win: a measured configuration that saves less memory, through a library doing no more work per
+       micro-step (``no_less_work``), already runs the whole per-GPU batch in one micro-batch (or the micro-batch
+       is fixed), so more memory saving can only add overhead;
+    4. cannot win: the memory model predicts no larger micro-batch than for such a measured configuration
+       (predictions compared with predictions, so the model's bias cancels), so again only overhead;
     5. cannot finish: a configuration that saves less memory ran at least this sweep's time limit without a
        result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
        search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
        ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
     6. cannot win (recompute): checkpointing adds one more forward of the checkpointed blocks
        (``estimate.stats.recomputed_share``), so it wins only if the larger micro-batch it allows raises the
-       GPU's rate of hardware FLOPs by more than that. A measured configuration of the same library and methods
-       without checkpointing ran at MFU ``u`` of the row's peak: to beat it beyond the spread, the checkpointed
-       step would need hardware FLOPs at ``u x peak x (1 + recompute) x (1 + spread)`` per second, and
-       ``ceiling(gpu)`` (the plateau of the GPU's bf16 matrix-product sweep, ``results.gemm.step_ceiling``) says
-       its matrix products do not run that fast. Without a ceiling for the GPU the rule is off.
+       GPU's rate of hardware FLOPs by more than that. A measured configuration that saves less memory, of any
+       library, ran the same model FLOPs at MFU ``u`` of the row's peak: to beat it beyond the spread, the
+       checkpointed step would need hardware FLOPs at ``u x peak x (1 + recompute) x (1 + spread)`` per second,
+       and ``ceiling(gpu)`` (the plateau of the GPU's bf16 matrix-product sweep, ``results.gemm.step_ceiling``)
+       says its matrix products do not run that fast. Sharding or offloading beside checkpointing only adds
+       time, so the bound holds for them too. Without a ceiling for the GPU the rule is off.
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
 
     "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
     (``results.machine_spread``); inside it the two tie, and the tie goes to the cheaper setting, the one that
-    saves less memory. Rules 3 and 4 compare configurations of one library only (``same_library``): at the same
-    micro-batch, DeepSpeed's step (bf16 weights, its own optimizer) differs from PyTorch's autocast over fp32
-    weights by more than the spread, either way, so more memory saving through another library is no overhead
-    on the same work (ZeRO-1 + offload beat free-lunch at the same micro-batch on every exhaustive search that
-    ran both). ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
+    saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose library does no more
+    work per micro-step (``no_less_work``): DeepSpeed's step on bf16 weights is faster than PyTorch's autocast
+    over fp32 weights at the same micro-batch (ZeRO-1 + offload beat free-lunch on every exhaustive search that
+    ran both), so a DeepSpeed candidate is measured after free-lunch, while PyTorch's and FSDP's offloading are
+    judged by DeepSpeed's. ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
     """
 
     def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -154,9 +166,9 @@ class SmartPruner:
                         f"smart: skipped because {o.label()}, which saves less memory, ran "
                         f"{row['duration_s']:.0f} s without a result; saving more memory only adds work, so it "
                         f"would not finish within this sweep's {self.timeout_s:g} s limit either")
-            if row["outcome"] != "ok" or not saves_more(m, o) or not same_library(m, o):
+            if row["outcome"] != "ok" or not saves_more(m, o):
                 continue
-            beyond = self._beyond_ceiling(c, other, row)
+            beyond = self._beyond_ceiling(c, row)
             if beyond is not None:
                 needed, ceiling = beyond
                 return ("cannot win (recompute)",
@@ -164,6 +176,8 @@ class SmartPruner:
                         f"recompute, winning by more than the spread ({self.spread:.1%}) needs "
                         f"{needed / 1e12:,.0f} TFLOP/s of hardware FLOPs, and this GPU's matrix products run at "
                         f"{ceiling / 1e12:,.0f} TFLOP/s at most")
+            if not no_less_work(m, o):
+                continue
             if row.get("gas") == 1 or c.micro_batch is not None:
                 what = ("already fits the whole per-GPU batch" if c.micro_batch is None
                         else "already runs the same fixed micro-batch")
@@ -179,13 +193,13 @@ class SmartPruner:
                             f"{row['step_time_s']:.4g} s/step; more memory saving would only add overhead")
         return None
 
-    def _beyond_ceiling(self, c: Config, o: Config, row: dict) -> tuple[float, float] | None:
-        """Rule 6: (the hardware FLOP/s that ``c``, ``o`` with checkpointing added and nothing else changed, would
-        need to beat ``o``'s measured ``row`` beyond the spread, the GPU's ceiling) when the first reaches the
-        second; else None. FP8's linear layers run faster than the bf16 ceiling, so the rule leaves them."""
-        m, other = c.methods, o.methods
-        if (not m.checkpointing or other.checkpointing or self.ceiling is None or m.fp8 != "none"
-                or replace(other, checkpointing=True) != m or not row.get("mfu") or not row.get("peak_flops")):
+    def _beyond_ceiling(self, c: Config, row: dict) -> tuple[float, float] | None:
+        """Rule 6: (the hardware FLOP/s that the checkpointed ``c`` would need to beat the measured ``row`` of its
+        setting beyond the spread, the GPU's ceiling) when the first reaches the second; else None. FP8's linear
+        layers run faster than the bf16 ceiling, so the rule leaves them."""
+        m = c.methods
+        if (not m.checkpointing or self.ceiling is None or m.fp8 != "none" or not row.get("mfu")
+                or not row.get("peak_flops")):
             return None
         ceiling = self.ceiling(c.gpu)
         if ceiling is None:

@@ -27,7 +27,7 @@ from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
+from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
                       append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
                       now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
                       load_runs, machine_spread, step_ceiling, stopped_on_prediction, synced_micro_batches,
@@ -156,7 +156,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one; "uncommitted": the
     row names no commit, ``results.is_uncommitted``; "predicted-stop": its micro-batch search stopped on the memory
     model's prediction, ``results.stopped_on_prediction``; "memory-wall": it may have been timed at the memory
-    wall and was never checked, ``results.unchecked_at_wall``) or the row only
+    wall and was never checked, ``results.unchecked_at_wall``; "all": every configuration, as in an empty store, the
+    smart search's rules deciding from this run's measurements alone) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
@@ -182,9 +183,11 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     # The latest row of each configuration decides (an older real failure must not stand in for a newer row
     # that is set aside or left unstarted).
     last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
-    existing = {cid: r for cid, r in last_row.items()
-                if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
-                and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
+    fresh = ALL in retry  # a search from scratch: nothing stored stands in for a measurement or a decision
+    existing = {} if fresh else {
+        cid: r for cid, r in last_row.items()
+        if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
+        and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
     # The pruner asks for the ceiling at every checkpointed candidate: each GPU's GEMM sweeps are read once.
     pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lru_cache(maxsize=None)(partial(_ceiling, out=out)),
                           spread=_spread(stored)) if search == "smart" else None)
@@ -217,7 +220,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
                     continue
                 # A measured configuration asked for again is measured, not pruned: a skip would stand in the
                 # skips file against the result it was asked to check.
-                remeasured = c.id in last_row and last_row[c.id]["outcome"] == "ok"
+                remeasured = not fresh and c.id in last_row and last_row[c.id]["outcome"] == "ok"
                 why = pruner.skip(c) if pruner and not remeasured else None
                 if why:
                     _record_skip(skip_file, c, setup, timing, mode, why, already_skipped, last_row.get(c.id))
@@ -267,13 +270,13 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
 
 def to_remeasure(rows: list[dict], retry: str, ids: Collection[str] | None = None) -> list[dict]:
-    """The latest rows (``results.latest_rows``) that ``retry`` (one of ``RETRY_CHOICES``) selects, e.g.
+    """The latest rows (``results.latest_rows``) that ``retry`` (one of ``REMEASURE_CHOICES``) selects, e.g.
     ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction; ``MEMORY_WALL``: those
     timed near their GPU's capacity before the engine checked the memory wall. ``UNVALIDATED`` is decided by the
     store's validations, which a reader above this layer weighs (``analysis.counted.unvalidated_rows``): it
     selects the measured synchronized rows of the configurations ``ids`` names."""
-    if retry not in RETRY_CHOICES:
-        raise ValueError(f"cannot retry {retry}; choose from: {', '.join(RETRY_CHOICES)}")
+    if retry not in REMEASURE_CHOICES:
+        raise ValueError(f"cannot retry {retry}; choose from: {', '.join(REMEASURE_CHOICES)}")
     if retry == UNVALIDATED and ids is None:
         raise ValueError(f"retry {UNVALIDATED} needs the configuration ids the store's validations leave "
                          "uncounted (analysis.counted.unvalidated_rows)")

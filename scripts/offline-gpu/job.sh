@@ -22,7 +22,8 @@
 #   parity      the loss parity of each switch beyond the paper in PARITY (default "bf16w fused-ce fp8-tensorwise
 #               fp8-rowwise") against free-lunch (scripts/offline-gpu/loss_parity.py, PARITY_STEPS steps, default
 #               300) into notebooks/runs/SETUP/evidence/parity/SWITCH.json
-#   search      the benchmark notebook's naive and smart searches of MODELS (default: every model), with the
+#   search      the benchmark notebook's naive and smart searches (PRESETS, default "naive smart") of MODELS
+#               (default: every model; RETRY="[all]" runs them again from scratch), with the
 #               validation net (the cheapest configuration of every method class that ran and has no
 #               validation yet); rows a correction of the engine set aside and configurations a time budget
 #               never started are measured again;
@@ -64,7 +65,7 @@ for part in ${PARTS:-search exhaustive}; do
         --budget ${BUDGET3_S:-2400} --no-progress
       echo "remeasure rc=$?" ;;
     search)
-      bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET1_S:-1000} ${HARD1_S:-1600} --preset naive smart \
+      bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET1_S:-1000} ${HARD1_S:-1600} --preset ${PRESETS:-naive smart} \
         ${MODELS:+--models $MODELS} "${notebook_args[@]}" "${search_args[@]}" ;;
     exhaustive)
       bash scripts/offline-gpu/notebook.sh $SETUP $GPU $N ${BUDGET2_S:-600} ${HARD2_S:-1200} --preset naive smart \
