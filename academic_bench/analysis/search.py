@@ -12,7 +12,7 @@ import pandas as pd
 from ..catalog.methods import exclusion_reason
 from ..results import SET_ASIDE
 from .counted import validation_state
-from .frame import SETTING, runs_root
+from .frame import SETTING, runs_frame, runs_root
 
 
 # --- how good is the smart search? --------------------------------------------------------------------------
@@ -151,3 +151,44 @@ def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
     """The fastest row that counts as a result (its class validated by the revision that made it)."""
     ok = rows[(rows["outcome"] == "ok") & rows["days"].notna() & rows["counted"]]
     return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]
+
+
+REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share"]
+
+
+def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
+    """What today's smart rules would measure of each complete exhaustive search under ``root``: the setting's
+    configurations in the smart search's order, each either skipped by ``search.smart.SmartPruner`` (with the
+    shipped GEMM ceiling and machine spread) or answered with the exhaustive search's own row, which the pruner
+    then sees. A projection, made before a search from scratch (``retry=["all"]``) measures it: ``measured`` and
+    ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1, and
+    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's."""
+    from ..catalog.config import Config
+    from ..results import latest_rows, load_runs, machine_spread as spread_of, step_ceiling
+    from ..search.plans import plan
+    from ..search.smart import SmartPruner
+
+    runs = runs_root(root)
+    rows = load_runs(runs)
+    spread = spread_of(rows)
+    latest = {(r.get("setup"), r["config_id"]): r for r in latest_rows(rows)
+              if r["timing"] == "synced" and r["mode"] == "step"}
+    out = []
+    for s in smart_vs_exhaustive(runs_frame(runs), skipped_frame(runs), spread).itertuples():
+        if not s.exhaustive_complete:
+            continue
+        valid = exhaustive_ids(s.model, s.gpu, s.n_gpus)
+        pruner = SmartPruner(ceiling=lambda gpu: step_ceiling(gpu, runs), spread=spread, host_memory_gb=math.inf)
+        measured = []
+        for c in plan(s.model, s.gpu, int(s.n_gpus), "smart"):
+            if c.id in valid and pruner.skip(c) is None:
+                measured.append(latest[(s.setup, c.id)])
+                pruner.observe(c, measured[-1])
+        best = min((r["days"] for r in measured if r["outcome"] == "ok" and r.get("days")), default=math.nan)
+        out.append({"setup": s.setup, "model": s.model, "gpu": s.gpu, "n_gpus": s.n_gpus, "measured": len(measured),
+                    "skipped": len(valid) - len(measured),
+                    "best": next((Config.from_dict(r["config"]).methods.label() for r in measured
+                                  if r.get("days") == best), None),
+                    "gap": best / s.exhaustive_days - 1,
+                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s})
+    return pd.DataFrame(out, columns=REPLAY_COLUMNS)
