@@ -1,4 +1,4 @@
-export ACADEMIC_BENCH_GIT_COMMIT=49dc7c6
+export ACADEMIC_BENCH_GIT_COMMIT=3fc9ac8
 # 1. The bf16 matrix-product sweep of this GPU: the smart search's recompute rule reads its plateau.
 PARTS=gemm bash scripts/offline-gpu/job.sh h200x1 h200 1
 # 2. The smart search of the hard model again from scratch, under today's rules.
