@@ -108,3 +108,33 @@ def test_how_far_a_step_moves_with_fewer_repetitions_is_read_from_its_first_samp
     tiny = {**row, "config": {**row["config"], "tiny": True}}
     older = {**row, "times": {k: {s: v for s, v in t.items() if s != "samples"} for k, t in row["times"].items()}}
     assert fewer_reps([tiny], 5).empty and fewer_reps([older], 5).empty
+
+
+def test_the_default_repetitions_give_every_shipped_step_that_kept_more_within_one_percent():
+    """The engine times ``DEFAULT_REPS`` repetitions of each phase because the shipped rows that kept more moved by
+    less than 1% when rebuilt from their first ``DEFAULT_REPS``: a row that moves further sends the default back up."""
+    from academic_bench.analysis.launches import fewer_reps
+    from academic_bench.launch import DEFAULT_REPS
+    from academic_bench.measure.timing import MIN_REPS
+    from academic_bench.results import load_runs
+
+    moved = fewer_reps(load_runs(), DEFAULT_REPS)
+    assert DEFAULT_REPS >= MIN_REPS and not moved.empty
+    assert (moved["change"].abs() < 0.01).all(), moved[moved["change"].abs() >= 0.01]
+
+
+def test_the_timing_share_of_a_configuration_is_read_from_what_ran():
+    """``timing_share`` divides the seconds a row's timing took by the configuration's wall time, for rows that
+    keep their samples; a row without samples says nothing."""
+    from academic_bench.analysis.launches import timing_share
+    from academic_bench.measure.extrapolation import extrapolate
+
+    c = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch"))
+    phases = {name: [0.02, 0.021, 0.019, 0.02, 0.02] for name in
+              ("accumulate_first", "accumulate", "boundary", "optimizer")}
+    row = make_row(c, setup="h100x1", outcome="ok", search="smart", env=dict(ENV), duration_s=12.0,
+                   ran={"timing_s": 3.0}, **extrapolate(c, 8, phases, "synced"))
+    (share,) = timing_share([row]).itertuples()
+    assert (share.reps, share.share) == (5, pytest.approx(0.25))
+    older = {**row, "times": {k: {s: v for s, v in t.items() if s != "samples"} for k, t in row["times"].items()}}
+    assert timing_share([older]).empty

@@ -106,10 +106,12 @@ from .profiles import (  # noqa: F401
 )
 from .search import (  # noqa: F401
     COMBINATION_COLUMNS,
+    REPLAY_COLUMNS,
     SEARCH_COLUMNS,
     machine_spread,
     search_combinations,
     skipped_frame,
+    smart_replayed,
     smart_vs_exhaustive,
 )
 from .versus_paper import (  # noqa: F401

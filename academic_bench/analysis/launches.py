@@ -99,3 +99,28 @@ def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
                     r["config"]["methods"]).label(), "micro_batch": r["micro_batch"], "reps": taken,
                     "step_s": r["step_time_s"], "fewer_step_s": fewer, "change": fewer / r["step_time_s"] - 1})
     return pd.DataFrame(out, columns=FEWER_REPS_COLUMNS)
+
+
+TIMING_SHARE_COLUMNS = ["setup", "model", "methods_label", "reps", "timing_s", "duration_s", "share"]
+
+
+def timing_share(rows: list[dict]) -> pd.DataFrame:
+    """What timing cost each measured synchronized row that kept its samples (``timing.summary``): the
+    repetitions it took, the seconds its timing took (``ran.timing_s``: the build at the size found where the
+    search did not keep it, warm-up and repetitions) and their share of the configuration's wall time
+    (``duration_s``)."""
+    from ..catalog.methods import Methods
+    from ..results import status_of
+
+    out = []
+    for r in rows:
+        times, ran = r.get("times") or {}, r.get("ran") or {}
+        if (status_of(r) != "measured" or r.get("timing") != "synced" or r["config"].get("tiny") or not times
+                or any(t.get("samples") is None for t in times.values()) or not ran.get("timing_s")
+                or not r.get("duration_s")):
+            continue
+        out.append({"setup": r.get("setup"), "model": r["config"]["model"],
+                    "methods_label": Methods.from_dict(r["config"]["methods"]).label(),
+                    "reps": max(len(t["samples"]) for t in times.values()), "timing_s": ran["timing_s"],
+                    "duration_s": r["duration_s"], "share": ran["timing_s"] / r["duration_s"]})
+    return pd.DataFrame(out, columns=TIMING_SHARE_COLUMNS)

@@ -89,14 +89,23 @@ def _exhaustive_settings(df: pd.DataFrame, skipped: pd.DataFrame) -> Iterator[_S
         rows = rows.assign(counted=state.loc[rows.index] == "validated")
         skip = skipped[(skipped["setup"] == setup) & (skipped["search"] == "smart") & skipped["config_id"].isin(valid)
                        & (skipped["timing"] == "synced") & (skipped["mode"] == "step")]
-        yield _SearchedSetting(key, valid, rows, set(skip["config_id"]),
+        yield _SearchedSetting(key, valid, rows, _standing_skips(skip, rows),
                                not skip.empty or bool((rows["search"] == "smart").any()))
+
+
+def _standing_skips(skip: pd.DataFrame, rows: pd.DataFrame) -> set[str]:
+    """The configurations whose latest word from the smart search is a skip: a skip stands unless a smart search
+    measured the configuration after it (a search from scratch, ``retry=["all"]``, decides each one anew; a
+    resumed one measures a row set aside). An exhaustive row changes nothing."""
+    measured_at = {r.config_id: str(r.started_at or "") for r in rows.itertuples() if r.search == "smart"}
+    return {cid for cid, at in skip.groupby("config_id")["at"].max().items() if measured_at.get(cid, "") < str(at)}
 
 
 def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: float = 0.0) -> pd.DataFrame:
     """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
     time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
-    them first). Smart measures every valid combination it did not skip. ``gap`` = smart days / exhaustive days
+    them first). Smart measures every valid combination whose latest word from it is no skip
+    (``_standing_skips``). ``gap`` = smart days / exhaustive days
     - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
     configurations (``*_complete``), its figures cover only those measured so far. ``tie``: the smart search's best is slower by no more than
     ``spread`` (``machine_spread``; kept in the column of that name), so one measurement each cannot tell the two
@@ -153,7 +162,7 @@ def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
     return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]
 
 
-REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share"]
+REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share", "measured_ids"]
 
 
 def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
@@ -162,7 +171,8 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
     shipped GEMM ceiling and machine spread) or answered with the exhaustive search's own row, which the pruner
     then sees. A projection, made before a search from scratch (``retry=["all"]``) measures it: ``measured`` and
     ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1, and
-    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's."""
+    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's;
+    ``measured_ids`` names them, to set beside what a search from scratch measured."""
     from ..catalog.config import Config
     from ..results import latest_rows, load_runs, machine_spread as spread_of, step_ceiling
     from ..search.plans import plan
@@ -190,5 +200,6 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
                     "best": next((Config.from_dict(r["config"]).methods.label() for r in measured
                                   if r.get("days") == best), None),
                     "gap": best / s.exhaustive_days - 1,
-                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s})
+                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s,
+                    "measured_ids": frozenset(r["config_id"] for r in measured)})
     return pd.DataFrame(out, columns=REPLAY_COLUMNS)

@@ -3,7 +3,7 @@
 A measured step is split into parts by the kind of work its GPU time went to (``analysis.profiles``), and each
 part is scaled by the target GPU's capability that bounds it:
 
-- **matrix products, attention, convolution** (``measure.profile.FLOP_KINDS``): by the ratio of dense peak FLOP/s
+- **matrix products, attention, convolution** (``catalog.kernels.FLOP_KINDS``): by the ratio of dense peak FLOP/s
   at the precision that ran (fp32 at the TF32 rate where TF32 was on);
 - **the state-space scan** (Mamba): by the ratio of fp32 (CUDA-core) peaks: its fused kernel keeps the state in
   on-chip memory and reads each input once (Gu & Dao 2023, Sec. 3.3.2), so its arithmetic, not the memory
@@ -39,12 +39,12 @@ from typing import Mapping
 import pandas as pd
 
 from ..catalog.hardware import GPU, get_gpu
+from ..catalog.kernels import FLOP_KINDS
 from .method_costs import COPIES_EXPOSED, collective_s, micro_step_copy_s, ring_gbps
 from ..catalog.methods import Methods
 from ..catalog.units import days_for
 
 MFU_CAP = 0.75  # the study's plausibility threshold (analysis.MFU_IMPLAUSIBLE): no answer claims more
-FLOP_KINDS = ("matrix multiplication", "attention", "convolution")
 COMM_KIND = "communication"
 SCAN_KIND = "state-space scan"
 # The split assumed where no profile exists at all (no setup was profiled): an assumption, not a measurement. All

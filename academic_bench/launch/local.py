@@ -18,7 +18,10 @@ from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, ki
                         torchrun_command, with_parent_death_signal)
 
 DEFAULT_TIMEOUT_S = 1800.0
-DEFAULT_WARMUP, DEFAULT_REPS = 3, 10
+# Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
+# less than 1% when rebuilt from its first five (``analysis.launches.fewer_reps``; ``tests/test_trust.py`` holds
+# the default to that), and the timing was a third to a half of a configuration's GPU time.
+DEFAULT_WARMUP, DEFAULT_REPS = 3, 5
 DEADLINE_RESERVE_S = 15  # of a configuration's time limit, kept after the timing for memory gathers and exit
 
 
