@@ -17,27 +17,38 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
     model and micro-batch (ZeRO-1 copies nothing in its micro-steps): ``excess_s``, how much longer its
     accumulating micro-step is, and ``copies_s``, what ``method_costs.micro_step_copy_s`` charges one micro-step
     (the bytes over the host link at its datasheet rate); ``ratio`` is the first over the second. Near 1 the
-    copies are exposed and go with the accumulation steps. Models below ``min_params`` parameters are left out."""
-    from ..analysis import METHOD_COLUMNS, counted, runs_frame
+    copies are exposed and go with the accumulation steps. Models below ``min_params`` parameters are left out.
+    The ZeRO-1 row is the measurement of it by the same engine revision started nearest in time: the excess is a
+    few percent of a micro-step, less than the machine-to-machine spread, so only a pair measured on one machine
+    in one sitting shows it (Pythia-1B's ZeRO-1 + offload measured again a day later took 4% longer per micro-step,
+    as much as the copies of shard-grad-op)."""
+    from ..analysis import METHOD_COLUMNS, counted, frame_from_rows, runs_frame, runs_root
     from ..catalog.hardware import get_gpu
     from ..catalog.models import get_model
     from ..estimate import BYTES, model_stats
+    from ..results import load_runs
 
     rows = counted.results(runs_frame(root))
     if rows.empty:
         return pd.DataFrame(columns=EXCESS_COLUMNS)
+    every = frame_from_rows(load_runs(runs_root(root)))  # every measurement, not only each configuration's latest
+    every = every[(every["status"] == "measured") & (every["timing"] == "synced") & (every["mode"] == "step")]
     rows = rows[(rows["n_gpus"] == 1) & rows["offload"].astype(bool) & ~rows["checkpointing"].astype(bool)
                 & rows["accumulate_median_s"].notna()]
     # Paired only with rows of the same switches besides the sharding and offload that tell them apart.
     same = ["setup", "model", "micro_batch", *(c for c in METHOD_COLUMNS if c not in ("sharding", "offload"))]
     out = []
     for (setup, model, mb, *_), g in rows.groupby(same, dropna=False):
-        base = g[g["sharding"] == "zero1"]
         params = float(model_stats(model).params)
-        if base.empty or params < min_params:
+        if (g["sharding"] != "zero1").all() or params < min_params:
             continue
+        zero1 = g[g["sharding"] == "zero1"].iloc[0]
+        bases = every[(every["setup"] == setup) & (every["config_id"] == zero1["config_id"])
+                      & (every["micro_batch"] == mb)]
         width = BYTES[get_model(model).recipe.precision]
         for _, r in g[g["sharding"] != "zero1"].iterrows():
+            near = bases[bases["engine"] == r["engine"]] if (bases["engine"] == r["engine"]).any() else bases
+            base = near.iloc[[(pd.to_datetime(near["started_at"]) - pd.to_datetime(r["started_at"])).abs().argmin()]]
             gas = int(r["gas"])
             copies = micro_step_copy_s(Methods(sharding=r["sharding"], offload=True), 1, get_gpu(r["gpu"]), params,
                                        width, gas) / gas
