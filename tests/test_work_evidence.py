@@ -148,7 +148,8 @@ def test_the_shipped_evidence_reads():
     if "h100-80gb" not in e.gemm:
         skip_or_fail("no GEMM sweep shipped")
     curve = e.gemm["h100-80gb"]
-    assert e.curve_for("h200") is curve  # the same architecture's sweep
+    assert e.curve_for("h200") is e.gemm.get("h200", curve)  # its own sweep, else the same architecture's
+    assert we.Evidence(gemm={"h100-80gb": curve}).curve_for("h200") is curve
     assert curve.slowness(min(curve.flops)) > 1.0 and list(curve.rates) == sorted(curve.rates)
     assert e.attention_offset > 0
     prof = profiles()

@@ -97,8 +97,11 @@ def _standing_skips(skip: pd.DataFrame, rows: pd.DataFrame) -> set[str]:
     """The configurations whose latest word from the smart search is a skip: a skip stands unless a smart search
     measured the configuration after it (a search from scratch, ``retry=["all"]``, decides each one anew; a
     resumed one measures a row set aside). An exhaustive row changes nothing."""
+    if "at" not in skip.columns:  # a skip that names no time is the latest word
+        return set(skip["config_id"])
     measured_at = {r.config_id: str(r.started_at or "") for r in rows.itertuples() if r.search == "smart"}
-    return {cid for cid, at in skip.groupby("config_id")["at"].max().items() if measured_at.get(cid, "") < str(at)}
+    last = skip.assign(at=skip["at"].fillna("~").astype(str)).groupby("config_id")["at"].max()
+    return {cid for cid, at in last.items() if measured_at.get(cid, "") < at}
 
 
 def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: float = 0.0) -> pd.DataFrame:
