@@ -112,14 +112,15 @@ def test_how_far_a_step_moves_with_fewer_repetitions_is_read_from_its_first_samp
 
 def test_the_default_repetitions_give_every_shipped_step_that_kept_more_within_one_percent():
     """The engine times ``DEFAULT_REPS`` repetitions of each phase because the shipped rows that kept more moved by
-    less than 1% when rebuilt from their first ``DEFAULT_REPS``: a row that moves further sends the default back up."""
+    less than 1% when rebuilt from their first ``DEFAULT_REPS``: a row that moves further fails this until the
+    default goes back up (where no row kept more, there is nothing to check)."""
     from academic_bench.analysis.launches import fewer_reps
     from academic_bench.launch import DEFAULT_REPS
     from academic_bench.measure.timing import MIN_REPS
     from academic_bench.results import load_runs
 
     moved = fewer_reps(load_runs(), DEFAULT_REPS)
-    assert DEFAULT_REPS >= MIN_REPS and not moved.empty
+    assert DEFAULT_REPS >= MIN_REPS
     assert (moved["change"].abs() < 0.01).all(), moved[moved["change"].abs() >= 0.01]
 
 

@@ -171,8 +171,9 @@ REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_
 def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
     """What today's smart rules would measure of each complete exhaustive search under ``root``: the setting's
     configurations in the smart search's order, each either skipped by ``search.smart.SmartPruner`` (with the
-    shipped GEMM ceiling and machine spread) or answered with the exhaustive search's own row, which the pruner
-    then sees. A projection, made before a search from scratch (``retry=["all"]``) measures it: ``measured`` and
+    shipped GEMM ceiling and machine spread) or answered with its latest row (whichever search made it), which
+    the pruner then sees. A projection before a search from scratch (``retry=["all"]``) measures it; after one,
+    its rows are those the replay reads: ``measured`` and
     ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1, and
     ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's;
     ``measured_ids`` names them, to set beside what a search from scratch measured."""

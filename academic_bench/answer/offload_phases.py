@@ -18,9 +18,9 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
     accumulating micro-step is, and ``copies_s``, what ``method_costs.micro_step_copy_s`` charges one micro-step
     (the bytes over the host link at its datasheet rate); ``ratio`` is the first over the second. Near 1 the
     copies are exposed and go with the accumulation steps. Models below ``min_params`` parameters are left out.
-    The ZeRO-1 row is the measurement of it by the same engine revision started nearest in time: the excess is a
-    few percent of a micro-step, less than the machine-to-machine spread, so only a pair measured on one machine
-    in one sitting shows it (Pythia-1B's ZeRO-1 + offload measured again a day later took 4% longer per micro-step,
+    The ZeRO-1 micro-step is the median of every measurement of it at that micro-batch by the row's engine revision:
+    the excess is a few percent of a micro-step, within the machine-to-machine spread of one measurement, so one
+    measurement of the base is not enough (Pythia-1B's ZeRO-1 + offload on one H200 measured on three days spans
     as much as the copies of shard-grad-op)."""
     from ..analysis import METHOD_COLUMNS, counted, frame_from_rows, runs_frame, runs_root
     from ..catalog.hardware import get_gpu
@@ -32,7 +32,8 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
     if rows.empty:
         return pd.DataFrame(columns=EXCESS_COLUMNS)
     every = frame_from_rows(load_runs(runs_root(root)))  # every measurement, not only each configuration's latest
-    every = every[(every["status"] == "measured") & (every["timing"] == "synced") & (every["mode"] == "step")]
+    every = every[(every["status"] == "measured") & (every["timing"] == "synced") & (every["mode"] == "step")
+                  & every["accumulate_median_s"].notna()]
     rows = rows[(rows["n_gpus"] == 1) & rows["offload"].astype(bool) & ~rows["checkpointing"].astype(bool)
                 & rows["accumulate_median_s"].notna()]
     # Paired only with rows of the same switches besides the sharding and offload that tell them apart.
@@ -47,12 +48,13 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
                       & (every["micro_batch"] == mb)]
         width = BYTES[get_model(model).recipe.precision]
         for _, r in g[g["sharding"] != "zero1"].iterrows():
-            near = bases[bases["engine"] == r["engine"]] if (bases["engine"] == r["engine"]).any() else bases
-            base = near.iloc[[(pd.to_datetime(near["started_at"]) - pd.to_datetime(r["started_at"])).abs().argmin()]]
+            same_engine = bases.loc[bases["engine"] == r["engine"], "accumulate_median_s"]
+            if same_engine.empty:
+                continue
             gas = int(r["gas"])
             copies = micro_step_copy_s(Methods(sharding=r["sharding"], offload=True), 1, get_gpu(r["gpu"]), params,
                                        width, gas) / gas
-            excess = float(r["accumulate_median_s"]) - float(base["accumulate_median_s"].iloc[0])
+            excess = float(r["accumulate_median_s"]) - float(same_engine.median())
             out.append({"setup": setup, "model": model, "micro_batch": int(mb), "sharding": r["sharding"],
                         "excess_s": excess, "copies_s": copies, "ratio": excess / copies if copies else None})
     return pd.DataFrame(out, columns=EXCESS_COLUMNS)

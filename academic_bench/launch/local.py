@@ -20,7 +20,8 @@ from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, ki
 DEFAULT_TIMEOUT_S = 1800.0
 # Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
 # less than 1% when rebuilt from its first five (``analysis.launches.fewer_reps``; ``tests/test_trust.py`` holds
-# the default to that), and the timing was a third to a half of a configuration's GPU time.
+# the default to that), and the timing is a large share of a configuration's GPU time
+# (``analysis.launches.timing_share``).
 DEFAULT_WARMUP, DEFAULT_REPS = 3, 5
 DEADLINE_RESERVE_S = 15  # of a configuration's time limit, kept after the timing for memory gathers and exit
 

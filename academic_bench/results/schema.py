@@ -51,7 +51,8 @@ MEMORY_WALL = "memory-wall"
 # revision's validation speaks for them.
 UNVALIDATED = "unvalidated"
 # And "all": a search run again from scratch, as in an empty store: every configuration it plans is decided again
-# (a smart search's rules from what this run measures alone), and its rows and skips are added beside the old ones,
+# (a smart search's rules from what this run measures alone; an invalid combination keeps the row its rule gave),
+# and its rows and skips are added beside the old ones,
 # so that the store's latest word on each configuration is this run's. A rule changed since the store's search
 # ran is judged by what it now costs, not by what the old rules measured. ``remeasure`` selects rows; this is none.
 ALL = "all"

@@ -11,7 +11,7 @@ from ..launch import DEFAULT_TIMEOUT_S
 from ..catalog.methods import Methods, exclusion_reason
 from ..estimate.stats import RECOMPUTE_FRACTION, recomputed_share
 from .plans import saves_at_least, saves_more
-from ..results import is_not_run
+from ..results import MFU_IMPLAUSIBLE, is_not_run
 
 FIT_MARGIN = 0.10  # skip as "cannot fit" only when the model predicts 10% more than the GPU holds
 
@@ -31,20 +31,21 @@ def oom_above_smallest(row: dict) -> bool:
     return (row.get("micro_batch") or 0) > 1 or (bool(tried) and min(tried) > 1)
 
 
-def _library_work(m: Methods) -> int:
-    """How much work a library puts around the same micro-step: DeepSpeed's engine runs the forward and backward
-    on bf16 weights (fp32 masters only in its optimizer), PyTorch alone (DDP) autocasts fp32 weights on every
-    micro-step, and FSDP does that too around its gathers and, offloaded, its copies to and from the host."""
-    return 0 if m.uses_deepspeed else 2 if m.uses_fsdp else 1
+def _casts_weights(m: Methods) -> bool:
+    """Whether the step casts fp32 weights to bf16 on every micro-step: PyTorch alone (DDP) autocasts them,
+    where DeepSpeed's engine and FSDP's mixed precision run the forward and backward on bf16 weights, fp32
+    masters kept for the optimizer (``measure.apply``)."""
+    return not (m.uses_deepspeed or m.uses_fsdp)
 
 
 def no_less_work(candidate: Methods, measured: Methods) -> bool:
-    """Whether ``candidate``'s library does at least the work of ``measured``'s at the same micro-batch
-    (``_library_work``): the same library, or PyTorch's path beside DeepSpeed's. Never DeepSpeed beside PyTorch:
-    ZeRO-1 + offload beat free-lunch at the same micro-batch on every exhaustive search that ran both. The
-    switches beyond the paper change the micro-step's work either way (FP8 was slower than bf16 on Pythia-160M),
-    so both must have the same ones."""
-    return (_library_work(candidate) >= _library_work(measured)
+    """Whether ``candidate``'s step does at least the work of ``measured``'s at the same micro-batch, beyond what
+    saving more memory adds: both on bf16 weights, both casting, or a casting candidate beside a measured step on
+    bf16 weights. Never a step on bf16 weights beside a casting one: at the same micro-batch ZeRO-1 + offload and
+    free-lunch differ within the machine spread either way on the exhaustive searches that ran both, and a step
+    through DeepSpeed or FSDP is other work, so it is measured. The switches beyond the paper change the
+    micro-step's work either way (FP8 was slower than bf16 on Pythia-160M), so both must have the same ones."""
+    return (_casts_weights(candidate) >= _casts_weights(measured)
             and candidate.beyond_switches() == measured.beyond_switches())
 
 
@@ -68,7 +69,7 @@ class SmartPruner:
     5. cannot finish: a configuration that saves less memory ran at least this sweep's time limit without a
        result. Saving more memory adds recomputation, transfers or communication, and lets the micro-batch
        search go on to larger sizes, so it would not finish within the same limit either (a retry with a longer
-       ``timeout_s`` tries it again; the same saving through another library is still tried, as in rule 3).
+       ``timeout_s`` tries it again; the same saving through another library is still tried).
     6. cannot win (recompute): checkpointing adds one more forward of the checkpointed blocks
        (``estimate.stats.recomputed_share``), so it wins only if the larger micro-batch it allows raises the
        GPU's rate of hardware FLOPs by more than that. A measured configuration that saves less memory, of any
@@ -81,11 +82,10 @@ class SmartPruner:
 
     "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
     (``results.machine_spread``); inside it the two tie, and the tie goes to the cheaper setting, the one that
-    saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose library does no more
-    work per micro-step (``no_less_work``): DeepSpeed's step on bf16 weights is faster than PyTorch's autocast
-    over fp32 weights at the same micro-batch (ZeRO-1 + offload beat free-lunch on every exhaustive search that
-    ran both), so a DeepSpeed candidate is measured after free-lunch, while PyTorch's and FSDP's offloading are
-    judged by DeepSpeed's. ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
+    saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose step does no more work
+    per micro-step (``no_less_work``): a step on bf16 weights (DeepSpeed, FSDP) is measured after free-lunch's
+    autocast over fp32 weights, and judged by another step on bf16 weights (FSDP's offloading by DeepSpeed's).
+    ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
     """
 
     def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -199,8 +199,8 @@ class SmartPruner:
         layers run faster than the bf16 ceiling, so the rule leaves them."""
         m = c.methods
         if (not m.checkpointing or self.ceiling is None or m.fp8 != "none" or not row.get("mfu")
-                or not row.get("peak_flops")):
-            return None
+                or not row.get("peak_flops") or float(row["mfu"]) > MFU_IMPLAUSIBLE):
+            return None  # an implausible MFU, a row readers set aside, would otherwise skip every checkpointing
         ceiling = self.ceiling(c.gpu)
         if ceiling is None:
             return None

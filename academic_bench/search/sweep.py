@@ -157,7 +157,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     row names no commit, ``results.is_uncommitted``; "predicted-stop": its micro-batch search stopped on the memory
     model's prediction, ``results.stopped_on_prediction``; "memory-wall": it may have been timed at the memory
     wall and was never checked, ``results.unchecked_at_wall``; "all": every configuration, as in an empty store, the
-    smart search's rules deciding from this run's measurements alone) or the row only
+    smart search's rules deciding from this run's measurements alone; meant to run to its end in one sitting,
+    since a configuration its budget never reached keeps its older rows as the latest word) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
@@ -183,8 +184,8 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     # The latest row of each configuration decides (an older real failure must not stand in for a newer row
     # that is set aside or left unstarted).
     last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
-    fresh = ALL in retry  # a search from scratch: nothing stored stands in for a measurement or a decision
-    existing = {} if fresh else {
+    fresh = ALL in retry  # a search from scratch: nothing measured stands in for a measurement or a decision
+    existing = {cid: r for cid, r in last_row.items() if r["outcome"] == "invalid"} if fresh else {
         cid: r for cid, r in last_row.items()
         if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
         and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
@@ -192,7 +193,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lru_cache(maxsize=None)(partial(_ceiling, out=out)),
                           spread=_spread(stored)) if search == "smart" else None)
     skip_file = skipped_path(out)
-    already_skipped = latest_skips(s for _, s in read_lines(skip_file)) if pruner and skip_file.exists() else {}
+    # A search from scratch records each of its skips, whatever an older search recorded.
+    already_skipped = (latest_skips(s for _, s in read_lines(skip_file))
+                       if pruner and skip_file.exists() and not fresh else {})
     planned_ids = {c.id for c in configs}
     for c in configs:
         if pruner and c.id in existing:

@@ -33,7 +33,8 @@
 # BUDGET2_S/HARD2_S (exhaustive) bound the two notebook runs: the budget stops new configurations from
 # starting, the hard limit stops the notebook (SIGINT, no half row), so make the hard limit at least the budget
 # plus one configuration's time limit (TIMEOUT_S, default 600 s). RETRY (e.g. "[error]", or "[uncommitted]" for rows
-# that name no commit) measures those rows again; UNSYNCED (e.g. "[pythia-1b]") adds the search part's unsynchronized
+# that name no commit) measures those rows again, in the search and exhaustive parts alike ("[all]", a search from
+# scratch, goes with PARTS=search alone and a budget it does not spend); UNSYNCED (e.g. "[pythia-1b]") adds the search part's unsynchronized
 # timings of those models.
 set -u
 SETUP=$1 GPU=$2 N=$3 HARD=${4:-pythia-2.8b}
