@@ -66,7 +66,7 @@ def test_fp8_pays_only_where_the_products_outweigh_its_casts(points, tmp_path):
 
 def test_the_shipped_decoders_measured_with_a_switch_are_predicted_within_the_target_for_new_decoders():
     """Held out from the fit (it reads the catalog decoders' rows only): every decoder outside the catalog measured
-    with a switch beyond the paper, its step within the issue's 12% worst case for new decoders."""
+    with a switch beyond the paper, its step within the study's 12% worst case for new decoders."""
     from academic_bench.answer.store import work_model
     from academic_bench.answer.work_validation import switch_check
 

@@ -176,7 +176,7 @@ SETUPS_COLUMNS = ["target_setup", "model", "methods", "method_class", "source_se
                   "split_basis", "same_architecture", "predicted_micro_batch", "measured_micro_batch",
                   "predicted_days", "predicted_days_low", "predicted_days_high", "measured_days", "repricing_error",
                   "why_not", "in_range", "error", "abs_error"]
-CLASS_TARGET = {"median": 0.07, "worst": 0.15}  # issue 36's target per method class: median and worst |error|
+CLASS_TARGET = {"median": 0.07, "worst": 0.15}  # the study's target per method class: median and worst |error|
 CLASS_COLUMNS = ["method_class", "configurations", "predicted", "median_abs_error", "worst_abs_error",
                  "median_met", "worst_met"]
 

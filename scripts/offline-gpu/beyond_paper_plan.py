@@ -6,7 +6,7 @@ of a setup, and validates each method class they make:
 Measured: Pythia-160M, -1B, -2.8B and -6.9B and one config.json decoder with a large vocabulary (Llama-3.2-1B: its
 config states Pythia-1B's hidden size, 2048, and a vocabulary of 128,256 against Pythia's 50,304, so the fused
 cross-entropy has more logits to save at the same width), each with every switch that applies
-to it on the GPU alone (``config.beyond_paper_space``), Pythia-1B (the issue's target) with the sets that
+to it on the GPU alone (``config.beyond_paper_space``), Pythia-1B (the study's first target) with the sets that
 combine them, and Pythia-6.9B (hidden size 4096, where FP8 is said to start paying) with the fused cross-entropy
 beside each FP8 recipe. Each entry's micro-batch is searched, as the study's rows are. Then each method class those
 entries make (``methods.validation_class``) is validated once on the setup (``--validate 3``), on the first of the
