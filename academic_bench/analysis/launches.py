@@ -69,6 +69,16 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
 
 
+def _with_samples(rows: list[dict]) -> list[dict]:
+    """The synchronized measurements that count (``status_of``: neither set aside nor a tiny workshop run) and
+    kept every phase's samples beside its summary (``timing.summary``)."""
+    from ..results import status_of
+
+    return [r for r in rows if status_of(r) == "measured" and r.get("timing") == "synced"
+            and not r["config"].get("tiny") and r.get("times")
+            and all(t.get("samples") is not None for t in r["times"].values())]
+
+
 FEWER_REPS_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "reps", "step_s", "fewer_step_s", "change"]
 
 
@@ -82,14 +92,10 @@ def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
 
     from ..catalog.methods import Methods
     from ..measure.extrapolation import rebuilt_step
-    from ..results import status_of
 
     out = []
-    for r in rows:
-        times = r.get("times") or {}
-        if (status_of(r) != "measured" or r.get("timing") != "synced" or r["config"].get("tiny") or not times
-                or any(t.get("samples") is None for t in times.values())):
-            continue
+    for r in _with_samples(rows):
+        times = r["times"]
         taken = max(len(t["samples"]) for t in times.values())
         if taken <= reps:
             continue
@@ -110,17 +116,14 @@ def timing_share(rows: list[dict]) -> pd.DataFrame:
     search did not keep it, warm-up and repetitions) and their share of the configuration's wall time
     (``duration_s``)."""
     from ..catalog.methods import Methods
-    from ..results import status_of
 
     out = []
-    for r in rows:
-        times, ran = r.get("times") or {}, r.get("ran") or {}
-        if (status_of(r) != "measured" or r.get("timing") != "synced" or r["config"].get("tiny") or not times
-                or any(t.get("samples") is None for t in times.values()) or not ran.get("timing_s")
-                or not r.get("duration_s")):
+    for r in _with_samples(rows):
+        ran = r.get("ran") or {}
+        if not ran.get("timing_s") or not r.get("duration_s"):
             continue
         out.append({"setup": r.get("setup"), "model": r["config"]["model"],
                     "methods_label": Methods.from_dict(r["config"]["methods"]).label(),
-                    "reps": max(len(t["samples"]) for t in times.values()), "timing_s": ran["timing_s"],
+                    "reps": max(len(t["samples"]) for t in r["times"].values()), "timing_s": ran["timing_s"],
                     "duration_s": r["duration_s"], "share": ran["timing_s"] / r["duration_s"]})
     return pd.DataFrame(out, columns=TIMING_SHARE_COLUMNS)

@@ -12,7 +12,7 @@ import pandas as pd
 from ..catalog.methods import exclusion_reason
 from ..results import SET_ASIDE
 from .counted import validation_state
-from .frame import SETTING, runs_frame, runs_root
+from .frame import SETTING, frame_from_rows, runs_root
 
 
 # --- how good is the smart search? --------------------------------------------------------------------------
@@ -165,7 +165,7 @@ def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
     return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]
 
 
-REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share", "measured_ids"]
+REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share"]
 
 
 def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
@@ -175,10 +175,9 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
     the pruner then sees. A projection before a search from scratch (``retry=["all"]``) measures it; after one,
     its rows are those the replay reads: ``measured`` and
     ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1, and
-    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's;
-    ``measured_ids`` names them, to set beside what a search from scratch measured."""
-    from ..catalog.config import Config
-    from ..results import latest_rows, load_runs, machine_spread as spread_of, step_ceiling
+    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's."""
+    from ..catalog.methods import Methods
+    from ..results import latest_rows, load_runs, machine_spread as spread_of, rows_to_read, step_ceiling
     from ..search.plans import plan
     from ..search.smart import SmartPruner
 
@@ -188,7 +187,8 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
     latest = {(r.get("setup"), r["config_id"]): r for r in latest_rows(rows)
               if r["timing"] == "synced" and r["mode"] == "step"}
     out = []
-    for s in smart_vs_exhaustive(runs_frame(runs), skipped_frame(runs), spread).itertuples():
+    frame = frame_from_rows(rows_to_read(rows), checked=True)  # runs_frame's, from the rows read once
+    for s in smart_vs_exhaustive(frame, skipped_frame(runs), spread).itertuples():
         if not s.exhaustive_complete:
             continue
         valid = exhaustive_ids(s.model, s.gpu, s.n_gpus)
@@ -201,9 +201,8 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
         best = min((r["days"] for r in measured if r["outcome"] == "ok" and r.get("days")), default=math.nan)
         out.append({"setup": s.setup, "model": s.model, "gpu": s.gpu, "n_gpus": s.n_gpus, "measured": len(measured),
                     "skipped": len(valid) - len(measured),
-                    "best": next((Config.from_dict(r["config"]).methods.label() for r in measured
+                    "best": next((Methods.from_dict(r["config"]["methods"]).label() for r in measured
                                   if r.get("days") == best), None),
                     "gap": best / s.exhaustive_days - 1,
-                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s,
-                    "measured_ids": frozenset(r["config_id"] for r in measured)})
+                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s})
     return pd.DataFrame(out, columns=REPLAY_COLUMNS)

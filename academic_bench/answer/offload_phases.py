@@ -22,16 +22,17 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
     the excess is a few percent of a micro-step, within the machine-to-machine spread of one measurement, so one
     measurement of the base is not enough (Pythia-1B's ZeRO-1 + offload on one H200 measured on three days spans
     as much as the copies of shard-grad-op)."""
-    from ..analysis import METHOD_COLUMNS, counted, frame_from_rows, runs_frame, runs_root
+    from ..analysis import METHOD_COLUMNS, counted, frame_from_rows, runs_root
     from ..catalog.hardware import get_gpu
     from ..catalog.models import get_model
     from ..estimate import BYTES, model_stats
-    from ..results import load_runs
+    from ..results import load_runs, rows_to_read
 
-    rows = counted.results(runs_frame(root))
+    shipped = load_runs(runs_root(root))  # read once: the latest rows (runs_frame's) and every measurement
+    rows = counted.results(frame_from_rows(rows_to_read(shipped), checked=True))
     if rows.empty:
         return pd.DataFrame(columns=EXCESS_COLUMNS)
-    every = frame_from_rows(load_runs(runs_root(root)))  # every measurement, not only each configuration's latest
+    every = frame_from_rows(shipped)
     every = every[(every["status"] == "measured") & (every["timing"] == "synced") & (every["mode"] == "step")
                   & every["accumulate_median_s"].notna()]
     rows = rows[(rows["n_gpus"] == 1) & rows["offload"].astype(bool) & ~rows["checkpointing"].astype(bool)
