@@ -5,6 +5,7 @@ Every folder is built here in ``tmp_path`` (never under notebooks/runs, so nothi
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,32 @@ def test_a_gpu_folder_with_a_workshop_row_still_needs_its_files_and_gpu_names(tm
     (tmp_path / "b").mkdir()
     folder2 = _folder(tmp_path / "b", rows=[gpu_row_without_name], notebook=True)
     assert any("gpu_name" in e for e in _errors(folder2))
+
+
+def _not_run_row(**switches) -> dict:
+    """A row recording that a time budget never started this configuration of the smart search."""
+    config = Config("pythia-160m", "h100-80gb", 1, methods=replace(preset("free-lunch"), **switches))
+    return make_row(config, setup=SETUP, outcome="not run", reason="not run: the budget was spent", search="smart",
+                    env=dict(ENV))
+
+
+def test_a_configuration_a_smart_search_skipped_after_its_budget_is_counted_as_skipped(tmp_path, capsys) -> None:
+    """A budget left two configurations unstarted and a smart search then skipped one of them: the summary says
+    so, as the run pages do, so that 'not run' counts only what running the notebook again would measure."""
+    skipped, left = _not_run_row(sharding="zero3", offload=True), _not_run_row(checkpointing=True)
+    folder = _folder(tmp_path, rows=_good_rows() + [skipped, left])
+    skip = {k: skipped[k] for k in ("config_id", "config", "setup", "search", "timing", "mode")}
+    (folder / "results.skipped.jsonl").write_text(json.dumps({**skip, "category": "cannot win",
+                                                              "reason": "smart: skipped", "at": "2099-01-01"}) + "\n")
+    check = check_run(folder)
+    assert check.ok
+    assert check.summary["states"]["skipped"] == 1 and check.summary["states"]["not run"] == 1
+    assert _main("check-run", str(folder)) == 0
+    assert "not run 1" in capsys.readouterr().out
+
+
+def test_a_skip_that_names_no_configuration_is_rejected(tmp_path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "results.skipped.jsonl").write_text(json.dumps({"reason": "smart: skipped"}) + "\n")
+    errors = _errors(folder)
+    assert len(errors) == 1 and "results.skipped.jsonl:1" in errors[0] and "configuration" in errors[0]

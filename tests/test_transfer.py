@@ -422,8 +422,9 @@ def test_offloadings_copies_in_every_micro_step_go_with_the_accumulation_steps()
 
 def test_the_copies_carried_by_micro_step_are_those_the_phases_show_exposed():
     """The shipped phases: on the 1B and larger decoders, each method the transfer carries by micro-step takes
-    about its copies' time more per accumulating micro-step than ZeRO-1 + offload at the same micro-batch, and
-    ZeRO-3 does not (so it is carried as measured)."""
+    about its copies' time more per accumulating micro-step than ZeRO-1 + offload at the same micro-batch (within
+    0.75-1.5 times, or as close as the base's own measurements lie apart), and ZeRO-3 does not (so it is carried
+    as measured)."""
     from conftest import skip_or_fail
     from academic_bench.answer.offload_phases import RULE_MIN_PARAMS, micro_step_excess
 
@@ -431,7 +432,10 @@ def test_the_copies_carried_by_micro_step_are_those_the_phases_show_exposed():
     if d.empty:
         skip_or_fail("no offloaded pair of a 1B or larger decoder shipped")
     exposed = d[d["sharding"].isin(method_costs.COPIES_EXPOSED)]
-    assert not exposed.empty and exposed["ratio"].between(0.75, 1.5).all()
+    # An excess is a difference from the base's measurements, so it is known no closer than they lie apart.
+    agrees = exposed["ratio"].between(0.75, 1.5) | ((exposed["excess_s"] - exposed["copies_s"]).abs()
+                                                   <= exposed["base_range_s"])
+    assert not exposed.empty and agrees.all()
     zero3 = d[d["sharding"] == "zero3"]
     assert zero3.empty or not zero3["ratio"].between(0.75, 1.5).all()
 

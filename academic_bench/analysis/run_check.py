@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from ..results import (ENGINE_REVISION, device_fault, duplicates, latest_rows, row_faults, row_problems,
-                       rows_to_read, status_of)
+from ..results import (ENGINE_REVISION, device_fault, duplicates, is_settled, latest_rows, latest_skips, row_faults,
+                       row_problems, rows_to_read, status_of)
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
 NOTEBOOK = "benchmark.ipynb"
+SKIP_KEYS = ("config_id", "timing", "mode")  # what ties a skip to its configuration (``results.skip_key``)
+SKIPPED_STATE = "skipped"  # a 'not run' configuration a smart search then skipped, as the run pages say
 EVIDENCE_README = Path("evidence") / "README.md"
 # What a row that ran must say about where it ran: the GPU, the framework, and the code (the commit).
 ENV_REQUIRED = ("gpu_name", "torch", "git_commit")
@@ -179,13 +181,19 @@ def _check_validations(rows: list[dict], problems: list[Problem], results: Path)
     return validated
 
 
-def _check_skipped(folder: Path, problems: list[Problem]) -> None:
+def _check_skipped(folder: Path, problems: list[Problem]) -> dict[tuple, dict]:
+    """Check the smart search's skips; returns the well-formed ones as ``latest_skips`` gives them."""
     path = folder / SKIPPED
     if not path.exists():
-        return  # only a smart search writes one
+        return {}  # only a smart search writes one
+    skips = []
     for lineno, obj in _json_lines(path, SKIPPED, problems):
-        if not isinstance(obj, dict) or not obj.get("reason"):
-            problems.append(Problem(ERROR, f"{SKIPPED}:{lineno}", "a skip must be an object with its reason"))
+        if not isinstance(obj, dict) or not obj.get("reason") or not all(obj.get(k) for k in SKIP_KEYS):
+            problems.append(Problem(ERROR, f"{SKIPPED}:{lineno}", "a skip must be an object with its configuration "
+                                                                  "and its reason"))
+        else:
+            skips.append(obj)
+    return latest_skips(skips)
 
 
 def _check_files(folder: Path, problems: list[Problem], workshop: bool = False) -> None:
@@ -220,11 +228,13 @@ def check_run(folder: str | Path) -> RunCheck:
     _check_rows(folder, numbered, problems)
     rows = [r for _, r in numbered]
     validated = _check_validations(rows, problems, folder / RESULTS)
-    _check_skipped(folder, problems)
+    skips = _check_skipped(folder, problems)
     workshop = bool(rows) and all(on_the_cpu(r) for r in rows)
     _check_files(folder, problems, workshop)
     latest = latest_rows(rows)
-    states = Counter(status_of(r) for r in latest)
+    # A configuration a budget never started and a smart search then skipped is decided, not left to run: the
+    # book's run pages call it skipped too (``is_settled``).
+    states = Counter(SKIPPED_STATE if is_settled(r, skips) else status_of(r) for r in latest)
     commits = sorted({r["env"]["git_commit"] for r in rows if r["env"].get("git_commit")})
     summary = {
         "rows": len(rows), "latest_rows": len(latest), "states": dict(sorted(states.items())),

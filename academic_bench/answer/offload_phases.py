@@ -7,7 +7,7 @@ import pandas as pd
 from ..catalog.methods import Methods
 from .method_costs import micro_step_copy_s
 
-EXCESS_COLUMNS = ["setup", "model", "micro_batch", "sharding", "excess_s", "copies_s", "ratio"]
+EXCESS_COLUMNS = ["setup", "model", "micro_batch", "sharding", "excess_s", "copies_s", "ratio", "base_range_s"]
 # The decoders the rule rests on: on smaller ones a fixed cost per micro-step weighs as much as the copies.
 RULE_MIN_PARAMS = 1e9
 
@@ -21,7 +21,8 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
     The ZeRO-1 micro-step is the median of every measurement of it at that micro-batch by the row's engine revision:
     the excess is a few percent of a micro-step, within the machine-to-machine spread of one measurement, so one
     measurement of the base is not enough (Pythia-1B's ZeRO-1 + offload on one H200 measured on three days spans
-    as much as the copies of shard-grad-op)."""
+    as much as the copies of shard-grad-op). ``base_range_s`` is how far those measurements of the base lie apart:
+    an excess cannot be known closer than that."""
     from ..analysis import METHOD_COLUMNS, counted, frame_from_rows, runs_root
     from ..catalog.hardware import get_gpu
     from ..catalog.models import get_model
@@ -57,5 +58,6 @@ def micro_step_excess(root: str | None = None, min_params: float = 0.0) -> pd.Da
                                        width, gas) / gas
             excess = float(r["accumulate_median_s"]) - float(same_engine.median())
             out.append({"setup": setup, "model": model, "micro_batch": int(mb), "sharding": r["sharding"],
-                        "excess_s": excess, "copies_s": copies, "ratio": excess / copies if copies else None})
+                        "excess_s": excess, "copies_s": copies, "ratio": excess / copies if copies else None,
+                        "base_range_s": float(same_engine.max() - same_engine.min())})
     return pd.DataFrame(out, columns=EXCESS_COLUMNS)
