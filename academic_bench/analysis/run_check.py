@@ -31,14 +31,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import VALIDATION_TOLERANCE, frame_from_rows, validation_net
-from ..results import (ENGINE_REVISION, device_fault, duplicates, is_settled, latest_rows, latest_skips, row_faults,
-                       row_problems, rows_to_read, status_of)
+from ..results import (ENGINE_REVISION, SKIP_FIELDS, SKIPPED as SKIPPED_STATE, device_fault, duplicates, is_settled,
+                       latest_rows, latest_skips, row_faults, row_problems, rows_to_read, status_of)
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
 NOTEBOOK = "benchmark.ipynb"
-SKIP_KEYS = ("config_id", "timing", "mode")  # what ties a skip to its configuration (``results.skip_key``)
-SKIPPED_STATE = "skipped"  # a 'not run' configuration a smart search then skipped, as the run pages say
 EVIDENCE_README = Path("evidence") / "README.md"
 # What a row that ran must say about where it ran: the GPU, the framework, and the code (the commit).
 ENV_REQUIRED = ("gpu_name", "torch", "git_commit")
@@ -188,7 +186,7 @@ def _check_skipped(folder: Path, problems: list[Problem]) -> dict[tuple, dict]:
         return {}  # only a smart search writes one
     skips = []
     for lineno, obj in _json_lines(path, SKIPPED, problems):
-        if not isinstance(obj, dict) or not obj.get("reason") or not all(obj.get(k) for k in SKIP_KEYS):
+        if not isinstance(obj, dict) or not obj.get("reason") or not all(obj.get(k) for k in SKIP_FIELDS):
             problems.append(Problem(ERROR, f"{SKIPPED}:{lineno}", "a skip must be an object with its configuration "
                                                                   "and its reason"))
         else:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..search.params import (ENV_SOFTWARE, NOTEBOOK_FILE, README_FILE, RESULTS_FILE, check_parameters, command_for,
                                notebook_parameters, setup_parameters, template_parameters)
 from ..catalog.hardware import get_gpu
-from ..results import DEFAULT_RUNS, SET_ASIDE, load_planned, read_lines, run_label, skip_is_latest, skip_key
+from ..results import DEFAULT_RUNS, SET_ASIDE, SKIPPED, load_planned, read_lines, run_label, skip_is_latest, skip_key
 from .runs_report import (NOT_VALIDATED, every_row, failure_groups, kind, kind_of, label_list, run_rows, short_reason,
                           shown_model,
                           skips_of, unvalidated_reasons, with_states)
@@ -160,7 +160,7 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r, st in stated:
         counts[(shown_model(r), kind(r))][st] += 1
-    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", "skipped",
+    outcomes = [o for o in ("ok", "oom", "invalid", "error", "timeout", "unsupported", "not run", SKIPPED,
                             SET_ASIDE, NOT_VALIDATED) if any(c[o] for c in counts.values())]
     lines += ["### What ran", "", "Configurations per model and search, by outcome (the latest row of each; "
               "*timeout*: it ran and was stopped at its time limit; *not run*: a time budget was spent before it "
@@ -174,7 +174,7 @@ def setup_section(folder: Path, rows: list[dict], note: str = "") -> tuple[list[
                        [(m, k, *(c[o] or "" for o in outcomes), sum(c.values()))
                         for (m, k), c in sorted(counts.items())])
 
-    failed = failure_groups([r for r, st in stated if st != "skipped"], width=220, unvalidated=unvalidated)
+    failed = failure_groups([r for r, st in stated if st != SKIPPED], width=220, unvalidated=unvalidated)
     lines += ["", "### What did not run ok", ""]
     if failed:
         lines += _md_table(["model", "search", "outcome", "reason", "configurations"],

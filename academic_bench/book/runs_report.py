@@ -12,8 +12,8 @@ from typing import Iterable, Mapping, Sequence
 
 from ..search.params import RESULTS_FILE
 from ..search.notebook import BenchmarkRun
-from ..results import (ResultStore, engine_revision, is_settled, latest_rows, latest_skips, read_lines, rows_to_read,
-                      run_label, set_aside_reason, state_of, status_of, validation_class_of)
+from ..results import (SKIPPED, ResultStore, engine_revision, is_settled, latest_rows, latest_skips, read_lines,
+                      rows_to_read, run_label, set_aside_reason, state_of, status_of, validation_class_of)
 
 # --- what the notebook shows ------------------------------------------------------------------------------------
 
@@ -75,7 +75,7 @@ def _states(run: BenchmarkRun | str | Path) -> list[tuple[dict, str]]:
 
 def with_states(rows: Iterable[dict], skips: Mapping[tuple, Mapping],
                  unvalidated: Mapping[int, str] = {}) -> list[tuple[dict, str]]:  # noqa: B006 (read only)
-    return [(r, "skipped" if is_settled(r, skips) else NOT_VALIDATED if id(r) in unvalidated else state_of(r))
+    return [(r, SKIPPED if is_settled(r, skips) else NOT_VALIDATED if id(r) in unvalidated else state_of(r))
             for r in rows]
 
 

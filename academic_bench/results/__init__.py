@@ -7,7 +7,7 @@ from .schema import (ALL, DEFAULT_RUNS, ENGINE_REVISION, ENGINE_REVISIONS, MODES
                      MEMORY_WALL, OUTCOMES, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, RETRY_OUTCOMES, ROW_KEYS, SCHEMA, SEARCHES, STATUSES, TIMINGS,
                      UNCOMMITTED, UNVALIDATED, RowError, check_row, make_row, now_iso, row_problems, run_label, written_status)
 from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEEPSPEED, NOT_RUN_PREFIX, SET_ASIDE,
-                    SHORT_PATTERN_ZERO3_OFFLOAD, engine_revision, fastest_row, is_not_run, is_settled, is_uncommitted, latest_rows,
+                    SHORT_PATTERN_ZERO3_OFFLOAD, SKIPPED, SKIP_FIELDS, engine_revision, fastest_row, is_not_run, is_settled, is_uncommitted, latest_rows,
                     latest_skips, rows_to_read, set_aside_reason, skip_is_latest, skip_key, state_of, status_of,
                     stopped_on_prediction, synced_micro_batches, unchecked_at_wall,
                     validation_class_of)
@@ -22,7 +22,7 @@ __all__ = ["ALL", "GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_c
            "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MEMORY_WALL", "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "REMEASURE_CHOICES", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",
-           "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "STATUSES",
+           "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "SKIPPED", "SKIP_FIELDS", "STATUSES",
            "TIMINGS", "UNCOMMITTED", "UNVALIDATED", "append_line", "append_profile", "check_row", "engine_revision", "faster_beyond_spread", "fastest_row", "is_not_run",
            "is_settled", "is_uncommitted", "json_safe", "jsonl_problem", "latest_rows", "latest_skips", "load_planned", "load_profiles", "load_runs",
            "load_skipped", "machine_spread", "make_row", "now_iso", "read_lines", "repeated_measurements", "row_problems", "rows_to_read", "run_label", "set_aside_reason", "skip_is_latest",

@@ -155,6 +155,10 @@ def is_not_run(row: Mapping) -> bool:
     return status_of(row) == "not run"
 
 
+SKIPPED = "skipped"  # how readers show a 'not run' configuration a smart search then decided against (``is_settled``)
+SKIP_FIELDS = ("config_id", "timing", "mode")  # what a skip must name for ``skip_key`` to tie it to its configuration
+
+
 def skip_key(obj: Mapping) -> tuple:
     """What ties a smart search's skip (``results.skipped.jsonl``) to a 'not run' row it settles: setup,
     configuration, search, timing and mode. The search matters: a configuration smart skipped is one an
