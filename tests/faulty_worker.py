@@ -60,25 +60,32 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
             os.kill(os.getpid(), signal.SIGKILL)
         return real_measure(req, device, rank)
 
+    def oom_above_the_limit(micro_batch):
+        limit = faults.get("oom_above_micro_batch")
+        if limit is not None and micro_batch > limit:
+            only = faults.get("oom_rank")
+            if only is None or only == (dist.get_rank() if dist.is_initialized() else 0):
+                raise SimulatedOOM(f"simulated out of memory at micro-batch {micro_batch} (limit {limit})")
+            time.sleep(10**6)
+
     class Stepper(real_stepper):
         def __init__(self, cfg, micro_batch, gas, device):
-            limit = faults.get("oom_above_micro_batch")
-            if limit is not None and micro_batch > limit:
-                only = faults.get("oom_rank")
-                if only is None or only == (dist.get_rank() if dist.is_initialized() else 0):
-                    raise SimulatedOOM(f"simulated out of memory at micro-batch {micro_batch} (limit {limit})")
-                time.sleep(10**6)
+            oom_above_the_limit(micro_batch)
             super().__init__(cfg, micro_batch, gas, device)
+
+        def resize(self, micro_batch, gas):  # the model built for a smaller size runs out at the larger one
+            super().resize(micro_batch, gas)
+            oom_above_the_limit(micro_batch)
 
     retries = [0]  # the allocator's retries so far, as ``microbatch.alloc_retries`` counts them
 
-    def time_and_validate(stepper, cfg, mbs, req, device):
+    def time_and_validate(stepper, cfg, mbs, req, device, warm=False):
         limit = faults.get("timed_oom_above_micro_batch")
         if limit is not None and mbs > limit:
             raise SimulatedOOM(f"simulated out of memory when timed at {mbs}")
         if faults.get("oom_below_the_wall") and 2 * mbs == faults.get("memory_wall_at_micro_batch"):
             raise SimulatedOOM(f"simulated out of memory when timed at {mbs}, below the wall")
-        row = real_timing(stepper, cfg, mbs, req, device)
+        row = real_timing(stepper, cfg, mbs, req, device, warm=warm)
         if mbs == faults.get("memory_wall_at_micro_batch"):
             retries[0] += 3
             slowdown = faults.get("memory_wall_slowdown", 2.0)

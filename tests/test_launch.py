@@ -280,9 +280,9 @@ def test_a_micro_batch_that_runs_out_of_memory_when_timed_is_measured_at_half(pr
 
 
 def test_one_gpu_searches_and_times_in_one_launch_even_after_an_out_of_memory_trial(private_tmp, tmp_path, faults):
-    """On one GPU one launch searches and times: the search's warm stepper when it was the last built, else the
-    size found built again in the same process after the out-of-memory trial. ``fresh_after_oom`` (the two-launch
-    engine the one-launch engine was checked against) times it in fresh processes instead."""
+    """On one GPU one launch searches and times, on the one model every size ran on: after the out-of-memory trial
+    it goes back to the size found, warm (one warm-up repetition left). ``fresh_after_oom`` (the two-launch engine
+    the one-launch engine was checked against) times it in fresh processes instead."""
     log = tmp_path / "clean.log"
     row = run_config(tiny(), timeout_s=120, log_path=log, **FAST)
     assert row["outcome"] == "ok" and row["micro_batch"] == 8 and row["ran"]["in_place"] is True
@@ -291,7 +291,7 @@ def test_one_gpu_searches_and_times_in_one_launch_even_after_an_out_of_memory_tr
     log = tmp_path / "oom.log"
     row = run_config(tiny(), **faults({"oom_above_micro_batch": 4}), timeout_s=120, log_path=log, **FAST)
     assert row["outcome"] == "ok" and row["micro_batch"] == 4 and row["ran"]["in_place"] is True
-    assert row["ran"]["after_oom"] is True and row["ran"]["kept_warm"] is False
+    assert row["ran"]["after_oom"] is True and row["ran"]["kept_warm"] is True and row["ran"]["warmup_reps"] == 1
     assert log.read_text().count("starts at") == 1 and "(measure)" not in log.read_text()
     assert [(t["micro_batch"], t["outcome"]) for t in row["mbs_search"]] == [(2, "ok"), (4, "ok"), (8, "oom")]
     log = tmp_path / "fresh.log"

@@ -157,10 +157,60 @@ def test_micro_batch_search_reports_when_nothing_fits(monkeypatch):
 def test_a_search_that_never_ran_out_of_memory_keeps_its_stepper_to_time_in_place(monkeypatch):
     cfg = tiny()  # per-GPU batch 8: 1, 2, 4, 8 all fit, the last one tried is kept, warm
     found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
-    assert found.micro_batch == 8 and found.stepper is not None and found.stepper.mbs == 8
+    assert found.micro_batch == 8 and found.stepper is not None and found.stepper.mbs == 8 and found.warm
+
+
+def test_one_model_runs_every_size_the_search_tries_and_is_timed_at_the_size_found(monkeypatch):
+    """In one process without DeepSpeed, the search builds (and compiles) the model once: each larger size runs on
+    it, and after the size above runs out of memory the model goes back to the size found, warm, to be timed.
+    A model built per size took three builds and three compiles of Pythia-1B (32 fits, 64 does not, 32 again)."""
+    cfg = tiny()  # per-GPU batch 8
     faulty_worker.install({"oom_above_micro_batch": 4}, monkeypatch.setattr)
-    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)  # 2, 4 fit, 8 does not: 4 is built again to time
-    assert found.micro_batch == 4 and found.stepper is None and found.after_oom
+    built = []
+    real_init = microbatch.Stepper.__init__
+    monkeypatch.setattr(microbatch.Stepper, "__init__",
+                        lambda self, c, m, g, d: (built.append(m), real_init(self, c, m, g, d))[1])
+    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
+    assert [(e["micro_batch"], e["outcome"]) for e in found.log] == [(2, "ok"), (4, "ok"), (8, "oom")]
+    assert built == [2] and found.micro_batch == 4 and found.after_oom
+    assert found.stepper is not None and found.stepper.mbs == 4 and found.stepper.gas == 2 and found.warm
+    assert all(p.grad is None for p in found.stepper.model.parameters())  # the cut-short step left no gradients
+    assert microbatch.find_micro_batch(cfg, "cpu", keep=True, fresh_after_oom=True).stepper is None
+
+
+def test_a_model_that_cannot_go_on_after_an_out_of_memory_is_built_again(monkeypatch):
+    """DDP and FSDP keep state between a backward and the next forward that an out-of-memory cuts short, and a
+    DeepSpeed engine is configured for one micro-batch size: after a trial that ran out of memory, the search
+    builds the size found again (timed cold, no warm-up counted), and DeepSpeed builds every size."""
+    cfg = tiny()
+    faulty_worker.install({"oom_above_micro_batch": 4}, monkeypatch.setattr)
+    built = []
+    real_init = microbatch.Stepper.__init__
+    monkeypatch.setattr(microbatch.Stepper, "__init__",
+                        lambda self, c, m, g, d: (built.append(m), real_init(self, c, m, g, d))[1])
+    monkeypatch.setattr(microbatch.Stepper, "survives_oom", property(lambda self: False))
+    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
+    assert built == [2] and found.micro_batch == 4 and found.stepper is None and found.after_oom
+    built.clear()
+    monkeypatch.setattr(microbatch.Stepper, "resizable", property(lambda self: False))
+    found = microbatch.find_micro_batch(cfg, "cpu", keep=True)
+    assert built == [2, 4, 8] and found.micro_batch == 4 and found.stepper is None  # 8 ran out building
+    with pytest.raises(ValueError, match="DeepSpeed"):
+        microbatch.Stepper(cfg, 2, 4, "cpu").resize(4, 2)
+
+
+def test_a_warm_stepper_counts_the_searchs_two_steps_as_warm_up():
+    """Warm-up is at least two repetitions; the search's two full steps at the size found count towards it, and one
+    repetition always stays, to refill the allocator's cache that a larger trial emptied."""
+    assert worker.warmup_reps({"warmup": 3}, warm=False) == 3 and worker.warmup_reps({"warmup": 3}, warm=True) == 1
+    assert worker.warmup_reps({"warmup": 1}, warm=False) == 2 and worker.warmup_reps({"warmup": 2}, warm=True) == 1
+    assert worker.warmup_reps({"warmup": 6}, warm=True) == 4
+    req = {"config": tiny().to_dict(), "timing": "synced", "validate_steps": 0, "warmup": 3, "reps": 5,
+           "in_place": True}
+    row = worker.measure(req, "cpu", rank=0)
+    assert row["ran"]["kept_warm"] and row["ran"]["warmup_reps"] == 1
+    row = worker.measure({**req, "in_place": False}, "cpu", rank=0)  # searched in processes of its own: cold
+    assert not row["ran"]["kept_warm"] and row["ran"]["warmup_reps"] == 3
 
 
 def test_searching_to_time_in_place_starts_above_the_guess_so_the_size_found_is_the_last_built(monkeypatch):

@@ -38,6 +38,7 @@ class Ran:
     precision: str = "fp32"
     notes: list[str] = field(default_factory=list)
     weights: str = ""  # the dtype the model's weights were built in (before any method casts them)
+    warmup_reps: int | None = None  # untimed repetitions before the timed ones (``worker.warmup_reps``)
     timing_s: float | None = None  # seconds the timed repetitions took (warm-up included)
     validate_s: float | None = None  # seconds the sustained validation took
 
@@ -113,6 +114,10 @@ def apply_compile(model: nn.Module, spec: ModelSpec, ran: Ran) -> None:
     # Hitting the recompile limit makes dynamo run the frame eagerly without a word: make it an error.
     torch._dynamo.config.fail_on_recompile_limit_hit = True
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 32)
+    # One model runs every micro-batch size the search tries (``Stepper.resize``): each size gets code compiled
+    # for its own shapes, as a run of that one size does. With automatic dynamic shapes the second size would
+    # compile shape-generic code, which every later size, the one timed included, would then run.
+    torch._dynamo.config.automatic_dynamic_shapes = False
     for block in blocks(model, spec):
         block.compile()
     ran.compiled = True

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,16 +43,24 @@ def alloc_retries(device: str) -> int:
     return int(torch.cuda.memory_stats().get("num_alloc_retries", 0)) if device == "cuda" else 0
 
 
-def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None,
-                    keep: bool = False) -> tuple[bool, float | None, Stepper | None]:
-    """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when it fits and ``keep``: warm,
-    compiled, ready to be timed in this process). Every rank must agree to stay in step."""
-    stepper, ok = None, True
+def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = None, keep: bool = False,
+                    reuse: Stepper | None = None) -> tuple[bool, float | None, Stepper | None]:
+    """Run one full step pattern at ``mbs``; (fits, peak GB, the stepper when ``keep``: warm, compiled, ready to be
+    timed in this process when it fit, or, when it did not, ready for a smaller size where its model survives
+    the out-of-memory). ``reuse``: a stepper of another size to resize rather than build a model again
+    (``Stepper.resize``). Every rank must agree to stay in step."""
+    stepper, ok = reuse, True
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    built = None
     try:
         gas = cfg.per_gpu_batch // mbs
-        stepper = Stepper(cfg, mbs, gas, device)
+        if stepper is not None:
+            stepper.resize(mbs, gas)
+        else:
+            stepper = Stepper(cfg, mbs, gas, device)
+            built = time.perf_counter() - t0
         batch = host_batches(cfg, mbs, 1, seed=0)[0]
         for _ in range(2):  # the second step shows the steady state, with optimizer states allocated
             if gas > 1:
@@ -64,10 +73,14 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = Non
             raise
         ok = False
     peak = peak_memory_gb(device)
-    log.info("micro-batch %d: %s, peak %s GB", mbs, "fits" if ok else "out of memory", peak)
+    log.info("micro-batch %d: %s, peak %s GB (%.1f s%s)", mbs, "fits" if ok else "out of memory", peak,
+             time.perf_counter() - t0, f", of which {built:.1f} s building the model" if built is not None else
+             ", on the model of the size before")
     note_trial(trials, mbs, ok, peak)
     ok = not any_rank(not ok, device)  # a rank that ran out of memory decides for all
-    if ok and keep:
+    if keep and stepper is not None and (ok or stepper.survives_oom):
+        if not ok:
+            stepper.drop_step()
         return ok, peak, stepper
     free_after_oom(stepper, device)
     return ok, peak, None
@@ -93,21 +106,25 @@ def start_guess(cfg: Config) -> int:
 @dataclass
 class Search:
     """What the micro-batch search found: the largest size that ran a full step (None: not even 1), each size's
-    outcome, notes and, when asked to keep it, the stepper of that size if it was the last tried (warm, to be
-    timed in place). ``after_oom``: a trial ran out of memory in this process before."""
+    outcome, notes and, when asked to keep it, a stepper of that size to time in place: the last one tried, or
+    the model of every size tried resized back to it (``Stepper.resize``). ``warm``: that stepper already ran the
+    trial's two full steps at this size (compiled, optimizer state allocated). ``after_oom``: a trial ran out of
+    memory in this process before."""
 
     micro_batch: int | None
     log: list[dict]
     notes: list[str] = field(default_factory=list)
     stepper: Stepper | None = None
     after_oom: bool = False
+    warm: bool = False
 
 
 def first_size(guess: int, cfg: Config, keep: bool) -> int:
     """Where the search starts. Searching to time in place (``keep``), it starts one size above the memory model's
     guess: when the guess is right, that size runs out of memory and the guess, tried next, fits and is kept warm
-    for the timing (two builds); starting at the guess would try it, then the size above, then build the guess a
-    third time. Otherwise the order saves nothing, and it starts at the guess."""
+    for the timing (two trials; a DeepSpeed engine, built once per size, is built twice); starting at the guess
+    would try it, then the size above, then come back to the guess (three trials, three DeepSpeed builds).
+    Otherwise the order saves nothing, and it starts at the guess."""
     above = 2 * guess
     return above if keep and above <= cfg.per_gpu_batch and cfg.per_gpu_batch % above == 0 else guess
 
@@ -120,13 +137,15 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     prediction. ``trials``: a folder where each rank writes down its own outcome of every trial
     (``note_trial``). ``known``: outcomes of an earlier search of the same configuration (entries of its log),
     not tried again; the search starts above the largest size known to fit and below the smallest known not to.
-    ``keep``: return the stepper of the size found when it was the last tried, to be timed in this process (with
-    ``fresh_after_oom``, only when no trial ran out of memory before it). Sizes below ``cfg.smallest_micro_batch``
-    (FP8's 16-token multiple) are never tried."""
+    ``keep``: every size is tried on one model where the model takes other sizes (``reusable``), else on a model
+    built for it; the stepper of the size found is returned to be timed in this process when it was the last
+    tried or its model can be resized back to it (with ``fresh_after_oom``, only when no trial ran out of memory
+    before it). Sizes below ``cfg.smallest_micro_batch`` (FP8's 16-token multiple) are never tried."""
     known = known or []
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
     kept: Stepper | None = None
+    ran_on_kept: set[int] = set()  # the sizes that ran a full step on the kept stepper's model
     oomed = False  # whether an out-of-memory trial came before the timing in this process
     mbs = max([first_size(start_guess(cfg), cfg, keep), *(m for m, (ok, _) in tried.items() if ok)])
     too_big = [m for m, (ok, _) in tried.items() if not ok]
@@ -135,9 +154,13 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
         mbs = min(mbs, min(too_big) // 2)
     while mbs >= smallest:
         if mbs not in tried:
-            if kept is not None:  # a larger size needs the memory the smaller one holds
+            if kept is not None and not reusable(kept, tried):  # another size needs the memory this one holds
                 free_after_oom(kept, device)
-            ok, peak, kept = try_micro_batch(cfg, mbs, device, trials, keep)
+                kept = None
+            if kept is None:
+                ran_on_kept = set()
+            ok, peak, kept = try_micro_batch(cfg, mbs, device, trials, keep, reuse=kept)
+            ran_on_kept |= {mbs} if ok else set()
             tried[mbs] = (ok, peak)
             oomed = oomed or not ok
         ok, _ = tried[mbs]
@@ -153,7 +176,15 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
     best = max(fits) if fits else None
+    if kept is not None and kept.mbs != best and best is not None and reusable(kept, tried):
+        kept.resize(best, cfg.per_gpu_batch // best)  # back to the size found, whose code is compiled already
     if kept is not None and (kept.mbs != best or (oomed and fresh_after_oom)):
         free_after_oom(kept, device)
         kept = None
-    return Search(best, log, stepper=kept, after_oom=oomed)
+    return Search(best, log, stepper=kept, after_oom=oomed, warm=kept is not None and best in ran_on_kept)
+
+
+def reusable(stepper: Stepper, tried: dict[int, tuple[bool, float | None]]) -> bool:
+    """Whether the search's next size can run on ``stepper``'s model: one that takes other sizes, whose last
+    trial fit or that goes on after an out-of-memory one."""
+    return stepper.resizable and (tried[stepper.mbs][0] or stepper.survives_oom)

@@ -121,6 +121,38 @@ class Stepper:
             self.opt.step()
         self.opt.zero_grad(set_to_none=True)
 
+    # --- another micro-batch size, on the same model ------------------------------------------------------
+
+    @property
+    def resizable(self) -> bool:
+        """Whether micro-batches of another size can run on this model as built: all but DeepSpeed, whose engine
+        is configured with the micro-batch size."""
+        return self.engine is None
+
+    @property
+    def survives_oom(self) -> bool:
+        """Whether this model can go on after a step that ran out of memory part-way: one process without
+        DeepSpeed. DDP and FSDP keep state between a backward's hooks and the next forward, which a backward cut
+        short leaves half done, so they are built again instead."""
+        return self.resizable and self.ran.parallel == "single"
+
+    def resize(self, micro_batch: int, gas: int) -> None:
+        """Take micro-batches of another size. The model, its weights, its optimizer state and the code compiled
+        for each size it ran stay; only the activations (and the loss's 1/GAS) change. The micro-batch search
+        tries its sizes on one model this way, so a search builds and compiles the model once, not once per
+        size, and the size it finds is timed on the model that ran its trial."""
+        if not self.resizable:
+            raise ValueError("a DeepSpeed engine is built for one micro-batch size")
+        self.mbs, self.gas = micro_batch, gas
+
+    def drop_step(self) -> None:
+        """Forget a step that ran out of memory part-way: its gradients, and the memory its activations took."""
+        if self.opt is not None:
+            self.opt.zero_grad(set_to_none=True)
+        gc.collect()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
+
     def set_gas(self, gas: int) -> None:
         """Real gradient accumulation for a sustained run (DeepSpeed's count, which scales its loss, too)."""
         self.gas = gas

@@ -159,6 +159,7 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
     phases = step_phases(stepper, itertools.cycle(host_batches(cfg, stepper.mbs, 2, seed=1)), block)
     samples: dict[str, list[float]] = {name: [] for name, _ in phases}
+    t_start = time.perf_counter()
     for i in range(warmup + reps):
         t0 = time.time()
         for name, seconds in time_chain(phases, device):
@@ -168,6 +169,8 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
+    log.info("timed %d repetitions after %d warm-up in %.1f s", len(samples[phases[0][0]]), warmup,
+             time.perf_counter() - t_start)
     return slowest_rank(samples, device)
 
 

@@ -81,9 +81,10 @@ def gather_memory(value: float | None, device: str) -> list[float] | None:
 def measure(req: dict, device: str, rank: int) -> dict:
     """One configuration: find its micro-batch (unless given), time its phases, optionally validate.
 
-    With ``in_place`` (one process), the size the search found is timed in this process: its warm stepper when it
-    was the last size tried (``find_micro_batch(keep=True)``), else one built again here, after the out-of-memory
-    trial above it freed its memory. No second launch, no second import of the libraries. With
+    With ``in_place`` (one process), the size the search found is timed in this process: on the model that ran its
+    trial when the search kept it (``find_micro_batch(keep=True)``: the last size tried, or one model for every
+    size), else on one built again here, after the out-of-memory trial above it freed its memory. No second
+    launch, no second import of the libraries. With
     ``fresh_after_oom`` (the engine before one launch, kept to check that memory an out-of-memory trial left
     behind does not skew the timing), and whenever the timed run in place runs out of memory, the result says
     ``searched_only`` and the launcher times that size in fresh processes, as it does after a ``search_only``
@@ -94,13 +95,13 @@ def measure(req: dict, device: str, rank: int) -> dict:
     t_start = time.perf_counter()
     mbs_log, notes, stepper = req.get("mbs_search"), list(req.get("search_notes") or []), None
     mbs = cfg.micro_batch or req.get("micro_batch")
-    in_place, after_oom, fresh = False, False, bool(req.get("fresh_after_oom"))
+    in_place, after_oom, fresh, warm = False, False, bool(req.get("fresh_after_oom")), False
     if not mbs:
         in_place = bool(req.get("in_place"))
         found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=in_place,
                                  fresh_after_oom=fresh)
         mbs, mbs_log, notes, stepper = found.micro_batch, found.log, notes + found.notes, found.stepper
-        after_oom = found.after_oom
+        after_oom, warm = found.after_oom, found.warm
         if mbs is None:
             return {"outcome": "oom", "reason": f"even micro-batch {cfg.smallest_micro_batch} does not fit"
                     + (" (FP8 training's smallest for this sequence length)" if cfg.smallest_micro_batch > 1 else ""),
@@ -108,13 +109,12 @@ def measure(req: dict, device: str, rank: int) -> dict:
         if req.get("search_only") or (in_place and after_oom and fresh):
             return searched_only(mbs, mbs_log, notes)
     t_searched = time.perf_counter()
-    kept = stepper is not None
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     try:
         stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
         t_ready = time.perf_counter()
-        timed = timed_run(stepper, cfg, mbs, req, device)
+        timed = timed_run(stepper, cfg, mbs, req, device, warm)
         if checks_the_wall(cfg, mbs, req) and timed.retries > 0:
             timed, mbs_log = time_below_the_wall(stepper, timed, cfg, mbs, req, device, mbs_log,
                                                  spent_s=time.perf_counter() - t_searched)
@@ -128,7 +128,7 @@ def measure(req: dict, device: str, rank: int) -> dict:
     row["ran"] = vars(timed.ran)
     row["ran"]["notes"] = notes + row["ran"]["notes"]
     row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=in_place,
-                      kept_warm=kept and timed.row["micro_batch"] == mbs, after_oom=after_oom,
+                      kept_warm=warm and timed.row["micro_batch"] == mbs, after_oom=after_oom,
                       peak_reserved_gb=timed.reserved, alloc_retries=timed.retries, memory_wall=timed.wall)
     return row
 
@@ -146,10 +146,10 @@ class Timed:
     wall: dict | None = None
 
 
-def timed_run(stepper: Stepper, cfg: Config, mbs: int, req: dict, device: str) -> Timed:
+def timed_run(stepper: Stepper, cfg: Config, mbs: int, req: dict, device: str, warm: bool = False) -> Timed:
     """``time_and_validate`` at ``mbs``, with the peak reservation per rank and the allocator retries it counted."""
     before = alloc_retries(device)
-    row = time_and_validate(stepper, cfg, mbs, req, device)
+    row = time_and_validate(stepper, cfg, mbs, req, device, warm=warm)
     return Timed(row, stepper.ran, gather_memory(peak_reserved_gb(device), device),
                  retries_on_any_rank(alloc_retries(device) - before, device))
 
@@ -223,14 +223,24 @@ def searched_only(mbs: int, log: list[dict], notes: list[str]) -> dict:
     return {"outcome": "ok", "micro_batch": mbs, "mbs_search": log, "search_notes": notes, "searched_only": True}
 
 
-def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device: str) -> dict:
-    """Time the phases (synced or the paper's way), extrapolate, and run the validation if asked and in time."""
+def warmup_reps(req: dict, warm: bool) -> int:
+    """Untimed repetitions before the timed ones: the request's (at least 2). On a ``warm`` stepper, which ran the
+    search's two full steps at this size (compiled, optimizer state allocated), those steps count, and one
+    repetition is left to refill the allocator's cache that a larger trial may have emptied."""
+    asked = max(2, req.get("warmup", 2))
+    return max(1, asked - 2) if warm else asked
+
+
+def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device: str, warm: bool = False) -> dict:
+    """Time the phases (synced or the paper's way), extrapolate, and run the validation if asked and in time.
+    ``warm``: the stepper ran the search's two steps at this size (``warmup_reps``)."""
     t0 = time.perf_counter()
     timing = req.get("timing", "synced")
     if timing == "unsynced":
         phases = time_unsynced(stepper, cfg, device)
     else:
-        phases = time_phases(stepper, cfg, device, max(2, req.get("warmup", 2)), max(MIN_REPS, req.get("reps", 5)),
+        stepper.ran.warmup_reps = warmup_reps(req, warm)
+        phases = time_phases(stepper, cfg, device, stepper.ran.warmup_reps, max(MIN_REPS, req.get("reps", 5)),
                              deadline=req.get("deadline"))
     t1 = time.perf_counter()
     row = {"outcome": "ok", "reason": None, **extrapolate(cfg, mbs, phases, timing)}
@@ -261,14 +271,25 @@ def write_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def stamp_elapsed(record: logging.LogRecord) -> bool:
+    """Give a log record ``elapsed``: "[  12.3 s]", seconds since the logging module was loaded (the worker's
+    first import)."""
+    record.elapsed = f"[{record.relativeCreated / 1000:6.1f} s]"
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--request", required=True, type=Path)
     ap.add_argument("--result", required=True, type=Path)
     args = ap.parse_args(argv)
     # The run's log is this process's output: the launcher keeps it and reads a failure's cause from its tail.
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
+    # Each line says when, in seconds since the worker started: where a configuration's time goes is read from it.
+    logging.basicConfig(level=logging.INFO, format="%(elapsed)s %(message)s", stream=sys.stdout, force=True)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(stamp_elapsed)
     req = json.loads(args.request.read_text())
+    logging.getLogger(__name__).info("imports done; measuring %s", req["config"].get("model"))
     device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     rank, _ = init(device, collective_timeout_s(req))
     try:
