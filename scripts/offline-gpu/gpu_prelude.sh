@@ -9,11 +9,12 @@ wheels_id=$(ls .whl | md5sum | cut -c1-32)
 if [ "$(cat /tmp/site/.wheels 2>/dev/null)" != "$wheels_id" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     >/dev/null 2>&1 && echo "$wheels_id" > /tmp/site/.wheels || echo "wheel install failed"
-  # Bytecode, as a plain `pip install` leaves it: without it every worker compiled the sources of transformers,
-  # DeepSpeed and the rest again at import (about 10 s a process, h200x1/evidence/engine-profile/), since these
-  # machines do not write it back.
-  bc_t0=$SECONDS; python3 -m compileall -q -j 0 /tmp/site >/dev/null 2>&1
-  echo "bytecode of the wheels compiled in $((SECONDS - bc_t0)) s" > /tmp/site/.bytecode
+  # Bytecode, as a plain `pip install` leaves it: these machines ship torch without it and do not write it back,
+  # so every process compiled the sources of torch, transformers, DeepSpeed and the rest again at import (about
+  # 10 s a worker: h200x1/evidence/engine-profile/, engine-cost/imports.txt).
+  bc_t0=$SECONDS; torch_site=$(python3 -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+  python3 -m compileall -q -j 0 /tmp/site "$torch_site" >/dev/null 2>&1
+  echo "bytecode of the wheels and of $torch_site compiled in $((SECONDS - bc_t0)) s" > /tmp/site/.bytecode
 fi
 export PYTHONPATH=/tmp/site${MAMBA_SITE:+:$MAMBA_SITE}:$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # NVLink multicast cannot be used on these shared GPUs: the launcher switches it off for its workers too.
