@@ -171,7 +171,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         timed.unlink(missing_ok=True)  # only this launch's timing may be recovered
         cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
         # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
-        logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.0f} s of "
+        logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.1f} s of "
                    f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())
         logf.flush()
         procs.append(subprocess.Popen(with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
@@ -182,7 +182,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
             kill_tree(procs[-1])
             rc, timed_out = None, True
         logf.write(f"# ({phase}) {'killed at the time limit' if timed_out else f'exit status {rc}'} at "
-                   f"{time.monotonic() - t0:.0f} s\n".encode())
+                   f"{time.monotonic() - t0:.1f} s\n".encode())
         return rc, timed_out
 
     try:
