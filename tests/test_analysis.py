@@ -519,6 +519,38 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 
 
+def test_each_engine_cost_check_pairs_the_same_configurations_before_and_after_with_their_commits(tmp_path):
+    """The engine page's cost checks: every folder under ``evidence/engine-cost/`` with ``before/`` and ``after/``
+    results, each configuration paired with its twin (the step's relative change, both wall times, both commits);
+    a configuration measured by one version only, or that did not run, is left out, and so is a folder without
+    ``after/``."""
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import parse_methods
+    from academic_bench.results import make_row
+
+    def row(methods, step, duration, commit, outcome="ok"):
+        c = Config("pythia-1b", "h200", 1, methods=parse_methods(methods))
+        fields = dict(step_time_s=step, micro_batch=32, gas=32) if outcome == "ok" else {}
+        r = make_row(c, setup="h200x1", outcome=outcome, reason=None if outcome == "ok" else "x", **fields)
+        return {**r, "duration_s": duration, "env": {**r["env"], "git_commit": commit}}
+
+    checks = tmp_path / "h200x1" / "evidence" / "engine-cost"
+    files = {"before": [row("free-lunch", 24.0, 50.0, "aaa"), row("free-lunch+zero1+offload", 24.4, 67.0, "aaa"),
+                        row("free-lunch+offload", None, 0.0, "aaa", outcome="invalid")],
+             "after": [row("free-lunch", 24.24, 40.0, "bbb"), row("free-lunch+offload", None, 0.0, "bbb",
+                                                                   outcome="invalid")],
+             "exit/before": [row("free-lunch", 24.0, 40.0, "bbb")], "exit/after": [row("free-lunch", 23.76, 34.0, "ccc")],
+             "unpaired/before": [row("free-lunch", 24.0, 40.0, "bbb")]}
+    for folder, rows in files.items():
+        (checks / folder).mkdir(parents=True)
+        (checks / folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = analysis.engine_changes(tmp_path)
+    assert got[["check", "methods_label", "before", "after", "before_s", "after_s"]].values.tolist() == [
+        ["engine-cost", "free-lunch", "aaa", "bbb", 50.0, 40.0], ["engine-cost/exit", "free-lunch", "bbb", "ccc", 40.0, 34.0]]
+    assert got["step_change"].tolist() == pytest.approx([0.01, -0.01])
+    assert analysis.engine_changes(tmp_path / "none").empty
+
+
 def test_a_run_folder_name_in_a_sentence_is_given_as_its_hardware():
     names = {"h200x1": "1 x H200 141GB SXM"}
     said = analysis.setups_in_words("on h200x1 (scaled from h200x1); h200x1-tiny stays", names)

@@ -44,7 +44,8 @@ from .counted import (  # noqa: F401
     validation_verdicts,
     validations,
 )
-from .launches import LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, launch_check, search_cost  # noqa: F401
+from .launches import (ENGINE_CHANGE_COLUMNS, LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, engine_changes,  # noqa: F401
+                       launch_check, search_cost)
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,
     ENGINE_COST_COLUMNS,

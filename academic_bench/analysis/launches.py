@@ -69,6 +69,45 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
 
 
+ENGINE_CHANGE_COLUMNS = ["setup", "check", "model", "methods_label", "micro_batch", "before", "after", "before_s",
+                         "after_s", "before_step_s", "after_step_s", "step_change"]
+
+
+def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
+    """Each change of the engine's cost checked on one machine: every folder under a setup's
+    ``evidence/engine-cost/`` (itself included) holding ``before/results.jsonl`` and ``after/results.jsonl``, the
+    same configurations measured by the engine at two commits, interleaved (its ``plan*.sh`` says how), paired by
+    configuration: the commits, the wall time of each (``duration_s``: launch, search, build, compile, timing and
+    exit) and the step's relative change (after over before, minus 1)."""
+    from ..results import ResultStore
+
+    out = []
+    for before in sorted(runs_root(root).glob("*/evidence/engine-cost/**/before/results.jsonl")):
+        after = before.parent.parent / "after" / "results.jsonl"
+        if not after.exists():
+            continue
+        b, a = (frame_from_rows(ResultStore(p).rows()) for p in (before, after))
+        b, a = (d[(d["timing"] == "synced") & (d["mode"] == "step") & (d["outcome"] == "ok")] for d in (b, a))
+        m = b.merge(a, on=["setup", "config_id"], suffixes=("", "_after"))
+        commit = {"before": _commit(before), "after": _commit(after)}
+        check = "/".join(before.parent.parent.relative_to(runs_root(root)).parts[2:])  # under evidence/
+        for _, r in m.iterrows():
+            out.append({"setup": r["setup"], "check": check, "model": r["model"], "methods_label": r["methods_label"],
+                        "micro_batch": r["micro_batch"], **commit, "before_s": r["duration_s"],
+                        "after_s": r["duration_s_after"], "before_step_s": r["step_time_s"],
+                        "after_step_s": r["step_time_s_after"],
+                        "step_change": r["step_time_s_after"] / r["step_time_s"] - 1})
+    return pd.DataFrame(out, columns=ENGINE_CHANGE_COLUMNS)
+
+
+def _commit(path: Path) -> str | None:
+    """The commit the rows of a results file name (the first row's)."""
+    from ..results import ResultStore
+
+    rows = ResultStore(path).rows()
+    return (rows[0].get("env") or {}).get("git_commit") if rows else None
+
+
 def _with_samples(rows: list[dict]) -> list[dict]:
     """The synchronized measurements that count (``status_of``: neither set aside nor a tiny workshop run) and
     kept every phase's samples beside its summary (``timing.summary``)."""
