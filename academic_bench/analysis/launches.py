@@ -30,11 +30,15 @@ def engine_evidence_rows(pattern: str, root: str | Path | None = None) -> list[d
 
 def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
     """The synchronized step rows that ran (measured, or out of memory) in the engine check's files."""
-    rows = engine_evidence_rows(pattern, root)
+    return _synced_steps(engine_evidence_rows(pattern, root), ("ok", "oom"))
+
+
+def _synced_steps(rows: list[dict], outcomes: tuple[str, ...]) -> pd.DataFrame:
+    """The synchronized step rows among ``rows`` whose outcome is one of ``outcomes``, as a frame."""
     df = frame_from_rows(rows) if rows else pd.DataFrame()
     if df.empty:
         return df
-    return df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(["ok", "oom"])]
+    return df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(outcomes)]
 
 
 def launch_check(root: str | Path | None = None) -> pd.DataFrame:
@@ -86,10 +90,12 @@ def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
         after = before.parent.parent / "after" / "results.jsonl"
         if not after.exists():
             continue
-        b, a = (frame_from_rows(ResultStore(p).rows()) for p in (before, after))
-        b, a = (d[(d["timing"] == "synced") & (d["mode"] == "step") & (d["outcome"] == "ok")] for d in (b, a))
+        rows = {side: ResultStore(p).rows() for side, p in (("before", before), ("after", after))}
+        b, a = (_synced_steps(rows[side], ("ok",)) for side in ("before", "after"))
+        if b.empty or a.empty:
+            continue
         m = b.merge(a, on=["setup", "config_id"], suffixes=("", "_after"))
-        commit = {"before": _commit(before), "after": _commit(after)}
+        commit = {side: (r[0].get("env") or {}).get("git_commit") if r else None for side, r in rows.items()}
         check = "/".join(before.parent.parent.relative_to(runs_root(root)).parts[2:])  # under evidence/
         for _, r in m.iterrows():
             out.append({"setup": r["setup"], "check": check, "model": r["model"], "methods_label": r["methods_label"],
@@ -98,14 +104,6 @@ def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
                         "after_step_s": r["step_time_s_after"],
                         "step_change": r["step_time_s_after"] / r["step_time_s"] - 1})
     return pd.DataFrame(out, columns=ENGINE_CHANGE_COLUMNS)
-
-
-def _commit(path: Path) -> str | None:
-    """The commit the rows of a results file name (the first row's)."""
-    from ..results import ResultStore
-
-    rows = ResultStore(path).rows()
-    return (rows[0].get("env") or {}).get("git_commit") if rows else None
 
 
 def _with_samples(rows: list[dict]) -> list[dict]:

@@ -78,6 +78,8 @@ def try_micro_batch(cfg: Config, mbs: int, device: str, trials: str | None = Non
              ", on the model of the size before")
     note_trial(trials, mbs, ok, peak)
     ok = not any_rank(not ok, device)  # a rank that ran out of memory decides for all
+    if ok and stepper is not None:
+        stepper.sizes_fit.add(mbs)
     if keep and stepper is not None and (ok or stepper.survives_oom):
         if not ok:
             stepper.drop_step()
@@ -145,7 +147,6 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
     kept: Stepper | None = None
-    ran_on_kept: set[int] = set()  # the sizes that ran a full step on the kept stepper's model
     oomed = False  # whether an out-of-memory trial came before the timing in this process
     mbs = max([first_size(start_guess(cfg), cfg, keep), *(m for m, (ok, _) in tried.items() if ok)])
     too_big = [m for m, (ok, _) in tried.items() if not ok]
@@ -154,13 +155,10 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
         mbs = min(mbs, min(too_big) // 2)
     while mbs >= smallest:
         if mbs not in tried:
-            if kept is not None and not reusable(kept, tried):  # another size needs the memory this one holds
+            if kept is not None and not reusable(kept):  # another size needs the memory this one holds
                 free_after_oom(kept, device)
                 kept = None
-            if kept is None:
-                ran_on_kept = set()
             ok, peak, kept = try_micro_batch(cfg, mbs, device, trials, keep, reuse=kept)
-            ran_on_kept |= {mbs} if ok else set()
             tried[mbs] = (ok, peak)
             oomed = oomed or not ok
         ok, _ = tried[mbs]
@@ -176,15 +174,15 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
     best = max(fits) if fits else None
-    if kept is not None and kept.mbs != best and best is not None and reusable(kept, tried):
+    if kept is not None and kept.mbs != best and best is not None and reusable(kept):
         kept.resize(best, cfg.per_gpu_batch // best)  # back to the size found, whose code is compiled already
     if kept is not None and (kept.mbs != best or (oomed and fresh_after_oom)):
         free_after_oom(kept, device)
         kept = None
-    return Search(best, log, stepper=kept, after_oom=oomed, warm=kept is not None and best in ran_on_kept)
+    return Search(best, log, stepper=kept, after_oom=oomed, warm=kept is not None and best in kept.sizes_fit)
 
 
-def reusable(stepper: Stepper, tried: dict[int, tuple[bool, float | None]]) -> bool:
+def reusable(stepper: Stepper) -> bool:
     """Whether the search's next size can run on ``stepper``'s model: one that takes other sizes, whose last
     trial fit or that goes on after an out-of-memory one."""
-    return stepper.resizable and (tried[stepper.mbs][0] or stepper.survives_oom)
+    return stepper.resizable and (stepper.mbs in stepper.sizes_fit or stepper.survives_oom)

@@ -30,6 +30,7 @@ class Stepper:
 
     def __init__(self, cfg: Config, micro_batch: int, gas: int, device: str):
         self.cfg, self.mbs, self.gas, self.device = cfg, micro_batch, gas, device
+        self.sizes_fit: set[int] = set()  # the micro-batches that ran the search's full steps on this model
         spec, m = cfg.spec, cfg.methods
         self.ran = Ran(precision=cfg.recipe.precision)
         apply.apply_kernels_check(spec, cfg, device, self.ran)

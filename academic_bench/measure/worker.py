@@ -31,6 +31,7 @@ from .stepper import Stepper, free_after_oom, is_oom
 from .timing import (MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits,
                      would_pass)
 
+log = logging.getLogger(__name__)
 
 # How long a collective may wait for the other ranks before the process group gives up. The micro-batch
 # search uses a short one: when only some ranks run out of memory at a micro-batch (at the very edge of the
@@ -289,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(stamp_elapsed)
     req = json.loads(args.request.read_text())
-    logging.getLogger(__name__).info("imports done; measuring %s", req["config"].get("model"))
+    log.info("imports done; measuring %s", req["config"].get("model"))
     device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     rank, _ = init(device, collective_timeout_s(req))
     try:
@@ -303,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                "micro_batch": req.get("micro_batch"), "mbs_search": req.get("mbs_search")}
     if rank == 0:
         write_atomic(args.result, row)
-        logging.getLogger(__name__).info("result written")
+        log.info("result written")
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0
