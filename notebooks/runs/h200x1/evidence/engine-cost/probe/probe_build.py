@@ -1,6 +1,6 @@
 """Where a configuration's first seconds go: one process, as the launcher's worker starts (rank 0 of 1), timing the
 import of torch, the CUDA context, the worker's imports, the process group, then the model's first build and its
-first two full steps under cProfile (the 30 costliest calls by cumulative time of each).
+first two full steps under cProfile (the 60 costliest calls by cumulative time of each).
 
     python3 probe_build.py MODEL METHODS MICRO_BATCH OUT_PREFIX [cuda|cpu] [tiny]
 
@@ -61,7 +61,7 @@ def profiled(name: str, fn):
     prof.disable()
     mark(name)
     text = io.StringIO()
-    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(30)
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(60)
     with open(f"{out}-{name.split()[0]}.txt", "w") as f:
         f.write(text.getvalue())
     return result
