@@ -1,7 +1,7 @@
 """Launching one configuration in fresh processes: every outcome classified, nothing left running.
 
-These run the real worker (``academic_bench.measure.worker``) under torchrun on tiny models on the CPU
-(gloo); failures are made to order by the tests' faulty worker (``tests/faulty_worker.py``). Each launch costs a few
+These run the real worker (``academic_bench.measure.worker``) on tiny models on the CPU (gloo): started by
+the launcher itself for one process, under torchrun for several; failures are made to order by the tests' faulty worker (``tests/faulty_worker.py``). Each launch costs a few
 seconds of Python start-up, so the count is kept small.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
 from academic_bench.catalog.config import Config
-from academic_bench.launch import (NO_NVLS_ENV, NO_NVLS_OPT_IN, Rendezvous, build_request, child_env, make_executor,
-                                   run, run_config, torchrun_command)
+from academic_bench.launch import (NO_NVLS_ENV, NO_NVLS_OPT_IN, WORKER_MODULE, Rendezvous, build_request, child_env,
+                                   make_executor, run, run_config, torchrun_command, worker_command)
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, check_row, make_row
 
@@ -70,6 +70,19 @@ def test_child_environment_and_command(monkeypatch):
     assert env["OMP_NUM_THREADS"] == str(max(1, cores // 2))  # never torchrun's default of 1 per rank
     cmd = torchrun_command(c, "REQ", "RES")
     assert cmd[1:6] == ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"]
+    assert worker_command(c, "REQ", "RES") == cmd
+
+
+def test_one_gpu_runs_the_worker_itself_with_the_variables_torchrun_would_give_it():
+    """torchrun's agent took 2.5-3 s of every one-GPU configuration only to start, watch and report on one
+    process: the launcher starts the worker itself, as rank 0 of 1."""
+    c = tiny()
+    cmd = worker_command(c, "REQ", "RES")
+    assert "torch.distributed.run" not in cmd and cmd[1:] == ["-m", WORKER_MODULE, "--request", "REQ", "--result", "RES"]
+    env = child_env(c)
+    assert {k: env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")} == {
+        "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+    assert "MASTER_ADDR" not in env or env["MASTER_ADDR"] == os.environ.get("MASTER_ADDR")  # no port is taken
     multi = Config("pythia-160m", "h100-80gb", 16, nodes=2, tiny=True)
     cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
     assert "--standalone" not in cmd and cmd[cmd.index("--nproc_per_node") + 1] == "8"
@@ -145,7 +158,7 @@ def test_the_row_records_the_multicast_switches_the_workers_got(tmp_path, no_mul
         no_multicast_vars.setenv(NO_NVLS_OPT_IN, opt_in)
     seen = tmp_path / "worker-env.json"
     keys = [NO_NVLS_OPT_IN, *NO_NVLS_ENV]
-    no_multicast_vars.setattr(launch.local, "torchrun_command", lambda config, request, result, **_: [
+    no_multicast_vars.setattr(launch.local, "worker_command", lambda config, request, result, **_: [
         sys.executable, "-c", f"import json, os; open({str(seen)!r}, 'w').write(json.dumps("
                               f"{{k: os.environ.get(k) for k in {keys!r}}}))"])
     row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
@@ -176,7 +189,7 @@ def test_the_measurement_is_told_when_its_time_limit_ends(tmp_path, monkeypatch)
     import academic_bench.launch as launch
 
     seen = tmp_path / "request-seen.json"
-    monkeypatch.setattr(launch.local, "torchrun_command", lambda config, request, result, **_: [
+    monkeypatch.setattr(launch.local, "worker_command", lambda config, request, result, **_: [
         sys.executable, "-c", f"import shutil; shutil.copy({str(request)!r}, {str(seen)!r})"])
     before = time.time()
     row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
@@ -344,11 +357,13 @@ def test_slurm_job_script(tmp_path, monkeypatch):
         assert f"#SBATCH {line}" in script
 
 
-def test_a_worker_killed_from_outside_is_named_as_the_host_memory_killer(private_tmp, faults):
+@pytest.mark.parametrize("n_gpus, ended", [(1, "ended by a signal"), (2, "exit status 1")])
+def test_a_worker_killed_from_outside_is_named_as_the_host_memory_killer(private_tmp, faults, n_gpus, ended):
     """On one H100 with 128 GiB the out-of-memory killer ended an offloading run with no Python error: the row
-    says which signal ended it and what most likely sent it, not just "exit status 1"."""
-    row = run_config(tiny(micro_batch=8), **faults({"sigkill": True}), timeout_s=120, **FAST)
+    says which signal ended it and what most likely sent it, not just "exit status 1". One process says it in its
+    exit status, torchrun's workers in torchrun's post-mortem."""
+    row = run_config(tiny(n_gpus, micro_batch=8 // n_gpus), **faults({"sigkill": True}), timeout_s=120, **FAST)
     assert row["outcome"] == "error"
-    assert row["reason"].startswith("exit status 1, no result file: a worker was killed by signal 9 (SIGKILL)")
+    assert row["reason"].startswith(f"{ended}, no result file: a worker was killed by signal 9 (SIGKILL)")
     assert "out-of-memory killer" in row["reason"] and "GB of memory" in row["reason"]
     assert leftovers(private_tmp) == []

@@ -442,6 +442,19 @@ def test_fsdp_on_two_gloo_processes(spec, tmp_path):
     assert any(f"offload={methods.offload}" in n for n in row["ran"]["notes"])
 
 
+def test_fsdp_in_one_process_started_without_torchrun(tmp_path):
+    """The launcher starts a one-GPU configuration's worker itself (no torchrun): FSDP still finds the process
+    group of one that it needs, which the worker makes on a store of its own."""
+    from academic_bench.launch import run_config
+
+    methods = Methods(**{**parse_methods("naive+fsdp_full_shard+offload").to_dict(), "compile": False})
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=methods, micro_batch=2, tiny=True)
+    row = run_config(cfg, setup="cpu-twin", device="cpu", timeout_s=240, log_path=tmp_path / "run.log")
+    assert row["outcome"] == "ok", row["reason"]
+    assert row["ran"]["parallel"] == "fsdp"
+    assert "torch.distributed.run" not in (tmp_path / "run.log").read_text()
+
+
 def test_a_single_process_search_and_measurement_make_no_collective(monkeypatch, tmp_path):
     """One GPU needs no NCCL communicator: created lazily after a timed run, when the caching allocator held
     nearly the whole GPU, its buffers did not fit and the finished measurement was lost."""

@@ -45,7 +45,7 @@ def test_the_launcher_records_the_device_a_run_ran_on(tmp_path, monkeypatch):
     import academic_bench.launch as launch
     from academic_bench.launch import run_config
 
-    monkeypatch.setattr(launch.local, "torchrun_command", lambda *a, **k: [sys.executable, "-c", "pass"])
+    monkeypatch.setattr(launch.local, "worker_command", lambda *a, **k: [sys.executable, "-c", "pass"])
     c = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("naive"), micro_batch=2, tiny=True)
     row = run_config(c, setup="cpu-test", device="cpu", timeout_s=60)
     assert row["env"]["device"] == "cpu"

@@ -1,5 +1,6 @@
-"""One configuration in fresh torchrun processes on this machine, under a time limit: the micro-batch search (in
-place on one GPU, in processes of its own on several), the timed run, and the row that says what happened."""
+"""One configuration in fresh processes on this machine (the worker itself on one GPU, torchrun's workers on
+several), under a time limit: the micro-batch search (in place on one GPU, in processes of its own on several), the
+timed run, and the row that says what happened."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from ..catalog.models.from_config import made_with
 from ..results import make_row
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_tree, launch_env_record,
-                        torchrun_command, with_parent_death_signal)
+                        with_parent_death_signal, worker_command)
 
 DEFAULT_TIMEOUT_S = 1800.0
 # Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
@@ -163,13 +164,13 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     procs: list[subprocess.Popen] = []  # the one still running is killed if we are interrupted
 
     def launch(request_obj: dict, phase: str, logf) -> tuple[int | None, bool]:
-        """One torchrun of the worker; (exit status, timed out) within what is left of ``timeout_s``."""
+        """One launch of the worker; (exit status, timed out) within what is left of ``timeout_s``."""
         left = timeout_s - (time.monotonic() - t0)
         # The timing stops early rather than be killed (``measure.timing.time_phases``), leaving time to tear down.
         request_obj = {**request_obj, "deadline": time.time() + left - max(DEADLINE_RESERVE_S, 0.1 * left)}
         request.write_text(json.dumps(request_obj, indent=1))
         timed.unlink(missing_ok=True)  # only this launch's timing may be recovered
-        cmd = torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+        cmd = worker_command(config, request, result, rdzv=rdzv, worker=worker)
         # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
         logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.1f} s of "
                    f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())

@@ -136,8 +136,10 @@ def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log:
                        f"{log_tail(log)}")
             return
     if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
-        what = f"exit status {proc_rc}" + ("" if data else ", no result file")
-        cause = failure_cause(log)
+        # A one-process worker that a signal ended says so in its exit status (torchrun, in its post-mortem).
+        killed = proc_rc is not None and proc_rc < 0
+        what = ("ended by a signal" if killed else f"exit status {proc_rc}") + ("" if data else ", no result file")
+        cause = _killed_reason(-proc_rc) if killed else failure_cause(log)
         if data is None and _recover_timing(row, timed, f"{what}: {cause}" if cause else what):
             return
         row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")

@@ -1,4 +1,5 @@
-"""The processes of one launch: torchrun's command line, the workers' environment (with the opt-in that switches
+"""The processes of one launch: the worker's command line (torchrun's for several processes, the worker itself for
+one), the workers' environment (with the opt-in that switches
 NVLink multicast off, and the compile cache every launch shares), and killing a whole process tree on a time
 limit."""
 from __future__ import annotations
@@ -32,7 +33,8 @@ LAUNCH_ENV_KEYS = (NO_NVLS_OPT_IN, *NO_NVLS_ENV)
 # ACADEMIC_BENCH_COMPILE_CACHE points it anywhere else (a user's own TORCHINDUCTOR_CACHE_DIR stands).
 COMPILE_CACHE_ENV = "ACADEMIC_BENCH_COMPILE_CACHE"
 COMPILE_CACHE_SWITCHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
-# Linux only: torchrun gets SIGTERM when this process dies (even by SIGKILL), and then stops its workers.
+# Linux only: the launched process gets SIGTERM when this process dies (even by SIGKILL): a one-process worker
+# ends; torchrun stops its workers.
 _PDEATHSIG_EXEC = ("import ctypes,os,sys;"
                    "ctypes.CDLL(None).prctl(1,15);"  # 1 = PR_SET_PDEATHSIG
                    "os.getppid()!=int(sys.argv[1]) and sys.exit(143);"  # the parent died before prctl
@@ -102,6 +104,26 @@ def torchrun_command(config: Config, request: Path, result: Path, *, rdzv: Rende
     return cmd
 
 
+def one_process(config: Config) -> bool:
+    """Whether the configuration runs in one process (one GPU), which the launcher starts without torchrun."""
+    return config.n_gpus == 1
+
+
+# What torchrun gives its one worker of a one-GPU run, given by the launcher instead; the worker then makes its
+# one-rank process group on a store of its own (``measure.worker.init``), so no port is taken.
+ONE_PROCESS_ENV = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+
+
+def worker_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
+                   worker: str = WORKER_MODULE) -> list[str]:
+    """The command that runs ``worker`` for ``config``: torchrun for several processes; for one, the worker itself
+    (with ``ONE_PROCESS_ENV``). torchrun's agent, which only starts, watches and reports on that one process,
+    took 2.5-3 s of every one-GPU configuration (``h200x1/evidence/engine-cost/probe/``)."""
+    if one_process(config) and rdzv is None:
+        return [sys.executable, "-m", worker, "--request", str(request), "--result", str(result)]
+    return torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+
+
 def with_parent_death_signal(cmd: list[str]) -> list[str]:
     """Start ``cmd`` (a python command) so that it gets SIGTERM if this process dies (Linux)."""
     if sys.platform != "linux" or cmd[0] != sys.executable:
@@ -130,7 +152,7 @@ def compile_cache_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of torchrun and its workers (multicast switched off only on ``ACADEMIC_BENCH_NO_NVLS=1``)."""
+    """The environment of the workers (and of torchrun, for several) (multicast switched off only on ``ACADEMIC_BENCH_NO_NVLS=1``)."""
     env = dict(os.environ)
     # torchrun sets OMP_NUM_THREADS=1 when it is unset, which leaves CPU offloading's optimizer on one core
     # (the paper's handicap); give each rank its share of the cores instead.
@@ -144,6 +166,8 @@ def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, 
     for key, value in COMPILE_CACHE_SWITCHES.items():
         env.setdefault(key, value)
     env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
+    if one_process(config):
+        env.update(ONE_PROCESS_ENV)
     if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env.update(extra or {})
@@ -158,7 +182,7 @@ def _tree(root: psutil.Process) -> set[psutil.Process]:
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
-    """Kill torchrun, its process group and every descendant.
+    """Kill the launched process (torchrun, or a one-process worker), its process group and every descendant.
 
     torchrun starts each worker in a session of its own, so killing torchrun's process group alone would
     leave the workers running (and holding the GPUs). The tree is frozen first so nothing forks meanwhile.

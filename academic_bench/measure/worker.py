@@ -1,7 +1,8 @@
-"""Entry point run in every rank by torchrun: measure one configuration and write its result (rank 0).
+"""Entry point run in every rank: measure one configuration and write its result (rank 0).
 
     python -m torch.distributed.run --nproc_per_node N -m academic_bench.measure.worker \
         --request REQ.json --result RES.json
+    RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 python -m academic_bench.measure.worker ...   (one GPU: no torchrun)
 
 Reads like nanoGPT's bench.py: set up, find the micro-batch, warm up, time each phase with the GPU
 synchronized, optionally run real optimizer steps to validate the extrapolation, write the numbers.
@@ -42,19 +43,23 @@ SEARCH_COLLECTIVE_TIMEOUT_S = 90
 
 
 def init(device: str, timeout_s: float = COLLECTIVE_TIMEOUT_S) -> tuple[int, int]:
-    """Join the process group torchrun set up (gloo on CPU, NCCL on GPUs); returns (rank, world size)."""
+    """Join the process group (gloo on CPU, NCCL on GPUs): the one torchrun set up (``MASTER_ADDR``), or, for the one
+    process the launcher starts itself (``WORLD_SIZE`` 1), a group of one on an in-process store, as FSDP and
+    DeepSpeed need one. Returns (rank, world size)."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     if device == "cuda":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    backend, timeout = "nccl" if device == "cuda" else "gloo", datetime.timedelta(seconds=timeout_s)
     if "MASTER_ADDR" in os.environ and not dist.is_initialized():
-        dist.init_process_group("nccl" if device == "cuda" else "gloo",
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        dist.init_process_group(backend, timeout=timeout)
         if several_ranks():
             # NCCL builds its communicator, and takes its buffers' GPU memory, at the first collective. Made
             # here, every micro-batch trial and every timed run sees the same memory; made lazily after a
             # timed run, when the caching allocator held nearly the whole GPU, NCCL's CUDA calls failed and
             # the finished measurement was lost (one H100: Pythia-2.8B; one H200: Pythia-6.9B).
             dist.all_reduce(torch.zeros(1, device="cuda" if device == "cuda" else "cpu"))
+    elif os.environ.get("WORLD_SIZE") == "1" and not dist.is_initialized():
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return rank, world
 
 
