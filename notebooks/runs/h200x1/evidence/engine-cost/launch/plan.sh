@@ -1,8 +1,9 @@
 # One process started without torchrun: the engine at BEFORE (.base/, `git archive BEFORE academic_bench
 # pyproject.toml`; one-GPU workers under torchrun) against this commit's (the worker started directly, its process
 # group of one on an in-process store), on Pythia-1B free-lunch, Pythia-1B ZeRO-1 + offload and Pythia-160M
-# free-lunch, each after a first run of the configuration has filled the shared compile cache; then Pythia-160M
-# FSDP full-shard + offload once, which needs the process group of one. Step times must agree within 1%.
+# free-lunch, each after a first run of the configuration has filled the shared compile cache; then, with this
+# commit's engine only, Pythia-1B ZeRO-1 + offload and Pythia-160M FSDP full-shard + offload, which need the process
+# group of one (DeepSpeed and FSDP). Step times must agree within 1%.
 #   ACADEMIC_BENCH_GIT_COMMIT=AFTER BEFORE=125894d bash notebooks/runs/h200x1/evidence/engine-cost/launch/plan.sh
 set -u
 source scripts/offline-gpu/gpu_prelude.sh
@@ -19,7 +20,8 @@ bench() {  # version model methods
     --out $root/$E/$1/results.jsonl > $root/$E/$1/bench-$2-$3.log 2>&1)
   echo "$1 $2 $3 rc=$? wall_s=$((SECONDS - s))" | tee -a $E/walls.txt
 }
-for cm in "pythia-1b free-lunch" "pythia-160m free-lunch" "pythia-1b free-lunch+zero1+offload"; do
+for cm in "pythia-1b free-lunch" "pythia-160m free-lunch"; do
   for v in fill before after; do bench $v $cm; done
 done
+bench after pythia-1b free-lunch+zero1+offload
 bench after pythia-160m free-lunch+fsdp_full_shard+offload
