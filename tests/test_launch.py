@@ -74,8 +74,8 @@ def test_child_environment_and_command(monkeypatch):
 
 
 def test_one_gpu_runs_the_worker_itself_with_the_variables_torchrun_would_give_it():
-    """torchrun's agent took 2.5-3 s of every one-GPU configuration only to start, watch and report on one
-    process: the launcher starts the worker itself, as rank 0 of 1."""
+    """torchrun's agent, a second interpreter importing torch, only starts, watches and reports on one process: for
+    one GPU the launcher starts the worker itself, as rank 0 of 1."""
     c = tiny()
     cmd = worker_command(c, "REQ", "RES")
     assert "torch.distributed.run" not in cmd and cmd[1:] == ["-m", WORKER_MODULE, "--request", "REQ", "--result", "RES"]

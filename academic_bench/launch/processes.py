@@ -117,8 +117,9 @@ ONE_PROCESS_ENV = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WOR
 def worker_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
                    worker: str = WORKER_MODULE) -> list[str]:
     """The command that runs ``worker`` for ``config``: torchrun for several processes; for one, the worker itself
-    (with ``ONE_PROCESS_ENV``). torchrun's agent, which only starts, watches and reports on that one process,
-    took 2.5-3 s of every one-GPU configuration (``h200x1/evidence/engine-cost/probe/``)."""
+    (with ``ONE_PROCESS_ENV``). torchrun's agent only starts, watches and reports on that one process, and its own
+    start (a second interpreter importing torch) was a fixed share of every one-GPU configuration
+    (``notebooks/runs/h200x1/evidence/engine-cost/probe/`` and ``launch/``)."""
     if one_process(config) and rdzv is None:
         return [sys.executable, "-m", worker, "--request", str(request), "--result", str(result)]
     return torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
