@@ -73,16 +73,18 @@ def test_child_environment_and_command(monkeypatch):
     assert worker_command(c, "REQ", "RES") == cmd
 
 
-def test_one_gpu_runs_the_worker_itself_with_the_variables_torchrun_would_give_it():
+def test_one_gpu_runs_the_worker_itself_with_the_variables_torchrun_would_give_it(monkeypatch):
     """torchrun's agent, a second interpreter importing torch, only starts, watches and reports on one process: for
     one GPU the launcher starts the worker itself, as rank 0 of 1."""
+    monkeypatch.setenv("MASTER_ADDR", "node0")  # inside an enclosing job: not this worker's rendezvous
+    monkeypatch.setenv("MASTER_PORT", "29500")
     c = tiny()
     cmd = worker_command(c, "REQ", "RES")
     assert "torch.distributed.run" not in cmd and cmd[1:] == ["-m", WORKER_MODULE, "--request", "REQ", "--result", "RES"]
     env = child_env(c)
     assert {k: env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")} == {
         "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
-    assert "MASTER_ADDR" not in env or env["MASTER_ADDR"] == os.environ.get("MASTER_ADDR")  # no port is taken
+    assert "MASTER_ADDR" not in env and "MASTER_PORT" not in env  # its group of one takes no port
     multi = Config("pythia-160m", "h100-80gb", 16, nodes=2, tiny=True)
     cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
     assert "--standalone" not in cmd and cmd[cmd.index("--nproc_per_node") + 1] == "8"

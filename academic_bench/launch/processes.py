@@ -169,6 +169,10 @@ def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, 
     env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
     if one_process(config):
         env.update(ONE_PROCESS_ENV)
+        # An address inherited from an enclosing job (SLURM, torchrun) would send the worker to that job's
+        # rendezvous; torchrun used to replace it, and the worker's group of one needs none.
+        for key in ("MASTER_ADDR", "MASTER_PORT"):
+            env.pop(key, None)
     if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env.update(extra or {})
