@@ -1,7 +1,7 @@
 """The measurement worker with failures made to order, for the launcher's and the sweep's CPU tests.
 
     ACADEMIC_BENCH_FAULTS='{"<configuration id>" or "*": {"crash": true}}' \
-        python -m torch.distributed.run ... -m tests.faulty_worker --request REQ.json --result RES.json
+        python -m tests.faulty_worker --request REQ.json --result RES.json   (one process; torchrun's for several)
 
 It runs the real ``academic_bench.measure.worker`` with some of its functions replaced (``install``), so that the
 worker holds no test hooks. The faults:

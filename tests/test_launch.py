@@ -1,8 +1,8 @@
 """Launching one configuration in fresh processes: every outcome classified, nothing left running.
 
 These run the real worker (``academic_bench.measure.worker``) on tiny models on the CPU (gloo): started by
-the launcher itself for one process, under torchrun for several; failures are made to order by the tests' faulty worker (``tests/faulty_worker.py``). Each launch costs a few
-seconds of Python start-up, so the count is kept small.
+the launcher itself for one process, under torchrun for several; failures are made to order by the tests' faulty
+worker (``tests/faulty_worker.py``). Each launch costs a few seconds of Python start-up, so the count is kept small.
 """
 from __future__ import annotations
 
@@ -71,24 +71,26 @@ def test_child_environment_and_command(monkeypatch):
     cmd = torchrun_command(c, "REQ", "RES")
     assert cmd[1:6] == ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"]
     assert worker_command(c, "REQ", "RES") == cmd
+    multi = Config("pythia-160m", "h100-80gb", 16, nodes=2, tiny=True)
+    cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
+    assert "--standalone" not in cmd and cmd[cmd.index("--nproc_per_node") + 1] == "8"
+    assert cmd[cmd.index("--node_rank") + 1] == "1" and cmd[cmd.index("--rdzv_endpoint") + 1] == "node0:29500"
 
 
 def test_one_gpu_runs_the_worker_itself_with_the_variables_torchrun_would_give_it(monkeypatch):
     """torchrun's agent, a second interpreter importing torch, only starts, watches and reports on one process: for
     one GPU the launcher starts the worker itself, as rank 0 of 1."""
-    monkeypatch.setenv("MASTER_ADDR", "node0")  # inside an enclosing job: not this worker's rendezvous
-    monkeypatch.setenv("MASTER_PORT", "29500")
+    for key, value in {"MASTER_ADDR": "node0", "MASTER_PORT": "29500", "RANK": "3", "WORLD_SIZE": "8",
+                       "TORCHELASTIC_RUN_ID": "outer", "GROUP_RANK": "1"}.items():
+        monkeypatch.setenv(key, value)  # inside an enclosing job: not this worker's rendezvous
     c = tiny()
     cmd = worker_command(c, "REQ", "RES")
-    assert "torch.distributed.run" not in cmd and cmd[1:] == ["-m", WORKER_MODULE, "--request", "REQ", "--result", "RES"]
+    assert "torch.distributed.run" not in cmd
+    assert cmd[1:] == ["-m", WORKER_MODULE, "--request", "REQ", "--result", "RES"]
     env = child_env(c)
     assert {k: env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")} == {
         "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
-    assert "MASTER_ADDR" not in env and "MASTER_PORT" not in env  # its group of one takes no port
-    multi = Config("pythia-160m", "h100-80gb", 16, nodes=2, tiny=True)
-    cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
-    assert "--standalone" not in cmd and cmd[cmd.index("--nproc_per_node") + 1] == "8"
-    assert cmd[cmd.index("--node_rank") + 1] == "1" and cmd[cmd.index("--rdzv_endpoint") + 1] == "node0:29500"
+    assert not {"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "GROUP_RANK"} & set(env)  # no one else's job
 
 
 def test_every_process_of_a_sweep_shares_one_compile_cache(monkeypatch, tmp_path):

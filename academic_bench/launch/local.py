@@ -16,7 +16,7 @@ from ..catalog.models.from_config import made_with
 from ..results import make_row
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_tree, launch_env_record,
-                        with_parent_death_signal, worker_command)
+                        one_process, with_parent_death_signal, worker_command)
 
 DEFAULT_TIMEOUT_S = 1800.0
 # Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
@@ -189,7 +189,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     try:
         with open(log, "wb") as logf:
             measure, found = True, None
-            if config.micro_batch is None and not micro_batch and config.n_gpus == 1:
+            if config.micro_batch is None and not micro_batch and one_process(config):
                 # One process searches and times (``worker.measure``): fresh processes time the size found only
                 # when the timed run in place ran out of memory, or ``fresh_after_oom`` asks for them.
                 rc, timed_out = launch({**req, "in_place": True, "fresh_after_oom": fresh_after_oom},

@@ -1,5 +1,5 @@
-"""The processes of one launch: the worker's command line (torchrun's for several processes, the worker itself for
-one), the workers' environment (with the opt-in that switches
+"""The processes of one launch: the worker's command line (torchrun's for several processes, the worker itself
+for one), the workers' environment (with the opt-in that switches
 NVLink multicast off, and the compile cache every launch shares), and killing a whole process tree on a time
 limit."""
 from __future__ import annotations
@@ -112,6 +112,7 @@ def one_process(config: Config) -> bool:
 # What torchrun gives its one worker of a one-GPU run, given by the launcher instead; the worker then makes its
 # one-rank process group on a store of its own (``measure.worker.init``), so no port is taken.
 ONE_PROCESS_ENV = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+INHERITED_AGENT_PREFIXES = ("TORCHELASTIC_", "GROUP_", "ROLE_")  # torchrun's agent's variables for its workers
 
 
 def worker_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
@@ -153,7 +154,8 @@ def compile_cache_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of the workers (and of torchrun, for several) (multicast switched off only on ``ACADEMIC_BENCH_NO_NVLS=1``)."""
+    """The environment of the workers, and of torchrun where it starts them: multicast switched off only on
+    ``ACADEMIC_BENCH_NO_NVLS=1``, a one-process worker given its rank variables (``ONE_PROCESS_ENV``)."""
     env = dict(os.environ)
     # torchrun sets OMP_NUM_THREADS=1 when it is unset, which leaves CPU offloading's optimizer on one core
     # (the paper's handicap); give each rank its share of the cores instead.
@@ -169,10 +171,11 @@ def child_env(config: Config, extra: dict[str, str] | None = None) -> dict[str, 
     env["PYTHONUNBUFFERED"] = "1"  # the log's tail must hold the last words of a crash
     if one_process(config):
         env.update(ONE_PROCESS_ENV)
-        # An address inherited from an enclosing job (SLURM, torchrun) would send the worker to that job's
-        # rendezvous; torchrun used to replace it, and the worker's group of one needs none.
-        for key in ("MASTER_ADDR", "MASTER_PORT"):
-            env.pop(key, None)
+        # What an enclosing job (SLURM, torchrun) set for its own processes would send the worker to that job's
+        # rendezvous or make it look launched by torchrun's agent; torchrun replaced these, and a group of one
+        # needs none of them.
+        for key in [k for k in env if k in ("MASTER_ADDR", "MASTER_PORT") or k.startswith(INHERITED_AGENT_PREFIXES)]:
+            del env[key]
     if (REPO_ROOT / "pyproject.toml").exists():  # a source checkout need not be pip-installed on a GPU node
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env.update(extra or {})

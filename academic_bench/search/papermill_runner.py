@@ -86,8 +86,8 @@ def tidy_notebook(path: str | Path, max_lines: int = MAX_STREAM_LINES, setup: st
 @contextmanager
 def _package_importable() -> Iterator[None]:
     """Let the kernel import this package from a source checkout that is not pip-installed (a GPU machine's copy
-    of the tree): the kernel starts in the run's folder, so it gets the checkout on PYTHONPATH (as torchrun's
-    workers do, ``launch.child_env``)."""
+    of the tree): the kernel starts in the run's folder, so it gets the checkout on PYTHONPATH (as the
+    measurement workers do, ``launch.child_env``)."""
     import os
 
     saved = os.environ.get("PYTHONPATH")

@@ -166,7 +166,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     configuration at all (no driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError``
     naming it, its row kept. A row the store cannot take is written beside it (``ResultStore.keep``), and the
     summary's ``kept_elsewhere`` says where.
-    ``worker``: the module torchrun runs in each rank (an instrumented one, e.g. the tests' faulty worker).
+    ``worker``: the module each rank runs (an instrumented one, e.g. the tests' faulty worker).
     ``micro_batches`` maps a
     configuration id to a micro-batch already found for it, which is then used without a new search; for an
     unsynced timing it defaults to the micro-batches of the store's synced rows.
