@@ -232,7 +232,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-rank", type=int, default=0, help="this node's rank (multi-node, local executor)")
     p.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of node 0 (multi-node, local executor)")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="local: fresh processes here (torchrun on several GPUs); slurm: a SLURM job per configuration (submitit); "
+                   help="local: fresh processes here (torchrun on several GPUs); "
+                        "slurm: a SLURM job per configuration (submitit); "
                         "submitit-local: the SLURM path on this machine (testing)")
     p.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE",
                    help="a SLURM option for submitit, e.g. partition=gpu (repeatable)")
