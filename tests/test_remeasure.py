@@ -10,7 +10,7 @@ from academic_bench.launch import TIMED_OOM_NOTE
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import (MEMORY_WALL, PREDICTED_STOP, ResultStore, latest_rows, load_runs, make_row,
                                     stopped_on_prediction, unchecked_at_wall)
-from academic_bench.search.sweep import remeasure, to_remeasure
+from academic_bench.search.remeasure import remeasure, to_remeasure
 
 
 def searched(methods: str) -> Config:

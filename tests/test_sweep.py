@@ -18,6 +18,7 @@ from conftest import skip_or_fail
 from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
+from academic_bench.cli.args import EXIT_FAILED
 from academic_bench.catalog.config import Config
 from academic_bench.launch import TIMED_OOM_NOTE
 from academic_bench.catalog.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
@@ -25,7 +26,8 @@ from academic_bench.results import ResultStore, make_row, synced_micro_batches
 from academic_bench.search.plans import plan
 from academic_bench.results import skipped_path
 from academic_bench.search.smart import SmartPruner
-from academic_bench.search.sweep import format_summary, run_sweep, to_remeasure
+from academic_bench.search.remeasure import to_remeasure
+from academic_bench.search.sweep import format_summary, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,6 +215,17 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     lines = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
     assert [k["category"] for k in lines[-2:]] == ["cannot fit", "cannot win (batch already fits)"], lines
 
+    # the same rule on other figures (the row it compares with measured again, say): recorded anew, once, so the
+    # file's reason names the figures the decision was made on
+    *earlier, last = skipped_path(out).read_text().splitlines()
+    older = json.dumps(dict(json.loads(last), reason=json.loads(last)["reason"].replace("s/step", "s/step (older)")))
+    skipped_path(out).write_text("\n".join([*earlier, older]) + "\n")
+    for _ in range(2):
+        run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
+    lines = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
+    assert "(older)" in lines[-2]["reason"] and "(older)" not in lines[-1]["reason"], lines
+    assert lines[-1]["category"] == lines[-2]["category"] and len(lines) == len(earlier) + 2
+
 
 def test_a_search_from_scratch_decides_every_configuration_again(tmp_path):
     """``retry=["all"]`` runs a smart search as in an empty store: a configuration measured before (by a search
@@ -233,6 +246,44 @@ def test_a_search_from_scratch_decides_every_configuration_again(tmp_path):
     assert [json.loads(x)["config_id"] for x in skipped_path(out).read_text().splitlines()] == [saves_more.id]
     with pytest.raises(ValueError, match="cannot retry all"):  # remeasure selects rows; a fresh search is none
         to_remeasure(rows, "all")
+
+
+def test_a_search_from_scratch_cut_short_leaves_not_run_rows_that_a_resumed_search_measures(tmp_path):
+    """A search from scratch whose budget ran out before a configuration measured earlier: its older row must not
+    pass for this search's measurement. A 'not run' row supersedes it (the older row stays in the file), so the
+    search shows as unfinished and a resumed search, without "all", starts it. Budgets of 0 s: nothing launches."""
+    out = tmp_path / "results.jsonl"
+    older, never = tiny("naive"), tiny("naive+ckpt")
+    store = ResultStore(out)
+    store.append(make_row(older, setup="t", outcome="ok", search="smart", micro_batch=8, gas=1, step_time_s=1.0))
+    reason = "not run: the time budget (0 s) was spent before this configuration started"
+    kw = dict(search="smart", device="cpu", progress=False, budget_s=0, not_run_reason=reason)
+    fresh = run_sweep([older, never], out, "t", retry=("all",), **kw)
+    assert (fresh["ran"], fresh["not_run"], fresh["not_run_rows"]) == (0, [older.id, never.id], 2), fresh
+    rows = ResultStore(out).rows()
+    assert [(r["config_id"], r["outcome"]) for r in rows] == [(older.id, "ok"), (older.id, "not run"),
+                                                               (never.id, "not run")], "nothing is lost"
+    assert all(r["reason"] == reason for r in rows[1:])
+    assert fresh["outcomes_all"] == {"not run": 2}, "the older measurement does not pass for this search's"
+    resumed = run_sweep([older, never], out, "t", **kw)
+    assert (resumed["resumed"], resumed["not_run"], resumed.get("not_run_rows")) == (0, [older.id, never.id], 0), \
+        "a resumed search starts both; their 'not run' rows are not written twice"
+    assert len(ResultStore(out).rows()) == 3
+    # a resumed search (no "all") leaves a measured row as the latest word
+    ResultStore(out).append(make_row(older, setup="t", outcome="ok", search="smart", micro_batch=8, gas=1,
+                                     step_time_s=1.0))
+    again = run_sweep([older, never], out, "t", **kw)
+    assert (again["resumed"], again["not_run"], again["outcomes_all"]) == (1, [never.id], {"ok": 1, "not run": 1})
+
+
+def test_the_sweep_command_records_what_its_budget_never_started(tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    argv = ["sweep", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--preset", "naive", "--tiny",
+            "--device", "cpu", "--no-progress", "--out", str(out), "--budget", "0"]
+    assert cli.main(argv) == EXIT_FAILED
+    assert "1 not run: the time budget was spent" in capsys.readouterr().out
+    (row,) = ResultStore(out).rows()
+    assert row["outcome"] == "not run" and "--budget 0" in row["reason"] and row["search"] == "naive"
 
 
 def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path, monkeypatch):

@@ -20,9 +20,11 @@ from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
 from ..catalog.models import CATALOG
-from ..results import PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, UNVALIDATED, ResultStore, synced_micro_batches
+from ..results import (NOT_RUN_PREFIX, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, UNVALIDATED, ResultStore,
+                       synced_micro_batches)
 from ..search.plans import SWEEP_PRESETS, plan
-from ..search.sweep import format_summary, log_path, remeasure, run_sweep, to_remeasure
+from ..search.remeasure import remeasure, to_remeasure
+from ..search.sweep import format_summary, log_path, run_sweep
 
 from .args import EXIT_FAILED, EXIT_INTERRUPTED
 
@@ -160,9 +162,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
     _check_gpu(args)
+    # as the notebook does: a configuration the budget never started says so in a row of its own
+    not_run = (None if args.budget is None else f"{NOT_RUN_PREFIX} the sweep's time budget (--budget {args.budget:g})"
+               " was spent before this configuration started; it was never launched")
     try:
         summary = run_sweep(configs, args.out, setup, search=args.preset, executor=args.executor,
-                            progress=not args.no_progress, budget_s=args.budget,
+                            progress=not args.no_progress, budget_s=args.budget, not_run_reason=not_run,
                             slurm_params=_slurm_params(args.slurm_param), retry=_retry(args.retry), **kwargs)
     except KeyboardInterrupt:
         _interrupted(args.out)
@@ -261,7 +266,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_gpu(p)
     cli_args.add_gpus(p)
     p.add_argument("--preset", required=True, choices=SWEEP_PRESETS)
-    p.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds after which no new configuration starts; each one left gets a 'not run' row")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--retry", default="", metavar="OUTCOMES",
                    help="re-run configurations whose row has one of these outcomes, e.g. error,timeout; "

@@ -12,7 +12,9 @@ configuration the notebook planned but never started then gets a row of its own,
 reason starting ``not run:``, so every model the notebook was asked about leaves a row: a measurement, or a
 classified failure with its reason. Running the notebook again into the same folder resumes: configurations
 with a row are skipped, except those never started (always measured now) and those whose outcome is listed in
-the ``retry`` parameter; a new attempt adds a row, and readers take the latest row of each configuration.
+the ``retry`` parameter; a new attempt adds a row, and readers take the latest row of each configuration. A
+search from scratch (``retry`` "all") that its budget cut short writes its 'not run' rows over older rows too,
+so the older measurements do not pass for this search's, and running again finishes it.
 """
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ from ..catalog.config import Config, run_name
 from ..catalog.methods import Methods
 from .params import ENV_SOFTWARE, MODEL_LISTS, RESULTS_FILE, check_parameters, resolve_gpu
 from ..catalog.env import capture_env
-from ..results import (ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row,
-                      latest_rows, make_row, status_of, synced_micro_batches, validation_class_of)
+from ..results import (ALL, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row,
+                      latest_rows, status_of, synced_micro_batches, validation_class_of)
 
 log = logging.getLogger(__name__)
 
@@ -98,25 +100,13 @@ def _not_run_reason(budget_s: float, expected_s: float | None = None) -> str:
             "configuration started; it was never launched")
 
 
-def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], budget_s: float) -> int:
-    """A row for each planned configuration the budget left unstarted (none for those already with a row)."""
-    store = ResultStore(out)
-    done = store.done_ids(phase.timing, phase.mode)
-    by_id = {c.id: c for c in phase.configs}
-    n = 0
-    for cid in dict.fromkeys(ids):
-        if cid in done:
-            continue
-        config = by_id[cid]
-        try:  # an excluded combination is classified by its rule, which costs no time
-            config.check()
-            outcome, reason = "not run", _not_run_reason(budget_s, phase.expected_s)
-        except ValueError as exc:
-            outcome, reason = "invalid", str(exc)
-        store.append(make_row(config, setup=setup, outcome=outcome, reason=reason, timing=phase.timing,
-                              mode=phase.mode, search=phase.search))
-        n += 1 if outcome == "not run" else 0
-    return n
+def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], budget_s: float,
+                    fresh: bool = False) -> int:
+    """A row for each planned configuration the budget left unstarted (``sweep.record_not_run``)."""
+    from .sweep import record_not_run
+
+    return record_not_run(out, setup, phase.configs, ids, _not_run_reason(budget_s, phase.expected_s),
+                          search=phase.search, timing=phase.timing, mode=phase.mode, fresh=fresh)
 
 
 def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | None]:
@@ -145,17 +135,17 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     # A configuration whose length is known (a validation) starts only if it can end within the budget: the
     # budget is what the caller planned the machine's time with, and a run cut off later leaves nothing.
     if left is not None and (left <= 0 or (phase.expected_s is not None and phase.expected_s > left)):
-        ids = [c.id for c in phase.configs]
         summary = None
+        n = _record_not_run(out, setup, phase, [c.id for c in phase.configs], budget_s or 0, fresh=ALL in retry)
     else:
         configs, micro_batches = _paired(phase, out)
         summary = run_sweep(configs, out, setup, search=phase.search, timing=phase.timing,
                             validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
-                            retry=tuple(retry), micro_batches=micro_batches) if configs else None
+                            retry=tuple(retry), micro_batches=micro_batches,
+                            not_run_reason=_not_run_reason(budget_s or 0, phase.expected_s)) if configs else None
         if summary:
             print(format_summary(summary), flush=True)
-        ids = summary["not_run"] if summary else []
-    n = _record_not_run(out, setup, phase, ids, budget_s or 0) if ids else 0
+        n = (summary or {}).get("not_run_rows", 0)
     if n:
         why = "the time budget was spent" if phase.expected_s is None else \
             f"the budget left is shorter than the {phase.expected_s:.0f} s it needs"

@@ -21,20 +21,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from functools import lru_cache, partial
-from typing import Any, Collection, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
-                     WORKSHOP_PATH, NoGPUError, Rendezvous, default_device, machine_cannot_run, run)
+                     WORKSHOP_PATH, NoGPUError, Rendezvous, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, UNCOMMITTED, UNVALIDATED, ResultStore,
+from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore,
                       append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
                       now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
-                      load_runs, machine_spread, step_ceiling, stopped_on_prediction, synced_micro_batches,
+                      load_runs, machine_spread, make_row, step_ceiling, stopped_on_prediction, synced_micro_batches,
                       unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
-__all__ = ["Interrupted", "format_summary", "log_path", "remeasure", "run_sweep", "to_remeasure"]
+__all__ = ["Interrupted", "SELECTS", "format_summary", "log_path", "record_not_run", "run_sweep"]
 
 
 # The ``retry`` choices that select rows by what they record rather than by their outcome.
@@ -149,7 +149,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
               budget_s: float | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
               rdzv: Rendezvous | None = None, slurm_params: dict[str, Any] | None = None,
               retry: Sequence[str] = (), micro_batches: dict[str, int] | None = None,
-              worker: str = WORKER_MODULE) -> dict:
+              not_run_reason: str | None = None, worker: str = WORKER_MODULE) -> dict:
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
@@ -157,12 +157,15 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     row names no commit, ``results.is_uncommitted``; "predicted-stop": its micro-batch search stopped on the memory
     model's prediction, ``results.stopped_on_prediction``; "memory-wall": it may have been timed at the memory
     wall and was never checked, ``results.unchecked_at_wall``; "all": every configuration, as in an empty store, the
-    smart search's rules deciding from this run's measurements alone; meant to run to its end in one sitting,
-    since a configuration its budget never reached keeps its older rows as the latest word) or the row only
+    smart search's rules deciding from this run's measurements alone; a configuration its budget never reached
+    is in the summary's ``not_run`` like any other, and ``record_not_run`` then supersedes its older row) or the
+    row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
-    ``budget_s`` stops launching new configurations once spent. A failure that shows this machine can run no
+    ``budget_s`` stops launching new configurations once spent; with ``not_run_reason`` each one it never
+    started gets a 'not run' row with that reason (``record_not_run``; the summary's ``not_run_rows`` counts them).
+    A failure that shows this machine can run no
     configuration at all (no driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError``
     naming it, its row kept. A row the store cannot take is written beside it (``ResultStore.keep``), and the
     summary's ``kept_elsewhere`` says where.
@@ -261,6 +264,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
+    if not_run_reason and summary["not_run"]:
+        summary["not_run_rows"] = record_not_run(out, setup, configs, summary["not_run"], not_run_reason,
+                                                 search=search, timing=timing, mode=mode, fresh=fresh)
     # The latest row of each configuration: one measured again speaks for it, not its superseded row.
     rows = [r for r in latest_rows(store.rows())
             if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
@@ -272,83 +278,48 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     return summary
 
 
-def to_remeasure(rows: list[dict], retry: str, ids: Collection[str] | None = None) -> list[dict]:
-    """The latest rows (``results.latest_rows``) that ``retry`` (one of ``REMEASURE_CHOICES``) selects, e.g.
-    ``PREDICTED_STOP``: each setup's rows whose micro-batch search stopped on a prediction; ``MEMORY_WALL``: those
-    timed near their GPU's capacity before the engine checked the memory wall. ``UNVALIDATED`` is decided by the
-    store's validations, which a reader above this layer weighs (``analysis.counted.unvalidated_rows``): it
-    selects the measured synchronized rows of the configurations ``ids`` names."""
-    if retry not in REMEASURE_CHOICES:
-        raise ValueError(f"cannot retry {retry}; choose from: {', '.join(REMEASURE_CHOICES)}")
-    if retry == UNVALIDATED and ids is None:
-        raise ValueError(f"retry {UNVALIDATED} needs the configuration ids the store's validations leave "
-                         "uncounted (analysis.counted.unvalidated_rows)")
-    wanted = set(ids or ())
-    select = (lambda r: r["config_id"] in wanted and r["outcome"] == "ok" and r["timing"] == "synced"
-              and r["mode"] == "step") if retry == UNVALIDATED else SELECTS.get(retry)
-    return [r for r in latest_rows(rows) if not is_not_run(r) and (select(r) if select else r["outcome"] == retry)]
-
-
-def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float | None = None,
-              models: list[str] | None = None, ids: Collection[str] | None = None, **kwargs: Any) -> list[dict]:
-    """Measure again exactly the rows of the store at ``out`` of ``setup`` that ``retry`` selects
-    (``to_remeasure``), each under the search, timing and mode that made it (so that naive, smart and
-    exhaustive searches stay comparable), then the unsynchronized timings of those configurations that the new
-    synchronized rows leave at another micro-batch (``_stale``). ``run_sweep`` gets only the selected
-    configurations and retries the outcomes their rows have, so exactly those are measured again, whatever rule
-    selected them. One ``run_sweep`` summary per group, all within
-    ``budget_s``; ``models`` (default all) keeps only those models' rows; ``ids``: for ``UNVALIDATED``, the
-    configurations to measure again (``to_remeasure``); ``kwargs`` go to ``run_sweep``."""
-    t0 = time.monotonic()
-    latest = [r for r in latest_rows(ResultStore(out).rows()) if r.get("setup") == setup
-              and (models is None or r["config"]["model"] in models)]
-    rows = [r for r in to_remeasure(latest, retry, ids) if r["timing"] == "synced"]
-    twins = [r for r in latest if r["timing"] == "unsynced" and r["config_id"] in {x["config_id"] for x in rows}]
-    groups: dict[tuple, list[Config]] = {}
-    again: dict[tuple, set[str]] = {}  # per group, the outcomes of its selected rows: what run_sweep runs again
-    for r in [*rows, *twins]:  # synced first: an unsynced twin runs at the new synced row's micro-batch
-        steps = ((r.get("validate") or {}).get("steps") or 3) if r["mode"] == "validate" else 0
-        key = (r["search"], r["timing"], steps)
-        groups.setdefault(key, []).append(Config.from_dict(r["config"]))
-        if r["timing"] == "synced":  # a twin runs only where the new synced row left it stale (``_stale``)
-            again.setdefault(key, set()).add(r["outcome"])
-    _check_packages([c for configs in groups.values() for c in configs], kwargs.get("device") or default_device())
-    summaries = []
-    for (search, timing, steps), configs in groups.items():
-        left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t0))
-        summaries.append(run_sweep(configs, out, setup, search=search, timing=timing, validate=steps, budget_s=left,
-                                   retry=tuple(sorted(again.get((search, timing, steps), ()))), **kwargs))
-    return summaries
-
-
-def _check_packages(configs: Sequence[Config], device: str) -> None:
-    """A row measured again where its packages do not import would become an 'unsupported' row that supersedes
-    the measured one: refused before any work, naming what is missing and the rows that need it."""
-    from ..catalog.methods import missing_packages
-
-    missing: dict[str, set[str]] = {}
-    for c in configs:
-        for module in missing_packages(c.methods, c.spec.kernel, device):
-            missing.setdefault(module, set()).add(f"{c.model} {c.methods.label()}")
-    if missing:
-        needs = "; ".join(f"{m} (for {', '.join(sorted(who))})" for m, who in sorted(missing.items()))
-        raise ValueError(f"the rows to measure again need modules that do not import here: {needs}. Install them "
-                         "(Mamba's kernels: scripts/offline-gpu/install_mamba.sh) or leave those models out with "
-                         "--models")
+def record_not_run(out: str | os.PathLike, setup: str, configs: Sequence[Config], ids: Iterable[str], reason: str,
+                   *, search: str, timing: str, mode: str, fresh: bool = False) -> int:
+    """A 'not run' row (``reason`` starting ``NOT_RUN_PREFIX``) for each of ``ids`` among ``configs`` that a time
+    budget left unstarted; an excluded combination gets its ``invalid`` row instead, which costs no time. Returns
+    how many 'not run' rows were written. A configuration with a row is left as it is (its row is the latest
+    word), except in a search from scratch (``fresh``: ``retry`` "all"), where an older row must not stand in for
+    a measurement this search never made: its 'not run' row supersedes it, so the search shows as unfinished and
+    a resumed one measures it (the older row stays in the file)."""
+    store = ResultStore(out)
+    latest = {r["config_id"]: r for r in latest_rows(store.rows()) if r["timing"] == timing and r["mode"] == mode}
+    done = store.done_ids(timing, mode)
+    by_id = {c.id: c for c in configs}
+    n = 0
+    for cid in dict.fromkeys(ids):
+        last = latest.get(cid)
+        if cid in done and not (fresh and last is not None and last["outcome"] != "invalid" and not is_not_run(last)):
+            continue
+        config = by_id[cid]
+        try:
+            config.check()
+            outcome, why = "not run", reason
+        except ValueError as exc:
+            outcome, why = "invalid", str(exc)
+        store.append(make_row(config, setup=setup, outcome=outcome, reason=why, timing=timing, mode=mode,
+                              search=search))
+        n += 1 if outcome == "not run" else 0
+    return n
 
 
 def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why: tuple[str, str],
                  already: dict[tuple, Mapping], row: dict | None) -> None:
     """Append the skip, once per configuration: again only when a row has come since the last one (a retried
-    failure the search now decides against) or when the rule that skips it changed (a changed memory model, say),
-    so that the file's latest word on it is this decision."""
+    failure the search now decides against) or when the decision changed: another rule, or the same rule on
+    other figures (a changed memory model, a re-measured row it compares with, a wider spread), so that the
+    file's latest word on it is this decision with its reasons."""
     import json
 
     entry = {"config_id": c.id, "config": c.to_dict(), "label": c.methods.label(), "setup": setup,
              "search": "smart", "timing": timing, "mode": mode, "category": why[0], "reason": why[1],
              "at": now_iso()}
     last = already.get(skip_key(entry))
-    if last is not None and skip_is_latest(last, row) and last.get("category") == why[0]:
+    if last is not None and skip_is_latest(last, row) and (last.get("category"), last.get("reason")) == why:
         return
     append_line(path, (json.dumps(json_safe(entry), separators=(",", ":")) + "\n").encode())
     already[skip_key(entry)] = entry
