@@ -514,8 +514,8 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     assert check.loc[0, "step_change"] == pytest.approx(0.01) and (check.loc[0, "one_s"], check.loc[0, "two_s"]) == (
         60.0, 90.0), "the first file's row is the one taken beside the two-launch twin"
     spent = analysis.search_cost(tmp_path)
-    assert spent[["model", "configurations", "of", "median_s", "total_s"]].values.tolist() == [
-        ["pythia-1b", 2, 12, 90.0, 180.0]]
+    assert spent[["model", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s"]].values.tolist() == [
+        ["pythia-1b", 2, 12, 90.0, 180.0, "free-lunch + ZeRO-1 + offload", 120.0]]
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 
 

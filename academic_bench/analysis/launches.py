@@ -17,7 +17,8 @@ ONE_LAUNCH = "results-one-launch*.jsonl"
 TWO_LAUNCH = "results-two-launch.jsonl"
 LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_step_s", "two_step_s", "step_change",
                         "one_s", "two_s"]
-SEARCH_COST_COLUMNS = ["setup", "model", "configurations", "of", "median_s", "total_s"]
+SEARCH_COST_COLUMNS = ["setup", "model", "date", "configurations", "of", "median_s", "total_s", "slowest",
+                       "slowest_s"]
 
 
 def engine_evidence_rows(pattern: str, root: str | Path | None = None) -> list[dict]:
@@ -60,16 +61,18 @@ def launch_check(root: str | Path | None = None) -> pd.DataFrame:
 def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     """What the one-launch engine spent per model: how many of the exhaustive search's valid configurations ran
     (``of``: ``search.exhaustive_ids``), the median and the total wall time of one configuration (launch, search,
-    build, compile and timing)."""
+    build, compile and timing), the costliest configuration and its time, and the day of the last one."""
     one = _ran(ONE_LAUNCH, root)
     if one.empty:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
     one = one.drop_duplicates(["setup", "config_id"])
     out = []
     for (setup, model, gpu, n_gpus), d in one.groupby(["setup", "model", "gpu", "n_gpus"], sort=True):
-        out.append({"setup": setup, "model": model, "configurations": len(d),
+        slowest = d.loc[d["duration_s"].idxmax()]
+        out.append({"setup": setup, "model": model, "date": str(d["started_at"].max())[:10], "configurations": len(d),
                     "of": len(exhaustive_ids(model, gpu, n_gpus)),
-                    "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum()})
+                    "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum(),
+                    "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"]})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
 
 
