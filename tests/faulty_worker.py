@@ -6,6 +6,8 @@
 It runs the real ``academic_bench.measure.worker`` with some of its functions replaced (``install``), so that the
 worker holds no test hooks. The faults:
     crash, hang, sigkill        rank 0, before any work (sigkill: as the host's out-of-memory killer ends a process)
+    sigkill_agent               rank 0 kills its parent (torchrun's agent, on several processes) with SIGKILL, before
+                                any work, and goes on
     oom_above_micro_batch       building a model above this micro-batch runs out of memory: on every rank, or on
                                 ``oom_rank`` only while the other ranks wait as if in a collective it never joins
     timed_oom_above_micro_batch above this micro-batch the timed run runs out of memory (the search fit)
@@ -58,6 +60,8 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
             time.sleep(10**6)
         if rank == 0 and faults.get("sigkill"):
             os.kill(os.getpid(), signal.SIGKILL)
+        if rank == 0 and faults.get("sigkill_agent"):
+            os.kill(os.getppid(), signal.SIGKILL)
         return real_measure(req, device, rank)
 
     def oom_above_the_limit(micro_batch):

@@ -361,6 +361,17 @@ def test_slurm_job_script(tmp_path, monkeypatch):
         assert f"#SBATCH {line}" in script
 
 
+def test_a_killed_torchrun_is_named_and_its_workers_do_not_outlive_it(private_tmp, faults):
+    """torchrun starts each worker in a session of its own: when torchrun itself is killed (here by its rank 0,
+    as the host's out-of-memory killer might), its workers went on running, holding the GPUs the next
+    configuration needs, and the row blamed "a worker". The launch now stops them, and the row names torchrun."""
+    row = run_config(tiny(2, micro_batch=4), **faults({"sigkill_agent": True}), timeout_s=120, **FAST)
+    assert row["outcome"] == "error"
+    assert row["reason"].startswith("ended by a signal, no result file: torchrun, which started and watched the "
+                                    "workers, was killed by signal 9 (SIGKILL)"), row["reason"]
+    assert leftovers(private_tmp) == []
+
+
 @pytest.mark.parametrize("n_gpus, ended", [(1, "ended by a signal"), (2, "exit status 1")])
 def test_a_worker_killed_from_outside_is_named_as_the_host_memory_killer(private_tmp, faults, n_gpus, ended):
     """On one H100 with 128 GiB the out-of-memory killer ended an offloading run with no Python error: the row

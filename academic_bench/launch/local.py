@@ -15,8 +15,8 @@ from ..catalog.config import Config
 from ..catalog.models.from_config import made_with
 from ..results import make_row
 from .outcome import classify, fill_derived
-from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_tree, launch_env_record,
-                        one_process, with_parent_death_signal, worker_command)
+from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_strays, kill_tree,
+                        launch_env_record, one_process, uses_torchrun, with_parent_death_signal, worker_command)
 
 DEFAULT_TIMEOUT_S = 1800.0
 # Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
@@ -182,6 +182,9 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         except subprocess.TimeoutExpired:
             kill_tree(procs[-1])
             rc, timed_out = None, True
+        strays = kill_strays(str(tmp)) if rc else 0  # the workers of a torchrun that was killed outlive it
+        if strays:
+            logf.write(f"# ({phase}) {strays} process(es) of this launch outlived it and were killed\n".encode())
         logf.write(f"# ({phase}) {'killed at the time limit' if timed_out else f'exit status {rc}'} at "
                    f"{time.monotonic() - t0:.1f} s\n".encode())
         return rc, timed_out
@@ -212,7 +215,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                     rc, timed_out = launch(req, "measure", logf)
         if rdzv is not None and rdzv.node_rank != 0:
             return None
-        classify(row, rc, timed_out, result, log, timeout_s, timed)
+        classify(row, rc, timed_out, result, log, timeout_s, timed, torchrun=uses_torchrun(config, rdzv))
         fill_derived(row, config)
     finally:
         if procs and procs[-1].poll() is None:  # interrupted: leave nothing running

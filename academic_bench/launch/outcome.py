@@ -47,8 +47,8 @@ def log_tail(path: Path, lines: int = TAIL_LINES, max_chars: int = 6000) -> str:
 _KILLED = re.compile(r"exitcode\s*:\s*-(\d+)")
 
 
-def _killed_reason(signum: int) -> str:
-    reason = f"a worker was killed by signal {signum}"
+def _killed_reason(signum: int, who: str = "a worker") -> str:
+    reason = f"{who} was killed by signal {signum}"
     if signum == signal.SIGKILL:
         host_gb = psutil.virtual_memory().total / 1e9
         reason += (" (SIGKILL) from outside the run, not by its time limit: most likely the host's "
@@ -119,8 +119,10 @@ def _recover_timing(row: dict, timed: Path | None, what: str) -> bool:
 
 
 def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log: Path,
-             timeout_s: float, timed: Path | None = None) -> None:
-    """The row's outcome from the launch's exit status and files; a timing kept before a kill is recovered."""
+             timeout_s: float, timed: Path | None = None, torchrun: bool = False) -> None:
+    """The row's outcome from the launch's exit status and files; a timing kept before a kill is recovered.
+    ``torchrun``: the launched process was torchrun's agent (``processes.uses_torchrun``), so an exit status
+    that names a signal is the agent's own death, not a worker's (which torchrun reports in its post-mortem)."""
     if timed_out:
         if not result.exists() and _recover_timing(row, timed, f"killed at the time limit of {timeout_s:g} s"):
             return
@@ -136,10 +138,12 @@ def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log:
                        f"{log_tail(log)}")
             return
     if proc_rc != 0 or not isinstance(data, dict) or data.get("outcome") not in ("ok", "oom", "unsupported"):
-        # A one-process worker that a signal ended says so in its exit status (torchrun, in its post-mortem).
+        # A one-process worker that a signal ended says so in its exit status; torchrun's does for torchrun itself
+        # (its workers' deaths are in its post-mortem).
         killed = proc_rc is not None and proc_rc < 0
         what = ("ended by a signal" if killed else f"exit status {proc_rc}") + ("" if data else ", no result file")
-        cause = _killed_reason(-proc_rc) if killed else failure_cause(log)
+        agent = "torchrun, which started and watched the workers,"
+        cause = _killed_reason(-proc_rc, agent if torchrun else "a worker") if killed else failure_cause(log)
         if data is None and _recover_timing(row, timed, f"{what}: {cause}" if cause else what):
             return
         row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")

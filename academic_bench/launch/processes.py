@@ -121,9 +121,14 @@ def worker_command(config: Config, request: Path, result: Path, *, rdzv: Rendezv
     (with ``ONE_PROCESS_ENV``). torchrun's agent only starts, watches and reports on that one process, and its own
     start (a second interpreter importing torch) was a fixed share of every one-GPU configuration
     (``notebooks/runs/h200x1/evidence/engine-cost/probe/`` and ``launch/``)."""
-    if one_process(config) and rdzv is None:
+    if not uses_torchrun(config, rdzv):
         return [sys.executable, "-m", worker, "--request", str(request), "--result", str(result)]
     return torchrun_command(config, request, result, rdzv=rdzv, worker=worker)
+
+
+def uses_torchrun(config: Config, rdzv: Rendezvous | None = None) -> bool:
+    """Whether ``worker_command`` starts the workers through torchrun: several processes, or several nodes."""
+    return not one_process(config) or rdzv is not None
 
 
 def with_parent_death_signal(cmd: list[str]) -> list[str]:
@@ -187,6 +192,22 @@ def _tree(root: psutil.Process) -> set[psutil.Process]:
         return {root, *root.children(recursive=True)}
     except psutil.NoSuchProcess:
         return set()
+
+
+def kill_strays(mark: str) -> int:
+    """Kill every process still running whose command line names ``mark`` (a launch's own folder, which its
+    workers' command lines name), and return how many there were. torchrun starts each worker in a session of its
+    own, so when torchrun itself is killed its workers outlive it, holding the GPUs the next configuration needs
+    (seen on the CPU with two workers), and neither its process group nor its tree still leads to them."""
+    strays = [p for p in psutil.process_iter(["pid", "cmdline"])
+              if p.info["pid"] != os.getpid() and any(mark in part for part in (p.info["cmdline"] or []))]
+    for p in strays:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(strays, timeout=10)
+    return len(strays)
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
