@@ -107,6 +107,24 @@ def test_a_spent_budget_still_leaves_every_model_a_row(tmp_path, capsys):
     assert failures["reason"].str.startswith("excluded by rule").any()
 
 
+@pytest.mark.parametrize("retry, latest", [([], "ok"), (["all"], "not run")])
+def test_a_search_from_scratch_that_its_budget_never_reached_says_so(tmp_path, retry, latest):
+    """Measured before, then asked again from scratch (``retry`` "all") with no budget left: the older row must not
+    pass for this search's measurement, so a 'not run' row supersedes it (and running again measures it). A
+    resumed run leaves the measured row as the latest word. No launch: the budget is 0 s."""
+    config = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
+    store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
+    store.append(make_row(config, setup="cpu-tiny", outcome="ok", search="naive", micro_batch=4, gas=2,
+                          step_time_s=1.0))
+    run = nb.run_benchmark(setup="cpu-tiny", models=["pythia-160m"], gpu="h100-80gb", n_gpus=1, preset=["naive"],
+                           exhaustive_models=[], unsynced_models=[], validate_models=[], validate_steps=3,
+                           validate_classes=False, time_budget_s=0, timeout_s=60, retry=retry, tiny=True,
+                           device="cpu", output_dir=str(tmp_path))
+    (row,) = [r for r in run.rows() if r["config_id"] == config.id]
+    assert row["outcome"] == latest and run.not_run == (latest == "not run")
+    assert ResultStore(store.path).rows()[0]["outcome"] == "ok", "the older row stays in the file"
+
+
 def test_a_resumed_sweep_relaunches_configurations_never_started_but_not_real_timeouts(tmp_path):
     configs = [Config("pythia-160m", "h100-80gb", 1, methods=m, tiny=True) for m in (NAIVE, FREE_LUNCH)]
     phase = nb.Phase("test", configs, "naive")
