@@ -124,6 +124,21 @@ def test_the_default_repetitions_give_every_shipped_step_that_kept_more_within_o
     assert (moved["change"].abs() < 0.01).all(), moved[moved["change"].abs() >= 0.01]
 
 
+def test_the_block_repetitions_give_every_step_timed_in_blocks_that_kept_more_within_one_percent():
+    """ZeRO-3 with offload times its steady phase as whole blocks (``timing.BLOCK_REPS`` of them, each a whole
+    step's run of micro-steps), because every such row that kept more moved by less than 1% when rebuilt from its
+    first ``BLOCK_REPS``: the shipped runs and the engine's whole-search checks (``evidence/engine/``) hold it to
+    that, and at least one row must check it."""
+    from academic_bench.analysis.launches import engine_evidence_rows, fewer_reps
+    from academic_bench.measure.timing import BLOCK_REPS
+    from academic_bench.results import load_runs
+
+    moved = fewer_reps([*load_runs(), *engine_evidence_rows("results-one-launch*.jsonl")], BLOCK_REPS, blocks=True)
+    assert BLOCK_REPS >= 1 and not moved.empty
+    assert moved["methods_label"].str.contains("ZeRO-3").all()
+    assert (moved["change"].abs() < 0.01).all(), moved[moved["change"].abs() >= 0.01]
+
+
 def test_the_timing_share_of_a_configuration_is_read_from_what_ran():
     """``timing_share`` divides the seconds a row's timing took by the configuration's wall time, for rows that
     keep their samples; a row without samples says nothing."""

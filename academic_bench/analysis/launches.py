@@ -122,12 +122,21 @@ def _with_samples(rows: list[dict]) -> list[dict]:
 FEWER_REPS_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "reps", "step_s", "fewer_step_s", "change"]
 
 
-def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
+def timed_as_blocks(row: dict) -> bool:
+    """Whether a row's steady phase was timed as one block of micro-steps (``timing.steady_block``: DeepSpeed
+    ZeRO-3 with offload), whose repetitions are ``timing.BLOCK_REPS`` rather than ``DEFAULT_REPS``."""
+    from ..catalog.config import Config
+    from ..measure.timing import steady_block
+
+    return bool(row.get("gas")) and steady_block(Config.from_dict(row["config"]), int(row["gas"])) > 1
+
+
+def fewer_reps(rows: list[dict], reps: int, blocks: bool | None = None) -> pd.DataFrame:
     """How far each synchronized measured row's step would move had its timing stopped after its first ``reps``
     repetitions: the step rebuilt (``extrapolation.rebuilt_step``) from the median of each phase's first ``reps``
     samples beside the step the row holds (``change``: relative). Only measurements that count (``status_of``:
     neither set aside nor a tiny workshop run) that stored their samples (``timing.summary``) and took more than
-    ``reps`` repetitions."""
+    ``reps`` repetitions; with ``blocks`` True only those timed as blocks (``timed_as_blocks``), False the others."""
     import statistics
 
     from ..catalog.methods import Methods
@@ -135,6 +144,8 @@ def fewer_reps(rows: list[dict], reps: int) -> pd.DataFrame:
 
     out = []
     for r in _with_samples(rows):
+        if blocks is not None and timed_as_blocks(r) != blocks:
+            continue
         times = r["times"]
         taken = max(len(t["samples"]) for t in times.values())
         if taken <= reps:

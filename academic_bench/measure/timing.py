@@ -114,7 +114,11 @@ def note(stepper: Stepper, text: str) -> None:
 # Its micro-steps cost more over a whole accumulation than in a short pattern (one process, three rounds: the
 # extrapolation from single micro-steps was 2.4-6.5% under the sustained step, from blocks of 8 still 2.5-5.5%;
 # notebooks/runs/h100x1/evidence/engine/drift-*.json), so its steady phase is the whole run of them, as one block.
-BLOCK_REPS = 3  # repetitions of a whole-accumulation block (each already averages GAS - 2 micro-steps)
+# Repetitions of a whole-accumulation block, each already averaging GAS - 2 micro-steps: every such row that kept
+# three moved by far less than 1% when rebuilt from its first two (``analysis.launches.fewer_reps`` over the
+# exhaustive searches in notebooks/runs/h200x1/evidence/engine/; ``tests/test_trust.py`` holds it to that), and
+# each repetition costs a whole step, the largest share of an exhaustive search's time.
+BLOCK_REPS = 2
 
 
 def steady_block(cfg: Config, gas: int) -> int:
