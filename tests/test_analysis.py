@@ -505,7 +505,7 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     engine = tmp_path / "h100x1" / "evidence" / "engine"
     engine.mkdir(parents=True)
     one = [row("free-lunch", 10.1, 60.0), row("free-lunch+zero1+offload", 9.0, 120.0),
-           row("free-lunch+offload", None, 0.0, outcome="invalid")]
+           row("free-lunch+offload", None, 0.0, outcome="invalid"), row("free-lunch+zero3+offload", 12.0, 150.0)]
     for name, rows in (("results-one-launch.jsonl", one), ("results-two-launch.jsonl", [row("free-lunch", 10.0, 90.0)]),
                        ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)])):
         (engine / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -514,8 +514,9 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     assert check.loc[0, "step_change"] == pytest.approx(0.01) and (check.loc[0, "one_s"], check.loc[0, "two_s"]) == (
         60.0, 90.0), "the first file's row is the one taken beside the two-launch twin"
     spent = analysis.search_cost(tmp_path)
-    assert spent[["model", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s"]].values.tolist() == [
-        ["pythia-1b", 2, 12, 90.0, 180.0, "free-lunch + ZeRO-1 + offload", 120.0]]
+    assert spent[["model", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s",
+                  "slowest_in_blocks"]].values.tolist() == [
+        ["pythia-1b", 3, 12, 120.0, 330.0, "free-lunch + ZeRO-3 + offload", 150.0, True]]
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import tempfile
 
 import psutil
@@ -361,11 +363,19 @@ def test_slurm_job_script(tmp_path, monkeypatch):
         assert f"#SBATCH {line}" in script
 
 
-def test_a_killed_torchrun_is_named_and_its_workers_do_not_outlive_it(private_tmp, faults):
+def test_a_killed_torchrun_is_named_and_its_workers_do_not_outlive_it(private_tmp, faults, tmp_path):
     """torchrun starts each worker in a session of its own: when torchrun itself is killed (here by its rank 0,
     as the host's out-of-memory killer might), its workers went on running, holding the GPUs the next
-    configuration needs, and the row blamed "a worker". The launch now stops them, and the row names torchrun."""
-    row = run_config(tiny(2, micro_batch=4), **faults({"sigkill_agent": True}), timeout_s=120, **FAST)
+    configuration needs, and the row blamed "a worker". The launch now stops them, and the row names torchrun;
+    another launch's process (its own folder in its command line) is left alone."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
+                              str(tmp_path / "elsewhere" / "academic-bench-other")])
+    try:
+        row = run_config(tiny(2, micro_batch=4), **faults({"sigkill_agent": True}), timeout_s=120, **FAST)
+        assert other.poll() is None, "a process of another launch was killed"
+    finally:
+        other.kill()
+        other.wait()
     assert row["outcome"] == "error"
     assert row["reason"].startswith("ended by a signal, no result file: torchrun, which started and watched the "
                                     "workers, was killed by signal 9 (SIGKILL)"), row["reason"]

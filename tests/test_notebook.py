@@ -115,7 +115,7 @@ def test_a_search_from_scratch_that_its_budget_never_reached_says_so(tmp_path, r
     config = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
     store = ResultStore(tmp_path / params_mod.RESULTS_FILE)
     store.append(make_row(config, setup="cpu-tiny", outcome="ok", search="naive", micro_batch=4, gas=2,
-                          step_time_s=1.0))
+                          step_time_s=1.0, started_at="2000-01-01T00:00:00+00:00"))
     run = nb.run_benchmark(setup="cpu-tiny", models=["pythia-160m"], gpu="h100-80gb", n_gpus=1, preset=["naive"],
                            exhaustive_models=[], unsynced_models=[], validate_models=[], validate_steps=3,
                            validate_classes=False, time_budget_s=0, timeout_s=60, retry=retry, tiny=True,

@@ -20,9 +20,9 @@ from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 from academic_bench import cli
 from academic_bench.cli.args import EXIT_FAILED
 from academic_bench.catalog.config import Config
-from academic_bench.launch import TIMED_OOM_NOTE
+from academic_bench.launch import TIMED_OOM_NOTE, Rendezvous
 from academic_bench.catalog.methods import FREE_LUNCH, NAIVE, Methods, exclusion_reason, parse_methods
-from academic_bench.results import ResultStore, make_row, synced_micro_batches
+from academic_bench.results import ResultStore, latest_rows, make_row, synced_micro_batches
 from academic_bench.search.plans import plan
 from academic_bench.results import skipped_path
 from academic_bench.search.smart import SmartPruner
@@ -255,7 +255,8 @@ def test_a_search_from_scratch_cut_short_leaves_not_run_rows_that_a_resumed_sear
     out = tmp_path / "results.jsonl"
     older, never = tiny("naive"), tiny("naive+ckpt")
     store = ResultStore(out)
-    store.append(make_row(older, setup="t", outcome="ok", search="smart", micro_batch=8, gas=1, step_time_s=1.0))
+    store.append(make_row(older, setup="t", outcome="ok", search="smart", micro_batch=8, gas=1, step_time_s=1.0,
+                          started_at="2000-01-01T00:00:00+00:00"))
     reason = "not run: the time budget (0 s) was spent before this configuration started"
     kw = dict(search="smart", device="cpu", progress=False, budget_s=0, not_run_reason=reason)
     fresh = run_sweep([older, never], out, "t", retry=("all",), **kw)
@@ -274,6 +275,30 @@ def test_a_search_from_scratch_cut_short_leaves_not_run_rows_that_a_resumed_sear
                                      step_time_s=1.0))
     again = run_sweep([older, never], out, "t", **kw)
     assert (again["resumed"], again["not_run"], again["outcomes_all"]) == (1, [never.id], {"ok": 1, "not run": 1})
+
+
+def test_a_search_from_scratch_supersedes_only_older_step_rows_of_its_setup_and_only_on_node_0(tmp_path):
+    """What a search from scratch's 'not run' rows must leave standing: a row its own earlier phase measured
+    (started after ``since``), a validation (it checks the engine, not the search: a later row of its revision
+    would hide it), another setup's row; and nodes other than 0 write nothing. Budgets of 0 s: nothing launches."""
+    out = tmp_path / "results.jsonl"
+    old, own, checked = tiny("naive"), tiny("naive+ckpt"), tiny("free-lunch")
+    store = ResultStore(out)
+    ok = dict(outcome="ok", search="smart", micro_batch=8, gas=1, step_time_s=1.0)
+    store.append(make_row(old, setup="t", started_at="2000-01-01T00:00:00+00:00", **ok))
+    store.append(make_row(own, setup="t", started_at="2020-01-01T00:00:00+00:00", **ok))
+    store.append(make_row(checked, setup="t", mode="validate", started_at="2000-01-01T00:00:00+00:00", **ok))
+    store.append(make_row(checked, setup="other", started_at="2000-01-01T00:00:00+00:00", **ok))
+    kw = dict(device="cpu", progress=False, budget_s=0, retry=("all",), not_run_reason="not run: budget",
+              since="2010-01-01T00:00:00+00:00")
+    node1 = Rendezvous(nnodes=2, node_rank=1, endpoint="127.0.0.1:29500")
+    assert run_sweep([old, own], out, "t", search="exhaustive", rdzv=node1, **kw).get("not_run_rows") is None
+    assert len(ResultStore(out).rows()) == 4, "a node other than 0 writes no row"
+    assert run_sweep([old, own], out, "t", search="exhaustive", **kw)["not_run_rows"] == 1
+    assert run_sweep([checked], out, "t", search="smart", validate=3, **kw)["not_run_rows"] == 0
+    latest = {(r["setup"], r["config_id"], r["mode"]): r["outcome"] for r in latest_rows(ResultStore(out).rows())}
+    assert latest == {("t", old.id, "step"): "not run", ("t", own.id, "step"): "ok",
+                      ("t", checked.id, "validate"): "ok", ("other", checked.id, "step"): "ok"}
 
 
 def test_the_sweep_command_records_what_its_budget_never_started(tmp_path, capsys):

@@ -18,7 +18,7 @@ TWO_LAUNCH = "results-two-launch.jsonl"
 LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_step_s", "two_step_s", "step_change",
                         "one_s", "two_s"]
 SEARCH_COST_COLUMNS = ["setup", "model", "date", "configurations", "of", "median_s", "total_s", "slowest",
-                       "slowest_s"]
+                       "slowest_s", "slowest_in_blocks"]
 
 
 def engine_evidence_rows(pattern: str, root: str | Path | None = None) -> list[dict]:
@@ -61,10 +61,13 @@ def launch_check(root: str | Path | None = None) -> pd.DataFrame:
 def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     """What the one-launch engine spent per model: how many of the exhaustive search's valid configurations ran
     (``of``: ``search.exhaustive_ids``), the median and the total wall time of one configuration (launch, search,
-    build, compile and timing), the costliest configuration and its time, and the day of the last one."""
-    one = _ran(ONE_LAUNCH, root)
+    build, compile and timing), the costliest configuration, its time and whether its steady phase was timed as
+    whole blocks (``timed_as_blocks``), and the day of the last one."""
+    rows = engine_evidence_rows(ONE_LAUNCH, root)
+    one = _synced_steps(rows, ("ok", "oom"))
     if one.empty:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
+    blocks = {(r.get("setup"), r["config_id"]) for r in rows if r["outcome"] == "ok" and timed_as_blocks(r)}
     one = one.drop_duplicates(["setup", "config_id"])
     out = []
     for (setup, model, gpu, n_gpus), d in one.groupby(["setup", "model", "gpu", "n_gpus"], sort=True):
@@ -72,7 +75,8 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
         out.append({"setup": setup, "model": model, "date": str(d["started_at"].max())[:10], "configurations": len(d),
                     "of": len(exhaustive_ids(model, gpu, n_gpus)),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum(),
-                    "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"]})
+                    "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"],
+                    "slowest_in_blocks": (setup, slowest["config_id"]) in blocks})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
 
 

@@ -204,7 +204,7 @@ def kill_strays(mark: str) -> int:
     for p in strays:
         try:
             p.kill()
-        except psutil.NoSuchProcess:
+        except psutil.Error:  # gone meanwhile, or not ours to kill: the launch's row must still be written
             pass
     psutil.wait_procs(strays, timeout=10)
     return len(strays)

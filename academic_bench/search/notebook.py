@@ -13,8 +13,8 @@ reason starting ``not run:``, so every model the notebook was asked about leaves
 classified failure with its reason. Running the notebook again into the same folder resumes: configurations
 with a row are skipped, except those never started (always measured now) and those whose outcome is listed in
 the ``retry`` parameter; a new attempt adds a row, and readers take the latest row of each configuration. A
-search from scratch (``retry`` "all") that its budget cut short writes its 'not run' rows over older rows too,
-so the older measurements do not pass for this search's, and running again finishes it.
+search from scratch (``retry`` "all") that its budget cut short writes its 'not run' rows over step measurements
+older than the run too, so they do not pass for this search's, and running again finishes it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from ..catalog.config import Config, run_name
 from ..catalog.methods import Methods
 from .params import ENV_SOFTWARE, MODEL_LISTS, RESULTS_FILE, check_parameters, resolve_gpu
 from ..catalog.env import capture_env
-from ..results import (ALL, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row,
+from ..results import (ALL, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row, now_iso,
                       latest_rows, status_of, synced_micro_batches, validation_class_of)
 
 log = logging.getLogger(__name__)
@@ -101,12 +101,12 @@ def _not_run_reason(budget_s: float, expected_s: float | None = None) -> str:
 
 
 def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], budget_s: float,
-                    fresh: bool = False) -> int:
+                    fresh: bool = False, since: str | None = None) -> int:
     """A row for each planned configuration the budget left unstarted (``sweep.record_not_run``)."""
     from .sweep import record_not_run
 
     return record_not_run(out, setup, phase.configs, ids, _not_run_reason(budget_s, phase.expected_s),
-                          search=phase.search, timing=phase.timing, mode=phase.mode, fresh=fresh)
+                          search=phase.search, timing=phase.timing, mode=phase.mode, fresh=fresh, since=since)
 
 
 def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | None]:
@@ -126,7 +126,9 @@ def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | Non
 
 
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
-               timeout_s: float, device: str, retry: Sequence[str]) -> tuple[dict | None, int]:
+               timeout_s: float, device: str, retry: Sequence[str], since: str) -> tuple[dict | None, int]:
+    """One phase's sweep within what is left of the budget, and its 'not run' rows; ``since``: when the notebook's
+    run began (a search from scratch supersedes only rows older than that, never its own earlier phases')."""
     from .sweep import format_summary, run_sweep
 
     print(f"\n== {phase.title} ({phase.search}, {phase.timing}, {phase.mode}): {len(phase.configs)} configurations",
@@ -136,12 +138,13 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     # budget is what the caller planned the machine's time with, and a run cut off later leaves nothing.
     if left is not None and (left <= 0 or (phase.expected_s is not None and phase.expected_s > left)):
         summary = None
-        n = _record_not_run(out, setup, phase, [c.id for c in phase.configs], budget_s or 0, fresh=ALL in retry)
+        n = _record_not_run(out, setup, phase, [c.id for c in phase.configs], budget_s or 0, fresh=ALL in retry,
+                            since=since)
     else:
         configs, micro_batches = _paired(phase, out)
         summary = run_sweep(configs, out, setup, search=phase.search, timing=phase.timing,
                             validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
-                            retry=tuple(retry), micro_batches=micro_batches,
+                            retry=tuple(retry), micro_batches=micro_batches, since=since,
                             not_run_reason=_not_run_reason(budget_s or 0, phase.expected_s)) if configs else None
         if summary:
             print(format_summary(summary), flush=True)
@@ -241,6 +244,7 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
     out.parent.mkdir(parents=True, exist_ok=True)
     budget = p["time_budget_s"]
     deadline = None if budget is None else time.monotonic() + budget
+    started = now_iso()  # what a search from scratch measures from here on is its own
     phases = plan_phases(p, gpu)  # every name and combination is checked before the first launch
     all_models = list(dict.fromkeys(m for k in MODEL_LISTS for m in p[k]))
     run = BenchmarkRun(p["setup"], out, all_models)
@@ -255,13 +259,13 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
     with _text_progress_bars():
         for phase in phases:
             summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
-                                    p["retry"])
+                                    p["retry"], started)
             run.summaries.append(summary or {})
             run.not_run += n
         for plan in (validation_phases, validation_net_phases):  # each planned from the results before it
             for phase in plan(p, out):
                 summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
-                                        p["retry"])
+                                        p["retry"], started)
                 run.summaries.append(summary or {})
                 run.not_run += n
     missing = [m for m in all_models if not any(r["config"]["model"] == m for r in run.rows())]

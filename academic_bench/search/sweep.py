@@ -149,7 +149,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
               budget_s: float | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
               rdzv: Rendezvous | None = None, slurm_params: dict[str, Any] | None = None,
               retry: Sequence[str] = (), micro_batches: dict[str, int] | None = None,
-              not_run_reason: str | None = None, worker: str = WORKER_MODULE) -> dict:
+              not_run_reason: str | None = None, since: str | None = None, worker: str = WORKER_MODULE) -> dict:
     """Run every configuration not yet in the store at ``out``; returns a summary.
 
     Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
@@ -158,13 +158,15 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     model's prediction, ``results.stopped_on_prediction``; "memory-wall": it may have been timed at the memory
     wall and was never checked, ``results.unchecked_at_wall``; "all": every configuration, as in an empty store, the
     smart search's rules deciding from this run's measurements alone; a configuration its budget never reached
-    is in the summary's ``not_run`` like any other, and ``record_not_run`` then supersedes its older row) or the
-    row only
+    is in the summary's ``not_run`` like any other, and with ``not_run_reason`` its 'not run' row supersedes an
+    older measurement, ``record_not_run``) or the row only
     records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
     micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
     its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
     ``budget_s`` stops launching new configurations once spent; with ``not_run_reason`` each one it never
-    started gets a 'not run' row with that reason (``record_not_run``; the summary's ``not_run_rows`` counts them).
+    started gets a 'not run' row with that reason (``record_not_run``, on node 0 only; the summary's
+    ``not_run_rows`` counts them); ``since`` (an ISO time, default this call's start): when the search began, so
+    that a search from scratch supersedes only rows older than itself.
     A failure that shows this machine can run no
     configuration at all (no driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError``
     naming it, its row kept. A row the store cannot take is written beside it (``ResultStore.keep``), and the
@@ -176,6 +178,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    since = since or now_iso()
     store, out = ResultStore(out), Path(out)
     mode = "validate" if validate else "step"
     bad = set(retry) - set(RETRY_CHOICES)
@@ -264,9 +267,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
         bar.close()
         summary["elapsed_s"] = round(time.monotonic() - t0, 1)
-    if not_run_reason and summary["not_run"]:
+    if not_run_reason and summary["not_run"] and (rdzv is None or rdzv.node_rank == 0):  # node 0 writes the rows
         summary["not_run_rows"] = record_not_run(out, setup, configs, summary["not_run"], not_run_reason,
-                                                 search=search, timing=timing, mode=mode, fresh=fresh)
+                                                 search=search, timing=timing, mode=mode, fresh=fresh, since=since)
     # The latest row of each configuration: one measured again speaks for it, not its superseded row.
     rows = [r for r in latest_rows(store.rows())
             if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
@@ -279,21 +282,28 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
 
 
 def record_not_run(out: str | os.PathLike, setup: str, configs: Sequence[Config], ids: Iterable[str], reason: str,
-                   *, search: str, timing: str, mode: str, fresh: bool = False) -> int:
+                   *, search: str, timing: str, mode: str, fresh: bool = False, since: str | None = None) -> int:
     """A 'not run' row (``reason`` starting ``NOT_RUN_PREFIX``) for each of ``ids`` among ``configs`` that a time
     budget left unstarted; an excluded combination gets its ``invalid`` row instead, which costs no time. Returns
-    how many 'not run' rows were written. A configuration with a row is left as it is (its row is the latest
-    word), except in a search from scratch (``fresh``: ``retry`` "all"), where an older row must not stand in for
-    a measurement this search never made: its 'not run' row supersedes it, so the search shows as unfinished and
-    a resumed one measures it (the older row stays in the file)."""
+    how many 'not run' rows were written. A configuration with a row of ``setup`` is left as it is (its row is the
+    latest word), except in a search from scratch (``fresh``: ``retry`` "all"), where a step measurement older than
+    the search (started before ``since``, an ISO time) must not stand in for one the search never made: its 'not
+    run' row supersedes it, so the search shows as unfinished and a resumed one measures it (the older row stays in
+    the file). A validation is never superseded so: it checks the engine, not the search, and a later row of its
+    revision would hide it (``rows_to_read``)."""
     store = ResultStore(out)
-    latest = {r["config_id"]: r for r in latest_rows(store.rows()) if r["timing"] == timing and r["mode"] == mode}
-    done = store.done_ids(timing, mode)
+    latest = {r["config_id"]: r for r in latest_rows(store.rows())
+              if r.get("setup") == setup and r["timing"] == timing and r["mode"] == mode}
+
+    def older(row: Mapping) -> bool:  # a measurement this search did not make
+        return (fresh and mode == "step" and row["outcome"] != "invalid" and not is_not_run(row)
+                and (since is None or str(row.get("started_at") or "") < since))
+
     by_id = {c.id: c for c in configs}
     n = 0
     for cid in dict.fromkeys(ids):
         last = latest.get(cid)
-        if cid in done and not (fresh and last is not None and last["outcome"] != "invalid" and not is_not_run(last)):
+        if last is not None and not set_aside_reason(last) and not older(last):
             continue
         config = by_id[cid]
         try:
