@@ -126,7 +126,8 @@ def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | Non
 
 
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
-               timeout_s: float, device: str, retry: Sequence[str], since: str) -> tuple[dict | None, int]:
+               timeout_s: float, device: str, retry: Sequence[str],
+               since: str | None = None) -> tuple[dict | None, int]:
     """One phase's sweep within what is left of the budget, and its 'not run' rows; ``since``: when the notebook's
     run began (a search from scratch supersedes only rows older than that, never its own earlier phases')."""
     from .sweep import format_summary, run_sweep
