@@ -509,4 +509,4 @@ def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_dea
     monkeypatch.setattr(timing, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
     phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=time.time() - 1)
     assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
-    assert any("timing stopped after 1 of 3" in n for n in stepper.ran.notes), stepper.ran.notes
+    assert any(f"timing stopped after 1 of {timing.BLOCK_REPS}" in n for n in stepper.ran.notes), stepper.ran.notes
