@@ -182,7 +182,8 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         except subprocess.TimeoutExpired:
             kill_tree(procs[-1])
             rc, timed_out = None, True
-        strays = kill_strays(str(tmp)) if rc else 0  # the workers of a torchrun that was killed outlive it
+        # The workers of a torchrun that was killed outlive it (a lone worker leaves none: it is the whole launch).
+        strays = kill_strays(str(tmp)) if rc and uses_torchrun(config, rdzv) else 0
         if strays:
             logf.write(f"# ({phase}) {strays} process(es) of this launch outlived it and were killed\n".encode())
         logf.write(f"# ({phase}) {'killed at the time limit' if timed_out else f'exit status {rc}'} at "
