@@ -522,7 +522,8 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
 
 def test_each_engine_cost_check_pairs_the_same_configurations_before_and_after_with_their_commits(tmp_path):
     """The engine page's cost checks: every folder under ``evidence/engine-cost/`` with ``before/`` and ``after/``
-    results, each configuration paired with its twin (the step's relative change, both wall times, both commits);
+    results, each configuration paired with its twin (the step's relative change, both wall times, both commits,
+    each by its first 7 hex digits);
     a configuration measured by one version only, or that did not run, is left out, and so is a folder without
     ``after/``."""
     from academic_bench.catalog.config import Config
@@ -540,14 +541,15 @@ def test_each_engine_cost_check_pairs_the_same_configurations_before_and_after_w
                         row("free-lunch+offload", None, 0.0, "aaa", outcome="invalid")],
              "after": [row("free-lunch", 24.24, 40.0, "bbb"), row("free-lunch+offload", None, 0.0, "bbb",
                                                                    outcome="invalid")],
-             "exit/before": [row("free-lunch", 24.0, 40.0, "bbb")], "exit/after": [row("free-lunch", 23.76, 34.0, "ccc")],
+             "exit/before": [row("free-lunch", 24.0, 40.0, "bbb")],
+             "exit/after": [row("free-lunch", 23.76, 34.0, "ccc4567" + "d" * 33)],  # a whole hash: shown short
              "unpaired/before": [row("free-lunch", 24.0, 40.0, "bbb")]}
     for folder, rows in files.items():
         (checks / folder).mkdir(parents=True)
         (checks / folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = analysis.engine_changes(tmp_path)
     assert got[["check", "methods_label", "before", "after", "before_s", "after_s"]].values.tolist() == [
-        ["engine-cost", "free-lunch", "aaa", "bbb", 50.0, 40.0], ["engine-cost/exit", "free-lunch", "bbb", "ccc", 40.0, 34.0]]
+        ["engine-cost", "free-lunch", "aaa", "bbb", 50.0, 40.0], ["engine-cost/exit", "free-lunch", "bbb", "ccc4567", 40.0, 34.0]]
     assert got["step_change"].tolist() == pytest.approx([0.01, -0.01])
     assert analysis.engine_changes(tmp_path / "none").empty
 

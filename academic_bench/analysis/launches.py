@@ -102,7 +102,9 @@ def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
         if b.empty or a.empty:
             continue
         m = b.merge(a, on=["setup", "config_id"], suffixes=("", "_after"))
-        commit = {side: (r[0].get("env") or {}).get("git_commit") if r else None for side, r in rows.items()}
+        # A commit by its first 7 hex digits, as git prints it: a job may record the whole hash or the short one.
+        commit = {side: ((r[0].get("env") or {}).get("git_commit") or "")[:7] or None if r else None
+                  for side, r in rows.items()}
         check = "/".join(before.parent.parent.relative_to(runs_root(root)).parts[2:])  # under evidence/
         for _, r in m.iterrows():
             out.append({"setup": r["setup"], "check": check, "model": r["model"], "methods_label": r["methods_label"],

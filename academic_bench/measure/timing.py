@@ -117,7 +117,8 @@ def note(stepper: Stepper, text: str) -> None:
 # Repetitions of a whole-accumulation block, each already averaging GAS - 2 micro-steps: every such row that kept
 # three moved by far less than 1% when rebuilt from its first two (``analysis.launches.fewer_reps`` over the
 # exhaustive searches in notebooks/runs/h200x1/evidence/engine/; ``tests/test_trust.py`` holds it to that), and
-# each repetition costs a whole step, the largest share of an exhaustive search's time.
+# each repetition costs a whole step, the largest share of an exhaustive search's time. Three blocks against two,
+# measured in turn on one machine: notebooks/runs/h200x1/evidence/engine-cost/blocks/.
 BLOCK_REPS = 2
 
 
