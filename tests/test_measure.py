@@ -510,3 +510,36 @@ def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_dea
     phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=time.time() - 1)
     assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
     assert any(f"timing stopped after 1 of {timing.BLOCK_REPS}" in n for n in stepper.ran.notes), stepper.ran.notes
+
+
+@pytest.mark.parametrize("warm_s,calls,counted", [(10.05, 2, True), (10.3, 3, False)])
+def test_a_warm_up_block_counts_as_a_repetition_only_when_it_agrees_with_the_first_timed_one(monkeypatch, warm_s,
+                                                                                             calls, counted):
+    """ZeRO-3 + offload's warm-up is a whole step: where it takes as long as the first timed block (within
+    ``WARMUP_AGREES``) it is kept as the first of ``BLOCK_REPS`` repetitions, saving a whole step; where it does
+    not (a cold stepper, an allocator still filling), it is left out and another block is timed, as before. The
+    notes say which, with both times."""
+    from types import SimpleNamespace
+
+    cfg = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch+zero3+offload"), tiny=True)
+    gas = cfg.per_gpu_batch
+    block = timing.steady_block(cfg, gas)
+    assert block > 1 and timing.BLOCK_REPS == 2 and timing.WARMUP_AGREES < 0.03
+    chains = iter([warm_s, 10.0, 10.1, 10.2])  # the whole step of each repetition, in the order they run
+    ran = []
+
+    def chain(phases, device):
+        s = next(chains)
+        ran.append(s)
+        return [("accumulate_first", 0.0), ("accumulate", s - 2.0), ("boundary", 1.0), ("optimizer", 1.0)]
+
+    monkeypatch.setattr(timing, "time_chain", chain)
+    monkeypatch.setattr(timing, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
+    stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
+                              optimizer_step=lambda: None)
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10)
+    assert len(ran) == calls, "one block fewer when the warm-up counts"
+    kept = [warm_s, 10.0] if counted else [10.0, 10.1]  # in the order they ran
+    assert phases["accumulate"] == pytest.approx([(s - 2.0) / block for s in kept])
+    said = [n for n in stepper.ran.notes if n.startswith("the warm-up block took")]
+    assert len(said) == 1 and said[0].endswith("it counts as a repetition" if counted else "it is left out"), said

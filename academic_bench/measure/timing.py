@@ -148,6 +148,20 @@ def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> li
                            ("optimizer", stepper.optimizer_step)]
 
 
+# The warm-up block is a whole step too. On a stepper that already ran the search's steps at this size, it came out
+# as long as the timed blocks (the logs of notebooks/runs/h200x1/evidence/engine*/: the timing's whole time less its
+# timed repetitions), so it counts as a repetition when its step agrees with the first timed one's within this;
+# else it is left out and another block is timed. Counted, it moves the median by at most half of this.
+WARMUP_AGREES = 0.01
+
+
+def warmup_agrees(warm: list[tuple[str, float]], first: list[tuple[str, float]], device: str) -> bool:
+    """Whether the warm-up repetition's whole chain took within ``WARMUP_AGREES`` of the first timed one's, on
+    every rank (so that they all take the same path)."""
+    w, f = sum(s for _, s in warm), sum(s for _, s in first)
+    return not any_rank(abs(w / f - 1) > WARMUP_AGREES, device)
+
+
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
                 deadline: float | None = None) -> dict[str, list[float]]:
     """Per-phase times (``step_phases``) over ``reps`` repetitions after ``warmup`` untimed ones, each phase
@@ -155,7 +169,8 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     ``time.time()``): after ``MIN_REPS`` repetitions, stop before one that would end past it, and say so in
     the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed.
     A steady block of several micro-steps (``steady_block``) is timed ``BLOCK_REPS`` times after one warm-up, and
-    its samples are per micro-step."""
+    its samples are per micro-step; the warm-up block counts as the first of them when it agrees with the next
+    (``warmup_agrees``), and the notes say which it was."""
     block = steady_block(cfg, stepper.gas)
     if block > 1:
         warmup, reps = 1, BLOCK_REPS
@@ -164,18 +179,35 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
     phases = step_phases(stepper, itertools.cycle(host_batches(cfg, stepper.mbs, 2, seed=1)), block)
     samples: dict[str, list[float]] = {name: [] for name, _ in phases}
+    first = phases[0][0]
+
+    def keep(chain: list[tuple[str, float]], at: int | None = None) -> None:
+        for name, seconds in chain:
+            samples[name].insert(len(samples[name]) if at is None else at,
+                                 seconds / block if name == "accumulate" else seconds)
+
     t_start = time.perf_counter()
-    for i in range(warmup + reps):
+    warm = None
+    for _ in range(warmup):
+        warm = time_chain(phases, device)
+    counted = False
+    while len(samples[first]) < reps:
         t0 = time.time()
-        for name, seconds in time_chain(phases, device):
-            if i >= warmup:
-                samples[name].append(seconds / block if name == "accumulate" else seconds)
-        done = i + 1 - warmup
+        chain = time_chain(phases, device)
+        keep(chain)
+        if block > 1 and warm is not None and len(samples[first]) == 1:
+            w, c = sum(s for _, s in warm), sum(s for _, s in chain)
+            counted = warmup_agrees(warm, chain, device)
+            if counted:  # repetitions in the order they ran
+                keep(warm, at=0)
+            note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s ({w / c - 1:+.2%}): "
+                           + ("it counts as a repetition" if counted else "it is left out"))
+        done = len(samples[first])
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
-    log.info("timed %d repetitions after %d warm-up in %.1f s", len(samples[phases[0][0]]), warmup,
-             time.perf_counter() - t_start)
+    log.info("timed %d repetitions after %d warm-up in %.1f s%s", len(samples[first]), warmup,
+             time.perf_counter() - t_start, " (the warm-up one of them)" if counted else "")
     return slowest_rank(samples, device)
 
 
