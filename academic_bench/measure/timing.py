@@ -159,7 +159,7 @@ def warmup_agrees(warm: list[tuple[str, float]], first: list[tuple[str, float]],
     """Whether the warm-up repetition's whole chain took within ``WARMUP_AGREES`` of the first timed one's, on
     every rank (so that they all take the same path)."""
     w, f = sum(s for _, s in warm), sum(s for _, s in first)
-    return not any_rank(abs(w / f - 1) > WARMUP_AGREES, device)
+    return not any_rank(not (f > 0 and abs(w / f - 1) <= WARMUP_AGREES), device)
 
 
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
@@ -200,7 +200,8 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
             counted = warmup_agrees(warm, chain, device)
             if counted:  # repetitions in the order they ran
                 keep(warm, at=0)
-            note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s ({w / c - 1:+.2%}): "
+            off = f" ({w / c - 1:+.2%})" if c > 0 else ""
+            note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s{off}: "
                            + ("it counts as a repetition" if counted else "it is left out"))
         done = len(samples[first])
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
