@@ -543,14 +543,18 @@ def test_each_engine_cost_check_pairs_the_same_configurations_before_and_after_w
                                                                    outcome="invalid")],
              "exit/before": [row("free-lunch", 24.0, 40.0, "bbb")],
              "exit/after": [row("free-lunch", 23.76, 34.0, "ccc4567" + "d" * 33)],  # a whole hash: shown short
-             "unpaired/before": [row("free-lunch", 24.0, 40.0, "bbb")]}
+             "unpaired/before": [row("free-lunch", 24.0, 40.0, "bbb")],
+             "dirty/before": [row("free-lunch", 24.0, 40.0, "ccc4567" + "d" * 33)],
+             "dirty/after": [row("free-lunch", 24.0, 39.0, "ccc4567" + "d" * 33 + "+dirty")]}
     for folder, rows in files.items():
         (checks / folder).mkdir(parents=True)
         (checks / folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = analysis.engine_changes(tmp_path)
     assert got[["check", "methods_label", "before", "after", "before_s", "after_s"]].values.tolist() == [
-        ["engine-cost", "free-lunch", "aaa", "bbb", 50.0, 40.0], ["engine-cost/exit", "free-lunch", "bbb", "ccc4567", 40.0, 34.0]]
-    assert got["step_change"].tolist() == pytest.approx([0.01, -0.01])
+        ["engine-cost", "free-lunch", "aaa", "bbb", 50.0, 40.0],
+        ["engine-cost/dirty", "free-lunch", "ccc4567", "ccc4567+dirty", 40.0, 39.0],  # uncommitted changes stay marked
+        ["engine-cost/exit", "free-lunch", "bbb", "ccc4567", 40.0, 34.0]]
+    assert got["step_change"].tolist() == pytest.approx([0.01, 0.0, -0.01])
     assert analysis.engine_changes(tmp_path / "none").empty
 
 

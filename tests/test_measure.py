@@ -507,9 +507,16 @@ def test_a_blocked_timing_also_stops_before_a_repetition_that_would_pass_the_dea
     stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
                               optimizer_step=lambda: None)
     monkeypatch.setattr(timing, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
+    monkeypatch.setattr(timing, "warmup_agrees", lambda *a: False)  # a counted warm-up is the test below
     phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=time.time() - 1)
     assert len(phases["accumulate"]) == 1 and len(phases["boundary"]) == 1
     assert any(f"timing stopped after 1 of {timing.BLOCK_REPS}" in n for n in stepper.ran.notes), stepper.ran.notes
+    # A warm-up that agrees is the second repetition already: nothing is left to stop, even past the deadline.
+    monkeypatch.setattr(timing, "warmup_agrees", lambda *a: True)
+    stepper.ran.notes.clear()
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10, deadline=time.time() - 1)
+    assert len(phases["accumulate"]) == timing.BLOCK_REPS
+    assert not any("timing stopped" in n for n in stepper.ran.notes), stepper.ran.notes
 
 
 @pytest.mark.parametrize("warm_s,calls,counted", [(10.05, 2, True), (10.3, 3, False)])

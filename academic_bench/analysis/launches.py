@@ -84,6 +84,15 @@ ENGINE_CHANGE_COLUMNS = ["setup", "check", "model", "methods_label", "micro_batc
                          "after_s", "before_step_s", "after_step_s", "step_change"]
 
 
+def _short_commit(commit: str | None) -> str | None:
+    """A commit by its first 7 hex digits, as git prints it (a job may record the whole hash or the short one),
+    keeping a ``+dirty`` mark: a run of uncommitted changes is not the commit's."""
+    if not commit:
+        return None
+    head, plus, rest = commit.partition("+")
+    return head[:7] + plus + rest
+
+
 def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
     """Each change of the engine's cost checked on one machine: every folder under a setup's
     ``evidence/engine-cost/`` (itself included) holding ``before/results.jsonl`` and ``after/results.jsonl``, the
@@ -102,8 +111,7 @@ def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
         if b.empty or a.empty:
             continue
         m = b.merge(a, on=["setup", "config_id"], suffixes=("", "_after"))
-        # A commit by its first 7 hex digits, as git prints it: a job may record the whole hash or the short one.
-        commit = {side: ((r[0].get("env") or {}).get("git_commit") or "")[:7] or None if r else None
+        commit = {side: _short_commit((r[0].get("env") or {}).get("git_commit")) if r else None
                   for side, r in rows.items()}
         check = "/".join(before.parent.parent.relative_to(runs_root(root)).parts[2:])  # under evidence/
         for _, r in m.iterrows():

@@ -151,7 +151,9 @@ def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> li
 # The warm-up block is a whole step too. On a stepper that already ran the search's steps at this size, it came out
 # as long as the timed blocks (the logs of notebooks/runs/h200x1/evidence/engine*/: the timing's whole time less its
 # timed repetitions), so it counts as a repetition when its step agrees with the first timed one's within this;
-# else it is left out and another block is timed. Counted, it moves the median by at most half of this.
+# else it is left out and another block is timed. Counted, it moves the row's step by at most half of this (with two
+# repetitions each phase's median is their mean, and so the step is the mean of their two steps), though a single
+# phase may differ by more.
 WARMUP_AGREES = 0.01
 
 
@@ -195,7 +197,7 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
         t0 = time.time()
         chain = time_chain(phases, device)
         keep(chain)
-        if block > 1 and warm is not None and len(samples[first]) == 1:
+        if block > 1 and warm is not None and len(samples[first]) == 1 and reps >= 2:
             w, c = sum(s for _, s in warm), sum(s for _, s in chain)
             counted = warmup_agrees(warm, chain, device)
             if counted:  # repetitions in the order they ran
