@@ -157,11 +157,10 @@ def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> li
 WARMUP_AGREES = 0.01
 
 
-def warmup_agrees(warm: list[tuple[str, float]], first: list[tuple[str, float]], device: str) -> bool:
-    """Whether the warm-up repetition's whole chain took within ``WARMUP_AGREES`` of the first timed one's, on
-    every rank (so that they all take the same path)."""
-    w, f = sum(s for _, s in warm), sum(s for _, s in first)
-    return not any_rank(not (f > 0 and abs(w / f - 1) <= WARMUP_AGREES), device)
+def warmup_agrees(warm_s: float, first_s: float, device: str) -> bool:
+    """Whether the warm-up repetition's whole chain (``warm_s``) took within ``WARMUP_AGREES`` of the first timed
+    one's, on every rank (so that they all take the same path)."""
+    return not any_rank(not (first_s > 0 and abs(warm_s / first_s - 1) <= WARMUP_AGREES), device)
 
 
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
@@ -180,37 +179,34 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
                        f"({BLOCK_REPS} repetitions; per micro-step in the times)")
     fewest = 1 if block > 1 else MIN_REPS  # a block already averages GAS - 2 micro-steps
     phases = step_phases(stepper, itertools.cycle(host_batches(cfg, stepper.mbs, 2, seed=1)), block)
-    samples: dict[str, list[float]] = {name: [] for name, _ in phases}
-    first = phases[0][0]
-
-    def keep(chain: list[tuple[str, float]], at: int | None = None) -> None:
-        for name, seconds in chain:
-            samples[name].insert(len(samples[name]) if at is None else at,
-                                 seconds / block if name == "accumulate" else seconds)
-
     t_start = time.perf_counter()
     warm = None
     for _ in range(warmup):
         warm = time_chain(phases, device)
+    kept: list[list[tuple[str, float]]] = []  # the timed repetitions' chains, in the order they ran
     counted = False
-    while len(samples[first]) < reps:
+    while len(kept) < reps:
         t0 = time.time()
         chain = time_chain(phases, device)
-        keep(chain)
-        if block > 1 and warm is not None and len(samples[first]) == 1 and reps >= 2:
+        kept.append(chain)
+        if block > 1 and warm is not None and len(kept) == 1 and reps >= 2:
             w, c = sum(s for _, s in warm), sum(s for _, s in chain)
-            counted = warmup_agrees(warm, chain, device)
-            if counted:  # repetitions in the order they ran
-                keep(warm, at=0)
+            counted = warmup_agrees(w, c, device)
+            if counted:
+                kept.insert(0, warm)
             off = f" ({w / c - 1:+.2%})" if c > 0 else ""
             note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s{off}: "
                            + ("it counts as a repetition" if counted else "it is left out"))
-        done = len(samples[first])
+        done = len(kept)
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
-    log.info("timed %d repetitions after %d warm-up in %.1f s%s", len(samples[first]), warmup,
+    log.info("timed %d repetitions after %d warm-up in %.1f s%s", len(kept), warmup,
              time.perf_counter() - t_start, " (the warm-up one of them)" if counted else "")
+    samples: dict[str, list[float]] = {name: [] for name, _ in phases}
+    for chain in kept:
+        for name, seconds in chain:
+            samples[name].append(seconds / block if name == "accumulate" else seconds)
     return slowest_rank(samples, device)
 
 
