@@ -496,27 +496,34 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     from academic_bench.catalog.methods import parse_methods
     from academic_bench.results import make_row
 
-    def row(methods, step, duration, outcome="ok"):
+    def row(methods, step, duration, outcome="ok", commit="f" * 40, started_at="2026-01-01T00:00:00+00:00"):
         c = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods(methods))
         fields = dict(step_time_s=step, micro_batch=16, gas=64) if outcome == "ok" else {}
-        return {**make_row(c, setup="h100x1", outcome=outcome, reason=None if outcome == "ok" else "x", **fields),
-                "duration_s": duration}
+        r = make_row(c, setup="h100x1", outcome=outcome, reason=None if outcome == "ok" else "x", **fields)
+        return {**r, "env": {**r["env"], "git_commit": commit}, "started_at": started_at, "duration_s": duration}
 
     engine = tmp_path / "h100x1" / "evidence" / "engine"
     engine.mkdir(parents=True)
     one = [row("free-lunch", 10.1, 60.0), row("free-lunch+zero1+offload", 9.0, 120.0),
            row("free-lunch+offload", None, 0.0, outcome="invalid"), row("free-lunch+zero3+offload", 12.0, 150.0)]
     for name, rows in (("results-one-launch.jsonl", one), ("results-two-launch.jsonl", [row("free-lunch", 10.0, 90.0)]),
-                       ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)])):
+                       ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)]),
+                       # the same model searched again by a later engine (a commit that sorts before the first)
+                       ("results-one-launch-2.jsonl", [row(m, step, s, commit="1" * 40 + "+dirty",
+                                                           started_at="2026-02-01T00:00:00+00:00")
+                                                       for m, step, s in (("free-lunch", 10.0, 40.0),
+                                                                          ("free-lunch+zero3+offload", 12.0, 90.0))])):
         (engine / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     check = analysis.launch_check(tmp_path)
     assert len(check) == 1 and check.loc[0, "methods_label"] == "free-lunch"
     assert check.loc[0, "step_change"] == pytest.approx(0.01) and (check.loc[0, "one_s"], check.loc[0, "two_s"]) == (
         60.0, 90.0), "the first file's row is the one taken beside the two-launch twin"
     spent = analysis.search_cost(tmp_path)
-    assert spent[["model", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s",
+    assert spent[["model", "commit", "date", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s",
                   "slowest_in_blocks"]].values.tolist() == [
-        ["pythia-1b", 3, 12, 120.0, 330.0, "free-lunch + ZeRO-3 + offload", 150.0, True]]
+        ["pythia-1b", "fffffff", "2026-01-01", 3, 12, 120.0, 330.0, "free-lunch + ZeRO-3 + offload", 150.0, True],
+        ["pythia-1b", "1111111+dirty", "2026-02-01", 2, 12, 65.0, 130.0, "free-lunch + ZeRO-3 + offload", 90.0,
+         True]], "one row per commit of the engine, in the order they ran; a commit's configuration counts once"
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 
 

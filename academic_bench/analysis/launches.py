@@ -17,7 +17,7 @@ ONE_LAUNCH = "results-one-launch*.jsonl"
 TWO_LAUNCH = "results-two-launch.jsonl"
 LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_step_s", "two_step_s", "step_change",
                         "one_s", "two_s"]
-SEARCH_COST_COLUMNS = ["setup", "model", "date", "configurations", "of", "median_s", "total_s", "slowest",
+SEARCH_COST_COLUMNS = ["setup", "model", "commit", "date", "configurations", "of", "median_s", "total_s", "slowest",
                        "slowest_s", "slowest_in_blocks"]
 
 
@@ -36,20 +36,21 @@ def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
 
 def _synced_steps(rows: list[dict], outcomes: tuple[str, ...]) -> pd.DataFrame:
     """The synchronized step rows among ``rows`` whose outcome is one of ``outcomes``, as a frame."""
-    df = frame_from_rows(rows) if rows else pd.DataFrame()
-    if df.empty:
-        return df
+    if not rows:
+        return pd.DataFrame()
+    df = frame_from_rows(rows).assign(commit=[_commit_of(r) for r in rows])
     return df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(outcomes)]
 
 
 def launch_check(root: str | Path | None = None) -> pd.DataFrame:
     """Each configuration measured both ways on one machine: its step time and wall time with one launch and with
-    two, and the step's relative change (one over two, minus 1). The first one-launch row of a configuration is
-    the one taken beside its two-launch twin (``ONE_LAUNCH``'s first file)."""
+    two, and the step's relative change (one over two, minus 1). The one-launch row taken beside its two-launch twin
+    is the first of the same configuration by the same commit of the engine (``ONE_LAUNCH``'s files in name order);
+    a later engine's search of that configuration has no twin."""
     one, two = _ran(ONE_LAUNCH, root), _ran(TWO_LAUNCH, root)
     if one.empty or two.empty:
         return pd.DataFrame(columns=LAUNCH_CHECK_COLUMNS)
-    keys = ["setup", "config_id"]
+    keys = ["setup", "config_id", "commit"]
     m = one.drop_duplicates(keys).merge(two.drop_duplicates(keys, keep="last"), on=keys, suffixes=("", "_two"))
     out = pd.DataFrame({"setup": m["setup"], "model": m["model"], "methods_label": m["methods_label"],
                         "micro_batch": m["micro_batch"], "one_step_s": m["step_time_s"],
@@ -59,25 +60,30 @@ def launch_check(root: str | Path | None = None) -> pd.DataFrame:
 
 
 def search_cost(root: str | Path | None = None) -> pd.DataFrame:
-    """What the one-launch engine spent per model: how many of the exhaustive search's valid configurations ran
-    (``of``: ``search.exhaustive_ids``), the median and the total wall time of one configuration (launch, search,
-    build, compile and timing), the costliest configuration, its time and whether its steady phase was timed as
-    whole blocks (``timed_as_blocks``), and the day of the last one."""
+    """What the one-launch engine spent per model and per commit of the engine (a search of the same model at a
+    later commit is a row of its own, so that the engine's cost can be followed from one to the next): how many of
+    the exhaustive search's valid configurations ran (``of``: ``search.exhaustive_ids``), the median and the total
+    wall time of one configuration (launch, search, build, compile and timing), the costliest configuration, its
+    time and whether its steady phase was timed as whole blocks (``timed_as_blocks``), and the day of the last one.
+    Within one commit a configuration counts once, as its first row (files in name order: a search resumed on a
+    second machine adds only what the first did not measure)."""
     rows = engine_evidence_rows(ONE_LAUNCH, root)
     one = _synced_steps(rows, ("ok", "oom"))
     if one.empty:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
-    blocks = {(r.get("setup"), r["config_id"]) for r in rows if r["outcome"] == "ok" and timed_as_blocks(r)}
-    one = one.drop_duplicates(["setup", "config_id"])
+    blocks = {(r.get("setup"), _commit_of(r), r["config_id"]) for r in rows if r["outcome"] == "ok" and timed_as_blocks(r)}
+    one = one.drop_duplicates(["setup", "commit", "config_id"])
     out = []
-    for (setup, model, gpu, n_gpus), d in one.groupby(["setup", "model", "gpu", "n_gpus"], sort=True):
+    for (setup, model, commit, gpu, n_gpus), d in one.groupby(["setup", "model", "commit", "gpu", "n_gpus"],
+                                                              sort=True):
         slowest = d.loc[d["duration_s"].idxmax()]
-        out.append({"setup": setup, "model": model, "date": str(d["started_at"].max())[:10], "configurations": len(d),
-                    "of": len(exhaustive_ids(model, gpu, n_gpus)),
+        out.append({"setup": setup, "model": model, "commit": commit, "date": str(d["started_at"].max())[:10],
+                    "configurations": len(d), "of": len(exhaustive_ids(model, gpu, n_gpus)),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum(),
                     "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"],
-                    "slowest_in_blocks": (setup, slowest["config_id"]) in blocks})
-    return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS)
+                    "slowest_in_blocks": (setup, commit, slowest["config_id"]) in blocks})
+    return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS).sort_values(["setup", "model", "date"], kind="stable",
+                                                                      ignore_index=True)
 
 
 ENGINE_CHANGE_COLUMNS = ["setup", "check", "model", "methods_label", "micro_batch", "before", "after", "before_s",
@@ -91,6 +97,11 @@ def _short_commit(commit: str | None) -> str | None:
         return None
     head, plus, rest = commit.partition("+")
     return head[:7] + plus + rest
+
+
+def _commit_of(row: dict) -> str:
+    """The engine's commit that measured ``row`` (``_short_commit``), or 'unknown' where the row names none."""
+    return _short_commit((row.get("env") or {}).get("git_commit")) or "unknown"
 
 
 def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
