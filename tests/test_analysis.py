@@ -490,8 +490,9 @@ def test_configuration_cost_is_the_median_wall_time_of_what_ran_for_models_up_to
 
 def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_counts_the_search(tmp_path):
     """The engine page's check: each configuration of ``results-one-launch*.jsonl`` beside its twin in
-    ``results-two-launch.jsonl`` (same setup and configuration), the step's relative change, and per model how many
-    of the exhaustive search's valid configurations ran with one launch and what they cost in all."""
+    ``results-two-launch.jsonl`` (same setup, configuration and commit), the step's relative change, and per model
+    and commit of the engine how many of the exhaustive search's valid configurations ran with one launch and what
+    they cost in all."""
     from academic_bench.catalog.config import Config
     from academic_bench.catalog.methods import parse_methods
     from academic_bench.results import make_row
@@ -508,9 +509,10 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
            row("free-lunch+offload", None, 0.0, outcome="invalid"), row("free-lunch+zero3+offload", 12.0, 150.0)]
     for name, rows in (("results-one-launch.jsonl", one), ("results-two-launch.jsonl", [row("free-lunch", 10.0, 90.0)]),
                        ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)]),
-                       # the same model searched again by a later engine (a commit that sorts before the first)
+                       # the same model searched again by a later engine, later the same day (its commit sorts
+                       # before the first's, its file name too)
                        ("results-one-launch-2.jsonl", [row(m, step, s, commit="1" * 40 + "+dirty",
-                                                           started_at="2026-02-01T00:00:00+00:00")
+                                                           started_at="2026-01-01T09:00:00+00:00")
                                                        for m, step, s in (("free-lunch", 10.0, 40.0),
                                                                           ("free-lunch+zero3+offload", 12.0, 90.0))])):
         (engine / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -522,7 +524,7 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     assert spent[["model", "commit", "date", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s",
                   "slowest_in_blocks"]].values.tolist() == [
         ["pythia-1b", "fffffff", "2026-01-01", 3, 12, 120.0, 330.0, "free-lunch + ZeRO-3 + offload", 150.0, True],
-        ["pythia-1b", "1111111+dirty", "2026-02-01", 2, 12, 65.0, 130.0, "free-lunch + ZeRO-3 + offload", 90.0,
+        ["pythia-1b", "1111111+dirty", "2026-01-01", 2, 12, 65.0, 130.0, "free-lunch + ZeRO-3 + offload", 90.0,
          True]], "one row per commit of the engine, in the order they ran; a commit's configuration counts once"
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 

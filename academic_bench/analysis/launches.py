@@ -17,8 +17,8 @@ ONE_LAUNCH = "results-one-launch*.jsonl"
 TWO_LAUNCH = "results-two-launch.jsonl"
 LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_step_s", "two_step_s", "step_change",
                         "one_s", "two_s"]
-SEARCH_COST_COLUMNS = ["setup", "model", "commit", "date", "configurations", "of", "median_s", "total_s", "slowest",
-                       "slowest_s", "slowest_in_blocks"]
+SEARCH_COST_COLUMNS = ["setup", "model", "commit", "date", "ended_at", "configurations", "of", "median_s", "total_s",
+                       "slowest", "slowest_s", "slowest_in_blocks"]
 
 
 def engine_evidence_rows(pattern: str, root: str | Path | None = None) -> list[dict]:
@@ -64,25 +64,28 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     later commit is a row of its own, so that the engine's cost can be followed from one to the next): how many of
     the exhaustive search's valid configurations ran (``of``: ``search.exhaustive_ids``), the median and the total
     wall time of one configuration (launch, search, build, compile and timing), the costliest configuration, its
-    time and whether its steady phase was timed as whole blocks (``timed_as_blocks``), and the day of the last one.
-    Within one commit a configuration counts once, as its first row (files in name order: a search resumed on a
-    second machine adds only what the first did not measure)."""
+    time and whether its steady phase was timed as whole blocks (``timed_as_blocks``), and when the last one
+    started (``date``: its day; ``ended_at``: the time the rows are in order of). Within one commit a configuration
+    counts once, as its first row (files in name order: a search resumed on a second machine adds only what the
+    first did not measure); a search resumed by another commit is two partial ones."""
     rows = engine_evidence_rows(ONE_LAUNCH, root)
     one = _synced_steps(rows, ("ok", "oom"))
     if one.empty:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
-    blocks = {(r.get("setup"), _commit_of(r), r["config_id"]) for r in rows if r["outcome"] == "ok" and timed_as_blocks(r)}
+    blocks = {(r.get("setup"), _commit_of(r), r["config_id"]) for r in rows
+              if r["outcome"] == "ok" and timed_as_blocks(r)}
     one = one.drop_duplicates(["setup", "commit", "config_id"])
     out = []
     for (setup, model, commit, gpu, n_gpus), d in one.groupby(["setup", "model", "commit", "gpu", "n_gpus"],
                                                               sort=True):
         slowest = d.loc[d["duration_s"].idxmax()]
-        out.append({"setup": setup, "model": model, "commit": commit, "date": str(d["started_at"].max())[:10],
+        last = str(d["started_at"].max())
+        out.append({"setup": setup, "model": model, "commit": commit, "date": last[:10], "ended_at": last,
                     "configurations": len(d), "of": len(exhaustive_ids(model, gpu, n_gpus)),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum(),
                     "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"],
                     "slowest_in_blocks": (setup, commit, slowest["config_id"]) in blocks})
-    return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS).sort_values(["setup", "model", "date"], kind="stable",
+    return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS).sort_values(["setup", "model", "ended_at"], kind="stable",
                                                                       ignore_index=True)
 
 
@@ -122,8 +125,7 @@ def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
         if b.empty or a.empty:
             continue
         m = b.merge(a, on=["setup", "config_id"], suffixes=("", "_after"))
-        commit = {side: _short_commit((r[0].get("env") or {}).get("git_commit")) if r else None
-                  for side, r in rows.items()}
+        commit = {side: _commit_of(r[0]) if r else None for side, r in rows.items()}
         check = "/".join(before.parent.parent.relative_to(runs_root(root)).parts[2:])  # under evidence/
         for _, r in m.iterrows():
             out.append({"setup": r["setup"], "check": check, "model": r["model"], "methods_label": r["methods_label"],
