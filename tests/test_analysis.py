@@ -519,7 +519,7 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
     check = analysis.launch_check(tmp_path)
     assert len(check) == 1 and check.loc[0, "methods_label"] == "free-lunch"
     assert check.loc[0, "step_change"] == pytest.approx(0.01) and (check.loc[0, "one_s"], check.loc[0, "two_s"]) == (
-        60.0, 90.0), "the first file's row is the one taken beside the two-launch twin"
+        60.0, 90.0), "the row of the twin's commit is the one taken beside it, not a later engine's"
     spent = analysis.search_cost(tmp_path)
     assert spent[["model", "commit", "date", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s",
                   "slowest_in_blocks"]].values.tolist() == [
