@@ -120,16 +120,15 @@ def engine_changes(root: str | Path | None = None) -> pd.DataFrame:
         after = before.parent.parent / "after" / "results.jsonl"
         if not after.exists():
             continue
-        rows = {side: ResultStore(p).rows() for side, p in (("before", before), ("after", after))}
-        b, a = (_synced_steps(rows[side], ("ok",)) for side in ("before", "after"))
+        b, a = (_synced_steps(ResultStore(p).rows(), ("ok",)) for p in (before, after))
         if b.empty or a.empty:
             continue
         m = b.merge(a, on=["setup", "config_id"], suffixes=("", "_after"))
-        commit = {side: _commit_of(r[0]) if r else None for side, r in rows.items()}
         check = "/".join(before.parent.parent.relative_to(runs_root(root)).parts[2:])  # under evidence/
         for _, r in m.iterrows():
             out.append({"setup": r["setup"], "check": check, "model": r["model"], "methods_label": r["methods_label"],
-                        "micro_batch": r["micro_batch"], **commit, "before_s": r["duration_s"],
+                        "micro_batch": r["micro_batch"], "before": r["commit"], "after": r["commit_after"],
+                        "before_s": r["duration_s"],
                         "after_s": r["duration_s_after"], "before_step_s": r["step_time_s"],
                         "after_step_s": r["step_time_s_after"],
                         "step_change": r["step_time_s_after"] / r["step_time_s"] - 1})
