@@ -16,6 +16,7 @@ import tempfile
 import psutil
 import pytest
 from conftest import skip_or_fail
+from echo_worker import ECHO_ENV, MODULE as ECHO_WORKER
 from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
 
 from academic_bench import cli
@@ -52,11 +53,20 @@ def private_tmp(tmp_path, monkeypatch) -> str:
 
 
 def leftovers(mark: str) -> list[str]:
-    """Processes still running whose command line mentions ``mark``."""
+    """Processes still running whose command line mentions ``mark``, and workers forked by the preloading process
+    (``launch.forked``: their command line is the preloading process's) that are still running."""
+    from academic_bench.launch import forked
+
     found = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         if any(mark in part for part in (p.info["cmdline"] or [])):
             found.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'])[:200]}")
+    for server in forked._server:
+        try:
+            found += [f"{c.pid}: forked by the preloading process" for c in psutil.Process(server.proc.pid).children()
+                      if c.status() != psutil.STATUS_ZOMBIE]
+        except psutil.NoSuchProcess:
+            pass
     return found
 
 
@@ -155,20 +165,15 @@ def test_the_opt_in_switches_multicast_off(no_multicast_vars, how):
 @pytest.mark.parametrize("opt_in", [None, "1"])
 def test_the_row_records_the_multicast_switches_the_workers_got(tmp_path, no_multicast_vars, opt_in):
     """A reader can tell the runs that had NVLS off: the row's env holds the switches as the workers got them."""
-    import sys
-
-    import academic_bench.launch as launch
     from academic_bench.catalog.env import capture_env
 
     if opt_in:
         no_multicast_vars.setenv(NO_NVLS_OPT_IN, opt_in)
     seen = tmp_path / "worker-env.json"
     keys = [NO_NVLS_OPT_IN, *NO_NVLS_ENV]
-    no_multicast_vars.setattr(launch.local, "worker_command", lambda config, request, result, **_: [
-        sys.executable, "-c", f"import json, os; open({str(seen)!r}, 'w').write(json.dumps("
-                              f"{{k: os.environ.get(k) for k in {keys!r}}}))"])
-    row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
-    worker = json.loads(seen.read_text())
+    no_multicast_vars.setenv(ECHO_ENV, str(seen))
+    row = run_config(tiny(micro_batch=2), timeout_s=100, worker=ECHO_WORKER, **FAST)
+    worker = {k: json.loads(seen.read_text())["env"].get(k) for k in keys}
     assert row["env"]["launch"] == worker
     if opt_in:
         assert worker == {NO_NVLS_OPT_IN: "1", **NO_NVLS_ENV}
@@ -189,17 +194,15 @@ def test_request_passes_timing_and_validation_through():
 def test_the_measurement_is_told_when_its_time_limit_ends(tmp_path, monkeypatch):
     """Each launch's request carries the time limit's end, less a reserve for tearing down, so that a slow
     configuration stops timing early (``measure.timing.time_phases``) instead of being killed with nothing."""
-    import sys
     import time
 
     import academic_bench.launch as launch
 
     seen = tmp_path / "request-seen.json"
-    monkeypatch.setattr(launch.local, "worker_command", lambda config, request, result, **_: [
-        sys.executable, "-c", f"import shutil; shutil.copy({str(request)!r}, {str(seen)!r})"])
+    monkeypatch.setenv(ECHO_ENV, str(seen))
     before = time.time()
-    row = run_config(tiny(micro_batch=2), timeout_s=100, **FAST)
-    deadline = json.loads(seen.read_text())["deadline"]
+    row = run_config(tiny(micro_batch=2), timeout_s=100, worker=ECHO_WORKER, **FAST)
+    deadline = json.loads(seen.read_text())["request"]["deadline"]
     assert before < deadline <= before + 100 - launch.DEADLINE_RESERVE_S + 0.5  # (two clocks)
     assert row["outcome"] == "error" and "no result file" in row["reason"]
 

@@ -50,6 +50,55 @@ def test_timing_near_its_deadline_keeps_five_repetitions_and_says_it_stopped():
     assert len(phases["boundary"]) == 8 and not any("timing stopped" in n for n in stepper.ran.notes)
 
 
+def test_timing_stops_after_three_repetitions_that_settle_the_step_and_only_then(monkeypatch):
+    """Three repetitions whose fastest and slowest phases give steps within 1% of each other settle the step: the
+    timing stops there and says so. A wider third repetition, or no step to judge by, times all five."""
+    cfg = tiny()
+
+    def timed_with(chains: list[float], step: bool) -> tuple[dict, Stepper]:
+        stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")
+        seconds = iter(chains)  # one repetition's scale: its phases take it times (1, 1, 1.2, 0.5)
+
+        def chain(phases, device):
+            scale = next(seconds)
+            return [(name, scale * w) for (name, _), w in zip(phases, (1.0, 1.0, 1.2, 0.5))]
+
+        monkeypatch.setattr(timing, "time_chain", chain)
+        rebuilt = (lambda t: extrapolation.rebuilt_step(t, stepper.gas, "synced")) if step else None
+        return timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=5, step=rebuilt), stepper
+
+    phases, stepper = timed_with([2.0, 2.0, 1.0, 1.004, 1.009, 1.5, 1.5], step=True)  # two warm-ups, then timed
+    assert len(phases["boundary"]) == timing.AGREED_REPS == 3
+    assert stepper.ran.notes[-1] == ("timing stopped after 3 of 5 repetitions: the steps from each phase's fastest "
+                                     "and slowest repetition differ by at most 1%")
+    phases, stepper = timed_with([2.0, 2.0, 1.0, 1.004, 1.011, 1.5, 1.5], step=True)
+    assert len(phases["boundary"]) == 5 and not any("stopped" in n for n in stepper.ran.notes)
+    phases, _ = timed_with([2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0], step=False)
+    assert len(phases["boundary"]) == 5
+
+
+def test_a_step_settled_by_three_repetitions_is_within_one_percent_of_the_step_of_five():
+    """The bound the early stop rests on: wherever three repetitions settle the step (``timing.settled``), the step
+    from the medians of five, whatever the last two took, is within ``AGREED_SPREAD`` of the step from three."""
+    import random
+    import statistics
+
+    rng = random.Random(7)
+    names, gas = ("accumulate_first", "accumulate", "boundary", "optimizer"), 16
+    step = lambda t: extrapolation.rebuilt_step(t, gas, "synced")  # noqa: E731
+    checked = 0
+    for _ in range(2000):
+        base = {n: rng.uniform(0.01, 1.0) for n in names}
+        reps = [[(n, base[n] * rng.uniform(0.99, 1.012)) for n in names] for _ in range(3)]
+        reps += [[(n, base[n] * rng.uniform(0.5, 2.0)) for n in names] for _ in range(2)]  # anything at all
+        if not timing.settled(reps[:3], step, "cpu"):
+            continue
+        checked += 1
+        three, five = ({n: statistics.median(dict(r)[n] for r in rs) for n in names} for rs in (reps[:3], reps))
+        assert abs(step(five) / step(three) - 1) <= timing.AGREED_SPREAD * 1.0000001
+    assert checked > 100
+
+
 def test_the_sustained_run_streams_its_batches_while_timed_phases_take_batches_pinned_in_advance(monkeypatch):
     """A training run's data workers prepare batches off the main thread: the sustained run takes one batch per
     micro-step from ``micro_batches`` (a DataLoader with worker processes); the synchronized phases take batches

@@ -6,7 +6,6 @@ The rows here ran "on the CPU of an H100 machine": their environment reports an 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 import yaml
@@ -18,6 +17,7 @@ from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.results import ResultStore, make_row, run_label
 
+from echo_worker import ECHO_ENV, MODULE as ECHO_WORKER
 from measured import measured_fields
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -42,12 +42,11 @@ def tiny_run(tmp_path):
 
 
 def test_the_launcher_records_the_device_a_run_ran_on(tmp_path, monkeypatch):
-    import academic_bench.launch as launch
     from academic_bench.launch import run_config
 
-    monkeypatch.setattr(launch.local, "worker_command", lambda *a, **k: [sys.executable, "-c", "pass"])
+    monkeypatch.setenv(ECHO_ENV, str(tmp_path / "echo.json"))  # a worker that only says how it started
     c = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("naive"), micro_batch=2, tiny=True)
-    row = run_config(c, setup="cpu-test", device="cpu", timeout_s=60)
+    row = run_config(c, setup="cpu-test", device="cpu", timeout_s=60, worker=ECHO_WORKER)
     assert row["env"]["device"] == "cpu"
     assert run_label(row) == LABEL
     # Where no device was recorded (older rows), the label says nothing of a place rather than guess one.

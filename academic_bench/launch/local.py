@@ -14,6 +14,7 @@ from pathlib import Path
 from ..catalog.config import Config
 from ..catalog.models.from_config import made_with
 from ..results import make_row
+from .forked import ForkedWorker, PreloadError, preload_wanted, start_forked
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_strays, kill_tree,
                         launch_env_record, one_process, uses_torchrun, with_parent_death_signal, worker_command)
@@ -124,6 +125,27 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
     return True
 
 
+def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, Path, Path], logf, env: dict[str, str],
+                 torchrun: bool, worker: str) -> subprocess.Popen | ForkedWorker:
+    """Start one launch's worker: on one GPU forked from the preloading process (``launch.forked``), which imported
+    the libraries once for the whole sweep; under torchrun, or when preloading is switched off or fails (the log
+    says why), as ``cmd`` in a fresh process. Either way its output goes to the log. ``paths``: the request, result
+    and log files."""
+    if not torchrun and preload_wanted(env):
+        request, result, log = paths
+        try:
+            started = start_forked(config, worker, ["--request", str(request), "--result", str(result)], log, env,
+                                   req.get("model_config"), req["device"])
+            logf.write(f"# forked from the preloading process as pid {started.pid}\n".encode())
+            logf.flush()
+            return started
+        except PreloadError as exc:
+            logf.write(f"# {exc}: the worker starts afresh\n".encode())
+            logf.flush()
+    return subprocess.Popen(with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+
+
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
@@ -175,8 +197,8 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.1f} s of "
                    f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())
         logf.flush()
-        procs.append(subprocess.Popen(with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True))
+        procs.append(start_worker(config, cmd, request_obj, (request, result, log), logf, env, uses_torchrun(config, rdzv),
+                                  worker))
         try:
             rc, timed_out = procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
         except subprocess.TimeoutExpired:
@@ -191,7 +213,8 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         return rc, timed_out
 
     try:
-        with open(log, "wb") as logf:
+        log.write_bytes(b"")
+        with open(log, "ab") as logf:  # appended to: a forked worker writes into the same file (``start_worker``)
             measure, found = True, None
             if config.micro_batch is None and not micro_batch and one_process(config):
                 # One process searches and times (``worker.measure``): fresh processes time the size found only

@@ -148,6 +148,27 @@ def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> li
                            ("optimizer", stepper.optimizer_step)]
 
 
+# Repetitions stop early when they already settle the step. Each phase's median over any further repetitions
+# lies between the least and the most of its samples so far (a median of five lies within the range of any three of
+# them), and the step is a sum of phases counted with positive weights (``extrapolation.rebuilt_step``); so once the
+# steps rebuilt from each phase's minimum and maximum over ``AGREED_REPS`` repetitions differ by at most
+# ``AGREED_SPREAD``, the step of all the repetitions asked for could not move further than that. Of the shipped rows
+# that kept their samples, about three in five settle at three (``analysis.launches.fewer_reps``).
+AGREED_REPS, AGREED_SPREAD = 3, 0.01
+
+
+def settled(chains: list[list[tuple[str, float]]], step: Callable[[dict[str, float]], float], device: str) -> bool:
+    """Whether the repetitions so far (``chains``, the slowest rank's) bound the step within ``AGREED_SPREAD``:
+    the step from each phase's maximum at most that far above the step from each phase's minimum."""
+    samples: dict[str, list[float]] = {}
+    for chain in chains:
+        for name, seconds in chain:
+            samples.setdefault(name, []).append(seconds)
+    samples = slowest_rank(samples, device)  # the same numbers on every rank: they all take the same path
+    low, high = step({k: min(v) for k, v in samples.items()}), step({k: max(v) for k, v in samples.items()})
+    return low > 0 and high - low <= AGREED_SPREAD * low
+
+
 # The warm-up block is a whole step too. On a stepper that already ran the search's steps at this size, it came out
 # as long as the timed blocks (the logs of notebooks/runs/h200x1/evidence/engine*/: the timing's whole time less its
 # timed repetitions), so it counts as a repetition when its step agrees with the first timed one's within this;
@@ -164,14 +185,16 @@ def warmup_agrees(warm_s: float, first_s: float, device: str) -> bool:
 
 
 def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: int,
-                deadline: float | None = None) -> dict[str, list[float]]:
+                deadline: float | None = None,
+                step: Callable[[dict[str, float]], float] | None = None) -> dict[str, list[float]]:
     """Per-phase times (``step_phases``) over ``reps`` repetitions after ``warmup`` untimed ones, each phase
     ending with the device synchronized (``timing.time_chain``); the slowest rank counts. ``deadline`` (a
     ``time.time()``): after ``MIN_REPS`` repetitions, stop before one that would end past it, and say so in
     the notes of what ran, so that a slow configuration is measured with fewer samples rather than killed.
     A steady block of several micro-steps (``steady_block``) is timed ``BLOCK_REPS`` times after one warm-up, and
     its samples are per micro-step; the warm-up block counts as the first of them when it agrees with the next
-    (``warmup_agrees``), and the notes say which it was."""
+    (``warmup_agrees``), and the notes say which it was. ``step`` (a step's time from one time per phase): with it,
+    single micro-steps stop after ``AGREED_REPS`` repetitions that settle the step (``settled``), saying so."""
     block = steady_block(cfg, stepper.gas)
     if block > 1:
         warmup, reps = 1, BLOCK_REPS
@@ -198,6 +221,10 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
             note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s{off}: "
                            + ("it counts as a repetition" if counted else "it is left out"))
         done = len(kept)
+        if step is not None and block == 1 and done == AGREED_REPS < reps and settled(kept, step, device):
+            note(stepper, f"timing stopped after {done} of {reps} repetitions: the steps from each phase's fastest "
+                           f"and slowest repetition differ by at most {AGREED_SPREAD:.0%}")
+            break
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break

@@ -20,13 +20,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import torch
 import torch.distributed as dist
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
 from .apply import Ran, Unsupported
-from .extrapolation import extrapolate, predicted_memory_gb, relative_error
+from .extrapolation import extrapolate, predicted_memory_gb, rebuilt_step, relative_error
 from .microbatch import alloc_retries, find_micro_batch, peak_memory_gb
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import (MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits,
@@ -247,7 +248,7 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
     else:
         stepper.ran.warmup_reps = warmup_reps(req, warm)
         phases = time_phases(stepper, cfg, device, stepper.ran.warmup_reps, max(MIN_REPS, req.get("reps", 5)),
-                             deadline=req.get("deadline"))
+                             deadline=req.get("deadline"), step=lambda t: rebuilt_step(t, stepper.gas, timing))
     t1 = time.perf_counter()
     row = {"outcome": "ok", "reason": None, **extrapolate(cfg, mbs, phases, timing)}
     keep_timing(req, row)
@@ -277,11 +278,28 @@ def write_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def stamp_elapsed(record: logging.LogRecord) -> bool:
-    """Give a log record ``elapsed``: "[  12.3 s]", seconds since the logging module was loaded (the worker's
-    first import)."""
-    record.elapsed = f"[{record.relativeCreated / 1000:6.1f} s]"
-    return True
+def started_at() -> float:
+    """When this process started, in ``time.time()`` seconds: on Linux from its start in clock ticks since boot
+    (``psutil``'s creation time counts from a boot time rounded to the second), elsewhere from psutil."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return psutil.Process().create_time()
+
+
+class Elapsed(logging.Filter):
+    """Gives each log record ``elapsed``: "[  12.3 s]", seconds since this process started (a worker forked from
+    the preloading process, ``measure.preload``, starts with its libraries imported)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = started_at()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.elapsed = f"[{record.created - self.started:6.1f} s]"
+        return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     # Each line says when, in seconds since the worker started: where a configuration's time goes is read from it.
     logging.basicConfig(level=logging.INFO, format="%(elapsed)s %(message)s", stream=sys.stdout, force=True)
     for handler in logging.getLogger().handlers:
-        handler.addFilter(stamp_elapsed)
+        handler.addFilter(Elapsed())
     req = json.loads(args.request.read_text())
     log.info("imports done; measuring %s", req["config"].get("model"))
     device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,102 @@
+"""One-GPU workers forked from one process that imported their libraries once (``launch.forked``,
+``measure.preload``): each still a process of its own, in its own session, with the environment it was asked to
+have; a sweep's configurations share the imports, not their state; any failure of the preloading process leaves
+the worker to start afresh. On the CPU (gloo), with the tests' workers."""
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+from echo_worker import ECHO_ENV, MODULE as ECHO_WORKER
+from faulty_worker import FAULTS_ENV, MODULE as FAULTY_WORKER
+
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import parse_methods
+from academic_bench.launch import child_env, forked, run_config
+from academic_bench.measure import preload
+
+FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
+
+
+def tiny(methods: str = "naive", micro_batch: int | None = None) -> Config:
+    return Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(methods), micro_batch=micro_batch, tiny=True)
+
+
+@pytest.fixture(autouse=True)
+def no_preloading_process_left(monkeypatch):
+    forked.close_preloaded()
+    monkeypatch.setattr(forked, "_failed", [])
+    yield
+    forked.close_preloaded()
+
+
+def echo(tmp_path, env: dict[str, str]) -> dict:
+    """Fork the echo worker from the preloading process of ``env`` and read what it wrote down (to ``ECHO_TO``)."""
+    log = tmp_path / "echo.log"
+    argv = ["--request", str(tmp_path / "req.json")]
+    worker = forked.start_forked(tiny(), ECHO_WORKER, argv, log, env, None, "cpu")
+    assert worker.wait(60) == 0, log.read_text()
+    return json.loads(open(env[ECHO_ENV]).read())
+
+
+def test_workers_fork_from_one_process_that_imported_the_libraries_each_in_a_session_of_its_own(tmp_path):
+    (tmp_path / "req.json").write_text("{}")
+    env = {**child_env(tiny()), ECHO_ENV: str(tmp_path / "echo.json")}
+    first, second = echo(tmp_path, env), echo(tmp_path, env)
+    server = forked._server[0].proc.pid
+    assert first["preloaded"] and second["preloaded"]  # torch and the engine were there before the worker ran
+    assert first["ppid"] == second["ppid"] == server and first["pid"] != second["pid"]
+    assert first["sid"] == first["pid"] and second["sid"] == second["pid"]  # killed as a tree of its own
+    assert first["env"] == env  # exactly the environment asked for
+    other = echo(tmp_path, {**env, "ACADEMIC_BENCH_SOMETHING": "else"})
+    # Another environment is another preloading process: the libraries read some variables when imported.
+    assert other["ppid"] == forked._server[0].proc.pid != server and not psutil.pid_exists(server)
+    assert other["env"]["ACADEMIC_BENCH_SOMETHING"] == "else"
+
+
+def test_a_sweep_of_configurations_forks_each_from_the_same_process_and_a_hang_is_killed_alone(tmp_path, monkeypatch):
+    """A configuration that hangs is killed at its time limit with its whole tree, and the preloading process goes
+    on: the next configuration is measured, forked from it."""
+    hang = tiny(micro_batch=2)
+    monkeypatch.setenv(FAULTS_ENV, json.dumps({hang.id: {"hang": True}}))
+    logs = [tmp_path / "hang.log", tmp_path / "next.log"]
+    hung = run_config(hang, timeout_s=20, worker=FAULTY_WORKER, log_path=logs[0], **FAST)
+    server = forked._server[0].proc.pid
+    row = run_config(tiny("free-lunch", micro_batch=2), timeout_s=120, worker=FAULTY_WORKER, log_path=logs[1], **FAST)
+    assert hung["outcome"] == "timeout" and row["outcome"] == "ok", row.get("reason")
+    assert forked._server[0].proc.pid == server
+    pids = [int(log.read_text().split("forked from the preloading process as pid ")[1].split()[0]) for log in logs]
+    assert pids[0] != pids[1] and not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                                          for p in pids)
+    assert psutil.Process(server).children() == []
+
+
+def test_without_the_preloading_process_the_worker_starts_afresh_and_the_log_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(forked, "PRELOAD_MODULE", "tests.no_such_module")
+    row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "a.log", **FAST)
+    assert row["outcome"] == "ok", row.get("reason")
+    log = (tmp_path / "a.log").read_text()
+    assert "the preloading process did not start" in log and "the worker starts afresh" in log
+    assert "forked from the preloading process" not in log
+    monkeypatch.setattr(forked, "PRELOAD_MODULE", preload.__name__)
+    monkeypatch.setenv(forked.PRELOAD_OPT_OUT, "0")  # asked for by name: every worker afresh, nothing to explain
+    row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "b.log", **FAST)
+    log = (tmp_path / "b.log").read_text()
+    assert row["outcome"] == "ok" and "preloading" not in log and forked._server == []
+
+
+def test_the_preloading_process_refuses_to_fork_once_the_gpu_driver_is_loaded_in_it(monkeypatch):
+    """A child forked after the CUDA driver loaded cannot use the GPU: the check reads the process's own maps."""
+    assert not preload.driver_loaded()  # these tests' process never touched a GPU
+    monkeypatch.setattr(preload, "DRIVER_LIBRARY", "libc.so")  # a library every process here has loaded
+    assert preload.driver_loaded()
+
+
+def test_warming_a_configuration_imports_its_libraries_and_builds_nothing_real():
+    """The preloading process imports what a worker of the configuration imports (its model built on the meta
+    device, which allocates nothing), and a library that is missing is left for the worker to report."""
+    assert preload.libraries(tiny("free-lunch+zero2+offload"))[1:] == ["deepspeed"]
+    assert "torch.distributed.fsdp" in preload.libraries(tiny("naive+fsdp_full_shard+offload"))
+    preload.warm(tiny())
+    preload.warm(tiny("free-lunch+zero2+offload"))  # no DeepSpeed here: nothing raised
