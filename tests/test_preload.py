@@ -86,17 +86,28 @@ def test_without_the_preloading_process_the_worker_starts_afresh_and_the_log_say
     assert row["outcome"] == "ok" and "preloading" not in log and forked._server == []
 
 
-def test_the_preloading_process_refuses_to_fork_once_the_gpu_driver_is_loaded_in_it(monkeypatch):
-    """A child forked after the CUDA driver loaded cannot use the GPU: the check reads the process's own maps."""
-    assert not preload.driver_loaded()  # these tests' process never touched a GPU
-    monkeypatch.setattr(preload, "DRIVER_LIBRARY", "libc.so")  # a library every process here has loaded
-    assert preload.driver_loaded()
+def test_a_step_that_would_leave_workers_unable_to_use_the_gpu_is_left_to_each_worker(monkeypatch):
+    """The preloading process runs a step (an import, a load, a model built on the meta device) only when a child
+    that ran it first could still use the GPU: a library that asks CUDA about the GPU when imported (transformers'
+    dependencies did) is imported by each worker instead. On the CPU nothing needs the GPU, and every step runs."""
+    import sys
+
+    poisons = "tabnanny"  # a module this process has not imported, standing for such a library
+    monkeypatch.delitem(sys.modules, poisons, raising=False)
+    monkeypatch.setattr(preload, "libraries", lambda cfg: [poisons])
+    monkeypatch.setattr(preload, "gpu_usable_in_child", lambda: poisons not in sys.modules)  # the probe's stand-in
+    done, skipped = set(), set()
+    assert preload.warm(tiny(), done, skipped, gpu=True)
+    assert skipped == {poisons} and done == {"model pythia-160m tiny"} and poisons not in sys.modules
+    assert not preload.warm(tiny(), done, skipped, gpu=True)  # tried once
+    assert preload.warm(tiny(), set(), set(), gpu=False) and poisons in sys.modules
+    assert not preload.keeps_gpu_usable(lambda: 1 / 0)  # a step that fails is left to the worker too
 
 
-def test_warming_a_configuration_imports_its_libraries_and_builds_nothing_real():
-    """The preloading process imports what a worker of the configuration imports (its model built on the meta
-    device, which allocates nothing), and a library that is missing is left for the worker to report."""
-    assert preload.libraries(tiny("free-lunch+zero2+offload"))[1:] == ["deepspeed"]
+def test_warming_a_configuration_names_its_libraries_and_builds_nothing_real():
+    """The steps of a configuration: its libraries' imports, CPU Adam where DeepSpeed offloads, its model's imports
+    (built on the meta device, which allocates nothing); a library that is missing is left for the worker."""
+    steps = [name for name, _ in preload.warm_steps(tiny("free-lunch+zero2+offload"))]
+    assert steps == ["deepspeed", "cpu_adam", "model pythia-160m tiny"]
     assert "torch.distributed.fsdp" in preload.libraries(tiny("naive+fsdp_full_shard+offload"))
-    preload.warm(tiny())
-    preload.warm(tiny("free-lunch+zero2+offload"))  # no DeepSpeed here: nothing raised
+    assert preload.warm(tiny("free-lunch+zero2+offload"), set(), set(), gpu=False)  # no DeepSpeed here: no error

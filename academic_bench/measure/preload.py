@@ -2,16 +2,18 @@
 
     python -m academic_bench.measure.preload     (started by the launcher, ``launch.forked``; requests on stdin)
 
-A one-GPU configuration's worker paid, in its own process, for importing torch, transformers (with what it pulls in)
-and DeepSpeed, for registering their operators and for loading DeepSpeed's CPU Adam: 8-15 s of every configuration,
-the same in each (``notebooks/runs/h200x1/evidence/engine-cost/probe/``). Forked from this process, a worker
-starts with them imported and still runs alone: its own CUDA context, caching allocator, compile workers and
-process group, as a worker started afresh. This process never touches the GPU (it would leave every child unable
-to): it imports, and builds models on the meta device only, which allocates nothing.
+A one-GPU configuration's worker paid, in its own process, for importing torch, DeepSpeed, FSDP and the rest, and
+for loading DeepSpeed's CPU Adam: seconds of every configuration, the same in each
+(``notebooks/runs/h200x1/evidence/engine-cost/probe/``). Forked from this process, a worker starts with them
+imported and still runs alone: its own CUDA context, caching allocator, compile workers and process group, as a
+worker started afresh. This process never computes on the GPU, and it runs a step (an import, a load, a model built
+on the meta device) only where the workers forked after it can still use the GPU (``keeps_gpu_usable``): some
+libraries ask CUDA about the GPU when imported, which leaves every later child unable to, and each worker then
+imports those itself.
 
 Protocol, one JSON object a line. In: {"config": <Config dict>, "model_config": <a decoder's config.json fields, or
-null>, "device": "cuda" or "cpu", "worker": module, "argv": [...], "log": path, "env": {...}}. Out: {"ready": true} once started; {"pid": N} when a worker started; {"pid": N, "returncode": rc}
-when it ended (negative: the signal that ended it, as ``subprocess.Popen.returncode``); {"error": why} when a
+null>, "device": "cuda" or "cpu", "worker": module, "argv": [...], "log": path, "env": {...}}. Out: {"ready": true}
+once started; {"pid": N} when a worker started; {"pid": N, "returncode": rc} when it ended (negative: the signal that ended it, as ``subprocess.Popen.returncode``); {"error": why} when a
 worker forked from it could not use the GPU it is to run on, after which it ends.
 """
 from __future__ import annotations
@@ -23,41 +25,52 @@ import os
 import runpy
 import sys
 import warnings
+from typing import Callable
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
 
-DRIVER_LIBRARY = "libcuda.so"  # loaded by the first CUDA call; a child forked after it cannot use the GPU
+def _exit_code(pid: int) -> int:
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
-def driver_loaded() -> bool:
-    """Whether this process has loaded the CUDA driver (and so may not fork GPU workers)."""
-    try:
-        with open("/proc/self/maps") as f:
-            return DRIVER_LIBRARY in f.read()
-    except OSError:
-        return False
-
-
-def gpu_unusable_after_fork() -> str | None:
-    """Why a worker forked now could not use the GPU, or None: the CUDA driver is loaded here, or torch has marked
-    its children unable to initialize CUDA (it does once anything asked CUDA for its devices, which libraries do
-    when imported; this process asks NVML instead where it can, ``launch.forked``). Found by forking a probe."""
-    if driver_loaded():
-        return "the CUDA driver is loaded in it"
+def gpu_usable_in_child() -> bool:
+    """Whether a process forked from this one now can initialize CUDA and compute on the GPU. Libraries that ask
+    CUDA about the GPU when imported (transformers' did, through what it imports: ``evidence/engine/preload-check*``)
+    leave every later child unable to; torch then marks them so. Found by forking a probe that tries."""
     pid = os.fork()
     if pid == 0:
-        import torch
+        code = 1
+        try:
+            import torch
 
-        os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
-    _, status = os.waitpid(pid, 0)
-    return "torch asked CUDA for its devices in it" if os.waitstatus_to_exitcode(status) == 3 else None
+            if not torch.cuda._is_in_bad_fork():
+                torch.ones(1, device="cuda").add_(1)
+                torch.cuda.synchronize()
+                code = 0
+        finally:
+            os._exit(code)
+    return _exit_code(pid) == 0
+
+
+def keeps_gpu_usable(step: Callable[[], None]) -> bool:
+    """Whether running ``step`` here would leave the workers forked afterwards able to use the GPU: tried first in a
+    child of its own, which runs it and then probes (``gpu_usable_in_child``). A step that fails counts as not."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            step()
+            code = 0 if gpu_usable_in_child() else 1
+        finally:
+            os._exit(code)
+    return _exit_code(pid) == 0
 
 
 def libraries(cfg: Config) -> list[str]:
     """The libraries a worker of ``cfg`` imports beyond the model's own (optional ones may be missing)."""
     m = cfg.methods
-    names = ["academic_bench.measure.worker"]
+    names = []
     if m.uses_deepspeed:
         names.append("deepspeed")
     if m.uses_fsdp:
@@ -77,26 +90,43 @@ def load_cpu_adam() -> None:
     CPUAdamBuilder().load(verbose=False)
 
 
-def warm(cfg: Config) -> None:
-    """Import what a worker of ``cfg`` imports: its libraries, and its model's, by building the model on the meta
-    device (no memory, no computation). Failures are left for the worker, which meets and reports them itself."""
-    for name in libraries(cfg):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001
-            pass
-    if cfg.methods.uses_deepspeed and cfg.methods.offload:
-        try:
-            load_cpu_adam()
-        except Exception:  # noqa: BLE001
-            pass
-    try:
-        import torch
+def build_on_meta(cfg: Config) -> None:
+    """Build ``cfg``'s model on the meta device (no memory, no computation): it imports what the build imports."""
+    import torch
 
-        with torch.device("meta"):
-            cfg.spec.build(cfg.tiny)
-    except Exception:  # noqa: BLE001
-        pass
+    with torch.device("meta"):
+        cfg.spec.build(cfg.tiny)
+
+
+def warm_steps(cfg: Config) -> list[tuple[str, Callable[[], None]]]:
+    """What a worker of ``cfg`` does before it measures that can be done once here, each named: its libraries'
+    imports, DeepSpeed's CPU Adam where it offloads, its model's imports."""
+    steps: list[tuple[str, Callable[[], None]]] = [
+        (name, lambda name=name: importlib.import_module(name)) for name in libraries(cfg)]
+    if cfg.methods.uses_deepspeed and cfg.methods.offload:
+        steps.append(("cpu_adam", load_cpu_adam))
+    steps.append((f"model {cfg.model}{' tiny' if cfg.tiny else ''}", lambda: build_on_meta(cfg)))
+    return steps
+
+
+def warm(cfg: Config, done: set[str], skipped: set[str], gpu: bool) -> bool:
+    """Run here the steps of ``cfg`` (``warm_steps``) not run before (``done``), each only where it leaves forked
+    workers able to use the GPU (``keeps_gpu_usable``; when ``gpu``), else ``skipped``: the worker runs it. Failures
+    are left for the worker, which meets and reports them itself. Returns whether any step ran."""
+    ran = False
+    for name, step in warm_steps(cfg):
+        if name in done or name in skipped:
+            continue
+        if gpu and not keeps_gpu_usable(step):
+            skipped.add(name)
+            continue
+        try:
+            step()
+        except Exception:  # noqa: BLE001
+            pass
+        done.add(name)
+        ran = True
+    return ran
 
 
 PROTOCOL_FD = 1  # where replies go; ``serve`` moves them off stdout, which the libraries may print to
@@ -149,23 +179,24 @@ def serve() -> int:
     os.dup2(2, 1)  # what a library prints goes where this process's errors go, never into the replies
     from . import worker  # noqa: F401  (torch and the engine: every worker's imports)
 
-    warmed: set[str] = set()
-    unusable = None  # why a forked worker could not use the GPU (workers on the CPU do not care)
+    done: set[str] = set()
+    skipped: set[str] = set()  # steps that would leave forked workers unable to use the GPU
+    usable: bool | None = None  # whether workers forked now can use the GPU (None: not probed since the last step)
     _reply({"ready": True})
     for line in sys.stdin:
         req = json.loads(line)
-        key = json.dumps([req["config"], req.get("model_config")], sort_keys=True)
-        if key not in warmed:
-            try:
-                if req.get("model_config"):  # a decoder from its config.json, registered as the worker registers it
-                    decoder_spec(**req["model_config"])
-                warm(Config.from_dict(req["config"]))
-            except Exception:  # noqa: BLE001  (the worker meets the same failure and reports it)
-                pass
-            warmed.add(key)
-            unusable = unusable or gpu_unusable_after_fork()
-        if req.get("device") != "cpu" and unusable:
-            _reply({"error": f"a worker forked from it could not use the GPU: {unusable}"})
+        gpu = req.get("device") != "cpu"
+        try:
+            if req.get("model_config"):  # a decoder from its config.json, registered as the worker registers it
+                decoder_spec(**req["model_config"])
+            if warm(Config.from_dict(req["config"]), done, skipped, gpu):
+                usable = None
+        except Exception:  # noqa: BLE001  (the worker meets the same failure and reports it)
+            pass
+        if gpu and usable is None:
+            usable = gpu_usable_in_child()
+        if gpu and not usable:
+            _reply({"error": "a worker forked from it could not use the GPU"})
             return 1
         sys.stdout.flush()
         sys.stderr.flush()

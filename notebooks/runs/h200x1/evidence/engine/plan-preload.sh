@@ -4,13 +4,14 @@
 # again by the engine before both changes (e72bb5f, unpacked from scratch/engine-e72bb5f.tar), on this one machine,
 # each search with compile caches of its own, empty at its start. Into results-one-launch.preload.jsonl and
 # results-one-launch.before-preload.jsonl, which `analysis.launches.search_cost` reads as searches of their own
-# (their rows name the commit that ran). First, whether a worker forked after the libraries are imported can
-# still use the GPU (preload-check.txt); where it cannot, every worker starts afresh and its log says why.
+# (their rows name the commit that ran). First, which steps the preloading process can run once and which it leaves
+# to each worker, because a worker forked after them could not use the GPU (preload-check.txt).
 # Expected before it ran, from the searches at 419ffb4 (Pythia-1B 965 s, median 79 s; Pythia-160M 377 s, median
-# 30 s) less about 8 s a configuration (13 s with DeepSpeed's offload: its import, its CPU probe and CPU Adam's
-# load) for the imports a forked worker no longer pays, less the two repetitions of the configurations whose
-# first three settle (half of Pythia-1B's, by their samples at 419ffb4): Pythia-1B about 800 s, median about 65 s;
-# Pythia-160M about 280 s, median about 22 s; the same micro-batches and the same fastest setting (free-lunch);
+# 30 s) less what a forked worker no longer pays (torch, DeepSpeed and FSDP imported, CPU Adam loaded: about 3 s a
+# configuration, 6 s with DeepSpeed's offload; transformers cannot be imported before the fork, by the probe in
+# preload-probe.txt), less the two repetitions of the configurations whose first three settle (half of
+# Pythia-1B's, by their samples at 419ffb4): Pythia-1B about 880 s, median about 72 s; Pythia-160M about 320 s,
+# median about 26 s; the same micro-batches and the same fastest setting (free-lunch);
 # steps within 1% of the engine before on the same machine, outside the machine-to-machine spread.
 #   ACADEMIC_BENCH_GIT_COMMIT=REV MACHINE_TXT=/tmp/machine.txt \
 #     bash scripts/offline-gpu/start_background.sh notebooks/runs/h200x1/evidence/engine/plan-preload.sh
@@ -25,10 +26,11 @@ import time
 from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.measure import preload
-t = time.time()
+t, done, skipped = time.time(), set(), set()
 for m in ('free-lunch', 'free-lunch+zero1+offload', 'free-lunch+fsdp_full_shard+offload'):
-    preload.warm(Config('pythia-1b', 'h200', 1, methods=parse_methods(m)))
-print(f'warmed in {time.time() - t:.1f} s; a forked worker could not use the GPU: {preload.gpu_unusable_after_fork()}')
+    preload.warm(Config('pythia-1b', 'h200', 1, methods=parse_methods(m)), done, skipped, gpu=True)
+print(f'{time.time() - t:.1f} s; run once: {sorted(done)}; left to each worker: {sorted(skipped)}; '
+      f'a worker forked now can use the GPU: {preload.gpu_usable_in_child()}')
 " > $E/preload-check.txt 2>&1
 cat $E/preload-check.txt
 search() {  # model, results file, tag, commit, folder to run in (its academic_bench is the engine that runs)
