@@ -75,6 +75,13 @@ def test_timing_stops_after_three_repetitions_that_settle_the_step_and_only_then
     assert len(phases["boundary"]) == 5 and not any("stopped" in n for n in stepper.ran.notes)
     phases, _ = timed_with([2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0], step=False)
     assert len(phases["boundary"]) == 5
+    stepper = Stepper(cfg, 2, cfg.per_gpu_batch // 2, "cpu")  # asked for more than five: the bound does not hold
+    seconds = iter([2.0, 2.0] + [1.0] * 8)
+    monkeypatch.setattr(timing, "time_chain", lambda phases, device: [(n, next(seconds) if n == "boundary" else 1.0)
+                                                                       for n, _ in phases])
+    phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=8,
+                                step=lambda t: extrapolation.rebuilt_step(t, stepper.gas, "synced"))
+    assert len(phases["boundary"]) == 8
 
 
 def test_a_step_settled_by_three_repetitions_is_within_one_percent_of_the_step_of_five():

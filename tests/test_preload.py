@@ -111,3 +111,16 @@ def test_warming_a_configuration_names_its_libraries_and_builds_nothing_real():
     assert steps == ["deepspeed", "cpu_adam", "model pythia-160m tiny"]
     assert "torch.distributed.fsdp" in preload.libraries(tiny("naive+fsdp_full_shard+offload"))
     assert preload.warm(tiny("free-lunch+zero2+offload"), set(), set(), gpu=False)  # no DeepSpeed here: no error
+
+
+def test_a_reply_left_by_an_earlier_worker_is_not_taken_for_this_ones():
+    """An interruption can leave an earlier worker's last reply unread: a worker waits for its own exit status."""
+    class Replies:
+        def __init__(self, *replies: dict) -> None:
+            self.replies = list(replies)
+
+        def read(self, timeout):
+            return self.replies.pop(0)
+
+    worker = forked.ForkedWorker(Replies({"pid": 11, "returncode": 0}, {"pid": 12}, {"pid": 12, "returncode": 3}), 12)
+    assert worker.wait(1) == 3 and worker.poll() == 3

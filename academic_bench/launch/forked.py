@@ -9,10 +9,13 @@ import atexit
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import psutil
 
 from ..catalog.config import Config
 from .processes import with_parent_death_signal
@@ -21,6 +24,7 @@ PRELOAD_MODULE = "academic_bench.measure.preload"
 PRELOAD_OPT_OUT = "ACADEMIC_BENCH_PRELOAD"  # "0": every one-GPU worker starts afresh
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"  # torch.cuda.is_available() through NVML, not a CUDA call
 READY_TIMEOUT_S = 120.0  # importing torch and the engine, on a slow shared file system
+DEATH_SIGNAL = signal.SIGTERM  # what a forked worker gets when the preloading process dies (``measure.preload``)
 
 
 class PreloadError(RuntimeError):
@@ -35,7 +39,7 @@ class Preloaded:
     """The preloading process, started with the workers' environment (what the libraries read when imported), and
     asked for one worker at a time."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], timeout: float = READY_TIMEOUT_S) -> None:
         self.env = env
         # Asking CUDA how many GPUs there are, as libraries do when imported, would leave every child unable to use
         # them; NVML answers without CUDA. Only this process asks that way: each worker gets ``env`` as it is.
@@ -43,7 +47,10 @@ class Preloaded:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**env, NVML_CHECK: "1"}, bufsize=0, start_new_session=True)
         self._buffer = b""
-        reply = self.read(READY_TIMEOUT_S)
+        try:
+            reply = self.read(timeout)
+        except subprocess.TimeoutExpired:
+            reply = None
         if not reply or not reply.get("ready"):
             self.close()
             raise PreloadError(f"the preloading process did not start ({reply or 'no reply'})")
@@ -64,16 +71,20 @@ class Preloaded:
         return json.loads(line)
 
     def start(self, config: Config, worker: str, argv: list[str], log: Path, env: dict[str, str],
-              model_config: dict | None, device: str) -> "ForkedWorker":
+              model_config: dict | None, device: str, timeout: float = READY_TIMEOUT_S) -> "ForkedWorker":
+        """Ask for one worker; ``timeout``: how long its start may take (the preloading process's steps first)."""
         request = {"config": config.to_dict(), "model_config": model_config, "device": device, "worker": worker,
                    "argv": argv, "log": str(log), "env": env}
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
-            reply = self.read(READY_TIMEOUT_S)
+            reply = self.read(timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             reply = {"error": str(exc) or type(exc).__name__}
-        if not reply or "pid" not in reply:
+        except BaseException:  # interrupted: a worker it may have started ends with it (its death signal)
+            self.close()
+            raise
+        if not reply or "pid" not in reply or "returncode" in reply:
             self.close()
             raise PreloadError(f"the preloading process started no worker ({(reply or {}).get('error', 'it ended')})")
         return ForkedWorker(self, reply["pid"])
@@ -82,12 +93,16 @@ class Preloaded:
         return self.proc.poll() is None
 
     def close(self) -> None:
-        """End it: its stdin closes, it leaves its loop (killed if it does not)."""
+        """End it: its stdin closes, it leaves its loop; if it does not, it is killed with the children it forked to
+        try a step (its process group; a worker is in a session of its own and ends with it, by its death signal)."""
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
             self.proc.wait()
 
 
@@ -99,13 +114,18 @@ class ForkedWorker:
         self.server, self.pid, self.returncode = server, pid, None
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
+        while self.returncode is None:
             reply = self.server.read(timeout)
-            if reply is None:  # the preloading process died; its worker ended with it (its death signal)
+            if reply is None:  # the preloading process died; its worker ends with it, by its death signal
                 self.server.close()
-                self.returncode = -9
-            else:
+                try:
+                    psutil.wait_procs([psutil.Process(self.pid)], timeout=30)
+                except psutil.NoSuchProcess:
+                    pass
+                self.returncode = -int(DEATH_SIGNAL)
+            elif reply.get("pid") == self.pid and "returncode" in reply:
                 self.returncode = int(reply["returncode"])
+            # anything else is an earlier worker's reply, left unread by an interruption: not this one's
         return self.returncode
 
     def poll(self) -> int | None:
@@ -120,19 +140,21 @@ _failed: list[tuple[dict[str, str], str]] = []  # environments whose preloading 
 
 
 def start_forked(config: Config, worker: str, argv: list[str], log: Path, env: dict[str, str],
-                 model_config: dict | None, device: str) -> ForkedWorker:
+                 model_config: dict | None, device: str, timeout: float = READY_TIMEOUT_S) -> ForkedWorker:
     """Fork ``worker`` (a module, run with ``argv`` as ``python -m`` would) for ``config`` on ``device`` from the
     preloading process of ``env``, starting that process first when there is none for it. Raises ``PreloadError``
-    when it cannot, and from then on for that environment (a sweep does not pay for a second try each time)."""
+    when it cannot, and from then on for that environment (a sweep does not pay for a second try each time).
+    ``timeout``: how long starting the process and the worker may take, in all (what is left of the time limit)."""
     why = next((w for e, w in _failed if e == env), None)
     if why:
         raise PreloadError(why)
     if _server and (_server[0].env != env or not _server[0].alive()):
         _server.pop().close()
     try:
+        end = time.monotonic() + timeout
         if not _server:
-            _server.append(Preloaded(env))
-        return _server[0].start(config, worker, argv, log, env, model_config, device)
+            _server.append(Preloaded(env, timeout))
+        return _server[0].start(config, worker, argv, log, env, model_config, device, max(1.0, end - time.monotonic()))
     except PreloadError as exc:
         _server.clear()
         _failed.append((env, str(exc)))

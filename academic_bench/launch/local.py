@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import made_with
@@ -23,7 +24,7 @@ DEFAULT_TIMEOUT_S = 1800.0
 # Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
 # less than 1% when rebuilt from its first five (``analysis.launches.fewer_reps``; ``tests/test_trust.py`` holds
 # the default to that), and the timing is a large share of a configuration's GPU time
-# (``analysis.launches.timing_share``).
+# (``analysis.launches.timing_share``). Three are kept where they already settle the step (``measure.timing.settled``).
 DEFAULT_WARMUP, DEFAULT_REPS = 3, 5
 DEADLINE_RESERVE_S = 15  # of a configuration's time limit, kept after the timing for memory gathers and exit
 
@@ -125,18 +126,19 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
     return True
 
 
-def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, Path, Path], logf, env: dict[str, str],
-                 torchrun: bool, worker: str) -> subprocess.Popen | ForkedWorker:
+def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, Path, Path], logf: BinaryIO,
+                 env: dict[str, str], torchrun: bool, worker: str, left_s: float) -> subprocess.Popen | ForkedWorker:
     """Start one launch's worker: on one GPU forked from the preloading process (``launch.forked``), which imported
     the libraries once for the whole sweep; under torchrun, or when preloading is switched off or fails (the log
     says why), as ``cmd`` in a fresh process. Either way its output goes to the log. ``paths``: the request, result
-    and log files."""
+    and log files; ``left_s``: what is left of the time limit, which starting the preloading process counts in."""
     if not torchrun and preload_wanted(env):
         request, result, log = paths
         try:
             started = start_forked(config, worker, ["--request", str(request), "--result", str(result)], log, env,
-                                   req.get("model_config"), req["device"])
-            logf.write(f"# forked from the preloading process as pid {started.pid}\n".encode())
+                                   req.get("model_config"), req["device"], timeout=left_s)
+            logf.write(f"# run as the command above, forked from the preloading process as pid {started.pid}\n"
+                       .encode())
             logf.flush()
             return started
         except PreloadError as exc:
@@ -197,8 +199,8 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.1f} s of "
                    f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())
         logf.flush()
-        procs.append(start_worker(config, cmd, request_obj, (request, result, log), logf, env, uses_torchrun(config, rdzv),
-                                  worker))
+        procs.append(start_worker(config, cmd, request_obj, (request, result, log), logf, env,
+                                  uses_torchrun(config, rdzv), worker, left))
         try:
             rc, timed_out = procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
         except subprocess.TimeoutExpired:

@@ -12,9 +12,10 @@ libraries ask CUDA about the GPU when imported, which leaves every later child u
 imports those itself.
 
 Protocol, one JSON object a line. In: {"config": <Config dict>, "model_config": <a decoder's config.json fields, or
-null>, "device": "cuda" or "cpu", "worker": module, "argv": [...], "log": path, "env": {...}}. Out: {"ready": true}
-once started; {"pid": N} when a worker started; {"pid": N, "returncode": rc} when it ended (negative: the signal that ended it, as ``subprocess.Popen.returncode``); {"error": why} when a
-worker forked from it could not use the GPU it is to run on, after which it ends.
+null>, "device": "cuda" or "cpu", "worker": module, "argv": [...], "log": path, "env": {...}}.
+Out: {"ready": true} once started; {"pid": N} when a worker started; {"pid": N, "returncode": rc} when it ended
+(negative: the signal that ended it, as ``subprocess.Popen.returncode``); {"error": why} when a worker forked from
+it could not use the GPU it is to run on, after which it ends.
 """
 from __future__ import annotations
 
@@ -25,10 +26,18 @@ import os
 import runpy
 import sys
 import warnings
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
+
+def die_with_parent(parent: int) -> None:
+    """In a child forked by ``parent``: SIGTERM when it dies (Linux), and an end now if it already has."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
+        if os.getppid() != parent:
+            os._exit(143)
+
 
 def _exit_code(pid: int) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
@@ -38,10 +47,12 @@ def gpu_usable_in_child() -> bool:
     """Whether a process forked from this one now can initialize CUDA and compute on the GPU. Libraries that ask
     CUDA about the GPU when imported (transformers' did, through what it imports: ``evidence/engine/preload-check*``)
     leave every later child unable to; torch then marks them so. Found by forking a probe that tries."""
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            die_with_parent(parent)
             import torch
 
             if not torch.cuda._is_in_bad_fork():
@@ -56,10 +67,12 @@ def gpu_usable_in_child() -> bool:
 def keeps_gpu_usable(step: Callable[[], None]) -> bool:
     """Whether running ``step`` here would leave the workers forked afterwards able to use the GPU: tried first in a
     child of its own, which runs it and then probes (``gpu_usable_in_child``). A step that fails counts as not."""
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            die_with_parent(parent)
             step()
             code = 0 if gpu_usable_in_child() else 1
         finally:
@@ -136,15 +149,14 @@ def _reply(obj: dict) -> None:
     os.write(PROTOCOL_FD, (json.dumps(obj) + "\n").encode())
 
 
-def run_child(req: dict) -> None:
+def run_child(req: dict) -> NoReturn:
     """In the forked child: a session of its own, ended with its parent, output into the configuration's log, the
     environment it was asked to have, then the worker module as ``python -m`` runs it. Never returns."""
     code = 1
     try:
         os.setsid()
         os.close(PROTOCOL_FD)
-        if sys.platform == "linux":
-            ctypes.CDLL(None).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM: ends with this server, as the launcher's own
+        die_with_parent(req["parent"])  # ends with this process, which ends with the launcher
         log = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
@@ -179,6 +191,7 @@ def serve() -> int:
     os.dup2(2, 1)  # what a library prints goes where this process's errors go, never into the replies
     from . import worker  # noqa: F401  (torch and the engine: every worker's imports)
 
+    server = os.getpid()
     done: set[str] = set()
     skipped: set[str] = set()  # steps that would leave forked workers unable to use the GPU
     usable: bool | None = None  # whether workers forked now can use the GPU (None: not probed since the last step)
@@ -202,7 +215,7 @@ def serve() -> int:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            run_child(req)
+            run_child({**req, "parent": server})
         _reply({"pid": pid})
         _, status = os.waitpid(pid, 0)
         _reply({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})

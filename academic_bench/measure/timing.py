@@ -94,7 +94,7 @@ def summary(values: list[float]) -> dict:
 
 # --- the phases of a step, timed ---------------------------------------------------------------------------
 
-MIN_REPS = 5  # the fewest timed repetitions a measurement keeps, even when a time limit is near
+MIN_REPS = 5  # the fewest timed repetitions a measurement keeps when a time limit is near (fewer only if they settle)
 DEADLINE_MARGIN = 1.5  # how much longer than its estimate work may take, when judging if it ends in time
 
 
@@ -148,12 +148,12 @@ def step_phases(stepper: Stepper, batches: Iterator[dict], block: int = 1) -> li
                            ("optimizer", stepper.optimizer_step)]
 
 
-# Repetitions stop early when they already settle the step. Each phase's median over any further repetitions
-# lies between the least and the most of its samples so far (a median of five lies within the range of any three of
-# them), and the step is a sum of phases counted with positive weights (``extrapolation.rebuilt_step``); so once the
-# steps rebuilt from each phase's minimum and maximum over ``AGREED_REPS`` repetitions differ by at most
-# ``AGREED_SPREAD``, the step of all the repetitions asked for could not move further than that. Of the shipped rows
-# that kept their samples, about three in five settle at three (``analysis.launches.fewer_reps``).
+# Repetitions stop early when they already settle the step. The median of five samples lies between the least and
+# the most of any three of them (two more can shift it by at most one place each way), and the step is a sum of
+# phases counted with weights of at least zero (``extrapolation.rebuilt_step``); so once the steps rebuilt from each
+# phase's minimum and maximum over ``AGREED_REPS`` repetitions differ by at most ``AGREED_SPREAD``, the step of the
+# five repetitions asked for by default could not move further than that. Asked for more than
+# ``2 * AGREED_REPS - 1``, the median could leave that range, and all of them are timed.
 AGREED_REPS, AGREED_SPREAD = 3, 0.01
 
 
@@ -194,7 +194,8 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     A steady block of several micro-steps (``steady_block``) is timed ``BLOCK_REPS`` times after one warm-up, and
     its samples are per micro-step; the warm-up block counts as the first of them when it agrees with the next
     (``warmup_agrees``), and the notes say which it was. ``step`` (a step's time from one time per phase): with it,
-    single micro-steps stop after ``AGREED_REPS`` repetitions that settle the step (``settled``), saying so."""
+    single micro-steps stop after ``AGREED_REPS`` repetitions that settle the step (``settled``), saying so, where
+    no more than ``2 * AGREED_REPS - 1`` were asked for."""
     block = steady_block(cfg, stepper.gas)
     if block > 1:
         warmup, reps = 1, BLOCK_REPS
@@ -221,7 +222,8 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
             note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s{off}: "
                            + ("it counts as a repetition" if counted else "it is left out"))
         done = len(kept)
-        if step is not None and block == 1 and done == AGREED_REPS < reps and settled(kept, step, device):
+        if (step is not None and block == 1 and done == AGREED_REPS < reps <= 2 * AGREED_REPS - 1
+                and settled(kept, step, device)):
             note(stepper, f"timing stopped after {done} of {reps} repetitions: the steps from each phase's fastest "
                            f"and slowest repetition differ by at most {AGREED_SPREAD:.0%}")
             break
