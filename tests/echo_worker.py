@@ -1,5 +1,6 @@
 """A worker that only writes down how it started, for the launcher's tests: its process ids, its session, its
-environment, its request and whether the engine's libraries were imported before it ran (forked from the preloading process).
+environment, its request and whether the engine's libraries were imported before it ran (forked from the
+preloading process).
 
     ECHO_TO=out.json python -m tests.echo_worker --request REQ.json --result RES.json   (writes no result)
 """
