@@ -29,7 +29,9 @@ import warnings
 from typing import Callable, NoReturn
 
 from ..catalog.config import Config
+from ..catalog.methods import packages_needed
 from ..catalog.models.from_config import decoder_spec
+
 
 def die_with_parent(parent: int) -> None:
     """In a child forked by ``parent``: SIGTERM when it dies (Linux), and an end now if it already has."""
@@ -43,56 +45,52 @@ def _exit_code(pid: int) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
-def gpu_usable_in_child() -> bool:
-    """Whether a process forked from this one now can initialize CUDA and compute on the GPU. Libraries that ask
-    CUDA about the GPU when imported (transformers' did, through what it imports: ``evidence/engine/preload-check*``)
-    leave every later child unable to; torch then marks them so. Found by forking a probe that tries."""
+def _in_child(check: Callable[[], bool]) -> bool:
+    """Whether ``check``, run in a child forked now (ended with this process), returns True; raising counts as not."""
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
             die_with_parent(parent)
-            import torch
-
-            if not torch.cuda._is_in_bad_fork():
-                torch.ones(1, device="cuda").add_(1)
-                torch.cuda.synchronize()
-                code = 0
+            code = 0 if check() else 1
         finally:
             os._exit(code)
     return _exit_code(pid) == 0
+
+
+def _computes_on_gpu() -> bool:
+    import torch
+
+    if torch.cuda._is_in_bad_fork():
+        return False
+    torch.ones(1, device="cuda").add_(1)
+    torch.cuda.synchronize()
+    return True
+
+
+def gpu_usable_in_child() -> bool:
+    """Whether a process forked from this one now can initialize CUDA and compute on the GPU. Libraries that ask
+    CUDA about the GPU when imported (transformers' did, through what it imports: ``evidence/engine/preload-check*``)
+    leave every later child unable to; torch then marks them so. Found by forking a probe that tries."""
+    return _in_child(_computes_on_gpu)
 
 
 def keeps_gpu_usable(step: Callable[[], None]) -> bool:
     """Whether running ``step`` here would leave the workers forked afterwards able to use the GPU: tried first in a
     child of its own, which runs it and then probes (``gpu_usable_in_child``). A step that fails counts as not."""
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            die_with_parent(parent)
-            step()
-            code = 0 if gpu_usable_in_child() else 1
-        finally:
-            os._exit(code)
-    return _exit_code(pid) == 0
+    def run_then_probe() -> bool:
+        step()
+        return gpu_usable_in_child()
+
+    return _in_child(run_then_probe)
 
 
 def libraries(cfg: Config) -> list[str]:
-    """The libraries a worker of ``cfg`` imports beyond the model's own (optional ones may be missing)."""
-    m = cfg.methods
-    names = []
-    if m.uses_deepspeed:
-        names.append("deepspeed")
-    if m.uses_fsdp:
-        names.append("torch.distributed.fsdp")
-    if m.fp8 != "none":
-        names.append("torchao.float8")
-    if m.fused_ce:
-        names.append("liger_kernel.transformers")
-    return names
+    """The libraries a worker of ``cfg`` imports beyond the model's own: the packages its methods need
+    (``catalog.methods.packages_needed``; optional ones may be missing) and FSDP's module."""
+    names = list(packages_needed(cfg.methods, cfg.spec.kernel, "cuda"))
+    return names + (["torch.distributed.fsdp"] if cfg.methods.uses_fsdp else [])
 
 
 def load_cpu_adam() -> None:

@@ -160,11 +160,7 @@ AGREED_REPS, AGREED_SPREAD = 3, 0.01
 def settled(chains: list[list[tuple[str, float]]], step: Callable[[dict[str, float]], float], device: str) -> bool:
     """Whether the repetitions so far (``chains``, the slowest rank's) bound the step within ``AGREED_SPREAD``:
     the step from each phase's maximum at most that far above the step from each phase's minimum."""
-    samples: dict[str, list[float]] = {}
-    for chain in chains:
-        for name, seconds in chain:
-            samples.setdefault(name, []).append(seconds)
-    samples = slowest_rank(samples, device)  # the same numbers on every rank: they all take the same path
+    samples = per_phase(chains, 1, device)  # the same numbers on every rank: they all take the same path
     low, high = step({k: min(v) for k, v in samples.items()}), step({k: max(v) for k, v in samples.items()})
     return low > 0 and high - low <= AGREED_SPREAD * low
 
@@ -232,10 +228,16 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
             break
     log.info("timed %d repetitions after %d warm-up in %.1f s%s", len(kept), warmup,
              time.perf_counter() - t_start, " (the warm-up one of them)" if counted else "")
-    samples: dict[str, list[float]] = {name: [] for name, _ in phases}
-    for chain in kept:
+    return per_phase(kept, block, device)
+
+
+def per_phase(chains: list[list[tuple[str, float]]], block: int, device: str) -> dict[str, list[float]]:
+    """Each phase's samples from timed chains, in the order they ran, the slowest rank's; the steady phase's per
+    micro-step of its ``block``."""
+    samples: dict[str, list[float]] = {}
+    for chain in chains:
         for name, seconds in chain:
-            samples[name].append(seconds / block if name == "accumulate" else seconds)
+            samples.setdefault(name, []).append(seconds / block if name == "accumulate" else seconds)
     return slowest_rank(samples, device)
 
 
