@@ -17,6 +17,7 @@ from academic_bench.launch import child_env, forked, run_config
 from academic_bench.measure import preload
 
 FAST = dict(device="cpu", warmup=2, reps=5, setup="cpu-test")
+SWEEP = dict(FAST, preload=True)  # as a sweep of several configurations runs each one
 
 
 def tiny(methods: str = "naive", micro_batch: int | None = None) -> Config:
@@ -61,9 +62,9 @@ def test_a_sweep_of_configurations_forks_each_from_the_same_process_and_a_hang_i
     hang = tiny(micro_batch=2)
     monkeypatch.setenv(FAULTS_ENV, json.dumps({hang.id: {"hang": True}}))
     logs = [tmp_path / "hang.log", tmp_path / "next.log"]
-    hung = run_config(hang, timeout_s=20, worker=FAULTY_WORKER, log_path=logs[0], **FAST)
+    hung = run_config(hang, timeout_s=20, worker=FAULTY_WORKER, log_path=logs[0], **SWEEP)
     server = forked._server[0].proc.pid
-    row = run_config(tiny("free-lunch", micro_batch=2), timeout_s=120, worker=FAULTY_WORKER, log_path=logs[1], **FAST)
+    row = run_config(tiny("free-lunch", micro_batch=2), timeout_s=120, worker=FAULTY_WORKER, log_path=logs[1], **SWEEP)
     assert hung["outcome"] == "timeout" and row["outcome"] == "ok", row.get("reason")
     assert forked._server[0].proc.pid == server
     pids = [int(log.read_text().split("forked from the preloading process as pid ")[1].split()[0]) for log in logs]
@@ -72,16 +73,32 @@ def test_a_sweep_of_configurations_forks_each_from_the_same_process_and_a_hang_i
     assert psutil.Process(server).children() == []
 
 
+def test_a_sweep_forks_its_workers_only_when_it_has_several_configurations_to_run(tmp_path):
+    """Starting the preloading process and running its imports once takes longer than one worker's imports: a sweep
+    of one configuration (a ``bench`` of one method) starts its worker afresh; a sweep of several forks each."""
+    from academic_bench.results import ResultStore
+    from academic_bench.search.sweep import run_sweep
+
+    def logs(out, configs) -> list[str]:
+        run_sweep(configs, out, "cpu-test", search="single", device="cpu", progress=False, warmup=2, reps=5)
+        return [(out.parent / r["log"]).read_text() for r in ResultStore(out).rows()]
+
+    one = logs(tmp_path / "one" / "results.jsonl", [tiny(micro_batch=2)])
+    assert "preloading" not in one[0] and forked._server == []
+    several = logs(tmp_path / "two" / "results.jsonl", [tiny(micro_batch=2), tiny("free-lunch", micro_batch=2)])
+    assert all("forked from the preloading process" in log for log in several) and len(forked._server) == 1
+
+
 def test_without_the_preloading_process_the_worker_starts_afresh_and_the_log_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(forked, "PRELOAD_MODULE", "tests.no_such_module")
-    row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "a.log", **FAST)
+    row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "a.log", **SWEEP)
     assert row["outcome"] == "ok", row.get("reason")
     log = (tmp_path / "a.log").read_text()
     assert "the preloading process did not start" in log and "the worker starts afresh" in log
     assert "forked from the preloading process" not in log
     monkeypatch.setattr(forked, "PRELOAD_MODULE", preload.__name__)
     monkeypatch.setenv(forked.PRELOAD_OPT_OUT, "0")  # asked for by name: every worker afresh, nothing to explain
-    row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "b.log", **FAST)
+    row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "b.log", **SWEEP)
     log = (tmp_path / "b.log").read_text()
     assert row["outcome"] == "ok" and "preloading" not in log and forked._server == []
 

@@ -127,12 +127,14 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
 
 
 def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, Path, Path], logf: BinaryIO,
-                 env: dict[str, str], torchrun: bool, worker: str, left_s: float) -> subprocess.Popen | ForkedWorker:
-    """Start one launch's worker: on one GPU forked from the preloading process (``launch.forked``), which imported
-    the libraries once for the whole sweep; under torchrun, or when preloading is switched off or fails (the log
-    says why), as ``cmd`` in a fresh process. Either way its output goes to the log. ``paths``: the request, result
-    and log files; ``left_s``: what is left of the time limit, which starting the preloading process counts in."""
-    if not torchrun and preload_wanted(env):
+                 env: dict[str, str], torchrun: bool, worker: str, left_s: float,
+                 preload: bool = False) -> subprocess.Popen | ForkedWorker:
+    """Start one launch's worker: with ``preload`` on one GPU forked from the preloading process
+    (``launch.forked``), which imported the libraries once for the whole sweep; otherwise, under torchrun, or when
+    preloading is switched off or fails (the log says why), as ``cmd`` in a fresh process. Either way its output
+    goes to the log. ``paths``: the request, result and log files; ``left_s``: what is left of the time limit,
+    which starting the preloading process counts in."""
+    if preload and not torchrun and preload_wanted(env):
         request, result, log = paths
         try:
             started = start_forked(config, worker, ["--request", str(request), "--result", str(result)], log, env,
@@ -153,13 +155,16 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
                warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
                extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE,
-               micro_batch: int | None = None, fresh_after_oom: bool = False) -> dict | None:
+               micro_batch: int | None = None, fresh_after_oom: bool = False, preload: bool = False) -> dict | None:
     """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
 
     ``micro_batch``: the size an earlier search of this same configuration found (e.g. its synced twin's, for
     an unsynced timing); the search is skipped and the row keeps the configuration's id. ``fresh_after_oom``: on
     one GPU, time the size found in fresh processes when a search trial ran out of memory (the two-launch engine,
-    kept to check the one-launch engine against).
+    kept to check the one-launch engine against). ``preload``: fork one-GPU workers from the launcher's preloading
+    process (``launch.forked``), which a sweep asks for when it has several configurations to run: its start, the
+    imports it runs once and their checks, take longer than one worker's imports, so one configuration alone is
+    started afresh.
 
     Never raises for what happens inside the run (crash, NCCL error, out of memory, hang): those become the
     row's outcome. Ctrl-C or SIGTERM kill the run's processes and propagate.
@@ -200,7 +205,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                    f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())
         logf.flush()
         procs.append(start_worker(config, cmd, request_obj, (request, result, log), logf, env,
-                                  uses_torchrun(config, rdzv), worker, left))
+                                  uses_torchrun(config, rdzv), worker, left, preload))
         try:
             rc, timed_out = procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
         except subprocess.TimeoutExpired:

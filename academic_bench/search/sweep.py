@@ -214,8 +214,10 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         "memory_model": (pruner.estimate is not None) if pruner else None}
     bar = _Progress(len(configs) - summary["resumed"], progress, budget_s)
     t0 = time.monotonic()
+    # A preloading process pays for its start only across several configurations (``run_config``'s ``preload``).
+    to_launch = {c.id for c in configs} - set(existing)
     kwargs = dict(setup=setup, search=search, timing=timing, validate=validate, timeout_s=timeout_s,
-                  device=device, warmup=warmup, reps=reps, rdzv=rdzv)
+                  device=device, warmup=warmup, reps=reps, rdzv=rdzv, preload=len(to_launch) > 1)
     seen: set[str] = set()
     try:
         with _sigterm_as_interrupt():
