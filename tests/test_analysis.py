@@ -567,6 +567,36 @@ def test_each_engine_cost_check_pairs_the_same_configurations_before_and_after_w
     assert analysis.engine_changes(tmp_path / "none").empty
 
 
+def test_a_same_machine_check_of_whole_searches_gives_each_folders_commit_count_and_cost(tmp_path):
+    """The engine page's check of whole searches on one machine: one row per folder directly under
+    ``evidence/engine-cost/<check>/`` with results (the engine before, after, after with workers started afresh),
+    its commit, how many configurations ran (out of memory too, an invalid one not) and their median and total wall
+    time; a nested pair (``single/before``) is not a search of that check."""
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import parse_methods
+    from academic_bench.results import make_row
+
+    def row(methods, duration, commit, outcome="ok"):
+        c = Config("pythia-160m", "h200", 1, methods=parse_methods(methods))
+        fields = dict(step_time_s=5.6, micro_batch=64, gas=16) if outcome == "ok" else {}
+        r = make_row(c, setup="h200x1", outcome=outcome, reason=None if outcome == "ok" else "x", **fields)
+        return {**r, "duration_s": duration, "env": {**r["env"], "git_commit": commit}}
+
+    check = tmp_path / "h200x1" / "evidence" / "engine-cost" / "preload"
+    files = {"before": [row("free-lunch", 30.0, "a" * 40), row("free-lunch+zero1+offload", 40.0, "a" * 40),
+                        row("free-lunch+zero3+offload", 20.0, "a" * 40, outcome="oom"),
+                        row("free-lunch+offload", 0.0, "a" * 40, outcome="invalid")],
+             "after": [row("free-lunch", 25.0, "b" * 40), row("free-lunch+zero1+offload", 35.0, "b" * 40)],
+             "single/before": [row("free-lunch", 99.0, "a" * 40)]}
+    for folder, rows in files.items():
+        (check / folder).mkdir(parents=True)
+        (check / folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = analysis.check_searches("preload", tmp_path)
+    assert got[["folder", "commit", "configurations", "median_s", "total_s"]].values.tolist() == [
+        ["after", "bbbbbbb", 2, 30.0, 60.0], ["before", "aaaaaaa", 3, 30.0, 90.0]]
+    assert analysis.check_searches("none", tmp_path).empty
+
+
 def test_a_run_folder_name_in_a_sentence_is_given_as_its_hardware():
     names = {"h200x1": "1 x H200 141GB SXM"}
     said = analysis.setups_in_words("on h200x1 (scaled from h200x1); h200x1-tiny stays", names)

@@ -44,8 +44,8 @@ from .counted import (  # noqa: F401
     validation_verdicts,
     validations,
 )
-from .launches import (ENGINE_CHANGE_COLUMNS, LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, engine_changes,  # noqa: F401
-                       launch_check, search_cost)
+from .launches import (CHECK_SEARCH_COLUMNS, ENGINE_CHANGE_COLUMNS, LAUNCH_CHECK_COLUMNS,  # noqa: F401
+                       SEARCH_COST_COLUMNS, check_searches, engine_changes, launch_check, search_cost)
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,
     ENGINE_COST_COLUMNS,

@@ -89,6 +89,25 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
                                                                       ignore_index=True)
 
 
+CHECK_SEARCH_COLUMNS = ["setup", "check", "folder", "model", "commit", "configurations", "median_s", "total_s"]
+
+
+def check_searches(check: str, root: str | Path | None = None) -> pd.DataFrame:
+    """The whole searches of one check of the engine's cost on one machine (``evidence/engine-cost/<check>/``), one
+    row per folder directly under it that holds a ``results.jsonl`` (its ``plan.sh`` says what each ran): the
+    engine's commit, how many configurations it measured, and the median and total of their wall times."""
+    from ..results import ResultStore
+
+    out = []
+    for path in sorted(runs_root(root).glob(f"*/evidence/engine-cost/{check}/*/results.jsonl")):
+        d = _synced_steps(ResultStore(path).rows(), ("ok", "oom"))
+        for (setup, model, commit), g in ([] if d.empty else d.groupby(["setup", "model", "commit"], sort=True)):
+            out.append({"setup": setup, "check": check, "folder": path.parent.name, "model": model, "commit": commit,
+                        "configurations": len(g), "median_s": g["duration_s"].median(),
+                        "total_s": g["duration_s"].sum()})
+    return pd.DataFrame(out, columns=CHECK_SEARCH_COLUMNS)
+
+
 ENGINE_CHANGE_COLUMNS = ["setup", "check", "model", "methods_label", "micro_batch", "before", "after", "before_s",
                          "after_s", "before_step_s", "after_step_s", "step_change"]
 

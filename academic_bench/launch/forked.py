@@ -1,8 +1,9 @@
 """One-GPU workers forked from a process that imported their libraries once (``measure.preload``): each
 configuration still runs in a process of its own, started without paying again for the imports every worker of a
 sweep shares. One preloading process serves a launcher at a time, for one environment of the workers; another
-environment starts another. ``ACADEMIC_BENCH_PRELOAD=0`` starts every worker afresh instead, and so does any
-failure of the preloading process (the log says so)."""
+environment starts another. Only a sweep of several configurations asks for it (``launch.local.run_config``'s
+``preload``): for one, its start and checks cost more than the worker's imports. ``ACADEMIC_BENCH_PRELOAD=0`` starts
+every worker afresh instead, and so does any failure of the preloading process (the log says so)."""
 from __future__ import annotations
 
 import atexit

@@ -71,7 +71,8 @@ def _computes_on_gpu() -> bool:
 
 def gpu_usable_in_child() -> bool:
     """Whether a process forked from this one now can initialize CUDA and compute on the GPU. Libraries that ask
-    CUDA about the GPU when imported (transformers' did, through what it imports: ``evidence/engine/preload-check*``)
+    CUDA about the GPU when imported (transformers' modeling code does, through the torchao its quantizers import:
+    ``evidence/engine-cost/preload/cuda-init.txt``)
     leave every later child unable to; torch then marks them so. Found by forking a probe that tries."""
     return _in_child(_computes_on_gpu)
 
