@@ -90,11 +90,14 @@ def test_a_sweep_forks_its_workers_only_when_it_has_several_configurations_to_ru
 
 
 def test_without_the_preloading_process_the_worker_starts_afresh_and_the_log_says_why(tmp_path, monkeypatch):
+    """A preloading process that cannot start leaves the worker to start afresh, and the configuration's log quotes
+    what the process wrote as it failed."""
     monkeypatch.setattr(forked, "PRELOAD_MODULE", "tests.no_such_module")
     row = run_config(tiny(micro_batch=2), timeout_s=120, log_path=tmp_path / "a.log", **SWEEP)
     assert row["outcome"] == "ok", row.get("reason")
     log = (tmp_path / "a.log").read_text()
     assert "the preloading process did not start" in log and "the worker starts afresh" in log
+    assert "No module named tests.no_such_module" in log  # its own last words say why
     assert "forked from the preloading process" not in log
     monkeypatch.setattr(forked, "PRELOAD_MODULE", preload.__name__)
     monkeypatch.setenv(forked.PRELOAD_OPT_OUT, "0")  # asked for by name: every worker afresh, nothing to explain

@@ -13,6 +13,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,8 +45,10 @@ class Preloaded:
         self.env = env
         # Asking CUDA how many GPUs there are, as libraries do when imported, would leave every child unable to use
         # them; NVML answers without CUDA. Only this process asks that way: each worker gets ``env`` as it is.
+        # Its errors (and what the libraries print) go to a file of its own, whose end a failure quotes.
+        self.errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(with_parent_death_signal([sys.executable, "-m", PRELOAD_MODULE]),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
                                      env={**env, NVML_CHECK: "1"}, bufsize=0, start_new_session=True)
         self._buffer = b""
         try:
@@ -54,7 +57,17 @@ class Preloaded:
             reply = None
         if not reply or not reply.get("ready"):
             self.close()
-            raise PreloadError(f"the preloading process did not start ({reply or 'no reply'})")
+            raise PreloadError(f"the preloading process did not start ({reply or 'no reply'}){self.last_words()}")
+
+    def last_words(self, limit: int = 600) -> str:
+        """The end of what the preloading process wrote to its stderr, as a clause to add to a failure ('' if none)."""
+        try:
+            self.errors.seek(0, os.SEEK_END)
+            self.errors.seek(max(0, self.errors.tell() - limit))
+            tail = self.errors.read().decode(errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f"; its last output: {' | '.join(tail.splitlines()[-6:])}" if tail else ""
 
     def read(self, timeout: float | None) -> dict | None:
         """The next reply; None when the process ended. Raises ``subprocess.TimeoutExpired`` after ``timeout``."""
@@ -87,7 +100,8 @@ class Preloaded:
             raise
         if not reply or "pid" not in reply or "returncode" in reply:
             self.close()
-            raise PreloadError(f"the preloading process started no worker ({(reply or {}).get('error', 'it ended')})")
+            raise PreloadError(f"the preloading process started no worker ({(reply or {}).get('error', 'it ended')})"
+                               f"{'' if reply and 'error' in reply else self.last_words()}")
         return ForkedWorker(self, reply["pid"])
 
     def alive(self) -> bool:
