@@ -75,7 +75,8 @@ def test_a_sweep_of_configurations_forks_each_from_the_same_process_and_a_hang_i
 
 def test_a_sweep_forks_its_workers_only_when_it_has_several_configurations_to_run(tmp_path):
     """Starting the preloading process and running its imports once takes longer than one worker's imports: a sweep
-    of one configuration (a ``bench`` of one method) starts its worker afresh; a sweep of several forks each."""
+    of one configuration (a ``bench`` of one method) starts its worker afresh; a sweep of several forks each, and
+    so does any sweep of the same launcher once that process runs."""
     from academic_bench.results import ResultStore
     from academic_bench.search.sweep import run_sweep
 
@@ -87,6 +88,9 @@ def test_a_sweep_forks_its_workers_only_when_it_has_several_configurations_to_ru
     assert "preloading" not in one[0] and forked._server == []
     several = logs(tmp_path / "two" / "results.jsonl", [tiny(micro_batch=2), tiny("free-lunch", micro_batch=2)])
     assert all("forked from the preloading process" in log for log in several) and len(forked._server) == 1
+    # Once it runs (a notebook's earlier phase started it), a later sweep of one configuration forks from it too.
+    later = logs(tmp_path / "later" / "results.jsonl", [tiny(micro_batch=2)])
+    assert "forked from the preloading process" in later[0]
 
 
 def test_without_the_preloading_process_the_worker_starts_afresh_and_the_log_says_why(tmp_path, monkeypatch):

@@ -1,8 +1,9 @@
 """One-GPU workers forked from a process that imported their libraries once (``measure.preload``): each
 configuration still runs in a process of its own, started without paying again for the imports every worker of a
 sweep shares. One preloading process serves a launcher at a time, for one environment of the workers; another
-environment starts another. Only a sweep of several configurations asks for it (``launch.local.run_config``'s
-``preload``): for one, its start and checks cost more than the worker's imports. ``ACADEMIC_BENCH_PRELOAD=0`` starts
+environment starts another. Only a sweep of several configurations starts it (``launch.local.run_config``'s
+``preload``): for one, its start and checks cost more than the worker's imports; once it runs, any worker of its
+environment is forked from it. ``ACADEMIC_BENCH_PRELOAD=0`` starts
 every worker afresh instead, and so does any failure of the preloading process (the log says so)."""
 from __future__ import annotations
 
@@ -152,6 +153,12 @@ class ForkedWorker:
 
 _server: list[Preloaded] = []  # the one preloading process of this launcher, if any
 _failed: list[tuple[dict[str, str], str]] = []  # environments whose preloading process failed, and why
+
+
+def running_for(env: dict[str, str]) -> bool:
+    """Whether this launcher's preloading process for ``env`` is running already (forking from it then costs nothing
+    more to start)."""
+    return bool(_server) and _server[0].env == env and _server[0].alive()
 
 
 def start_forked(config: Config, worker: str, argv: list[str], log: Path, env: dict[str, str],

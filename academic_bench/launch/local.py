@@ -15,7 +15,7 @@ from typing import BinaryIO
 from ..catalog.config import Config
 from ..catalog.models.from_config import made_with
 from ..results import make_row
-from .forked import ForkedWorker, PreloadError, preload_wanted, start_forked
+from .forked import ForkedWorker, PreloadError, preload_wanted, running_for, start_forked
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_strays, kill_tree,
                         launch_env_record, one_process, uses_torchrun, with_parent_death_signal, worker_command)
@@ -129,12 +129,12 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
 def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, Path, Path], logf: BinaryIO,
                  env: dict[str, str], torchrun: bool, worker: str, left_s: float,
                  preload: bool = False) -> subprocess.Popen | ForkedWorker:
-    """Start one launch's worker: with ``preload`` on one GPU forked from the preloading process
-    (``launch.forked``), which imported the libraries once for the whole sweep; otherwise, under torchrun, or when
-    preloading is switched off or fails (the log says why), as ``cmd`` in a fresh process. Either way its output
-    goes to the log. ``paths``: the request, result and log files; ``left_s``: what is left of the time limit,
-    which starting the preloading process counts in."""
-    if preload and not torchrun and preload_wanted(env):
+    """Start one launch's worker: on one GPU, with ``preload`` or where this launcher's preloading process already
+    runs, forked from that process (``launch.forked``), which imported the libraries once for the whole sweep;
+    otherwise, under torchrun, or when preloading is switched off or fails (the log says why), as ``cmd`` in a
+    fresh process. Either way its output goes to the log. ``paths``: the request, result and log files; ``left_s``:
+    what is left of the time limit, which starting the preloading process counts in."""
+    if (preload or running_for(env)) and not torchrun and preload_wanted(env):
         request, result, log = paths
         try:
             started = start_forked(config, worker, ["--request", str(request), "--result", str(result)], log, env,
@@ -164,7 +164,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     kept to check the one-launch engine against). ``preload``: fork one-GPU workers from the launcher's preloading
     process (``launch.forked``), which a sweep asks for when it has several configurations to run: its start, the
     imports it runs once and their checks, take longer than one worker's imports, so one configuration alone is
-    started afresh.
+    started afresh, unless that process runs already (``start_worker``).
 
     Never raises for what happens inside the run (crash, NCCL error, out of memory, hang): those become the
     row's outcome. Ctrl-C or SIGTERM kill the run's processes and propagate.
