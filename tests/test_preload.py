@@ -75,17 +75,21 @@ def test_a_sweep_of_configurations_forks_each_from_the_same_process_and_a_hang_i
 
 def test_a_sweep_forks_its_workers_only_when_it_has_several_configurations_to_run(tmp_path):
     """Starting the preloading process and running its imports once takes longer than one worker's imports: a sweep
-    of one configuration (a ``bench`` of one method) starts its worker afresh; a sweep of several forks each, and
-    so does any sweep of the same launcher once that process runs."""
+    with one configuration to measure (the same one twice, or beside combinations refused as invalid, which start
+    no worker) starts its worker afresh; a sweep of several forks each, and so does any sweep of the same launcher
+    once that process runs."""
     from academic_bench.results import ResultStore
     from academic_bench.search.sweep import run_sweep
 
     def logs(out, configs) -> list[str]:
         run_sweep(configs, out, "cpu-test", search="single", device="cpu", progress=False, warmup=2, reps=5)
-        return [(out.parent / r["log"]).read_text() for r in ResultStore(out).rows()]
+        return [(out.parent / r["log"]).read_text() for r in ResultStore(out).rows() if r["outcome"] != "invalid"]
 
-    one = logs(tmp_path / "one" / "results.jsonl", [tiny(micro_batch=2)])
-    assert "preloading" not in one[0] and forked._server == []
+    invalid = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("naive+zero3"), tiny=True)
+    with pytest.raises(ValueError):
+        invalid.check()
+    one = logs(tmp_path / "one" / "results.jsonl", [tiny(micro_batch=2), tiny(micro_batch=2), invalid])
+    assert len(one) == 1 and "preloading" not in one[0] and forked._server == []
     several = logs(tmp_path / "two" / "results.jsonl", [tiny(micro_batch=2), tiny("free-lunch", micro_batch=2)])
     assert all("forked from the preloading process" in log for log in several) and len(forked._server) == 1
     # Once it runs (a notebook's earlier phase started it), a later sweep of one configuration forks from it too.

@@ -110,6 +110,15 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     return want is not None and row.get("micro_batch") != want
 
 
+def _starts_a_worker(c: Config) -> bool:
+    """Whether measuring ``c`` starts a worker: ``run_config`` refuses an invalid combination before any."""
+    try:
+        c.check()
+    except ValueError:
+        return False
+    return True
+
+
 def _best(rows: list[dict], device: str | None = None) -> dict[str, dict]:
     """Each model's fastest measured row (``results.fastest_row``), summarized."""
     by_model: dict[str, list[dict]] = {}
@@ -214,8 +223,9 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
         "memory_model": (pruner.estimate is not None) if pruner else None}
     bar = _Progress(len(configs) - summary["resumed"], progress, budget_s)
     t0 = time.monotonic()
-    # A preloading process pays for its start only across several configurations (``run_config``'s ``preload``).
-    to_launch = {c.id for c in configs} - set(existing)
+    # A preloading process pays for its start only across several configurations (``run_config``'s ``preload``):
+    # those still to measure that start a worker at all (an invalid one is refused before any).
+    to_launch = {c.id for c in configs if c.id not in existing and _starts_a_worker(c)}
     kwargs = dict(setup=setup, search=search, timing=timing, validate=validate, timeout_s=timeout_s,
                   device=device, warmup=warmup, reps=reps, rdzv=rdzv, preload=len(to_launch) > 1)
     seen: set[str] = set()

@@ -12,6 +12,9 @@
 # imports each and 3 s more with DeepSpeed's offload, less about 17 s for the preloading process's start and
 # checks); single before about 45 s, single after about 42 s; the same micro-batches and the same fastest setting
 # (free-lunch); every step within 1% of the same configuration's by the engine before.
+# scratch/engine-e72bb5f.tar (not in the repository) was made with
+#   git archive e72bb5f academic_bench pyproject.toml -o scratch/engine-e72bb5f.tar
+# and copied with the repository to the machine that ran this plan.
 #   ACADEMIC_BENCH_GIT_COMMIT=REV MACHINE_TXT=/tmp/machine.txt \
 #     bash scripts/offline-gpu/start_background.sh notebooks/runs/h200x1/evidence/engine-cost/preload/plan.sh
 set -u
