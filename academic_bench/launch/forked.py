@@ -3,8 +3,8 @@ configuration still runs in a process of its own, started without paying again f
 sweep shares. One preloading process serves a launcher at a time, for one environment of the workers; another
 environment starts another. Only a sweep of several configurations starts it (``launch.local.run_config``'s
 ``preload``): for one, its start and checks cost more than the worker's imports; once it runs, any worker of its
-environment is forked from it. ``ACADEMIC_BENCH_PRELOAD=0`` starts
-every worker afresh instead, and so does any failure of the preloading process (the log says so)."""
+environment is forked from it. ``ACADEMIC_BENCH_PRELOAD=0`` starts every worker afresh instead, and so does any
+failure of the preloading process (the log says so)."""
 from __future__ import annotations
 
 import atexit
