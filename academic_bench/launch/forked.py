@@ -170,7 +170,7 @@ def start_forked(config: Config, worker: str, argv: list[str], log: Path, env: d
     why = next((w for e, w in _failed if e == env), None)
     if why:
         raise PreloadError(why)
-    if _server and (_server[0].env != env or not _server[0].alive()):
+    if _server and not running_for(env):
         _server.pop().close()
     try:
         end = time.monotonic() + timeout
