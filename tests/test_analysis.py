@@ -318,6 +318,21 @@ def test_a_gap_inside_the_machine_spread_is_a_tie_that_the_smart_pick_wins():
     assert not analysis.smart_vs_exhaustive(df, skipped).iloc[0]["tie"], "no spread given: only an exact tie"
 
 
+def test_two_bests_tie_within_the_wider_spread_of_their_kinds_of_step():
+    """A step that offloads to the host spreads more between machines than one on the GPU alone: free-lunch (smart's
+    pick, on the GPU) against ZeRO-3 + offload (the optimum) ties within the offloading steps' spread, free-lunch
+    against free-lunch + ckpt (both on the GPU) only within the GPU's."""
+    from academic_bench.results import Spread, step_kind
+
+    spread = Spread({step_kind(False): 0.01, step_kind(True): 0.03}, 0.03)
+    offloaded, _, _ = _search_frames([5.0, 6.0, 7.0, 4.9, *[7.0] * 8], smart_measures=2)
+    r = analysis.smart_vs_exhaustive(offloaded, _search_frames([7.0] * 12, 2)[1], spread).iloc[0]
+    assert r["exhaustive_best"] == "free-lunch + ZeRO-3 + offload" and r["machine_spread"] == 0.03 and r["tie"]
+    on_gpu, skipped, _ = _search_frames([5.0, 6.0, *[7.0] * 4, 4.9, *[7.0] * 5], smart_measures=2)
+    r = analysis.smart_vs_exhaustive(on_gpu, skipped, spread).iloc[0]
+    assert r["exhaustive_best"] == "free-lunch + ckpt" and r["machine_spread"] == 0.01 and not r["tie"]
+
+
 def test_an_unfinished_exhaustive_search_is_marked_incomplete():
     df, skipped, n = _search_frames([5.0] * 12, smart_measures=2, drop=3)
     r = analysis.smart_vs_exhaustive(df, skipped).iloc[0]

@@ -11,17 +11,18 @@ import pytest
 
 from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
-from academic_bench.results import (faster_beyond_spread, latest_rows, load_runs, machine_spread, make_row,
-                                    repeated_measurements, status_of)
+from academic_bench.results import (Spread, as_spread, faster_beyond_spread, latest_rows, load_runs, machine_spread,
+                                    make_row, repeated_measurements, status_of, step_kind, step_spreads)
 from academic_bench.results import ENGINE_REVISION
 from academic_bench.results import DEFAULT_RUNS, step_ceiling
+from academic_bench.estimate.stats import RECOMPUTE_FRACTION, recomputed_share
 from academic_bench.search.smart import SmartPruner
 
 
-def contradictions(rows: list[dict], spread: float) -> list[str]:
+def contradictions(rows: list[dict], spread: Spread | float) -> list[str]:
     """Each pair (c, o) of one setting where the pruner, having seen only o, skips c though c's own row says
-    otherwise: c measured although it 'cannot fit' or 'cannot finish', or c faster than o beyond the spread
-    although it 'cannot win'."""
+    otherwise: c measured although it 'cannot fit' or 'cannot finish', or c faster than o beyond the spread the
+    two compare within although it 'cannot win'."""
     by_setting: dict[tuple, list[tuple[Config, dict]]] = defaultdict(list)
     for r in latest_rows(rows):
         if r["timing"] == "synced" and r["mode"] == "step" and not r["config"].get("tiny"):
@@ -40,8 +41,9 @@ def contradictions(rows: list[dict], spread: float) -> list[str]:
                 why = None if c.id == o.id else pruner.skip(c)
                 if not why or status_of(mine) != "measured":
                     continue
+                within = as_spread(spread).of(c.methods.offload, o.methods.offload)
                 wins = (seen["outcome"] != "ok"
-                        or faster_beyond_spread(mine["step_time_s"], seen["step_time_s"], spread))
+                        or faster_beyond_spread(mine["step_time_s"], seen["step_time_s"], within))
                 if not why[0].startswith("cannot win") or wins:
                     found.append(f"{key}: {c.methods.label()} ({mine['step_time_s']:.4g} s) skipped as "
                                  f"'{why[0]}' after {o.methods.label()} ({seen['outcome']}, "
@@ -51,7 +53,7 @@ def contradictions(rows: list[dict], spread: float) -> list[str]:
 
 def test_no_shipped_measurement_contradicts_a_smart_rule():
     rows = load_runs()
-    assert contradictions(rows, machine_spread(rows)) == []
+    assert contradictions(rows, step_spreads(rows)) == []
 
 
 def test_a_contradiction_is_found_when_one_is_there():
@@ -83,6 +85,38 @@ def test_the_spread_is_the_largest_difference_between_measurements_of_the_same_w
     assert machine_spread(rows + [older, missed]) == pytest.approx(0.02)
     assert machine_spread(rows + [held]) == pytest.approx(0.025)
     assert not faster_beyond_spread(1.0, 1.02, 0.02) and faster_beyond_spread(1.0, 1.03, 0.02)
+
+
+def test_steps_offloading_to_the_host_have_a_spread_of_their_own():
+    """A step that offloads also runs on the host's processors and memory, which a GPU of the kind does not bring
+    along: its spread is read apart from that of steps on the GPU alone, two kinds compare within the wider of
+    theirs, and a kind nothing was measured twice of gets the widest measured."""
+    gpu, host = (Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(m))
+                 for m in ("free-lunch", "free-lunch+zero1+offload"))
+    rows = [make_row(gpu, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=t) for t in (1.0, 1.01)]
+    rows += [make_row(host, setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=t) for t in (2.0, 2.1)]
+    s = step_spreads(rows)
+    assert s.by_kind == pytest.approx({step_kind(False): 0.01, step_kind(True): 0.05})
+    assert s.overall == pytest.approx(0.05)
+    assert s.counts == {step_kind(False): 1, step_kind(True): 1}
+    assert s.of(False) == pytest.approx(0.01) and s.of(False, True) == pytest.approx(0.05)
+    assert machine_spread(rows) == pytest.approx(0.05), "the study-wide figure is the widest of the kinds"
+    only_gpu = step_spreads(rows[:2])
+    assert only_gpu.of(True) == pytest.approx(0.01), "no offloading step measured twice: the widest measured"
+    assert as_spread(0.02).of(True, False) == 0.02
+
+
+def test_a_sweep_reads_its_own_repeats_beside_the_shipped_ones_per_kind_of_step():
+    """A sweep's file that measured an offloading step twice, 50% apart, widens that kind's spread for its pruner;
+    the spread of steps on the GPU alone stays the shipped runs'."""
+    from academic_bench.search.sweep import _spread
+
+    host = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods("free-lunch+zero1+offload"))
+    stored = [make_row(host, setup="mine", outcome="ok", micro_batch=32, gas=32, step_time_s=t) for t in (2.0, 3.0)]
+    shipped = step_spreads(load_runs())
+    assert _spread(stored).of(True) == pytest.approx(0.5)
+    assert _spread(stored).of(False) == pytest.approx(shipped.of(False))
+    assert _spread([]).by_kind == shipped.by_kind
 
 
 def test_the_shipped_spread_comes_from_repeated_measurements():
@@ -158,8 +192,9 @@ def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
     ckpt = replace(base, methods=parse_methods("free-lunch+ckpt"))
     sharded = replace(base, methods=parse_methods("free-lunch+ckpt+zero1+offload"))
 
-    def pruner_after(mfu: float, ceiling: float | None, peak: float = 1000e12) -> SmartPruner:
-        p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: ceiling, spread=0.05)
+    def pruner_after(mfu: float, ceiling: float | None, peak: float = 1000e12,
+                     spread: Spread | float = 0.05) -> SmartPruner:
+        p = SmartPruner(use_memory_model=False, ceiling=lambda gpu: ceiling, spread=spread)
         p.observe(base, make_row(base, setup="t", outcome="ok", micro_batch=16, gas=64, step_time_s=25.0, mfu=mfu,
                                  peak_flops=peak))
         return p
@@ -184,6 +219,14 @@ def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
     assert p.skip(fp8_ckpt) is None  # FP8's products run faster than the bf16 ceiling
     # An MFU of a lower peak (an fp32 recipe's) is a lower rate of hardware FLOPs: no skip.
     assert pruner_after(0.6, 700e12, peak=67e12).skip(ckpt) is None
+    # Winning "by more than the spread" reads the spread of the two steps' kinds: ckpt alone against free-lunch
+    # (both on the GPU) within the GPU's, ckpt + ZeRO-1 + offload within the offloading steps' wider one.
+    recompute = RECOMPUTE_FRACTION * recomputed_share("pythia-1b")
+    mfu = 700e12 / (1000e12 * (1 + recompute) * 1.25)  # needs 0.8 of the ceiling, 1.2 of it with a 50% spread
+    kinds = Spread({step_kind(False): 0.0, step_kind(True): 0.5}, 0.5)
+    assert pruner_after(mfu, 700e12, spread=kinds).skip(ckpt) is None
+    skipped = pruner_after(mfu, 700e12, spread=kinds).skip(sharded)
+    assert skipped[0] == "cannot win (recompute)" and "(50.0%)" in skipped[1]
 
 
 def test_todays_rules_replayed_on_every_exhaustive_search_find_its_optimum_at_a_quarter_of_its_gpu_time():

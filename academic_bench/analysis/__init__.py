@@ -114,6 +114,7 @@ from .search import (  # noqa: F401
     skipped_frame,
     smart_replayed,
     smart_vs_exhaustive,
+    step_spreads,
 )
 from .versus_paper import (  # noqa: F401
     COMPARISON_COLUMNS,

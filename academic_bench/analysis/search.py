@@ -10,7 +10,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from ..catalog.methods import exclusion_reason
-from ..results import SET_ASIDE
+from ..results import SET_ASIDE, Spread, as_spread
 from .counted import validation_state
 from .frame import SETTING, frame_from_rows, runs_root
 
@@ -29,6 +29,14 @@ def machine_spread(root: str | Path | None = None) -> float:
     from ..results import load_runs, machine_spread as spread_of
 
     return spread_of(load_runs(runs_root(root)))
+
+
+def step_spreads(root: str | Path | None = None) -> Spread:
+    """``machine_spread`` per kind of step (``results.step_spreads``: on the GPU alone, or offloading to the host,
+    whose machines differ more), with how many pieces of work each was read from."""
+    from ..results import load_runs, step_spreads as spreads_of
+
+    return spreads_of(load_runs(runs_root(root)))
 
 
 def skipped_frame(root: str | Path | None = None) -> pd.DataFrame:
@@ -104,17 +112,18 @@ def _standing_skips(skip: pd.DataFrame, rows: pd.DataFrame) -> set[str]:
     return {cid for cid, at in last.items() if measured_at.get(cid, "") < at}
 
 
-def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: float = 0.0) -> pd.DataFrame:
+def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: Spread | float = 0.0) -> pd.DataFrame:
     """Per setting with an exhaustive search: the exhaustive optimum beside the smart search's best, and the GPU
     time each needed (the summed ``duration_s`` of the configurations it measured, whichever search measured
     them first). Smart measures every valid combination whose latest word from it is no skip
     (``_standing_skips``). ``gap`` = smart days / exhaustive days
     - 1; ``gpu_time_share`` = smart GPU time / exhaustive GPU time. Until a search has measured all of its
-    configurations (``*_complete``), its figures cover only those measured so far. ``tie``: the smart search's best is slower by no more than
-    ``spread`` (``machine_spread``; kept in the column of that name), so one measurement each cannot tell the two
-    apart, and the tie goes to the smart search's pick, the cheaper setting (it skips only settings that save
-    more memory than one it measured)."""
-    out = []
+    configurations (``*_complete``), its figures cover only those measured so far. ``tie``: the smart search's best
+    is slower by no more than the spread the two bests compare within (``spread``, per kind of step:
+    ``step_spreads``, or one figure for all; kept in the column ``machine_spread``), so one measurement each cannot
+    tell the two apart, and the tie goes to the smart search's pick, the cheaper setting (it skips only settings that
+    save more memory than one it measured)."""
+    out, spread = [], as_spread(spread)
     for (setup, model, gpu, n), valid, rows, skip, smart_ran in _exhaustive_settings(df, skipped):
         smart_ids = valid - skip
         best_ex, best_sm = _fastest_row(rows), _fastest_row(rows[rows["config_id"].isin(smart_ids)])
@@ -130,12 +139,12 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: float =
             "smart_best": best_sm["methods_label"] if smart_ran and best_sm is not None else None,
             "smart_best_search": best_sm["search"] if smart_ran and best_sm is not None else None,
             "smart_days": best_sm["days"] if smart_ran and best_sm is not None else math.nan,
-            "smart_gpu_s": sm_s if smart_ran else math.nan})
+            "smart_gpu_s": sm_s if smart_ran else math.nan,
+            "machine_spread": spread.of(*(bool(r["offload"]) for r in (best_ex, best_sm) if r is not None))})
     res = pd.DataFrame(out, columns=SEARCH_COLUMNS)
     res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
     res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
-    res["machine_spread"] = float(spread)
-    res["tie"] = (res["gap"] <= spread).astype(bool)
+    res["tie"] = (res["gap"] <= res["machine_spread"]).astype(bool)
     return res
 
 
@@ -177,13 +186,13 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
     ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1, and
     ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's."""
     from ..catalog.methods import Methods
-    from ..results import latest_rows, load_runs, machine_spread as spread_of, rows_to_read, step_ceiling
+    from ..results import latest_rows, load_runs, rows_to_read, step_ceiling, step_spreads as spreads_of
     from ..search.plans import plan
     from ..search.smart import SmartPruner
 
     runs = runs_root(root)
     rows = load_runs(runs)
-    spread = spread_of(rows)
+    spread = spreads_of(rows)
     latest = {(r.get("setup"), r["config_id"]): r for r in latest_rows(rows)
               if r["timing"] == "synced" and r["mode"] == "step"}
     out = []

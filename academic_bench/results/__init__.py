@@ -12,7 +12,8 @@ from .state import (AVERAGED_FIRST_MICRO_STEP, EXPOSED_DATA_PATH, MISALIGNED_DEE
                     stopped_on_prediction, synced_micro_batches, unchecked_at_wall,
                     validation_class_of)
 from .gemm import GEMM_FILE, GemmCurve, gemm_curve, gemm_curves, step_ceiling
-from .spread import faster_beyond_spread, machine_spread, repeated_measurements
+from .spread import (STEP_KINDS, Spread, as_spread, faster_beyond_spread, machine_spread, repeated_measurements,
+                     step_kind, step_spreads)
 from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, append_line, append_profile, json_safe,
                     jsonl_problem, load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
 from .trust import MFU_IMPLAUSIBLE, REJECTED_PREFIX, Fault, device_fault, duplicates, rejection, row_faults
@@ -22,7 +23,7 @@ __all__ = ["ALL", "GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_c
            "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MEMORY_WALL", "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "REMEASURE_CHOICES", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",
-           "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "SKIPPED", "SKIP_FIELDS", "STATUSES",
+           "ResultStore", "RowError", "SCHEMA", "SEARCHES", "SET_ASIDE", "SHORT_PATTERN_ZERO3_OFFLOAD", "SKIPPED", "SKIP_FIELDS", "STATUSES", "STEP_KINDS", "Spread", "as_spread", "step_kind", "step_spreads",
            "TIMINGS", "UNCOMMITTED", "UNVALIDATED", "append_line", "append_profile", "check_row", "engine_revision", "faster_beyond_spread", "fastest_row", "is_not_run",
            "is_settled", "is_uncommitted", "json_safe", "jsonl_problem", "latest_rows", "latest_skips", "load_planned", "load_profiles", "load_runs",
            "load_skipped", "machine_spread", "make_row", "now_iso", "read_lines", "repeated_measurements", "row_problems", "rows_to_read", "run_label", "set_aside_reason", "skip_is_latest",

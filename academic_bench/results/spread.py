@@ -1,9 +1,12 @@
 """The machine-to-machine spread of a measurement, read from the shipped rows: how far apart two synchronized
-measurements of the same work came out. A difference inside it is a tie, which the cheaper setting wins."""
+measurements of the same work came out. A difference inside it is a tie, which the cheaper setting wins. A step
+that offloads to the host also runs on the machine's processors and memory, which a GPU of the same kind does not
+bring along, so its spread is read apart from that of steps on the GPU alone (``step_spreads``)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 from .state import engine_revision, status_of
 
@@ -37,6 +40,45 @@ def machine_spread(rows: Iterable[dict]) -> float:
     (``repeated_measurements``): two step times closer than this cannot be told apart by one measurement
     each. 0.0 when nothing was measured twice (then only an exact tie is one)."""
     return max((max(t) / min(t) - 1 for t in repeated_measurements(rows).values()), default=0.0)
+
+
+STEP_KINDS = ("on the GPU alone", "offloading to the host")
+
+
+def step_kind(offload: bool) -> str:
+    """The kind of step a spread is read for (``STEP_KINDS``): whether it offloads states to the host."""
+    return STEP_KINDS[bool(offload)]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The machine-to-machine spread per kind of step (``by_kind``, from ``repeated_measurements``; ``counts``: how
+    many pieces of work each read), and ``overall``, the widest: a kind nothing was measured twice of gets it."""
+    by_kind: Mapping[str, float] = field(default_factory=dict)
+    overall: float = 0.0
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    def of(self, *offloads: bool) -> float:
+        """The spread that steps of these kinds (each ``offload``) compare within: the widest of theirs, since
+        either measurement may be off by its own kind's."""
+        return max((self.by_kind.get(step_kind(o), self.overall) for o in offloads), default=self.overall)
+
+
+
+def as_spread(spread: "Spread | float") -> Spread:
+    """A ``Spread`` as it is, or one figure for every kind of step."""
+    return spread if isinstance(spread, Spread) else Spread(overall=float(spread))
+
+
+def step_spreads(rows: Iterable[dict]) -> Spread:
+    """``machine_spread`` per kind of step (``step_kind`` of each configuration's offload)."""
+    rows = list(rows)
+    offloads = {r["config_id"]: bool(((r.get("config") or {}).get("methods") or {}).get("offload")) for r in rows}
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for (_, config_id, _, _), times in repeated_measurements(rows).items():
+        ratios[step_kind(offloads[config_id])].append(max(times) / min(times) - 1)
+    by_kind = {kind: max(r) for kind, r in ratios.items()}
+    return Spread(by_kind, max(by_kind.values(), default=0.0), {kind: len(r) for kind, r in ratios.items()})
 
 
 def faster_beyond_spread(step_s: float, other_s: float, spread: float) -> bool:

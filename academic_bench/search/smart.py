@@ -11,7 +11,7 @@ from ..launch import DEFAULT_TIMEOUT_S
 from ..catalog.methods import Methods, exclusion_reason
 from ..estimate.stats import RECOMPUTE_FRACTION, recomputed_share
 from .plans import saves_at_least, saves_more
-from ..results import MFU_IMPLAUSIBLE, is_not_run
+from ..results import MFU_IMPLAUSIBLE, Spread, as_spread, is_not_run
 
 FIT_MARGIN = 0.10  # skip as "cannot fit" only when the model predicts 10% more than the GPU holds
 
@@ -81,8 +81,9 @@ class SmartPruner:
     Without the memory model (``estimate``), rules 1 and 4 are off and the summary says so.
 
     "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
-    (``results.machine_spread``); inside it the two tie, and the tie goes to the cheaper setting, the one that
-    saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose step does no more work
+    (``results.step_spreads``: the wider of the two steps' kinds, on the GPU alone or offloading to the host; one
+    figure for both where ``spread`` is a number); inside it the two tie, and the tie goes to the cheaper setting,
+    the one that saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose step does no more work
     per micro-step (``no_less_work``): a step on bf16 weights (DeepSpeed, FSDP) is measured after free-lunch's
     autocast over fp32 weights, and judged by another step on bf16 weights (FSDP's offloading by DeepSpeed's).
     ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
@@ -90,11 +91,11 @@ class SmartPruner:
 
     def __init__(self, use_memory_model: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
                  host_memory_gb: float | None = None, ceiling: Callable[[str], float | None] | None = None,
-                 spread: float = 0.0) -> None:
+                 spread: Spread | float = 0.0) -> None:
         self.measured: dict[tuple, list[tuple[Config, dict]]] = {}
         self.timeout_s = timeout_s
         self.ceiling = ceiling
-        self.spread = spread
+        self.spread = as_spread(spread)
         self.host_gb = host_memory_gb if host_memory_gb is not None else psutil.virtual_memory().total / 1e9
         self.estimate = None
         if use_memory_model:
@@ -168,12 +169,13 @@ class SmartPruner:
                         f"would not finish within this sweep's {self.timeout_s:g} s limit either")
             if row["outcome"] != "ok" or not saves_more(m, o):
                 continue
-            beyond = self._beyond_ceiling(c, row)
+            spread = self.spread.of(m.offload, o.offload)
+            beyond = self._beyond_ceiling(c, row, spread)
             if beyond is not None:
                 needed, ceiling = beyond
                 return ("cannot win (recompute)",
                         f"smart: skipped because {o.label()} ran at MFU {row['mfu']:.3f}; with checkpointing's "
-                        f"recompute, winning by more than the spread ({self.spread:.1%}) needs "
+                        f"recompute, winning by more than the spread ({spread:.1%}) needs "
                         f"{needed / 1e12:,.0f} TFLOP/s of hardware FLOPs, and this GPU's matrix products run at "
                         f"{ceiling / 1e12:,.0f} TFLOP/s at most")
             if not no_less_work(m, o):
@@ -193,9 +195,9 @@ class SmartPruner:
                             f"{row['step_time_s']:.4g} s/step; more memory saving would only add overhead")
         return None
 
-    def _beyond_ceiling(self, c: Config, row: dict) -> tuple[float, float] | None:
+    def _beyond_ceiling(self, c: Config, row: dict, spread: float) -> tuple[float, float] | None:
         """Rule 6: (the hardware FLOP/s that the checkpointed ``c`` would need to beat the measured ``row`` of its
-        setting beyond the spread, the GPU's ceiling) when the first reaches the second; else None. FP8's linear
+        setting beyond ``spread``, the GPU's ceiling) when the first reaches the second; else None. FP8's linear
         layers run faster than the bf16 ceiling, so the rule leaves them."""
         m = c.methods
         if (not m.checkpointing or self.ceiling is None or m.fp8 != "none" or not row.get("mfu")
@@ -208,5 +210,5 @@ class SmartPruner:
             recompute = RECOMPUTE_FRACTION * recomputed_share(c.model)
         except Exception:  # noqa: BLE001  (no count of the recompute, no skip)
             return None
-        needed = float(row["mfu"]) * float(row["peak_flops"]) * (1 + recompute) * (1 + self.spread)
+        needed = float(row["mfu"]) * float(row["peak_flops"]) * (1 + recompute) * (1 + spread)
         return (needed, ceiling) if needed >= ceiling else None

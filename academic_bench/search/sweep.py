@@ -30,8 +30,8 @@ from ..catalog.methods import Methods
 from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore,
                       append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
                       now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
-                      load_runs, machine_spread, make_row, step_ceiling, stopped_on_prediction, synced_micro_batches,
-                      unchecked_at_wall)
+                      load_runs, Spread, make_row, step_ceiling, step_spreads, stopped_on_prediction,
+                      synced_micro_batches, unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
 __all__ = ["Interrupted", "SELECTS", "format_summary", "log_path", "record_not_run", "run_sweep"]
@@ -139,17 +139,11 @@ def _ceiling(gpu: str, out: Path) -> float | None:
     return ceiling if ceiling is not None else step_ceiling(gpu, Path(DEFAULT_RUNS))
 
 
-@lru_cache(maxsize=1)
-def _shipped_spread() -> float:
-    """The machine-to-machine spread of the study's shipped runs, read once per process (a notebook runs a
-    sweep per phase)."""
-    return machine_spread(load_runs())
-
-
-def _spread(stored: list[dict]) -> float:
-    """The ties of the smart search's rules: the machine-to-machine spread of this file's repeated measurements or
-    of the study's shipped runs, whichever is wider (a fresh file has none of its own)."""
-    return max(machine_spread(stored), _shipped_spread())
+def _spread(stored: list[dict]) -> Spread:
+    """The ties of the smart search's rules: per kind of step, the machine-to-machine spread of this file's rows
+    and the study's shipped runs read together (a fresh file has no repeated measurement of its own; a row in both
+    is the same measurement twice, which spreads nothing)."""
+    return step_spreads([*stored, *load_runs()])
 
 
 def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, search: str,
