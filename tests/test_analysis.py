@@ -325,9 +325,14 @@ def test_two_bests_tie_within_the_wider_spread_of_their_kinds_of_step():
     from academic_bench.results import Spread, step_kind
 
     spread = Spread({step_kind(False): 0.01, step_kind(True): 0.03}, 0.03)
-    offloaded, _, _ = _search_frames([5.0, 6.0, 7.0, 4.9, *[7.0] * 8], smart_measures=2)
-    r = analysis.smart_vs_exhaustive(offloaded, _search_frames([7.0] * 12, 2)[1], spread).iloc[0]
+    offloaded, skipped, _ = _search_frames([5.0, 6.0, 7.0, 4.9, *[7.0] * 8], smart_measures=2)
+    r = analysis.smart_vs_exhaustive(offloaded, skipped, spread).iloc[0]
     assert r["exhaustive_best"] == "free-lunch + ZeRO-3 + offload" and r["machine_spread"] == 0.03 and r["tie"]
+    assert r["exhaustive_offload"] and not r["smart_offload"]
+    # The other way round: smart's pick offloads (ZeRO-1 + offload), the optimum runs on the GPU alone.
+    picked, skipped, _ = _search_frames([5.2, 5.0, *[7.0] * 4, 4.9, *[7.0] * 5], smart_measures=2)
+    r = analysis.smart_vs_exhaustive(picked, skipped, spread).iloc[0]
+    assert r["smart_best"] == "free-lunch + ZeRO-1 + offload" and r["machine_spread"] == 0.03 and r["tie"]
     on_gpu, skipped, _ = _search_frames([5.0, 6.0, *[7.0] * 4, 4.9, *[7.0] * 5], smart_measures=2)
     r = analysis.smart_vs_exhaustive(on_gpu, skipped, spread).iloc[0]
     assert r["exhaustive_best"] == "free-lunch + ckpt" and r["machine_spread"] == 0.01 and not r["tie"]

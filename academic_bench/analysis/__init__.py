@@ -109,7 +109,6 @@ from .search import (  # noqa: F401
     COMBINATION_COLUMNS,
     REPLAY_COLUMNS,
     SEARCH_COLUMNS,
-    machine_spread,
     search_combinations,
     skipped_frame,
     smart_replayed,

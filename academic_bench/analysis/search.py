@@ -18,22 +18,16 @@ from .frame import SETTING, frame_from_rows, runs_root
 # --- how good is the smart search? --------------------------------------------------------------------------
 
 SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exhaustive_complete", "exhaustive_best",
-                  "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped", "smart_complete",
-                  "smart_best", "smart_best_search", "smart_days", "smart_gpu_s", "gap", "gpu_time_share", "machine_spread", "tie"]
-
-
-def machine_spread(root: str | Path | None = None) -> float:
-    """The machine-to-machine spread of the runs under ``root`` (``results.machine_spread``: the largest
-    relative difference between synchronized measurements of the same configuration at the same micro-batch on
-    one setup, every row read, not only the latest)."""
-    from ..results import load_runs, machine_spread as spread_of
-
-    return spread_of(load_runs(runs_root(root)))
+                  "exhaustive_offload", "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped",
+                  "smart_complete", "smart_best", "smart_offload", "smart_best_search", "smart_days", "smart_gpu_s", "gap",
+                  "gpu_time_share", "machine_spread", "tie"]
 
 
 def step_spreads(root: str | Path | None = None) -> Spread:
-    """``machine_spread`` per kind of step (``results.step_spreads``: on the GPU alone, or offloading to the host,
-    whose machines differ more), with how many pieces of work each was read from."""
+    """The machine-to-machine spread of the runs under ``root`` per kind of step (``results.step_spreads``: the
+    largest relative difference between synchronized measurements of the same configuration at the same
+    micro-batch on one setup, every row read, not only the latest; steps on the GPU alone apart from steps
+    offloading to the host), with how many pieces of work each was read from."""
     from ..results import load_runs, step_spreads as spreads_of
 
     return spreads_of(load_runs(runs_root(root)))
@@ -133,14 +127,17 @@ def smart_vs_exhaustive(df: pd.DataFrame, skipped: pd.DataFrame, spread: Spread 
             "setup": setup, "model": model, "gpu": gpu, "n_gpus": n, "combinations": len(valid),
             "exhaustive_measured": len(rows), "exhaustive_complete": len(rows) == len(valid),
             "exhaustive_best": best_ex["methods_label"] if best_ex is not None else None,
+            "exhaustive_offload": bool(best_ex["offload"]) if best_ex is not None else None,
             "exhaustive_days": best_ex["days"] if best_ex is not None else math.nan, "exhaustive_gpu_s": ex_s,
             "smart_measured": int(rows["config_id"].isin(smart_ids).sum()) if smart_ran else 0,
             "smart_skipped": len(skip), "smart_complete": smart_ran and smart_ids <= set(rows["config_id"]),
             "smart_best": best_sm["methods_label"] if smart_ran and best_sm is not None else None,
+            "smart_offload": bool(best_sm["offload"]) if smart_ran and best_sm is not None else None,
             "smart_best_search": best_sm["search"] if smart_ran and best_sm is not None else None,
             "smart_days": best_sm["days"] if smart_ran and best_sm is not None else math.nan,
             "smart_gpu_s": sm_s if smart_ran else math.nan,
-            "machine_spread": spread.of(*(bool(r["offload"]) for r in (best_ex, best_sm) if r is not None))})
+            "machine_spread": spread.of(*(bool(r["offload"]) for r in (best_ex, best_sm if smart_ran else None)
+                                          if r is not None))})
     res = pd.DataFrame(out, columns=SEARCH_COLUMNS)
     res["gap"] = res["smart_days"] / res["exhaustive_days"] - 1
     res["gpu_time_share"] = res["smart_gpu_s"] / res["exhaustive_gpu_s"]
@@ -174,7 +171,7 @@ def _fastest_row(rows: pd.DataFrame) -> pd.Series | None:
     return None if ok.empty else ok.sort_values(["days", "config_id"]).iloc[0]
 
 
-REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share"]
+REPLAY_COLUMNS = ["setup", *SETTING, "measured", "skipped", "best", "gap", "gpu_time_share", "machine_spread"]
 
 
 def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
@@ -183,8 +180,9 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
     shipped GEMM ceiling and machine spread) or answered with its latest row (whichever search made it), which
     the pruner then sees. A projection before a search from scratch (``retry=["all"]``) measures it; after one,
     its rows are those the replay reads: ``measured`` and
-    ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1, and
-    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's."""
+    ``skipped`` count configurations, ``gap`` is the projected best's days over the exhaustive optimum's - 1,
+    ``gpu_time_share`` the measured configurations' summed duration over the exhaustive search's, and
+    ``machine_spread`` the spread the projected best and the optimum compare within (the wider of their kinds')."""
     from ..catalog.methods import Methods
     from ..results import latest_rows, load_runs, rows_to_read, step_ceiling, step_spreads as spreads_of
     from ..search.plans import plan
@@ -208,10 +206,11 @@ def smart_replayed(root: str | Path | None = None) -> pd.DataFrame:
                 measured.append(latest[(s.setup, c.id)])
                 pruner.observe(c, measured[-1])
         best = min((r["days"] for r in measured if r["outcome"] == "ok" and r.get("days")), default=math.nan)
+        pick = next((Methods.from_dict(r["config"]["methods"]) for r in measured if r.get("days") == best), None)
         out.append({"setup": s.setup, "model": s.model, "gpu": s.gpu, "n_gpus": s.n_gpus, "measured": len(measured),
-                    "skipped": len(valid) - len(measured),
-                    "best": next((Methods.from_dict(r["config"]["methods"]).label() for r in measured
-                                  if r.get("days") == best), None),
+                    "skipped": len(valid) - len(measured), "best": pick.label() if pick else None,
                     "gap": best / s.exhaustive_days - 1,
-                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s})
+                    "gpu_time_share": sum(r["duration_s"] or 0 for r in measured) / s.exhaustive_gpu_s,
+                    "machine_spread": spread.of(*(o for o in (pick and pick.offload, s.exhaustive_offload)
+                                                  if o is not None))})
     return pd.DataFrame(out, columns=REPLAY_COLUMNS)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from .state import engine_revision, status_of
+from .trust import duplicates
 
 VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
 
@@ -25,9 +26,14 @@ def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
     (other machines of that kind, other days). Rows a correction of the engine set aside, tiny models, failures
     and rows whose own sustained check contradicted them are left out: another revision's timing, or a timing
     that sustained training does not reproduce (ZeRO-3 + offload on one H100, whose validation missed), is not
-    how far two machines differ."""
+    how far two machines differ. A row read twice (a sweep's own file is also among the shipped runs) is one
+    measurement: it is counted once."""
+    rows = list(rows)
+    again = duplicates(rows)
     times: dict[tuple, list[float]] = defaultdict(list)
-    for r in rows:
+    for i, r in enumerate(rows):
+        if i in again:
+            continue
         if (status_of(r) == "measured" and r.get("timing") == "synced" and r.get("step_time_s")
                 and not (r.get("config") or {}).get("tiny") and not contradicted(r)):
             key = (r.get("setup"), r["config_id"], r.get("micro_batch"), engine_revision(r))
@@ -38,8 +44,8 @@ def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
 def machine_spread(rows: Iterable[dict]) -> float:
     """The largest relative difference (slowest / fastest - 1) between measurements of the same work
     (``repeated_measurements``): two step times closer than this cannot be told apart by one measurement
-    each. 0.0 when nothing was measured twice (then only an exact tie is one)."""
-    return max((max(t) / min(t) - 1 for t in repeated_measurements(rows).values()), default=0.0)
+    each. 0.0 when nothing was measured twice (then only an exact tie is one). The widest of ``step_spreads``."""
+    return step_spreads(rows).overall
 
 
 STEP_KINDS = ("on the GPU alone", "offloading to the host")
@@ -50,22 +56,26 @@ def step_kind(offload: bool) -> str:
     return STEP_KINDS[bool(offload)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Spread:
     """The machine-to-machine spread per kind of step (``by_kind``, from ``repeated_measurements``; ``counts``: how
-    many pieces of work each read), and ``overall``, the widest: a kind nothing was measured twice of gets it."""
+    many pieces of work each read), and ``overall``, the widest: a kind nothing was measured twice of gets it (the
+    only figure measured, even where that is the other kind's, the narrower one: there is no other to read)."""
     by_kind: Mapping[str, float] = field(default_factory=dict)
     overall: float = 0.0
     counts: Mapping[str, int] = field(default_factory=dict)
 
+    def kind_of(self, *offloads: bool) -> str:
+        """Of the kinds of these steps (each ``offload``), the one whose spread is the widest: either measurement
+        may be off by its own kind's, so two steps compare within that one."""
+        return max((step_kind(o) for o in offloads), key=lambda kind: self.by_kind.get(kind, self.overall))
+
     def of(self, *offloads: bool) -> float:
-        """The spread that steps of these kinds (each ``offload``) compare within: the widest of theirs, since
-        either measurement may be off by its own kind's."""
-        return max((self.by_kind.get(step_kind(o), self.overall) for o in offloads), default=self.overall)
+        """The spread that steps of these kinds compare within (``kind_of``); ``overall`` for none."""
+        return self.by_kind.get(self.kind_of(*offloads), self.overall) if offloads else self.overall
 
 
-
-def as_spread(spread: "Spread | float") -> Spread:
+def as_spread(spread: Spread | float) -> Spread:
     """A ``Spread`` as it is, or one figure for every kind of step."""
     return spread if isinstance(spread, Spread) else Spread(overall=float(spread))
 

@@ -83,9 +83,10 @@ class SmartPruner:
     "Cannot win" means: cannot beat the other configuration by more than the machine-to-machine spread
     (``results.step_spreads``: the wider of the two steps' kinds, on the GPU alone or offloading to the host; one
     figure for both where ``spread`` is a number); inside it the two tie, and the tie goes to the cheaper setting,
-    the one that saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose step does no more work
-    per micro-step (``no_less_work``): a step on bf16 weights (DeepSpeed, FSDP) is measured after free-lunch's
-    autocast over fp32 weights, and judged by another step on bf16 weights (FSDP's offloading by DeepSpeed's).
+    the one that saves less memory. Rules 3 and 4 compare a candidate only with a configuration whose step does no
+    more work per micro-step (``no_less_work``): a step on bf16 weights (DeepSpeed, FSDP) is measured after
+    free-lunch's autocast over fp32 weights, and judged by another step on bf16 weights (FSDP's offloading by
+    DeepSpeed's).
     ``tests/test_smart_rules.py`` checks every rule against every shipped measurement.
     """
 

@@ -27,11 +27,11 @@ from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, machine_cannot_run, run)
 from ..catalog.methods import Methods
-from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore,
+from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, Spread,
                       append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
-                      now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
-                      load_runs, Spread, make_row, step_ceiling, step_spreads, stopped_on_prediction,
-                      synced_micro_batches, unchecked_at_wall)
+                      load_runs, make_row, now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key,
+                      skipped_path, state_of, step_ceiling, step_spreads, stopped_on_prediction, synced_micro_batches,
+                      unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
 
 __all__ = ["Interrupted", "SELECTS", "format_summary", "log_path", "record_not_run", "run_sweep"]
@@ -141,8 +141,8 @@ def _ceiling(gpu: str, out: Path) -> float | None:
 
 def _spread(stored: list[dict]) -> Spread:
     """The ties of the smart search's rules: per kind of step, the machine-to-machine spread of this file's rows
-    and the study's shipped runs read together (a fresh file has no repeated measurement of its own; a row in both
-    is the same measurement twice, which spreads nothing)."""
+    and the study's shipped runs read together (a fresh file has no repeated measurement of its own; a row in both,
+    as in a notebook's file among the shipped runs, is one measurement: ``results.repeated_measurements``)."""
     return step_spreads([*stored, *load_runs()])
 
 
