@@ -19,8 +19,8 @@ from .frame import SETTING, frame_from_rows, runs_root
 
 SEARCH_COLUMNS = ["setup", *SETTING, "combinations", "exhaustive_measured", "exhaustive_complete", "exhaustive_best",
                   "exhaustive_offload", "exhaustive_days", "exhaustive_gpu_s", "smart_measured", "smart_skipped",
-                  "smart_complete", "smart_best", "smart_offload", "smart_best_search", "smart_days", "smart_gpu_s", "gap",
-                  "gpu_time_share", "machine_spread", "tie"]
+                  "smart_complete", "smart_best", "smart_offload", "smart_best_search", "smart_days", "smart_gpu_s",
+                  "gap", "gpu_time_share", "machine_spread", "tie"]
 
 
 def step_spreads(root: str | Path | None = None) -> Spread:
