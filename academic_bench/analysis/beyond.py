@@ -138,6 +138,35 @@ def gains(df: pd.DataFrame, parity: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values([*SETTING, "setup", "step_time_s"], kind="stable").reset_index(drop=True)
 
 
+SAME_MACHINE_COLUMNS = ["setup", "pair", *SETTING, "switches", "micro_batch", "paper_step_time_s", "step_time_s",
+                        "speedup", "file"]
+
+
+def same_machine_gains(root: str | Path | None = None) -> pd.DataFrame:
+    """Switches beyond the paper timed beside their paper counterpart on one machine, in turn
+    (``<setup>/evidence/*-ab/<pair>/results.jsonl``, one pair a folder): per pair, both steps at the same
+    micro-batch and the ``speedup`` (the counterpart's step over the switch's), which no machine-to-machine
+    difference enters."""
+    from ..results import ResultStore
+
+    out = []
+    for path in sorted(runs_root(root).glob("*/evidence/*-ab/*/results.jsonl")):
+        rows = [r for r in ResultStore(path).rows() if r["outcome"] == "ok" and r["timing"] == "synced"]
+        for r in rows:
+            m = Methods.from_dict(r["config"]["methods"])
+            twin = [t for t in rows if Methods.from_dict(t["config"]["methods"]) == m.paper_methods()
+                    and t["config"]["model"] == r["config"]["model"] and t["micro_batch"] == r["micro_batch"]]
+            if m.beyond_switches() and twin:
+                c = r["config"]
+                out.append({"setup": r["setup"], "pair": path.parent.name, "model": c["model"], "gpu": c["gpu"],
+                            "n_gpus": c["n_gpus"], "switches": "+".join(m.beyond_switches()),
+                            "micro_batch": r["micro_batch"], "paper_step_time_s": twin[-1]["step_time_s"],
+                            "step_time_s": r["step_time_s"], "file": str(path.relative_to(runs_root(root)))})
+    g = pd.DataFrame(out, columns=SAME_MACHINE_COLUMNS)
+    g["speedup"] = pd.to_numeric(g["paper_step_time_s"]) / pd.to_numeric(g["step_time_s"])
+    return g
+
+
 def not_measured(g: pd.DataFrame, grid: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
     """The (model, GPU, switch) cells of ``grid`` that no validated row measures alone on one GPU yet."""
     done = {(r.model, r.gpu, r.switches) for r in g.itertuples()
