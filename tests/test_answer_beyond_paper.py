@@ -109,21 +109,26 @@ def test_the_gains_set_each_row_beside_its_paper_counterpart(runs):
 def test_a_switch_timed_beside_its_counterpart_on_one_machine_is_read_per_pair(tmp_path):
     """``<setup>/evidence/*-ab/<pair>/``: each pair's speed-up from its own two rows at the same micro-batch, free of
     any machine-to-machine difference; a pair without its counterpart, or at another micro-batch, gives none."""
-    def bench(pair: str, methods: str, step: float, micro_batch: int = 32) -> None:
+    def bench(pair: str, methods: str, step: float, micro_batch: int = 32, **row) -> None:
         cfg = Config("pythia-1b", "h200", 1, methods=parse_methods(methods), micro_batch=micro_batch)
         ResultStore(tmp_path / "h200x1" / "evidence" / "fp8-ab" / pair / "results.jsonl").append(make_row(
-            cfg, setup="h200x1", outcome="ok", search="single", step_time_s=step, micro_batch=micro_batch, gas=32))
+            cfg, setup="h200x1", search="single", step_time_s=step, micro_batch=micro_batch, gas=32,
+            **{"outcome": "ok", **row}))
 
     bench("1", "free-lunch", 24.5)
     bench("1", "free-lunch+fp8-rowwise", 24.0)
+    bench("1", "free-lunch", 30.0, mode="validate")  # a sustained check, not a timed step: no counterpart
     bench("2", "free-lunch", 25.0)
     bench("2", "free-lunch+fp8-rowwise", 24.5)
+    bench("2", "free-lunch+bf16w+fp8-rowwise", 23.0)
     bench("3", "free-lunch+fp8-rowwise", 20.0)  # no counterpart in its pair
+    bench("3", "free-lunch", None, outcome="oom", reason="out of memory")  # a failure is none either
     bench("4", "free-lunch", 25.0, micro_batch=16)
     bench("4", "free-lunch+fp8-rowwise", 20.0)  # its counterpart ran another micro-batch
     g = same_machine_gains(tmp_path)
-    assert list(g["pair"]) == ["1", "2"] and set(g["switches"]) == {"fp8-rowwise"}
-    assert list(g["speedup"]) == pytest.approx([24.5 / 24.0, 25.0 / 24.5])
+    assert list(g["pair"]) == ["1", "2", "2"] and set(g["folder"]) == {"fp8-ab"}
+    assert list(g["switches"]) == ["fp8-rowwise", "fp8-rowwise", "bf16w+fp8-rowwise"]
+    assert list(g["speedup"]) == pytest.approx([24.5 / 24.0, 25.0 / 24.5, 25.0 / 23.0])
     assert g["file"].iloc[0] == "h200x1/evidence/fp8-ab/1/results.jsonl"
     assert same_machine_gains(tmp_path / "none").empty
 

@@ -138,30 +138,35 @@ def gains(df: pd.DataFrame, parity: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values([*SETTING, "setup", "step_time_s"], kind="stable").reset_index(drop=True)
 
 
-SAME_MACHINE_COLUMNS = ["setup", "pair", *SETTING, "switches", "micro_batch", "paper_step_time_s", "step_time_s",
-                        "speedup", "file"]
+SAME_MACHINE_COLUMNS = ["setup", "folder", "pair", *SETTING, "switches", "micro_batch", "paper_step_time_s",
+                        "step_time_s", "speedup", "file"]
 
 
 def same_machine_gains(root: str | Path | None = None) -> pd.DataFrame:
     """Switches beyond the paper timed beside their paper counterpart on one machine, in turn
-    (``<setup>/evidence/*-ab/<pair>/results.jsonl``, one pair a folder): per pair, both steps at the same
-    micro-batch and the ``speedup`` (the counterpart's step over the switch's), which no machine-to-machine
-    difference enters."""
-    from ..results import ResultStore
+    (``<setup>/evidence/<folder>-ab/<pair>/results.jsonl``, one pair a folder): per switch row, its step and its
+    counterpart's at the same micro-batch (the median where a pair timed it more than once), and the ``speedup``
+    (the counterpart's step over the switch's), which no machine-to-machine difference enters. Only measured
+    synchronized step rows count, each stored row once."""
+    from ..results import ResultStore, duplicates, status_of
 
     out = []
     for path in sorted(runs_root(root).glob("*/evidence/*-ab/*/results.jsonl")):
-        rows = [r for r in ResultStore(path).rows() if r["outcome"] == "ok" and r["timing"] == "synced"]
+        stored = ResultStore(path).rows()
+        again = duplicates(stored)
+        rows = [r for i, r in enumerate(stored) if i not in again and r["mode"] == "step" and r["timing"] == "synced"
+                and status_of(r) == "measured" and not r["config"].get("tiny")]
         for r in rows:
             m = Methods.from_dict(r["config"]["methods"])
-            twin = [t for t in rows if Methods.from_dict(t["config"]["methods"]) == m.paper_methods()
-                    and t["config"]["model"] == r["config"]["model"] and t["micro_batch"] == r["micro_batch"]]
-            if m.beyond_switches() and twin:
+            twins = [t["step_time_s"] for t in rows if Methods.from_dict(t["config"]["methods"]) == m.paper_methods()
+                     and t["config"]["model"] == r["config"]["model"] and t["micro_batch"] == r["micro_batch"]]
+            if m.beyond_switches() and twins:
                 c = r["config"]
-                out.append({"setup": r["setup"], "pair": path.parent.name, "model": c["model"], "gpu": c["gpu"],
-                            "n_gpus": c["n_gpus"], "switches": "+".join(m.beyond_switches()),
-                            "micro_batch": r["micro_batch"], "paper_step_time_s": twin[-1]["step_time_s"],
-                            "step_time_s": r["step_time_s"], "file": str(path.relative_to(runs_root(root)))})
+                out.append({"setup": r["setup"], "folder": path.parent.parent.name, "pair": path.parent.name,
+                            "model": c["model"], "gpu": c["gpu"], "n_gpus": c["n_gpus"],
+                            "switches": "+".join(m.beyond_switches()), "micro_batch": r["micro_batch"],
+                            "paper_step_time_s": float(pd.Series(twins).median()), "step_time_s": r["step_time_s"],
+                            "file": path.relative_to(runs_root(root)).as_posix()})
     g = pd.DataFrame(out, columns=SAME_MACHINE_COLUMNS)
     g["speedup"] = pd.to_numeric(g["paper_step_time_s"]) / pd.to_numeric(g["step_time_s"])
     return g

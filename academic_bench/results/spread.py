@@ -2,9 +2,10 @@
 measurements of the same work came out. A difference inside it is a tie, which the cheaper setting wins. A step
 that offloads to the host also runs on the machine's processors and memory, which a GPU of the same kind does not
 bring along, so its spread is read apart from that of steps on the GPU alone (``step_spreads``), where the narrower
-figure is the cautious one: a tie, a skip. A gain of one setting over another, the two timed on different machines,
-is claimed only beyond the widest (``Spread.overall``): the kinds' figures come from the same work measured twice,
-and other kernels can differ between machines by more (``notebooks/runs/h200x1/evidence/fp8-ab/``)."""
+figure is the cautious one: a tie, a skip. The book claims a gain of one setting over another, the two timed on
+different machines, only beyond the widest (``Spread.overall``): the kinds' figures come from the same work
+measured twice, and other kernels can differ between machines by more (``notebooks/runs/h200x1/evidence/fp8-ab/``).
+"""
 from __future__ import annotations
 
 from collections import defaultdict
