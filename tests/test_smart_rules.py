@@ -4,6 +4,7 @@ that the cheaper setting wins."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from collections import defaultdict
 from pathlib import Path
 
@@ -84,6 +85,10 @@ def test_the_spread_is_the_largest_difference_between_measurements_of_the_same_w
     held = {**rows[0], "step_time_s": 1.025, "validate": {"steps": 3, "rel_error": 0.01}}
     assert machine_spread(rows + [older, missed]) == pytest.approx(0.02)
     assert machine_spread(rows + [held]) == pytest.approx(0.025)
+    # The same size fixed by hand (``--micro-batch 32``) times the same work as the search's 32.
+    fixed = make_row(replace(c, micro_batch=32), setup="a", outcome="ok", micro_batch=32, gas=32, step_time_s=1.04)
+    assert machine_spread(rows + [fixed]) == pytest.approx(0.04)
+    assert list(repeated_measurements(rows + [fixed])) == [("a", c.id, 32, ENGINE_REVISION)]
     assert not faster_beyond_spread(1.0, 1.02, 0.02) and faster_beyond_spread(1.0, 1.03, 0.02)
 
 
@@ -191,8 +196,6 @@ def test_checkpointing_is_skipped_only_where_its_recompute_cannot_be_won_back():
     """Rule 6: after free-lunch ran at an MFU that, with checkpointing's extra forward added, already needs more of
     the peak than the GPU's matrix products reach, free-lunch + ckpt cannot win and is skipped; at a low MFU (a
     larger micro-batch could still pay for the recompute), or with no ceiling known for the GPU, it runs."""
-    from dataclasses import replace
-
     base = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"))
     ckpt = replace(base, methods=parse_methods("free-lunch+ckpt"))
     sharded = replace(base, methods=parse_methods("free-lunch+ckpt+zero1+offload"))

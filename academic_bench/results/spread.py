@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from ..catalog.config import Config
 from .state import engine_revision, status_of
 from .trust import duplicates
 
@@ -24,9 +25,15 @@ def contradicted(row: dict) -> bool:
     return error is not None and abs(float(error)) > VALIDATION_TOLERANCE
 
 
+def work_id(row: Mapping) -> str:
+    """The id of a row's configuration with its micro-batch left open: a size fixed by hand (``--micro-batch``)
+    and the same size found by the search time the same work."""
+    return Config.from_dict({**row["config"], "micro_batch": None}).id
+
+
 def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
-    """The step times of each piece of work measured more than once: the same configuration at the same
-    micro-batch, synchronized, on one setup (a kind of GPU and count), by one engine revision, in separate runs
+    """The step times of each piece of work measured more than once: the same configuration (``work_id``) at the
+    same micro-batch, synchronized, on one setup (a kind of GPU and count), by one engine revision, in separate runs
     (other machines of that kind, other days). Rows a correction of the engine set aside, tiny models, failures
     and rows whose own sustained check contradicted them are left out: another revision's timing, or a timing
     that sustained training does not reproduce (ZeRO-3 + offload on one H100, whose validation missed), is not
@@ -40,7 +47,7 @@ def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
             continue
         if (status_of(r) == "measured" and r.get("timing") == "synced" and r.get("step_time_s")
                 and not (r.get("config") or {}).get("tiny") and not contradicted(r)):
-            key = (r.get("setup"), r["config_id"], r.get("micro_batch"), engine_revision(r))
+            key = (r.get("setup"), work_id(r), r.get("micro_batch"), engine_revision(r))
             times[key].append(float(r["step_time_s"]))
     return {k: v for k, v in times.items() if len(v) > 1}
 
@@ -87,10 +94,10 @@ def as_spread(spread: Spread | float) -> Spread:
 def step_spreads(rows: Iterable[dict]) -> Spread:
     """``machine_spread`` per kind of step (``step_kind`` of each configuration's offload)."""
     rows = list(rows)
-    offloads = {r["config_id"]: bool(((r.get("config") or {}).get("methods") or {}).get("offload")) for r in rows}
+    offloads = {work_id(r): bool(((r.get("config") or {}).get("methods") or {}).get("offload")) for r in rows}
     ratios: dict[str, list[float]] = defaultdict(list)
-    for (_, config_id, _, _), times in repeated_measurements(rows).items():
-        ratios[step_kind(offloads[config_id])].append(max(times) / min(times) - 1)
+    for (_, work, _, _), times in repeated_measurements(rows).items():
+        ratios[step_kind(offloads[work])].append(max(times) / min(times) - 1)
     by_kind = {kind: max(r) for kind, r in ratios.items()}
     return Spread(by_kind, max(by_kind.values(), default=0.0), {kind: len(r) for kind, r in ratios.items()})
 
