@@ -156,9 +156,9 @@ def same_machine_gains(root: str | Path | None = None) -> pd.DataFrame:
         again = duplicates(stored)
         rows = [r for i, r in enumerate(stored) if i not in again and r["mode"] == "step" and r["timing"] == "synced"
                 and status_of(r) == "measured" and not r["config"].get("tiny")]
-        for r in rows:
-            m = Methods.from_dict(r["config"]["methods"])
-            twins = [t["step_time_s"] for t in rows if Methods.from_dict(t["config"]["methods"]) == m.paper_methods()
+        methods = [Methods.from_dict(r["config"]["methods"]) for r in rows]
+        for r, m in zip(rows, methods):
+            twins = [t["step_time_s"] for t, tm in zip(rows, methods) if tm == m.paper_methods()
                      and t["config"]["model"] == r["config"]["model"] and t["micro_batch"] == r["micro_batch"]]
             if m.beyond_switches() and twins:
                 c = r["config"]

@@ -87,6 +87,15 @@ class Config:
         if reason:
             raise ValueError(f"invalid combination ({self.methods.label()} on {self.n_gpus} GPU(s)): {reason}")
 
+    def refusal(self) -> str | None:
+        """Why ``check`` stops this configuration (its message), or None where it can run: a sweep's ``invalid``
+        row, written before any work."""
+        try:
+            self.check()
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     def methods_reason(self) -> str | None:
         """Why this configuration's methods cannot run (None when they can): the model's rule
         (``model_reason``), the combination's (``methods.exclusion_reason``), then the GPU's

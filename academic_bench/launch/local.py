@@ -172,10 +172,9 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     mode = "validate" if validate else "step"
     t0 = time.monotonic()
     row = make_row(config, setup=setup, outcome="error", timing=timing, mode=mode, search=search)
-    try:
-        config.check()
-    except ValueError as exc:
-        row.update(outcome="invalid", reason=str(exc))
+    refused = config.refusal()
+    if refused:
+        row.update(outcome="invalid", reason=refused)
         return row
     device = device or default_device()
     tmp = Path(tempfile.mkdtemp(prefix=f"academic-bench-{config.id}-"))

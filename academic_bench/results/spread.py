@@ -39,9 +39,15 @@ def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
     that sustained training does not reproduce (ZeRO-3 + offload on one H100, whose validation missed), is not
     how far two machines differ. A row read twice (a sweep's own file is also among the shipped runs) is one
     measurement: it is counted once."""
+    return {key: times for key, (times, _) in _repeats(rows).items()}
+
+
+def _repeats(rows: Iterable[dict]) -> dict[tuple, tuple[list[float], bool]]:
+    """``repeated_measurements``, each piece of work with whether its step offloads to the host."""
     rows = list(rows)
     again = duplicates(rows)
     times: dict[tuple, list[float]] = defaultdict(list)
+    offloads: dict[tuple, bool] = {}
     for i, r in enumerate(rows):
         if i in again:
             continue
@@ -49,7 +55,8 @@ def repeated_measurements(rows: Iterable[dict]) -> dict[tuple, list[float]]:
                 and not (r.get("config") or {}).get("tiny") and not contradicted(r)):
             key = (r.get("setup"), work_id(r), r.get("micro_batch"), engine_revision(r))
             times[key].append(float(r["step_time_s"]))
-    return {k: v for k, v in times.items() if len(v) > 1}
+            offloads[key] = bool(r["config"].get("methods", {}).get("offload"))
+    return {k: (v, offloads[k]) for k, v in times.items() if len(v) > 1}
 
 
 def machine_spread(rows: Iterable[dict]) -> float:
@@ -93,11 +100,9 @@ def as_spread(spread: Spread | float) -> Spread:
 
 def step_spreads(rows: Iterable[dict]) -> Spread:
     """``machine_spread`` per kind of step (``step_kind`` of each configuration's offload)."""
-    rows = list(rows)
-    offloads = {work_id(r): bool(((r.get("config") or {}).get("methods") or {}).get("offload")) for r in rows}
     ratios: dict[str, list[float]] = defaultdict(list)
-    for (_, work, _, _), times in repeated_measurements(rows).items():
-        ratios[step_kind(offloads[work])].append(max(times) / min(times) - 1)
+    for times, offload in _repeats(rows).values():
+        ratios[step_kind(offload)].append(max(times) / min(times) - 1)
     by_kind = {kind: max(r) for kind, r in ratios.items()}
     return Spread(by_kind, max(by_kind.values(), default=0.0), {kind: len(r) for kind, r in ratios.items()})
 

@@ -110,15 +110,6 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     return want is not None and row.get("micro_batch") != want
 
 
-def _starts_a_worker(c: Config) -> bool:
-    """Whether measuring ``c`` starts a worker: ``run_config`` refuses an invalid combination before any."""
-    try:
-        c.check()
-    except ValueError:
-        return False
-    return True
-
-
 def _best(rows: list[dict], device: str | None = None) -> dict[str, dict]:
     """Each model's fastest measured row (``results.fastest_row``), summarized."""
     by_model: dict[str, list[dict]] = {}
@@ -219,7 +210,7 @@ def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, 
     t0 = time.monotonic()
     # A preloading process pays for its start only across several configurations (``run_config``'s ``preload``):
     # those still to measure that start a worker at all (an invalid one is refused before any).
-    to_launch = {c.id for c in configs if c.id not in existing and _starts_a_worker(c)}
+    to_launch = {c.id for c in configs if c.id not in existing and c.refusal() is None}
     kwargs = dict(setup=setup, search=search, timing=timing, validate=validate, timeout_s=timeout_s,
                   device=device, warmup=warmup, reps=reps, rdzv=rdzv, preload=len(to_launch) > 1)
     seen: set[str] = set()
@@ -312,11 +303,8 @@ def record_not_run(out: str | os.PathLike, setup: str, configs: Sequence[Config]
         if last is not None and not set_aside_reason(last) and not older(last):
             continue
         config = by_id[cid]
-        try:
-            config.check()
-            outcome, why = "not run", reason
-        except ValueError as exc:
-            outcome, why = "invalid", str(exc)
+        refused = config.refusal()
+        outcome, why = ("invalid", refused) if refused else ("not run", reason)
         store.append(make_row(config, setup=setup, outcome=outcome, reason=why, timing=timing, mode=mode,
                               search=search))
         n += 1 if outcome == "not run" else 0
