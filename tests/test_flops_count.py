@@ -126,3 +126,28 @@ def test_counted_flops_counts_a_hugging_face_decoder_on_the_meta_device(tmp_path
     library = _library_per_token(_config_net(NARROW, seq_len), _ids(seq_len)) * seq_len
     assert meta.counted_flops(key, False, seq_len) == library
     assert meta.counted_flops(key, False, 2 * seq_len) > 2 * library  # attention grows with the sequence
+
+
+def test_a_count_at_one_sequence_is_not_read_for_the_same_config_at_another(tmp_path) -> None:
+    """A config.json's facts are kept per file: its FLOPs counted for a recipe of 64 tokens are not those of a
+    recipe of 128 (within the positions it states, so that both build the same model)."""
+    path = tmp_path / "narrow" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(NARROW))
+    short, long = (decoder_spec(path, seq_len=s, tokens=1e9).spec.key for s in (64, 128))
+    assert est.counted_flops(short) == _library_per_token(_config_net(NARROW, 64), _ids(64)) * 64
+    assert est.counted_flops(long) == _library_per_token(_config_net(NARROW, 128), _ids(128)) * 128
+
+
+def test_the_changelog_names_the_counts_and_the_measured_mfus_that_moved() -> None:
+    """``analysis.flops_check`` (what the changelog prints): among the shipped models only those whose attention
+    width is not their hidden size moved, each within the tolerance of torch's count now; each measured row of
+    theirs is read at the MFU today's count gives, its stored FLOPs and MFU kept as written."""
+    from academic_bench.analysis.flops_check import flops_check, moved_rows
+
+    moved = flops_check(moved_only=True)
+    assert list(moved["model"]) == ["qwen3-4b"] and (moved["attention_width"] != moved["hidden"]).all()
+    assert (moved["difference"].abs() <= TOLERANCE).all() and (moved["moved"] > 0).all()
+    rows = moved_rows()
+    assert set(rows["model"]) == {"qwen3-4b"}
+    assert list(rows["change"]) == pytest.approx(list(rows["flops"] / rows["stored_flops"] - 1))
