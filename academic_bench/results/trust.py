@@ -104,7 +104,8 @@ def recounted(row: Mapping) -> dict:
         return {}
     if not _count(today):
         return {}
-    return {"model_flops_per_step": today, "mfu": mfu * today / stored}
+    # The same count keeps the stored MFU to the last bit (x * a / a need not give x back).
+    return {"model_flops_per_step": today, "mfu": mfu if today == stored else mfu * today / stored}
 
 
 def sample_faults(row: Mapping) -> list[Fault]:
