@@ -100,3 +100,50 @@ def test_the_stepper_runs_the_bf16_weight_path_and_says_so(tmp_path):
     assert isinstance(stepper.opt, MasterWeights) and stepper.autocast
     assert {p.dtype for p in stepper.model.parameters()} == {torch.bfloat16}
     assert "bf16 weights, fp32 master weights in the optimizer" in stepper.ran.notes
+
+
+def _tiny_bf16(seed: int) -> tuple[torch.nn.Module, MasterWeights]:
+    torch.manual_seed(seed)
+    model = get_model("pythia-160m").build(True, "sdpa")
+    return model, apply_bf16_weights(model, lambda ps: torch.optim.AdamW(ps, lr=1e-3), Ran(precision="bf16"))
+
+
+def _step(model: torch.nn.Module, opt: MasterWeights, seed: int) -> None:
+    torch.manual_seed(seed)
+    batch = get_model("pythia-160m").make_batch(2, tiny=True)
+    model(**batch).loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def test_the_master_weight_optimizer_saves_and_resumes_as_a_torch_optimizer():
+    """``state_dict`` and ``load_state_dict`` round-trip through ``torch.save``: a run resumed from them (on a
+    model whose bf16 weights were built from another seed) takes the same next step as the run that saved them,
+    bit for bit, because the fp32 masters travel with the state."""
+    import io
+
+    model, opt = _tiny_bf16(0)
+    assert isinstance(opt, torch.optim.Optimizer)
+    for seed in (1, 2):
+        _step(model, opt, seed)
+    buffer = io.BytesIO()
+    torch.save(opt.state_dict(), buffer)
+    saved = opt.state_dict()
+    assert saved["state"] and len(saved["masters"]) == len(opt.masters)
+    assert all(s["exp_avg"].dtype == torch.float32 for s in saved["state"].values())
+
+    other_model, other = _tiny_bf16(123)
+    other_model.load_state_dict(model.state_dict())  # the bf16 weights, as a model checkpoint keeps them
+    buffer.seek(0)
+    other.load_state_dict(torch.load(buffer, weights_only=True))
+    assert all(torch.equal(a, b) for a, b in zip(other.masters, opt.masters))
+    assert other.inner.state is other.state and other.inner.param_groups is other.param_groups
+    other.param_groups[0]["lr"] = opt.param_groups[0]["lr"] = 5e-4  # one set of groups: the wrapped one's too
+    assert other.inner.param_groups[0]["lr"] == 5e-4 == opt.inner.param_groups[0]["lr"]
+
+    _step(model, opt, 3)
+    _step(other_model, other, 3)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other_model.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(opt.masters, other.masters))
+    with pytest.raises(ValueError, match="master weights"):
+        other.load_state_dict({**saved, "masters": saved["masters"][:-1]})

@@ -55,10 +55,10 @@ def test_transformer_formula_counts_tied_decoder_but_not_input_tables() -> None:
     st = est.model_stats("roberta-large")
     assert st.tied_output > 0  # the MLM decoder shares the word-embedding table
     assert est.model_stats("pythia-160m").tied_output == 0  # Pythia's output projection is its own matrix
-    layers, hidden = get_model("pythia-160m").transformer_shape(False)
+    layers, _ = get_model("pythia-160m").transformer_shape(False)
     r = get_model("pythia-160m").recipe
     st = est.model_stats("pythia-160m")
-    per_token = 6 * (st.params - st.input_embedding) + 12 * layers * hidden * r.seq_len
+    per_token = 6 * (st.params - st.input_embedding) + 12 * layers * st.attention_width * r.seq_len
     assert est.flops_per_sample("pythia-160m") == per_token * r.seq_len
     assert est.model_flops_per_step(get_model("pythia-160m")) == per_token * r.seq_len * r.global_batch
 

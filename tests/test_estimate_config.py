@@ -88,11 +88,14 @@ def test_parameters_and_flops_come_from_the_meta_built_model(tmp_path, name, dat
     assert (facts["mlp"], facts["tied_embeddings"]) == (mlp, tied)
     assert facts["kv_heads"] == data.get("num_key_value_heads", data["num_attention_heads"])
     # FLOPs per sequence from the real shapes: every matmul weight (the output projection counts even when it
-    # shares the input table) x 6, plus attention's 12 x layers x hidden x sequence, per token.
+    # shares the input table) x 6, plus attention's 12 x layers x attention width (heads x head size) x sequence,
+    # per token (tests/test_flops_count.py sets the convention beside torch's count).
     embedding = sum(m.weight.numel() for m in net.modules() if isinstance(m, torch.nn.Embedding))
     head = net.get_output_embeddings().weight.numel()
     matmul = params - embedding + (head if tied else 0)
-    per_token = 6 * matmul + 12 * data["num_hidden_layers"] * data["hidden_size"] * SEQ
+    heads = net.config.num_attention_heads
+    width = heads * (getattr(net.config, "head_dim", None) or data["hidden_size"] // heads)
+    per_token = 6 * matmul + 12 * data["num_hidden_layers"] * width * SEQ
     assert est.flops_per_sample(decoder.spec) == per_token * SEQ
 
 

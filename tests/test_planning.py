@@ -19,11 +19,14 @@ pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typ
 
 
 def test_decoder_flops_follow_the_project_convention():
-    """Per token: 6 x (parameters - input embedding) + 12 x layers x hidden x sequence (DESIGN.md)."""
+    """Per token: 6 x (parameters - input embedding) + 12 x layers x attention width x sequence (DESIGN.md), the
+    attention width the hidden size unless given."""
     per_token = planner.decoder_flops_per_token(1e9, 2048, layers=16, hidden=2048, vocab=50_304)
     assert per_token == 6 * (1e9 - 50_304 * 2048) + 12 * 16 * 2048 * 2048
     base, per_position = planner.decoder_flops_terms(1e9, 16, 2048)
     assert base + per_position * 2048 == per_token
+    wider = planner.decoder_flops_per_token(1e9, 2048, layers=16, hidden=2048, vocab=50_304, attention_width=4096)
+    assert wider - per_token == 12 * 16 * (4096 - 2048) * 2048
 
 
 def test_catalog_decoders_match_estimate_with_their_own_shape():

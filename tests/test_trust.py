@@ -154,3 +154,41 @@ def test_the_timing_share_of_a_configuration_is_read_from_what_ran():
     assert (share.reps, share.share) == (5, pytest.approx(0.25))
     older = {**row, "times": {k: {s: v for s, v in t.items() if s != "samples"} for k, t in row["times"].items()}}
     assert timing_share([older]).empty
+
+
+def _qwen3_4b_row() -> tuple[dict, str]:
+    """The shipped measurement of Qwen3-4B (a config.json decoder, ``evidence/decoders``), its spec registered
+    with the settings its estimate.json was made with, as the readers of those rows register it."""
+    import json
+    from pathlib import Path
+
+    from academic_bench.analysis.memory_check import decoder_key
+
+    folder = Path(__file__).resolve().parents[1] / "notebooks/runs/h100x1/evidence/decoders"
+    (row,) = [r for r in ResultStore(folder / "results.jsonl").rows() if r["config"]["model"].startswith("qwen3-4b@")]
+    estimate = folder / "qwen3-4b" / "estimate.json"
+    key = decoder_key(estimate.with_name("config.json"), json.loads(estimate.read_text())["architecture"])
+    assert key == row["config"]["model"]
+    return row, key
+
+
+def test_a_row_written_under_an_earlier_flops_count_is_read_with_todays_and_not_rejected():
+    """Qwen3-4B's row was written when attention was counted over the hidden size (2,560) instead of heads x head
+    size (4,096): its stored MFU agrees with the FLOPs it stored, so it is no fault, and readers take today's
+    count and the MFU it gives, with the same step time. An MFU edited after the measurement is still a fault."""
+    from academic_bench import estimate as est
+    from academic_bench.catalog.models import get_model
+    from academic_bench.results import recounted
+
+    row, key = _qwen3_4b_row()
+    assert row_faults(row) == []
+    today = est.model_flops_per_step(get_model(key))
+    again = recounted(row)
+    assert again["model_flops_per_step"] == today != row["model_flops_per_step"]
+    assert again["mfu"] == pytest.approx(row["mfu"] * today / row["model_flops_per_step"])
+    assert again["mfu"] == pytest.approx(today / (row["step_time_s"] * row["peak_flops"]))
+    edited = {**row, "mfu": row["mfu"] * today / row["model_flops_per_step"]}  # today's MFU typed in
+    assert [f.field for f in row_faults(edited)] == ["mfu"]
+    (read,) = analysis.frame_from_rows([row], checked=True).itertuples()
+    assert read.status == "measured" and read.mfu == pytest.approx(again["mfu"])
+    assert read.model_flops_per_step == today and read.step_time_s == row["step_time_s"]

@@ -12,8 +12,8 @@ import pandas as pd
 
 from ..catalog.config import run_name
 from ..catalog.methods import Methods
-from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, rejection, set_aside_reason, state_of, status_of,
-                       validation_class_of)
+from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, recounted, rejection, set_aside_reason, state_of,
+                       status_of, validation_class_of)
 
 SETTING = ["model", "gpu", "n_gpus"]
 # The paper's switches, then those beyond the paper (``methods.BEYOND_SWITCHES``; ``beyond_paper`` says whether any is on).
@@ -72,6 +72,8 @@ def _flat(row: dict, checked: bool = False) -> dict:
         # result); an older row a budget never started was stored as a timeout, but nothing timed out.
         "outcome": state_of(row, status),
     }
+    # The model FLOPs and MFU of today's count of the model: a row keeps the count it was written with.
+    out.update(recounted(row))
     if status == SET_ASIDE:
         out["reason"] = rejected or set_aside_reason(row)
     for phase in PHASES:

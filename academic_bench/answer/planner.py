@@ -1,11 +1,12 @@
 """Beyond the nine models: how many days a decoder of any size would take on a setup, with a range.
 
 The forecast is ``days = model FLOPs / (GPUs x dense peak x MFU) / 86400``. The FLOPs follow the project's
-convention (DESIGN.md, ``estimate``): per token ``6 x (parameters - input embedding) + 12 x layers x hidden x
-sequence``. The MFU is the study's answer for the catalog decoders on the same setup (``by_size``: interpolated in
-log(parameters) between the answered sizes that bracket it, held at the nearest size outside them, and said so),
-labelled "measured" where every point it rests on is measured on that setup, else "predicted". A setup with no
-answered decoder gets only the analytic lower bound (100% of peak), which is never an answer.
+convention (DESIGN.md, ``estimate.dense_flops_terms``): per token ``6 x (parameters - input embedding) + 12 x
+layers x attention width x sequence``, the attention width (heads x head size) the hidden size unless given. The
+MFU is the study's answer for the catalog decoders on the same setup (``by_size``: interpolated in log(parameters)
+between the answered sizes that bracket it, held at the nearest size outside them, and said so), labelled
+"measured" where every point it rests on is measured on that setup, else "predicted". A setup with no answered
+decoder gets only the analytic lower bound (100% of peak), which is never an answer.
 
 Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
 Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
@@ -22,6 +23,7 @@ import pandas as pd
 from ..cost.model import check_gpus, gpu_key
 from ..catalog.hardware import catalog as gpu_catalog
 from ..catalog.units import SECONDS_PER_DAY
+from ..estimate.stats import dense_flops_terms
 from .by_size import SizeMFU, mfu_by_size
 from .compute import GPU_COUNTS
 from .types import Answer
@@ -40,23 +42,22 @@ def decoder_shape(params: float) -> tuple[int, int]:
 
 
 def decoder_flops_terms(params: float, layers: int | None = None, hidden: int | None = None,
-                        vocab: int = DEFAULT_VOCAB) -> tuple[float, float]:
-    """(FLOPs per token that do not depend on the sequence, FLOPs per token per sequence position).
-
-    Per token: ``base + per_position x seq_len`` with base = 6 x (params - vocab x hidden) and
-    per_position = 12 x layers x hidden (attention scores and values, forward and backward).
-    """
+                        vocab: int = DEFAULT_VOCAB, attention_width: int | None = None) -> tuple[float, float]:
+    """(FLOPs per token that do not depend on the sequence, FLOPs per token per sequence position): the study's
+    dense convention (``estimate.dense_flops_terms``) with the weights of the matrix products taken as
+    ``params - vocab x hidden`` (one input embedding table) and the attention width as ``hidden`` where not
+    given (heads x head size is the hidden size unless a config states a head size of its own)."""
     _positive("parameter count", params)
     if layers is None or hidden is None:
         layers, hidden = decoder_shape(params)
-    base = 6 * max(params - vocab * hidden, 0.0)
-    return base, 12.0 * layers * hidden
+    base, per_position = dense_flops_terms(max(params - vocab * hidden, 0.0), layers, attention_width or hidden)
+    return float(base), float(per_position)
 
 
 def decoder_flops_per_token(params: float, seq_len: int, layers: int | None = None, hidden: int | None = None,
-                            vocab: int = DEFAULT_VOCAB) -> float:
+                            vocab: int = DEFAULT_VOCAB, attention_width: int | None = None) -> float:
     _positive("sequence length", seq_len)
-    base, per_position = decoder_flops_terms(params, layers, hidden, vocab)
+    base, per_position = decoder_flops_terms(params, layers, hidden, vocab, attention_width)
     return base + per_position * seq_len
 
 

@@ -56,7 +56,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     from ..analysis.memory_check import built_weights, decoder_key, memory_gb
     from ..catalog.methods import Methods
     from .decoder_work import calibration_points, predict_decoder
-    from ..results import ResultStore, status_of
+    from ..results import ResultStore, recounted, status_of
     from .work_evidence import runs_evidence
 
     out = []
@@ -86,7 +86,9 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                         "n_gpus": row["config"]["n_gpus"], "estimated_with": method, "predicted_days": e["days"],
                         "predicted_days_low": e["days_range"][0],
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": estimated_mfu,
-                        "measured_days": row["days"], "measured_mfu": row["mfu"], "micro_batch": row["micro_batch"],
+                        "measured_days": row["days"],
+                        # today's count of its FLOPs (its spec registered above by ``decoder_key``)
+                        "measured_mfu": recounted(row).get("mfu", row["mfu"]), "micro_batch": row["micro_batch"],
                         "work_model_days": now.days if now is not None and now.days is not None else math.nan,
                         "work_model_held_out": method == WORK_MODEL,
                         "across_shapes": method == WORK_MODEL and "answer" in e,

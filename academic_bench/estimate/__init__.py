@@ -23,6 +23,7 @@ from .stats import (  # noqa: F401
     MAMBA_COUNT_TOKENS,
     analytic_days,
     counted_flops,
+    dense_flops_terms,
     flops_method,
     flops_per_sample,
     model_flops_per_step,

@@ -205,12 +205,21 @@ def model_stats_of(key: str, tiny: bool) -> ModelStats:
     return ModelStats(**{**d, "block_params": tuple(d["block_params"]), "matrix_sizes": tuple(d["matrix_sizes"])})
 
 
+def _sequence(key: str, tiny: bool, seq_len: int | None) -> int | None:
+    """``seq_len``, else the recipe's, so that a fact that depends on the sequence is named with it: a decoder from
+    a config.json keeps its facts per file (``facts_key``), whatever sequence its recipe trains, and a count at
+    4,096 tokens must not be read for the same file at 2,048."""
+    from ..catalog.models import get_model
+
+    return seq_len if seq_len is not None else get_model(key).recipe_for(tiny).seq_len
+
+
 def counted_flops_of(key: str, tiny: bool, seq_len: int | None) -> int:
-    return int(_fact("flops", "counted_flops", key, tiny, seq_len))
+    return int(_fact("flops", "counted_flops", key, tiny, _sequence(key, tiny, seq_len)))
 
 
 def saved_tensors_of(key: str, tiny: bool, attn: str, dtype: str, seq_len: int | None) -> ActivationProfile:
-    d = _fact("saved", "saved_tensor_bytes", key, tiny, attn, dtype, seq_len)
+    d = _fact("saved", "saved_tensor_bytes", key, tiny, attn, dtype, _sequence(key, tiny, seq_len))
     return ActivationProfile(tuple(d["blocks"]), tuple(d["block_inputs"]), float(d["other"]))
 
 

@@ -10,6 +10,8 @@ lists, dicts), the form the kept file holds.
   cannot run on meta tensors (``reference_path``).
 - PyTorch's convolution-backward formula counts a grouped convolution's weight gradient ``groups`` times over
   (depthwise convolutions: by the channel count); ``conv_backward_flop`` corrects it.
+- transformers' decoders look for packed sequences with a ``.item()`` that meta tensors cannot answer
+  (``_unpacked_sequences``: one sequence per row, none packed).
 - SDPA on the meta device always decomposes into the math path, which keeps the attention matrix; the fused GPU
   kernels keep only q, k, v, the output and the log-sum-exp (``_FusedAttention`` stands in for them).
 """
@@ -164,7 +166,7 @@ def counted_flops(key: str, tiny: bool = False, seq_len: int | None = None) -> i
     spec = get_model(key)
     counter = FlopCounterMode(display=False,
                               custom_mapping={torch.ops.aten.convolution_backward: conv_backward_flop})
-    with reference_path(spec):
+    with reference_path(spec), _unpacked_sequences():
         net = meta_model(spec, tiny)
         with counter:
             loss_of(net, meta_batch(spec, tiny, seq_len)).backward()

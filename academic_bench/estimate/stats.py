@@ -3,9 +3,11 @@ per step (no GPU, no weights), and analytic training days from them.
 
 **FLOPs** (the DESIGN.md convention): forward + backward matrix multiplications and convolutions, no
 recomputation, no optimizer.
-- Transformers: per token ``6 x (parameters - input embedding) + 12 x layers x hidden x sequence``. The input
-  embedding is the token/position/type tables; an output projection tied to them (RoBERTa's MLM decoder) is
-  a real matmul per token, so it is added back.
+- Transformers: per token ``6 x (parameters - input embedding) + 12 x layers x attention width x sequence``
+  (``dense_flops_terms``). The input embedding is the token/position/type tables; an output projection tied to
+  them (RoBERTa's MLM decoder) is a real matmul per token, so it is added back. The attention width is heads x
+  head size, which is not the hidden size where a config states its own head size (Qwen3-4B: 32 heads of 128
+  on a hidden size of 2,560).
 - Other families (Mamba, ConvNeXt, ViT): ``torch.utils.flop_counter.FlopCounterMode`` over the forward and
   backward of one sample (Mamba: a short sequence, scaled per token, since every counted op is per token;
   ``meta.counted_flops``, with its correction of grouped convolutions).
@@ -43,11 +45,22 @@ def counted_flops(model: ModelSpec | str, tiny: bool = False, seq_len: int | Non
 
 # --- FLOPs -----------------------------------------------------------------------------------------------
 
+def dense_flops_terms(matmul_params: float, layers: int, attention_width: int) -> tuple[float, float]:
+    """The dense transformer convention (DESIGN.md) per token, forward and backward, as (the part that does not
+    depend on the sequence, the part per position of the sequence): ``6 x matmul_params`` (two FLOPs per weight
+    per token forward, four backward) and ``12 x layers x attention_width`` (the scores and the weighted values,
+    each ``2 x attention_width`` FLOPs per pair of positions forward, twice that backward, over the full square
+    as torch's count of SDPA takes it). ``matmul_params``: the weights of every matrix product (the parameters
+    less the input embedding tables, a tied output head added back); ``attention_width``: heads x head size. A
+    mixture of experts counts its active weights as ``matmul_params``."""
+    return 6 * matmul_params, 12 * layers * attention_width
+
+
 def flops_method(model: ModelSpec | str) -> str:
     """How the model's FLOPs are counted, for labels."""
     spec = spec_of(model)
     if spec.transformer_shape is not None:
-        return "6 x (params - input embedding) + 12 x layers x hidden x seq per token"
+        return "6 x (params - input embedding) + 12 x layers x attention width x seq per token"
     if spec.recipe.seq_len:
         return f"torch FlopCounterMode, forward + backward of {MAMBA_COUNT_TOKENS} tokens, scaled per token"
     return "torch FlopCounterMode, forward + backward of one sample"
@@ -58,10 +71,13 @@ def flops_per_sample(model: ModelSpec | str, tiny: bool = False) -> float:
     spec = spec_of(model)
     key, r = spec.key, spec.recipe_for(tiny)
     if spec.transformer_shape is not None:
-        layers, hidden = spec.transformer_shape(tiny)
+        layers, _ = spec.transformer_shape(tiny)
         st = model_stats(key, tiny)
-        matmul_params = st.params - st.input_embedding + st.tied_output
-        return (6 * matmul_params + 12 * layers * hidden * r.seq_len) * r.seq_len
+        if not st.attention_width:
+            raise ValueError(f"{key}: its config states no attention heads, so its attention width is unknown")
+        base, per_position = dense_flops_terms(st.params - st.input_embedding + st.tied_output, layers,
+                                               st.attention_width)
+        return (base + per_position * r.seq_len) * r.seq_len
     if r.seq_len:  # per-token ops only (Mamba): count a short sequence and scale
         short = min(MAMBA_COUNT_TOKENS, r.seq_len)
         return counted_flops(key, tiny, short) / short * r.seq_len

@@ -221,11 +221,33 @@ class MasterWeights(torch.optim.Optimizer):
     copied into fp32 for the wrapped optimizer (whose states are fp32 too), which updates the masters; the
     weights are then the masters rounded to bf16. Gradients accumulate in bf16 between steps, as under
     DeepSpeed's ZeRO in bf16 (its gradient accumulation type is the model's). ``param_groups`` and ``state`` are
-    the wrapped optimizer's."""
+    the wrapped optimizer's (one set of groups and states, whichever of the two is asked or loaded).
+
+    Its ``state_dict`` is the wrapped optimizer's with the masters beside it: the model's weights are the masters
+    rounded to bf16, so a checkpoint without them would resume from rounded weights (DeepSpeed's bf16 optimizer
+    keeps its fp32 copies in its checkpoint for the same reason)."""
 
     def __init__(self, params: list[nn.Parameter], masters: list[torch.Tensor], inner: torch.optim.Optimizer):
+        # The base class's set-up (hooks, the step's profiling wrapper) over the wrapped optimizer's own group
+        # dicts, which it keeps as they are: a learning rate set on either is set on both.
+        super().__init__(inner.param_groups, inner.defaults)
         self.params, self.masters, self.inner = params, masters, inner
-        self.param_groups, self.state, self.defaults = inner.param_groups, inner.state, inner.defaults
+        self.state = inner.state
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "masters": [m.detach().clone() for m in self.masters]}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        masters = state_dict.pop("masters")
+        if len(masters) != len(self.masters):
+            raise ValueError(f"the state holds {len(masters)} master weights, this optimizer {len(self.masters)}")
+        super().load_state_dict(state_dict)  # replaces this object's groups and state: the wrapped one shares them
+        self.inner.param_groups, self.inner.state = self.param_groups, self.state
+        with torch.no_grad():
+            for p, m, saved in zip(self.params, self.masters, masters):
+                m.copy_(saved)
+                p.copy_(m)
 
     @torch.no_grad()
     def step(self, closure=None):  # noqa: ANN001  (the optimizer interface)

@@ -9,6 +9,11 @@ error, and a row whose reported GPU is not the one its configuration names descr
 such fault names the field (``row_faults``); readers set the row aside with them (``rejection``), so that it is
 never a result, and ``check-run`` reports each as an error. A line stored twice (``duplicates``) is one
 measurement.
+
+A row's model FLOPs are the study's count of its model (``estimate``), not a measurement: a row keeps the count of
+the code that wrote it, and its stored MFU is checked against that count. Readers take the FLOPs and MFU of
+today's count (``recounted``), so that a corrected count (attention over heads x head size, not the hidden size,
+which moved Qwen3-4B's FLOPs) reaches every row without editing a stored one.
 """
 from __future__ import annotations
 
@@ -65,6 +70,9 @@ def figure_faults(row: Mapping) -> list[Fault]:
     except Exception as exc:  # noqa: BLE001  (anything missing or malformed means the figures cannot be checked)
         return [Fault("times", f"the figures cannot be re-derived from the phases and the recipe "
                                f"({type(exc).__name__}: {exc})")]
+    stored, today = row.get("model_flops_per_step"), again.get("model_flops_per_step")
+    if again.get("mfu") is not None and _count(stored) and _count(today):
+        again = {**again, "mfu": again["mfu"] * stored / today}  # the MFU of the count the row was written with
     faults = [Fault(k, f"stored {_show(row.get(k))}, but its phases and recipe give {_show(again[k])}")
               for k in FIGURES if not _agree(row.get(k), again[k])]
     val = row.get("validate") or {}
@@ -73,6 +81,31 @@ def figure_faults(row: Mapping) -> list[Fault]:
             faults.append(Fault(f"validate.{k}", f"stored {_show(val.get(k))}, but its phases and sustained step "
                                                  f"give {_show(v)}"))
     return faults
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def recounted(row: Mapping) -> dict:
+    """A row's ``model_flops_per_step`` and ``mfu`` under today's count of its model's FLOPs (module docstring):
+    the MFU scaled by today's count over the stored one, its step time unchanged. Empty where the row stores no
+    FLOPs or MFU (tiny rows, rows that measured nothing) or its model cannot be counted here (a decoder from a
+    config.json not registered in this process): readers then keep what it stores."""
+    from ..catalog.config import Config
+    from ..measure.extrapolation import model_flops_per_step
+
+    stored, mfu = row.get("model_flops_per_step"), row.get("mfu")
+    if not _count(stored) or not isinstance(mfu, (int, float)) or isinstance(mfu, bool):
+        return {}
+    try:
+        today = model_flops_per_step(Config.from_dict(row["config"]))
+    except Exception:  # noqa: BLE001  (an unknown model or a malformed config: nothing to count it with)
+        return {}
+    if not _count(today):
+        return {}
+    # The same count keeps the stored MFU to the last bit (x * a / a need not give x back).
+    return {"model_flops_per_step": today, "mfu": mfu if today == stored else mfu * today / stored}
 
 
 def sample_faults(row: Mapping) -> list[Fault]:
@@ -96,12 +129,12 @@ def sample_faults(row: Mapping) -> list[Fault]:
 
 
 def mfu_fault(row: Mapping) -> Fault | None:
-    """A synchronized MFU above ``MFU_IMPLAUSIBLE`` (stored or re-derived): a timing error, not a result. The
+    """A synchronized MFU above ``MFU_IMPLAUSIBLE`` (of today's FLOPs count, ``recounted``): a timing error, not a result. The
     unsynchronized timing (the paper's method, shown only beside its synchronized twin) is exempt: it
     under-counts by design."""
     if row.get("timing") == "unsynced":
         return None
-    mfu = row.get("mfu")
+    mfu = recounted(row).get("mfu", row.get("mfu"))
     if isinstance(mfu, (int, float)) and mfu > MFU_IMPLAUSIBLE:
         return Fault("mfu", f"synchronized MFU {mfu:.2f} is above {MFU_IMPLAUSIBLE:.2f} of the dense peak: a "
                             "timing error, not a result")
