@@ -14,7 +14,7 @@ from ..catalog.hardware import catalog as gpu_catalog
 from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES
-from ..results import jsonl_problem
+from ..results import jsonl_problem, setup_refusal
 
 if TYPE_CHECKING:
     from ..answer import Answer
@@ -59,6 +59,16 @@ def check_out(path: str | Path, folder: bool = False) -> Path:
     if problem:
         raise ValueError(f"--out: {problem}")
     return path
+
+
+def check_setup_folder(out: str | Path, setup: str, gpu: str | None, tiny: bool, device: str | None) -> None:
+    """A run's label and the folder of its ``--out``, checked before anything is measured: a folder named for a GPU
+    (notebooks/runs/h100x1/) takes that GPU's runs only, no tiny model, no CPU run (``results.setup_refusal``)."""
+    folder = Path(out).absolute().parent.name
+    for flag, label in dict.fromkeys((("--setup", setup), ("--out", folder))):
+        why = setup_refusal(label, gpu, tiny, device)
+        if why:
+            raise ValueError(f"{flag} {why}")
 
 
 def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
@@ -176,9 +186,10 @@ def positive(name: str) -> Callable[[str], float]:
 
 # --- a run's setup and model, for the commands that measure -------------------------------------------------
 
-def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
-    """A hardware label like 'h100x1' (the folder name under notebooks/runs)."""
-    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "")
+def default_setup(gpu: str, gpus: int, tiny: bool, device: str | None = None) -> str:
+    """A hardware label like 'h100x1' (the folder name under notebooks/runs); a tiny model's 'h100x1-tiny' and a run
+    on the CPU's 'h100x1-cpu' name no GPU (``catalog.hardware.setup_gpus``): they are no GPU's evidence."""
+    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "-cpu" if device == "cpu" else "")
 
 
 def add_configuration(p: argparse.ArgumentParser, methods_note: str = "") -> None:
