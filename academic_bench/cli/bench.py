@@ -181,6 +181,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if not out.is_file():
         raise ValueError(f"no results file at {out}: give a setup's results.jsonl, e.g. notebooks/runs/h100x1/results.jsonl")
+    cli_args.check_out(out)  # rows are appended to it: tried before anything is measured
     setup = args.setup or out.parent.name
     models = [m.strip().lower() for m in args.models.split(",")] if args.models else None
     unknown = sorted(set(models or ()) - set(CATALOG))
@@ -199,7 +200,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
         return
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
-    device = device_for(args.device, "remeasure")  # no GPU, no GPU work (as bench and sweep)
+    device = device_for(args.device, "remeasure", workshop=False)  # no GPU, no GPU work (as bench and sweep)
     for gpu, tiny in sorted({(r["config"]["gpu"], bool(r["config"].get("tiny"))) for r in rows}):
         cli_args.check_setup_folder(out, setup, gpu, tiny, device)  # a GPU's rows measured again on the CPU
     wanted = sorted({r["config"]["gpu"] for r in rows})

@@ -185,7 +185,7 @@ def config_estimate(args: argparse.Namespace) -> dict:
             **estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
 
 
-def _cmd_estimate(args: argparse.Namespace) -> None:
+def _cmd_estimate(args: argparse.Namespace) -> int:
     from ..answer import answer
 
     if args.mfu is not None and not 0 < args.mfu <= 1:
@@ -200,6 +200,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         ans = answer(config.model, config.gpu, config.n_gpus)
         data = {**estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
     cli_args.emit(args, data, lambda: _text(data))
+    # the estimate is printed either way; a question without an answer exits as cost, plan and export do
+    return 0 if Answer.from_dict(data["answer"]).answered else cli_args.EXIT_NO_ANSWER
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..env import cache_dir
+from ..env import cache_dir, libraries_quiet
 from .spec import ModelSpec, Optimizer, Recipe
 
 # Sequences per optimizer step when not given: the catalog decoders' recipe (paper Table 3, Pythia).
@@ -172,6 +172,14 @@ def _decoder_shape(path: Path, data: dict) -> dict:
         return json.loads(where.read_text())
     except (OSError, ValueError):
         pass
+    with libraries_quiet():
+        shape = _build_shape(path, data)
+    _keep_shape(where, shape)
+    return shape
+
+
+def _build_shape(path: Path, data: dict) -> dict:
+    """``_decoder_shape``'s work: transformers' classes imported and the model built on the meta device."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
@@ -196,7 +204,6 @@ def _decoder_shape(path: Path, data: dict) -> dict:
                                                                     "max_position_embeddings"),
              "blocks": blocks, "mlp": _mlp_kind(net, tuple(blocks)),
              "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False))}
-    _keep_shape(where, shape)
     return shape
 
 
