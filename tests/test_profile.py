@@ -347,5 +347,7 @@ def test_profile_bench_and_estimate_name_one_decoder_configuration_for_one_preci
             for cmd, extra in (("bench", ["--out", str(tmp_path / "r.jsonl")]),
                                ("profile", ["--out", str(tmp_path / "p.jsonl")]))}
     assert len(set(keys.values())) == 1, keys
-    fp32 = model_key(parser.parse_args(["profile", *common, "--out", str(tmp_path / "p.jsonl")]))
-    assert fp32 != keys["profile"], "the config's own float32 is another configuration"
+    ruled = model_key(parser.parse_args(["profile", *common, "--out", str(tmp_path / "p.jsonl")]))
+    assert ruled == keys["profile"], "the config's float32 is storage: the rule trains in bf16 on an H100"
+    fp32 = model_key(parser.parse_args(["profile", *common, "--precision", "fp32", "--out", str(tmp_path / "p.jsonl")]))
+    assert fp32 != keys["profile"], "fp32 by --precision is another configuration"

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..catalog.config import training_precision
 from ..catalog.hardware import catalog as gpu_catalog
 from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
@@ -282,7 +283,8 @@ def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
     g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
-                   help="training precision (default: the config's dtype, else bf16)")
+                   help="training precision (default: bf16 where the GPU has it, else fp16; a config's "
+                        "torch_dtype is how its weights are stored, not how it trains)")
     return g
 
 
@@ -304,7 +306,7 @@ def model_key(args: argparse.Namespace) -> str:
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
                         global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
-                        precision=args.precision).spec.key
+                        precision=training_precision(args.gpu, args.precision)).spec.key
 
 
 def check_device(methods: Methods, device: str | None) -> None:

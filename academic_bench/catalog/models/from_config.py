@@ -120,12 +120,20 @@ def _check_shape(path: Path, data: dict, cls) -> None:
 
 
 def _precision(path: Path, data: dict, given: str | None) -> str:
+    """The precision trained: ``given``, else ``DEFAULT_PRECISION``. The file's ``torch_dtype`` is how its weights
+    are stored, never the recipe (``catalog.config.training_precision`` chooses by the GPU's rule)."""
     if given is not None:
         if given not in DTYPES.values():
             raise ConfigError(f"precision {given!r} is not one of: {', '.join(DTYPES.values())}")
         return given
+    return DEFAULT_PRECISION
+
+
+def stored_dtype(path: str | Path) -> str | None:
+    """The dtype a config.json stores its weights in (``dtype``, or ``torch_dtype`` in older files), or None."""
+    data = _read_json(Path(path))
     dtype = data.get("dtype") or data.get("torch_dtype")
-    return DTYPES.get(str(dtype), DEFAULT_PRECISION)
+    return str(dtype) if dtype else None
 
 
 def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
