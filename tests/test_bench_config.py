@@ -50,11 +50,13 @@ def test_a_config_is_measured_in_the_precision_its_estimate_was_made_in(tmp_path
 
     path = _config_file(tmp_path)
     args = argparse.Namespace(model=str(path), tokens=TOKENS, seq_len=SEQ, global_batch=BATCH, precision="bf16",
-                              tiny=False)
+                              tiny=False, gpu="h100-80gb")
     assert _model_key(args) == decoder_spec(path, seq_len=SEQ, tokens=TOKENS, global_batch=BATCH,
                                             precision="bf16").spec.key
     assert made_with(_model_key(args))["precision"] == "bf16"
-    assert _model_key(argparse.Namespace(**{**vars(args), "precision": None})) != _model_key(args)
+    # no --precision: the rule's bf16 on an H100 (torch_dtype is storage); fp32 only when asked for
+    assert _model_key(argparse.Namespace(**{**vars(args), "precision": None})) == _model_key(args)
+    assert _model_key(argparse.Namespace(**{**vars(args), "precision": "fp32"})) != _model_key(args)
 
 
 def test_config_only_options_and_a_config_without_its_tokens_stop_before_any_work(tmp_path, capsys):

@@ -45,8 +45,8 @@ def _good_rows() -> list[dict]:
 
 
 def _folder(tmp_path: Path, rows: list[dict] | None = None, lines: list[str] | None = None,
-            notebook: bool = True, executed: bool = True, readme: bool = True) -> Path:
-    folder = tmp_path / SETUP
+            notebook: bool = True, executed: bool = True, readme: bool = True, setup: str = SETUP) -> Path:
+    folder = tmp_path / setup
     folder.mkdir()
     text = [json.dumps(r) for r in (_good_rows() if rows is None else rows)] + (lines or [])
     (folder / RESULTS).write_text("\n".join(text) + "\n")
@@ -231,18 +231,21 @@ def test_a_failed_row_from_another_gpu_is_rejected(tmp_path) -> None:
     assert len(errors) == 1 and "env.gpu_name" in errors[0] and "h200" in errors[0]
 
 
-def _workshop_row() -> dict:
-    """A tiny model measured on the CPU, as ``bench --tiny --device cpu --setup h100x1`` writes it."""
+WORKSHOP = "cpu-tiny"  # a setup label that names no GPU
+
+
+def _workshop_row(setup: str = WORKSHOP) -> dict:
+    """A tiny model measured on the CPU, as ``bench --tiny --device cpu --setup SETUP`` writes it."""
     config = Config("pythia-160m", "h100-80gb", 1, methods=preset("naive"), tiny=True)
     env = {**ENV, "gpu_name": None, "device": "cpu"}
-    return make_row(config, setup=SETUP, outcome="ok", mode="step", timing="synced", status="measured", env=env,
+    return make_row(config, setup=setup, outcome="ok", mode="step", timing="synced", status="measured", env=env,
                     **measured_fields(config, 8, step=0.5, timing="synced"))
 
 
 def test_a_workshop_run_on_the_cpu_passes_without_a_gpu_and_says_what_it_is(tmp_path, capsys) -> None:
     """A teacher's run of tiny models on laptops records no GPU and need not ship a notebook or an evidence README;
     the report says it is no evidence of any GPU's speed."""
-    folder = _folder(tmp_path, rows=[_workshop_row()], notebook=False, readme=False)
+    folder = _folder(tmp_path, rows=[_workshop_row()], notebook=False, readme=False, setup=WORKSHOP)
     check = check_run(folder)
     assert check.ok, [p.line() for p in check.errors]
     assert {p.where for p in check.warnings} >= {NOTEBOOK, str(EVIDENCE_README)}
@@ -250,8 +253,27 @@ def test_a_workshop_run_on_the_cpu_passes_without_a_gpu_and_says_what_it_is(tmp_
     assert "a workshop run: tiny models on the CPU" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("rows, field", [
+    (lambda: [_workshop_row(SETUP)], "config.tiny"),  # the table's first row: a tiny CPU row in h100x1
+    (lambda: _good_rows() + [_workshop_row(SETUP)], "config.tiny"),
+    (lambda: [_row(env={**ENV, "gpu_name": None, "device": "cpu"})], "env.device"),  # a full-size model on the CPU
+    (lambda: [{**_row(), "config": {**_row()["config"], "gpu": "h200"}, "env": {**ENV, "gpu_name": "NVIDIA H200"}}],
+     "config.gpu"),  # another GPU's row, labelled as such, in the H100's folder
+])
+def test_a_row_the_gpu_of_its_folder_did_not_make_is_an_error(tmp_path, capsys, rows, field) -> None:
+    """A folder named for a GPU (h100x1) is that GPU's evidence: a tiny model, a run on the CPU or another GPU's
+    run among its rows is an error naming the field, and check-run exits 1."""
+    made = rows()
+    folder = _folder(tmp_path, rows=made)
+    errors = [e for e in _errors(folder) if "names the GPU h100-80gb" in e]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {RESULTS}:{len(made)}") and f"{field}:" in errors[0]
+    assert not check_run(folder).summary["workshop"]
+    assert _main("check-run", str(folder)) == 1
+    assert "names the GPU h100-80gb" in capsys.readouterr().out
+
+
 def test_a_gpu_folder_with_a_workshop_row_still_needs_its_files_and_gpu_names(tmp_path) -> None:
-    folder = _folder(tmp_path, rows=_good_rows() + [_workshop_row()], notebook=False)
+    folder = _folder(tmp_path, rows=_good_rows() + [_workshop_row(SETUP)], notebook=False)
     assert any(NOTEBOOK in e for e in _errors(folder))
     gpu_row_without_name = _row(env={**ENV, "gpu_name": None})
     (tmp_path / "b").mkdir()

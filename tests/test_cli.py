@@ -115,7 +115,8 @@ def test_estimate_with_a_micro_batch_that_does_not_fit_says_why_and_what_fits(ca
     assert "does not fit" in d["reason"] and "activations" in d["reason"]
     assert d["alternatives"], "some valid combination should fit a 1B model on 24 GB"
     rc, out, _ = run(capsys, "estimate", "--model", "pythia-6.9b", "--gpu", "rtx3090", "--gpus", "1")
-    assert rc == 0 and "Feasible: no" in out and "not even 1" in out and "Predicted to fit instead" in out
+    # no answer for this setting: printed in full, and exit 1 (EXIT_NO_ANSWER), as cost and export
+    assert rc == 1 and "Feasible: no" in out and "not even 1" in out and "Predicted to fit instead" in out
 
 
 def test_estimate_rejects_an_offload_without_sharding_with_the_rule_and_the_choices(capsys) -> None:

@@ -135,7 +135,8 @@ def test_a_decoder_in_another_precision_gets_no_work_model_answer(tmp_path):
             "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 2048, "torch_dtype": "float32"}
     (tmp_path / "fp32").mkdir()
     (tmp_path / "fp32" / "config.json").write_text(json.dumps(data))
-    key = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64).spec.key
+    key = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64,
+                       precision="fp32").spec.key  # trained in fp32 by --precision (torch_dtype is storage)
     assert get_model(key).recipe.precision == "fp32"
     assert dw.predict_decoder(key, "h100-80gb", 1, dw.calibration_points(prof)) is None
     bf16 = decoder_spec(tmp_path / "fp32" / "config.json", seq_len=512, tokens=1e9, global_batch=64,

@@ -81,9 +81,12 @@ def test_each_kernel_name_gets_its_kind_of_work(name):
     assert kind_of(name) == NAMES[name]
 
 
+WORKSHOP = "cpu-tiny"  # a tiny model profiled on the CPU is kept in a folder that names no GPU
+
+
 def _profile(tmp_path, *extra: str) -> int:
     return main(["profile", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--tiny",
-                 "--device", "cpu", "--reps", "1", "--out", str(tmp_path / "h100x1" / "profiles.jsonl"), *extra])
+                 "--device", "cpu", "--reps", "1", "--out", str(tmp_path / WORKSHOP / "profiles.jsonl"), *extra])
 
 
 def test_a_cpu_profile_splits_the_step_by_kind_and_reaches_the_book_chart(tmp_path, capsys):
@@ -111,9 +114,9 @@ def test_a_cpu_profile_splits_the_step_by_kind_and_reaches_the_book_chart(tmp_pa
 
 
 def test_best_profiles_the_fastest_measured_configuration_at_its_micro_batch(tmp_path):
-    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store = ResultStore(tmp_path / WORKSHOP / "results.jsonl")
     tiny = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
-    store.append(make_row(tiny, setup="h100x1", outcome="ok", search="naive", micro_batch=4, gas=2,
+    store.append(make_row(tiny, setup=WORKSHOP, outcome="ok", search="naive", micro_batch=4, gas=2,
                           step_time_s=1.0, days=1.0))
     assert _profile(tmp_path, "--methods", "best") == 0
     (entry,) = load_profiles(tmp_path)
@@ -129,7 +132,7 @@ def test_best_profiles_the_fastest_measured_configuration_at_its_micro_batch(tmp
 def test_what_the_profiler_cannot_take_stops_with_a_message_and_writes_nothing(tmp_path, capsys, extra, message):
     assert _profile(tmp_path, *extra) == 2
     assert message in capsys.readouterr().err
-    assert not (tmp_path / "h100x1" / "profiles.jsonl").exists()
+    assert not (tmp_path / WORKSHOP / "profiles.jsonl").exists()
 
 
 def test_several_gpus_are_refused_before_any_work(tmp_path, capsys):
@@ -147,7 +150,7 @@ def test_a_missing_kernel_library_is_a_message_not_a_traceback(tmp_path, capsys,
     monkeypatch.setattr(profile, "profile_step", missing)
     assert _profile(tmp_path, "--methods", "naive", "--micro-batch", "2") == 2
     assert "cannot profile naive here: Mamba's fast kernels need mamba_ssm" in capsys.readouterr().err
-    assert not (tmp_path / "h100x1" / "profiles.jsonl").exists()
+    assert not (tmp_path / WORKSHOP / "profiles.jsonl").exists()
 
 
 def test_gpu_kernel_time_counts_each_kernel_once(tmp_path):
@@ -285,9 +288,9 @@ def test_out_of_memory_under_the_profiler_tries_a_smaller_micro_batch_unless_one
         return real(cfg, micro_batch, device, **kw)
 
     monkeypatch.setattr(profile, "profile_step", small_gpu)
-    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    store = ResultStore(tmp_path / WORKSHOP / "results.jsonl")
     tiny = Config("pythia-160m", "h100-80gb", 1, methods=NAIVE, tiny=True)
-    store.append(make_row(tiny, setup="h100x1", outcome="ok", search="naive", micro_batch=4, gas=2,
+    store.append(make_row(tiny, setup=WORKSHOP, outcome="ok", search="naive", micro_batch=4, gas=2,
                           step_time_s=1.0, days=1.0))
     assert _profile(tmp_path, "--methods", "best") == 0
     err = capsys.readouterr().err
@@ -319,7 +322,7 @@ def test_a_decoder_from_its_config_json_is_profiled_outside_the_setups_profiles(
     assert main(args) == 0, capsys.readouterr().err
     (entry,) = [obj for _, obj in read_lines(folder / "profiles.jsonl")]
     assert entry["config"]["model"].startswith("small-llama@") and (entry["micro_batch"], entry["gas"]) == (2, 2)
-    assert entry["setup"] == "h100x1" and {k["kind"] for k in entry["kinds"]} == set(KIND_NAMES)
+    assert entry["setup"] == "h100x1-cpu" and {k["kind"] for k in entry["kinds"]} == set(KIND_NAMES)
     assert analysis.profiles(tmp_path).empty
     # --tokens belongs to a config.json: with a catalog model it stops before any work
     assert main(["profile", "--model", "pythia-160m", "--tokens", "1e6", "--gpu", "h100-80gb", "--gpus", "1",
@@ -344,5 +347,7 @@ def test_profile_bench_and_estimate_name_one_decoder_configuration_for_one_preci
             for cmd, extra in (("bench", ["--out", str(tmp_path / "r.jsonl")]),
                                ("profile", ["--out", str(tmp_path / "p.jsonl")]))}
     assert len(set(keys.values())) == 1, keys
-    fp32 = model_key(parser.parse_args(["profile", *common, "--out", str(tmp_path / "p.jsonl")]))
-    assert fp32 != keys["profile"], "the config's own float32 is another configuration"
+    ruled = model_key(parser.parse_args(["profile", *common, "--out", str(tmp_path / "p.jsonl")]))
+    assert ruled == keys["profile"], "the config's float32 is storage: the rule trains in bf16 on an H100"
+    fp32 = model_key(parser.parse_args(["profile", *common, "--precision", "fp32", "--out", str(tmp_path / "p.jsonl")]))
+    assert fp32 != keys["profile"], "fp32 by --precision is another configuration"

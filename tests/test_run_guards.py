@@ -80,7 +80,7 @@ def test_the_notebook_stops_after_the_first_configuration_that_shows_no_gpu_can_
     """Run without the command's check (papermill from Jupyter, say): the first configuration's workers find no
     GPU; its row is kept, and no other configuration starts (each would fail the same way)."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the workers see no GPU, on any machine
-    params = params_mod.resolve_parameters("h100x1", {"models": ["pythia-160m", "pythia-410m"], "gpu": "h100-80gb",
+    params = params_mod.resolve_parameters("h100x1-tiny", {"models": ["pythia-160m", "pythia-410m"], "gpu": "h100-80gb",
                                                       "preset": ["naive", "smart"], "tiny": True, "device": "cuda"})
     with pytest.raises(ValueError, match="cannot run any configuration") as exc:
         nb.run_benchmark(**{**params, "output_dir": str(tmp_path), "timeout_s": 300})

@@ -8,7 +8,9 @@ A folder is checked for what every answer built on it relies on, and every probl
   environment or git commit recorded (rows a reader uses; ``invalid`` and ``not run`` rows ran nothing, so they
   have no environment to record), a measured row whose stored figures its phases and recipe do not give, whose
   synchronized MFU is above ``MFU_IMPLAUSIBLE`` of the dense peak (a timing error, not a result), or a row that
-  ran on another GPU than its setup's (``results.row_faults``, each naming the field), lines that repeat an
+  ran on another GPU than its setup's (``results.row_faults``, each naming the field), a row of a tiny model, of a
+  run on the CPU or of another GPU in a folder whose name names a GPU (``results.setup_fault``: h100x1 holds H100
+  measurements only), lines that repeat an
   earlier row (one notice for all of them; each is checked once), a malformed ``results.skipped.jsonl``, no
   executed ``benchmark.ipynb``, no ``evidence/README.md``.
 - **warnings** leave the folder usable, with less in it: a method class that an engine revision measured but did
@@ -16,8 +18,8 @@ A folder is checked for what every answer built on it relies on, and every probl
   tolerance (readers then do not count those measurements, ``analysis.results``), and a superseded row without
   its environment (no reader uses it).
 
-A **workshop run** (every row a tiny model on the CPU, ``--tiny --device cpu``) is no evidence of any GPU: its rows
-need no GPU name, and a missing notebook or evidence README is a warning; the report says what it is.
+A **workshop run** (every row a tiny model on the CPU, ``--tiny --device cpu``, in a folder whose name names no GPU,
+e.g. cpu-tiny) is no evidence of any GPU: its rows need no GPU name, and a missing notebook or evidence README is a warning; the report says what it is.
 
 The exit rule (``check-run``): 0 when there is no error (warnings are printed), 1 when there is any error.
 A path that is not a folder, or a folder without ``results.jsonl``, is no run folder at all (``NotARunFolder``).
@@ -31,8 +33,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import VALIDATION_TOLERANCE, frame_from_rows, validation_net
+from ..catalog.hardware import setup_gpus
 from ..results import (ENGINE_REVISION, SKIP_FIELDS, SKIPPED as SKIPPED_STATE, device_fault, duplicates, is_settled,
-                       latest_rows, latest_skips, row_faults, row_problems, rows_to_read, status_of)
+                       latest_rows, latest_skips, row_faults, row_problems, rows_to_read, setup_fault, status_of)
 
 RESULTS = "results.jsonl"
 SKIPPED = "results.skipped.jsonl"
@@ -136,6 +139,9 @@ def _check_rows(folder: Path, rows: list[tuple[int, dict]], problems: list[Probl
             problems.append(Problem(ERROR, where, f"setup {row['setup']!r} is not the folder's name "
                                                   f"{folder.name!r}: readers would file it under another setup "
                                                   f"(bench and notebook take --setup {folder.name})"))
+        wrong = setup_fault(row, folder.name)  # a tiny, CPU or other GPU's row among a GPU's evidence
+        if wrong is not None:
+            problems.append(Problem(ERROR, where, f"{wrong.line()}; no reader may count it as this setup's"))
         if status in RAN:
             required = [k for k in ENV_REQUIRED if not (k == "gpu_name" and on_the_cpu(row))]
             missing = [k for k in required if not row["env"].get(k)]
@@ -227,7 +233,8 @@ def check_run(folder: str | Path) -> RunCheck:
     rows = [r for _, r in numbered]
     validated = _check_validations(rows, problems, folder / RESULTS)
     skips = _check_skipped(folder, problems)
-    workshop = bool(rows) and all(on_the_cpu(r) for r in rows)
+    # a folder named for a GPU is that GPU's evidence, whatever rows it holds
+    workshop = bool(rows) and all(on_the_cpu(r) for r in rows) and not setup_gpus(folder.name)
     _check_files(folder, problems, workshop)
     latest = latest_rows(rows)
     # A configuration a budget never started and a smart search then skipped is decided, not left to run: the

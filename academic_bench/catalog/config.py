@@ -132,6 +132,25 @@ class Config:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def training_precision(gpu: str, given: str | None = None) -> str:
+    """The precision a decoder from its config.json trains in on ``gpu``: ``given`` (``--precision``), else by rule
+    bf16 where the GPU has it (its dense bf16 peak in data/gpus.csv), else fp16. A config.json's ``torch_dtype`` is
+    how its weights are stored, not how it was trained: read as a recipe, OLMo-2-1B's ``float32`` trained in fp32
+    for 553 days where bf16 takes 283."""
+    if given is not None:
+        return given
+    return "bf16" if get_gpu(gpu).peak_tflops.get("bf16") else "fp16"
+
+
+def precision_words(gpu: str, given: str | None, stored: str | None) -> str:
+    """How the precision was chosen, for the answer's first line."""
+    chosen = training_precision(gpu, given)
+    if given is not None:
+        return f"in {chosen} (--precision)"
+    kept = f"; the config's torch_dtype {stored} is how its weights are stored" if stored else ""
+    return f"in {chosen} (the rule: bf16 where the GPU has it{kept}; --precision overrides)"
+
+
 def check_gpu_count(model: str, n_gpus: int, tiny: bool = False) -> None:
     """Stop when ``model``'s global batch does not divide over ``n_gpus`` (the recipe's batch is never changed):
     the one rule every command applies to a GPU count, naming the counts that do divide."""

@@ -14,8 +14,10 @@ import re
 import shutil
 import socket
 import subprocess
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 ENV_KEYS = ("gpu_name", "driver", "cuda", "torch", "transformers", "deepspeed", "flash_attn", "mamba_ssm",
             "timm", "liger_kernel", "torchao", "python", "package_version", "git_commit", "hostname")
@@ -153,3 +155,26 @@ def capture_env() -> dict[str, str | None]:
     if os.environ.get(GPU_MISMATCH_ENV) == "1":
         out["gpu_mismatch_allowed"] = True
     return out
+
+
+@contextmanager
+def libraries_quiet() -> Iterator[None]:
+    """Libraries' own notices kept off the user's terminal while their model classes are imported and built (a
+    first config.json printed two deprecation notices torch logs as torchao registers its types, through
+    transformers' quantizers): the command prints what the study says, and errors still raise."""
+    import logging
+    import warnings
+
+    import torch  # noqa: F401  (torch sets its loggers' levels when imported: they are lowered after that)
+
+    loggers = [logging.getLogger(name) for name in ("torch", "torchao", "transformers")]
+    levels = [log.level for log in loggers]
+    for log in loggers:
+        log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for log, level in zip(loggers, levels):
+            log.setLevel(level)

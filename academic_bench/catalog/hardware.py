@@ -8,6 +8,7 @@ the A100 40GB), so that training throughput others published on them can be pred
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -126,3 +127,20 @@ def match_name(device_name: str) -> GPU | None:
                 return None  # a different card: 40 GB of memory
             return gpu
     return None
+
+
+# A run folder's name says which GPU made it: "<gpu>x<count>" (h100x1, a6000x2; ``cli.args.default_setup``), the
+# GPU as the first part of its catalog key. "tiny" or "cpu" as a part of the label marks a workshop run's folder
+# (cpu-tiny, h100x1-tiny), which names no GPU.
+_SETUP_GPU = re.compile(r"^(.+?)x\d+(?=$|[-_.])")
+WORKSHOP_WORDS = ("tiny", "cpu")
+
+
+def setup_gpus(setup: str) -> tuple[str, ...]:
+    """The catalog GPUs a setup label names ('h100x1' -> ('h100-80gb',); 'a100x4' -> both A100s), or () for a
+    label that names none or marks a workshop run: its folder holds evidence of those GPUs only."""
+    setup = str(setup).lower()
+    found = _SETUP_GPU.match(setup)
+    if found is None or any(w in re.split(r"[-_.]", setup) for w in WORKSHOP_WORDS):
+        return ()
+    return tuple(k for k in _every_gpu() if k.split("-")[0] == found.group(1))

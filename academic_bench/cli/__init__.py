@@ -150,27 +150,50 @@ def _parse(argv: list[str] | None, wants_json: bool) -> argparse.Namespace:
         raise
 
 
+def _refusal(args: argparse.Namespace, wants_json: bool, message: str, extra: dict | None = None,
+             choices: list[str] | None = None, prefix: str = "error: ") -> None:
+    """A refusal or a question without an answer, for scripts (``{"error": ..., "choices": [...]}`` and ``extra``)
+    or for people (one line on stderr)."""
+    if wants_json:
+        doc = {"error": message, "choices": cli_args.choices_in(message) if choices is None else choices,
+               **(extra or {})}
+        print(cli_args.json_text(doc))
+    else:
+        print(f"academic-bench {args.command}: {prefix}{message}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace, wants_json: bool) -> int:
+    try:
+        _validate(args)
+        rc = args.func(args)
+    except (UnknownModelError, UnknownGPUError, InvalidCombinationError, ValueError) as exc:
+        _refusal(args, wants_json, str(exc), choices=getattr(exc, "choices", None))
+        return EXIT_USAGE
+    except cli_args.NoAnswer as exc:  # a valid question without an answer: its reason, exit 1 (README)
+        _refusal(args, wants_json, str(exc), {"answer": exc.answer}, choices=[], prefix="")
+        return cli_args.EXIT_NO_ANSWER
+    except KeyboardInterrupt:  # a command with rows to keep says where (``cli.bench.interrupted``); one line here
+        print(f"academic-bench {args.command}: interrupted", file=sys.stderr)
+        return cli_args.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # the machine refused mid-work (a full disk, a folder removed): one line, no traceback
+        _refusal(args, wants_json, f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
+                 choices=[])
+        return cli_args.EXIT_FAILED
+    return rc or 0  # a command that ran and produced no result returns EXIT_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
     # The package reports progress through logging; a command shows it on stderr (a caller's own setup stands).
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
     args = _parse(argv, wants_json)
     try:
-        _validate(args)
-        rc = args.func(args)
-    except (UnknownModelError, UnknownGPUError, InvalidCombinationError, ValueError) as exc:
-        if wants_json:
-            print(cli_args.error_json(str(exc), getattr(exc, "choices", None)))
-        else:
-            print(f"academic-bench {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:  # a command with rows to keep says where (``cli.bench.interrupted``); one line here
-        print(f"academic-bench {args.command}: interrupted", file=sys.stderr)
-        return cli_args.EXIT_INTERRUPTED
+        return _run(args, wants_json)
     except BrokenPipeError:  # the reader went away (`... | head`): what it wanted was printed; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
         return 0
-    return rc or 0  # a command that ran and produced no result returns EXIT_FAILED
 
 
 if __name__ == "__main__":

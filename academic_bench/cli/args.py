@@ -3,28 +3,43 @@ name a setting. Used by ``cli`` and by each module that adds sub-commands (``*_c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..catalog.config import training_precision
 from ..catalog.hardware import catalog as gpu_catalog
 from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES
-from ..results import jsonl_problem
+from ..results import jsonl_problem, setup_refusal
 
 if TYPE_CHECKING:
     from ..answer import Answer
 
 EXIT_FAILED = 1  # the work ran and produced no result (every configuration failed), or a notebook's cell raised
+# A valid question the study has no answer to (nothing measured, predicted or plausibly published fits it): the
+# reason is printed (under --json the answer too) and estimate, cost, plan and export exit with this status, so that
+# a script tells it from bad input (2) and from an answer (0).
+EXIT_NO_ANSWER = EXIT_FAILED
 EXIT_USAGE = 2  # bad input: a message naming the valid choices, before any work
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: one line, every finished row kept
 
 # "...; choose one of: a, b", "(choose from 'a', 'b')", "one of: a, b": where a message names the valid choices
 _CHOICES = re.compile(r"(?:choose one of|choose from|one of)\s*:?\s*(.+?)\)?$")
+
+
+class NoAnswer(Exception):
+    """The study has no answer to a valid question; ``answer`` is the answer's dict (its kind ``none`` and why)."""
+
+    def __init__(self, message: str, answer: dict | None = None) -> None:
+        super().__init__(message)
+        self.answer = answer
 
 
 def choices_in(message: str) -> list[str]:
@@ -43,27 +58,87 @@ def error_json(message: str, choices: list[str] | None = None) -> str:
     return json.dumps({"error": message, "choices": choices_in(message) if choices is None else choices}, indent=2)
 
 
-def check_out(path: str | Path, folder: bool = False) -> Path:
-    """``--out`` checked before anything is measured: a JSON-lines file that can take rows (``jsonl_problem``),
-    or with ``folder`` a folder that can be written (not a file, not under a file)."""
+def write_problem(path: str | Path, folder: bool = False) -> str | None:
+    """Why nothing can be written at ``path`` (a file, or with ``folder`` a folder for files), found by trying:
+    the missing folders are made and a file is created in the last, then all of it is removed again, so that the
+    file system is left as it was. Permission bits say too little (root "may" write in /proc, where nothing can
+    be created)."""
+    path = Path(path)
+    target = path if folder else path.parent
+    missing, above = [], target
+    while not above.exists() and above != above.parent:
+        missing.append(above)
+        above = above.parent
+    if not above.is_dir():
+        return f"{path} is under {above}, which is a file, not a folder"
+    made: list[Path] = []
+    try:
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+        fd, probe = tempfile.mkstemp(dir=target, prefix=".academic-bench-probe-")
+        os.close(fd)
+        os.unlink(probe)
+        if not folder and path.exists():
+            open(path, "ab").close()  # appending nothing changes nothing, and fails where writing would
+    except OSError as exc:
+        return f"cannot write {path}: " + (f"{exc.filename}: " if exc.filename else "") + f"{exc.strerror or exc}"
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+    return None
+
+
+def check_out(path: str | Path, folder: bool = False, flag: str = "--out") -> Path:
+    """An output checked before any work: a JSON-lines file that can take rows (``jsonl_problem``), or with
+    ``folder`` a folder that can be written (not a file, not under a file), each tried (``write_problem``)."""
     path = Path(path)
     if not folder:
         problem = jsonl_problem(path)
     elif path.exists() and not path.is_dir():
         problem = f"{path} is a file; name a folder for the exported files"
     else:
-        above = next((a for a in path.parents if a.exists()), Path("."))
-        problem = (f"{path} is under {above}, which is a file, not a folder" if not above.is_dir() else
-                   f"{path if path.exists() else above} is not writable"
-                   if not os.access(path if path.exists() else above, os.W_OK) else None)
+        problem = None
+    problem = problem or write_problem(path, folder)
     if problem:
-        raise ValueError(f"--out: {problem}")
+        raise ValueError(f"{flag}: {problem}")
     return path
+
+
+def check_setup_folder(out: str | Path, setup: str, gpu: str | None, tiny: bool, device: str | None) -> None:
+    """A run's label and the folder of its ``--out``, checked before anything is measured: a folder named for a GPU
+    (notebooks/runs/h100x1/) takes that GPU's runs only, no tiny model, no CPU run (``results.setup_refusal``)."""
+    folder = Path(out).absolute().parent.name
+    for flag, label in dict.fromkeys((("--setup", setup), ("--out", folder))):
+        why = setup_refusal(label, gpu, tiny, device)
+        if why:
+            raise ValueError(f"{flag} {why}")
+
+
+def plain(value: Any) -> Any:
+    """``value`` as strict JSON takes it: numpy's numbers as Python's, NaN and infinities (pandas' missing cells) as
+    null, which every JSON reader parses (``JSON.parse`` refuses ``NaN``)."""
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str, bytes)) and \
+            getattr(value, "ndim", None) == 0:
+        value = value.item()  # a numpy scalar
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def json_text(data: Any) -> str:
+    """The JSON every command prints under --json: strict (``plain``), indented."""
+    return json.dumps(plain(data), indent=2, default=str, allow_nan=False)
 
 
 def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
     """Print JSON for scripts (--json) or text for people."""
-    print(json.dumps(data, indent=2, default=str) if args.json else text())
+    print(json_text(data) if args.json else text())
 
 
 def answer_lines(a: "Answer", head: str) -> list[str]:
@@ -176,9 +251,10 @@ def positive(name: str) -> Callable[[str], float]:
 
 # --- a run's setup and model, for the commands that measure -------------------------------------------------
 
-def default_setup(gpu: str, gpus: int, tiny: bool) -> str:
-    """A hardware label like 'h100x1' (the folder name under notebooks/runs)."""
-    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "")
+def default_setup(gpu: str, gpus: int, tiny: bool, device: str | None = None) -> str:
+    """A hardware label like 'h100x1' (the folder name under notebooks/runs); a tiny model's 'h100x1-tiny' and a run
+    on the CPU's 'h100x1-cpu' name no GPU (``catalog.hardware.setup_gpus``): they are no GPU's evidence."""
+    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "-cpu" if device == "cpu" else "")
 
 
 def add_configuration(p: argparse.ArgumentParser, methods_note: str = "") -> None:
@@ -207,7 +283,8 @@ def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
     g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
-                   help="training precision (default: the config's dtype, else bf16)")
+                   help="training precision (default: bf16 where the GPU has it, else fp16; a config's "
+                        "torch_dtype is how its weights are stored, not how it trains)")
     return g
 
 
@@ -229,7 +306,7 @@ def model_key(args: argparse.Namespace) -> str:
                           "length, which set the steps and the batch's shape")
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
                         global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
-                        precision=args.precision).spec.key
+                        precision=training_precision(args.gpu, args.precision)).spec.key
 
 
 def check_device(methods: Methods, device: str | None) -> None:

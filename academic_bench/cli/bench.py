@@ -113,7 +113,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
     cli_args.check_device(config.methods, kwargs["device"])
     _check_gpu(args)
-    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
+    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny, kwargs["device"])
+    cli_args.check_setup_folder(args.out, setup, args.gpu, args.tiny, kwargs["device"])
     mode = "validate" if args.validate else "step"
     out = Path(args.out)
     # An unsynced timing runs at the micro-batch of the same configuration's synced row, when there is one.
@@ -159,8 +160,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_run_args(args)
     _retry(args.retry)
     cli_args.check_out(args.out)
-    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
     kwargs = _run_kwargs(args)  # no GPU, no GPU work: checked first
+    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny, kwargs["device"])
+    cli_args.check_setup_folder(args.out, setup, args.gpu, args.tiny, kwargs["device"])
     _check_gpu(args)
     # as the notebook does: a configuration the budget never started says so in a row of its own
     not_run = (None if args.budget is None else f"{NOT_RUN_PREFIX} the sweep's time budget (--budget {args.budget:g})"
@@ -179,6 +181,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if not out.is_file():
         raise ValueError(f"no results file at {out}: give a setup's results.jsonl, e.g. notebooks/runs/h100x1/results.jsonl")
+    cli_args.check_out(out)  # rows are appended to it: tried before anything is measured
     setup = args.setup or out.parent.name
     models = [m.strip().lower() for m in args.models.split(",")] if args.models else None
     unknown = sorted(set(models or ()) - set(CATALOG))
@@ -197,7 +200,9 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
         return
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
-    device = device_for(args.device, "remeasure")  # no GPU, no GPU work (as bench and sweep)
+    device = device_for(args.device, "remeasure", workshop=False)  # no GPU, no GPU work (as bench and sweep)
+    for gpu, tiny in sorted({(r["config"]["gpu"], bool(r["config"].get("tiny"))) for r in rows}):
+        cli_args.check_setup_folder(out, setup, gpu, tiny, device)  # a GPU's rows measured again on the CPU
     wanted = sorted({r["config"]["gpu"] for r in rows})
     if len(wanted) > 1:
         raise ValueError(f"the rows of {setup} ran on {', '.join(wanted)}: measure each GPU's rows where they ran")

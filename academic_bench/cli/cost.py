@@ -36,8 +36,8 @@ def _cmd_cost(args: argparse.Namespace) -> None:
     elif ans.answered:
         days, source = ans.days, ans.kind
     else:
-        raise ValueError(f"no answer for {args.model} on {args.gpus} x {args.gpu}: {ans.rests_on}; pass --days "
-                         "for a what-if")
+        raise cli_args.NoAnswer(f"no answer for {args.model} on {args.gpus} x {args.gpu}: {ans.rests_on}; pass "
+                                "--days for a what-if", ans.to_dict())
     c = cost_of(args.gpu, args.gpus, days, a, source, args.model)
     mfu = ans.mfu if args.days is None else None
     data = {**c.to_dict(), "implied_mfu": mfu, "answer": ans.to_dict(), "sources": DEFAULT_SOURCES}
@@ -74,7 +74,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     setups = answer_setups([args.model], a)
     missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in unanswered(args.model)]
     if setups.empty:
-        raise ValueError(f"no answer for {args.model} on any setup: {'; '.join(missing)}")
+        raise cli_args.NoAnswer(f"no answer for {args.model} on any setup: {'; '.join(missing)}")
     if args.budget is not None:
         question = f"fastest setup for {args.model} within a budget of {_usd(args.budget)} (purchase)"
         ranked = fastest_within_budget(setups, args.budget, plausible_only=True)
@@ -104,7 +104,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
             lines.append(f"All {len(ranked)} qualifying setups, best first:")
             rows = ranked[cols].to_dict("records")
         table = [{"setup": r["setup"], "days": f"{r['days']:.1f}", "answer": r["days_source"],
-                  "settings": r["methods_label"] or "", "purchase": _usd(r["purchase_usd"]),
+                  "settings": r["methods_label"] if isinstance(r["methods_label"], str) else "-", "purchase": _usd(r["purchase_usd"]),
                   "per run": _usd(r["per_experiment_usd"]), "cloud": _usd(r["cloud_usd"])} for r in rows]
         lines.append(cli_args.table(table, ["setup", "days", "answer", "settings", "purchase", "per run", "cloud"]))
         if missing:

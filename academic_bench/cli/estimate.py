@@ -17,16 +17,18 @@ from dataclasses import replace
 
 from . import args as cli_args
 from ..answer import Answer
-from ..catalog.config import Config
+from ..catalog.config import Config, precision_words, training_precision
+from ..cost import Assumptions
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import (InvalidCombinationError, exclusion_reason, methods_spec, parse_methods,
                       search_space)
-from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec
+from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec, stored_dtype
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
                ("activations", "activations"), ("buffers", "comm. buckets"), ("overhead", "overhead"),
                ("total", "total"), ("cpu", "offloaded to CPU")]
 SHOW_ALTERNATIVES = 4
+DAYS_PER_YEAR = 365.25
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -106,8 +108,9 @@ def estimate_summary(config: Config, host_memory_gib: float | None = None) -> di
 
 def _days_lines(d: dict) -> list[str]:
     """The study's answer (``cli.args.answer_lines``, as ``cost`` and ``plan`` print it) and the user's what-if."""
-    lines = cli_args.answer_lines(Answer.from_dict(d["answer"]),
-                                  f"{d['display']} on {d['n_gpus']} x {get_gpu(d['gpu']).name}, the study's answer")
+    trained = f", {d['precision_chosen']}" if d.get("precision_chosen") else ""
+    lines = cli_args.answer_lines(Answer.from_dict(d["answer"]), f"{d['display']} on {d['n_gpus']} x "
+                                  f"{get_gpu(d['gpu']).name}{trained}, the study's answer")
     if "what_if" in d:
         w = d["what_if"]
         lines.append(f"What-if:  {w['days']:,.1f} days at your --mfu {w['mfu']:.0%} (an assumption, not an answer)")
@@ -176,16 +179,22 @@ def config_estimate(args: argparse.Namespace) -> dict:
                           "length")
     decoder = decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
                            global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
-                           precision=args.precision)
+                           precision=training_precision(args.gpu, args.precision))
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = _est().model_stats(decoder.spec).params
     ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
+    warnings = shape_warnings(decoder.facts)
+    lifespan = Assumptions().lifespan_years  # the cost model's, the paper's Section 4.1
+    if ans.days is not None and ans.days > lifespan * DAYS_PER_YEAR:  # an absurd budget is flagged, not planned
+        warnings.append(f"{ans.days:,.3g} days outlast the hardware they run on ({lifespan:g} years, the paper's "
+                        f"lifespan): no machine trains {args.tokens:.3g} tokens; ask for fewer --tokens or more GPUs")
     return {"config_file": decoder.path, "architecture": decoder.facts, "params": params,
-            "warnings": shape_warnings(decoder.facts),
+            "precision_chosen": precision_words(args.gpu, args.precision, stored_dtype(args.model)),
+            "warnings": warnings,
             **estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
 
 
-def _cmd_estimate(args: argparse.Namespace) -> None:
+def _cmd_estimate(args: argparse.Namespace) -> int:
     from ..answer import answer
 
     if args.mfu is not None and not 0 < args.mfu <= 1:
@@ -200,6 +209,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         ans = answer(config.model, config.gpu, config.n_gpus)
         data = {**estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
     cli_args.emit(args, data, lambda: _text(data))
+    # the estimate is printed either way; a question without an answer exits as cost, plan and export do
+    return 0 if Answer.from_dict(data["answer"]).answered else cli_args.EXIT_NO_ANSWER
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,8 +20,8 @@ def _export_answer(args: argparse.Namespace) -> dict[str, Path]:
 
     a = answer(args.model, args.gpu, args.gpus)
     if a.settings is None:
-        raise ValueError(f"no settings to export for {args.model} on {args.gpus} x {args.gpu}: the answer is "
-                         f"{a.headline()}")
+        raise cli_args.NoAnswer(f"no settings to export for {args.model} on {args.gpus} x {args.gpu}: the answer "
+                                f"is {a.headline()}", a.to_dict())
     if a.kind == "measured":
         results = runs_root() / a.source_setup / "results.jsonl"
         rows = [r for r in ResultStore(results).rows() if r["config_id"] in a.rows and status_of(r) == "measured"

@@ -57,6 +57,9 @@ def _cmd_notebook(args: argparse.Namespace) -> int:
     if not Path(template).exists():
         raise ValueError(f"no notebook template at {template}")
     device_for(resolve_parameters(args.setup, overrides, template)["device"], "notebook")
+    folder = Path(args.output_root) / args.setup  # the run's folder and its results, tried before papermill starts
+    cli_args.check_out(folder, folder=True, flag="--output-root")
+    cli_args.check_out(folder / RESULTS_FILE, flag="--output-root")
     if args.allow_gpu_mismatch:  # the notebook's kernel inherits it, and its rows record it
         allow_gpu_mismatch()
     results = Path(args.output_root) / args.setup / RESULTS_FILE
@@ -99,6 +102,9 @@ def _cmd_runs_readme(args: argparse.Namespace) -> None:
         if not args.json:
             print(f"{path} is up to date")
         return
+    problem = cli_args.write_problem(root / README_FILE)
+    if problem:
+        raise ValueError(f"--root: {problem}")
     written = write_runs_readme(root)
     cli_args.emit(args, {"wrote": str(written)}, lambda: f"wrote {written}")
 

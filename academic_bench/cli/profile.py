@@ -33,7 +33,8 @@ def _cmd_profile(args: argparse.Namespace) -> None:
     # A config.json states its own size (a small one is how the CPU tests profile it); a catalog model is large.
     if device == "cpu" and not args.tiny and not cli_args.is_config_path(args.model):
         raise ValueError("profiling a full-size model on the CPU would take hours: add --tiny, or run on a GPU")
-    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny)
+    setup = args.setup or cli_args.default_setup(args.gpu, args.gpus, args.tiny, device)
+    cli_args.check_setup_folder(out, setup, args.gpu, args.tiny, device)
     profiled = _profile_or_say_why(config, mbs, device, args.reps, smaller_on_oom=args.micro_batch is None)
     entry = append_profile(out, config, profiled, setup=setup)
 

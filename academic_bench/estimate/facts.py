@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..catalog.env import cache_dir
+from ..catalog.env import cache_dir, libraries_quiet
 
 FACTS_VERSION = 2  # 2: the shape of a decoder's repeated block (``DecoderLayer``), each weight matrix's size
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -190,9 +190,10 @@ def _fact(kind: str, compute: str, key: str, *args):
         for store in (kept(), cached()):
             if name in store:
                 return store[name]
-    from . import meta
+    with libraries_quiet():  # building the model imports transformers' classes, whose libraries log notices
+        from . import meta
 
-    value = json.loads(json.dumps(getattr(meta, compute)(key, *args)))  # as the files keep it
+        value = json.loads(json.dumps(getattr(meta, compute)(key, *args)))  # as the files keep it
     if fresh is None:
         _remember(name, value)
     else:

@@ -177,10 +177,11 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         row.update(outcome="invalid", reason=refused)
         return row
     device = device or default_device()
+    if log_path:  # a log folder that cannot be made stops here, before a temporary folder exists to be left behind
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"academic-bench-{config.id}-"))
     request, result, timed = tmp / "request.json", tmp / "result.json", tmp / "timed.json"
     log = Path(log_path) if log_path else tmp / "run.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps)
     req["timed_result"] = str(timed)  # the timing, kept as soon as it is taken (``measure.worker.keep_timing``)
     if micro_batch:

@@ -81,13 +81,18 @@ def no_gpu_reason() -> str | None:
     return "torch finds no CUDA device"
 
 
-def device_for(requested: str | None, command: str) -> str:
+def device_for(requested: str | None, command: str, workshop: bool = True) -> str:
     """The device ``command`` runs on: the CPU only when asked for by name; otherwise a GPU, and a machine without
     one stops here, before any process starts, naming the workshop path (a full-size model on the CPU ran for ten
-    minutes until the host killed it, and recorded only that)."""
+    minutes until the host killed it, and recorded only that). ``workshop``: the command takes ``--tiny``, so the
+    message may name the workshop path."""
     if requested == "cpu":
         return "cpu"
     why = no_gpu_reason()
+    if why is not None and not workshop:  # a command without --tiny (remeasure) names only what it takes
+        raise NoGPUError(f"no GPU here: {why}. academic-bench {command} measures rows again on the kind of GPU "
+                         "that made them: run it where that GPU is, or give --device cpu for a workshop run's rows "
+                         "(tiny models measured on the CPU)")
     if why is not None:
         raise NoGPUError(f"no GPU here: {why}. academic-bench {command} measures on GPUs; to try it on "
                          f"the CPU, take the workshop path: add {WORKSHOP_PATH} (the tiny model variants, minutes). "

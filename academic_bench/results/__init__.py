@@ -17,10 +17,11 @@ from .spread import (STEP_KINDS, Spread, as_spread, faster_beyond_spread, machin
 from .store import (PLANNED_COLUMNS, PLANNED_FILE, PROFILES_FILE, ResultStore, append_line, append_profile, json_safe,
                     jsonl_problem, load_planned, load_profiles, load_runs, load_skipped, read_lines, skipped_path)
 from .trust import (MFU_IMPLAUSIBLE, REJECTED_PREFIX, Fault, device_fault, duplicates, recounted, rejection,
-                    row_faults)
+                    row_faults, setup_fault, setup_refusal)
 
 __all__ = ["ALL", "GEMM_FILE", "GemmCurve", "gemm_curve", "gemm_curves", "step_ceiling",
-           "MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "recounted", "rejection", "row_faults",
+           "MFU_IMPLAUSIBLE", "REJECTED_PREFIX", "Fault", "device_fault", "duplicates", "recounted", "rejection",
+           "row_faults", "setup_fault", "setup_refusal",
            "AVERAGED_FIRST_MICRO_STEP", "DEFAULT_RUNS", "ENGINE_REVISION", "ENGINE_REVISIONS", "EXPOSED_DATA_PATH",
            "MEMORY_WALL", "MISALIGNED_DEEPSPEED", "MODES", "NEEDS_REASON", "NOT_RUN_PREFIX", "NUMBER_KEYS", "OPTIONAL_KEYS",
            "OUTCOMES", "PLANNED_COLUMNS", "PREDICTED_STOP", "PLANNED_FILE", "PROFILES_FILE", "REMEASURE_CHOICES", "RETRY_CHOICES", "RETRY_OUTCOMES", "ROW_KEYS",

@@ -162,6 +162,37 @@ def device_fault(row: Mapping) -> Fault | None:
                                  "figures are another machine's")
 
 
+def setup_refusal(setup: str, gpu: str | None, tiny: bool, device: str | None) -> str | None:
+    """Why a run of ``gpu`` (a tiny variant or not, on ``device``) may not be kept under ``setup``, or None. A
+    folder whose name names a GPU (``catalog.hardware.setup_gpus``: h100x1) is that GPU's evidence: a tiny model,
+    a run on the CPU or on another GPU would stand among its rows as if that GPU had made it (a workshop run
+    appended to the shipped H100 rows passed every check)."""
+    from ..catalog.hardware import setup_gpus
+
+    named = setup_gpus(setup)
+    if not named:
+        return None
+    what = ("a tiny model" if tiny else "a run on the CPU" if device == "cpu" else
+            f"a run of {gpu}" if gpu and str(gpu).lower() not in named else None)
+    if what is None:
+        return None
+    return (f"{setup!r} names the GPU {' or '.join(named)}: its folder holds that GPU's measurements only, and "
+            f"{what} is not one; keep it in a folder of its own (e.g. --setup cpu-tiny, or --out under "
+            "notebooks/runs/cpu-tiny/)")
+
+
+def setup_fault(row: Mapping, setup: str) -> Fault | None:
+    """A row that ran (on the CPU, as a tiny model or on another GPU) which the folder ``setup`` may not hold
+    (``setup_refusal``)."""
+    cfg, env = row.get("config") or {}, row.get("env") or {}
+    tiny, device = bool(cfg.get("tiny")), env.get("device")
+    # a row whose reported GPU is not the one its configuration names is ``device_fault``'s, once
+    gpu = None if device_fault(row) is not None else cfg.get("gpu")
+    why = setup_refusal(setup, gpu, tiny, device)
+    field = "config.tiny" if tiny else "env.device" if device == "cpu" else "config.gpu"
+    return Fault(field, why) if why else None
+
+
 def row_faults(row: Mapping) -> list[Fault]:
     """Every reason a measured row (outcome ok) is no result: figures that disagree with its phases, an
     implausible MFU, another GPU than its setup's. Empty for a row that passes, and for rows that measured

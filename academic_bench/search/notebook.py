@@ -29,7 +29,7 @@ from ..catalog.config import Config, run_name
 from ..catalog.methods import Methods
 from .params import ENV_SOFTWARE, MODEL_LISTS, RESULTS_FILE, check_parameters, resolve_gpu
 from ..catalog.env import capture_env
-from ..results import (ALL, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row, now_iso,
+from ..results import (ALL, setup_refusal, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row, now_iso,
                       latest_rows, status_of, synced_micro_batches, validation_class_of)
 
 log = logging.getLogger(__name__)
@@ -241,6 +241,9 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
     """Run the notebook's sweeps (keyword arguments: ``PARAMETERS``) into ``<output_dir>/results.jsonl``."""
     p = check_parameters(params)
     gpu = resolve_gpu(p["gpu"], p["device"])
+    refused = setup_refusal(p["setup"], gpu, p["tiny"], p["device"])  # a GPU's setup takes its runs only
+    if refused:
+        raise ValueError(f"setup {refused}")
     out = Path(p["output_dir"]) / RESULTS_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
     budget = p["time_budget_s"]

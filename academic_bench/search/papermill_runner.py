@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..catalog.env import REPO_ROOT
-from ..results import DEFAULT_RUNS
+from ..results import DEFAULT_RUNS, setup_refusal
 from .params import KERNEL, MAX_STREAM_LINES, NOTEBOOK_FILE, TEMPLATE, command_for, resolve_gpu, resolve_parameters
 
 log = logging.getLogger(__name__)
@@ -102,11 +102,25 @@ def _package_importable() -> Iterator[None]:
             os.environ["PYTHONPATH"] = saved
 
 
+def next_notebook(folder: Path) -> Path:
+    """Where a run of the notebook in ``folder`` is saved: ``benchmark.ipynb``, or beside an executed one the first
+    free ``benchmark-2.ipynb``, ``benchmark-3.ipynb``...: an executed notebook is evidence, never overwritten (a
+    second run appends its rows to results.jsonl and keeps its own record)."""
+    stem, suffix = Path(NOTEBOOK_FILE).stem, Path(NOTEBOOK_FILE).suffix
+    path, n = folder / NOTEBOOK_FILE, 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stem}-{n}{suffix}"
+    return path
+
+
 def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_root: str | Path = DEFAULT_RUNS,
                  template: str | Path = TEMPLATE, max_stream_lines: int = MAX_STREAM_LINES,
                  echo: bool = True) -> Path:
     """Execute the template with papermill into ``<output_root>/<setup>/benchmark.ipynb`` (results.jsonl beside
-    it). A failing cell still leaves the executed notebook, with the error, and raises ``NotebookFailed``."""
+    it; beside an earlier run's notebook, ``next_notebook``). A setup named for a GPU takes no tiny, CPU or other
+    GPU's run (``results.setup_refusal``, a ValueError before papermill starts). A failing cell still leaves the
+    executed notebook, with the error, and raises ``NotebookFailed``."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -114,10 +128,13 @@ def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_
     if not template.exists():
         raise ValueError(f"no notebook template at {template}")
     params = resolve_parameters(setup, dict(overrides or {}), template)
-    resolve_gpu(params["gpu"], params["device"])  # another GPU in hand than the one named stops here, before papermill
+    gpu = resolve_gpu(params["gpu"], params["device"])  # another GPU in hand than the one named stops here
+    refused = setup_refusal(setup, gpu, params["tiny"], params["device"])  # a GPU's folder takes its runs only
+    if refused:
+        raise ValueError(f"--setup {refused}")
     out_dir = Path(output_root) / setup
+    nb_path = next_notebook(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    nb_path = out_dir / NOTEBOOK_FILE
     if echo:
         log.info("executing %s into %s\n  %s", template, nb_path, command_for(params))
     failure: PapermillExecutionError | None = None
@@ -139,4 +156,4 @@ def run_notebook(setup: str, overrides: dict[str, Any] | None = None, *, output_
     return nb_path
 
 
-__all__ = ["NotebookFailed", "run_notebook", "tidy_notebook"]
+__all__ = ["NotebookFailed", "next_notebook", "run_notebook", "tidy_notebook"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..env import cache_dir
+from ..env import cache_dir, libraries_quiet
 from .spec import ModelSpec, Optimizer, Recipe
 
 # Sequences per optimizer step when not given: the catalog decoders' recipe (paper Table 3, Pythia).
@@ -120,12 +120,20 @@ def _check_shape(path: Path, data: dict, cls) -> None:
 
 
 def _precision(path: Path, data: dict, given: str | None) -> str:
+    """The precision trained: ``given``, else ``DEFAULT_PRECISION``. The file's ``torch_dtype`` is how its weights
+    are stored, never the recipe (``catalog.config.training_precision`` chooses by the GPU's rule)."""
     if given is not None:
         if given not in DTYPES.values():
             raise ConfigError(f"precision {given!r} is not one of: {', '.join(DTYPES.values())}")
         return given
+    return DEFAULT_PRECISION
+
+
+def stored_dtype(path: str | Path) -> str | None:
+    """The dtype a config.json stores its weights in (``dtype``, or ``torch_dtype`` in older files), or None."""
+    data = _read_json(Path(path))
     dtype = data.get("dtype") or data.get("torch_dtype")
-    return DTYPES.get(str(dtype), DEFAULT_PRECISION)
+    return str(dtype) if dtype else None
 
 
 def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
@@ -172,6 +180,14 @@ def _decoder_shape(path: Path, data: dict) -> dict:
         return json.loads(where.read_text())
     except (OSError, ValueError):
         pass
+    with libraries_quiet():
+        shape = _build_shape(path, data)
+    _keep_shape(where, shape)
+    return shape
+
+
+def _build_shape(path: Path, data: dict) -> dict:
+    """``_decoder_shape``'s work: transformers' classes imported and the model built on the meta device."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
@@ -196,7 +212,6 @@ def _decoder_shape(path: Path, data: dict) -> dict:
                                                                     "max_position_embeddings"),
              "blocks": blocks, "mlp": _mlp_kind(net, tuple(blocks)),
              "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False))}
-    _keep_shape(where, shape)
     return shape
 
 
