@@ -35,8 +35,8 @@ def test_driver_names_match_catalog_entries():
 
 
 def test_free_lunch_needs_tf32_on_the_gpu():
-    assert hardware_reason(FREE_LUNCH, supports_tf32=False)
-    assert hardware_reason(FREE_LUNCH, supports_tf32=True) is None
+    assert "TF32" in hardware_reason(FREE_LUNCH, get_gpu("v100-32gb"))
+    assert hardware_reason(FREE_LUNCH, get_gpu("a100-80gb")) is None
 
 
 def test_unknown_gpu_key_names_the_valid_ones():
