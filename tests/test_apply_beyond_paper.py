@@ -125,9 +125,10 @@ def test_fp8_keeps_the_layers_whose_sizes_an_fp8_product_cannot_take_and_says_wh
         apply_fp8(nn.Sequential(nn.Linear(72, 40)), "rowwise", "cpu", Ran())
 
 
-def test_fp8_needs_a_hopper_gpu_and_torchao(monkeypatch):
+def test_fp8_needs_fp8_tensor_cores_and_torchao(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 0))
-    with pytest.raises(Unsupported, match="Hopper or newer GPU; this one has compute capability 8.0"):
+    with pytest.raises(Unsupported, match=r"FP8 tensor cores \(compute capability 8.9\+\); this one has compute "
+                                          r"capability 8.0"):
         apply_fp8(tiny_decoder(), "rowwise", "cuda", Ran())
     monkeypatch.setattr(apply, "has", lambda module: module != "torchao")
     with pytest.raises(Unsupported, match="needs torchao"):

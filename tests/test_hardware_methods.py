@@ -35,8 +35,8 @@ def test_driver_names_match_catalog_entries():
 
 
 def test_free_lunch_needs_tf32_on_the_gpu():
-    assert hardware_reason(FREE_LUNCH, supports_tf32=False)
-    assert hardware_reason(FREE_LUNCH, supports_tf32=True) is None
+    assert "TF32" in hardware_reason(FREE_LUNCH, get_gpu("v100-32gb"))
+    assert hardware_reason(FREE_LUNCH, get_gpu("a100-80gb")) is None
 
 
 def test_unknown_gpu_key_names_the_valid_ones():
@@ -76,9 +76,11 @@ def test_a_methods_spec_reads_back_as_the_same_methods(spec):
     assert parse_methods(methods_spec(parse_methods(spec))) == parse_methods(spec)
 
 
-def test_gpus_outside_the_study_are_known_to_the_transfer_model_only():
-    """The RTX 4090 and the A100 40GB have datasheet rows (for predicting what others published on them) but are
-    not among the study's GPUs: no command, answer or page offers them."""
+def test_gpus_outside_the_study_are_predicted_never_measured(capsys):
+    """The RTX 4090 and the A100 40GB have datasheet rows but are not among the study's GPUs: the answer for them
+    is the transfer model's prediction, never a measurement; an AMD GPU is refused with the reason."""
+    import json
+
     from academic_bench.cli import main
 
     for key in ("rtx4090", "a100-40gb"):
@@ -86,4 +88,7 @@ def test_gpus_outside_the_study_are_known_to_the_transfer_model_only():
         assert not g.in_study and key not in catalog() and g.memory_bandwidth_gbps and g.pcie_gbps
     assert get_gpu("rtx4090").peak_tflops["bf16"] > get_gpu("rtx3090").peak_tflops["bf16"]
     assert get_gpu("a100-40gb").memory_bandwidth_gbps < get_gpu("a100-80gb").memory_bandwidth_gbps
-    assert main(["estimate", "--model", "pythia-160m", "--gpu", "rtx4090", "--gpus", "1"]) == 2
+    assert main(["estimate", "--model", "pythia-160m", "--gpu", "rtx4090", "--gpus", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"]["kind"] in ("predicted", "none")
+    assert main(["estimate", "--model", "pythia-160m", "--gpu", "mi250x", "--gpus", "1", "--json"]) == 2
+    assert "AMD" in json.loads(capsys.readouterr().out)["error"]

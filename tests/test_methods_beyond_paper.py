@@ -74,11 +74,11 @@ def test_where_they_apply_they_are_valid():
         assert exclusion_reason(parse_methods(spec), n) is None, spec
 
 
-def test_fp8_needs_hopper_and_the_fused_cross_entropy_a_cuda_gpu():
+def test_fp8_needs_fp8_tensor_cores_and_the_fused_cross_entropy_a_cuda_gpu():
     fp8 = parse_methods("free-lunch+fp8-rowwise")
-    assert "Hopper" in hardware_reason(fp8, True, get_gpu("a100-80gb").supports_fp8)
-    assert hardware_reason(fp8, True, get_gpu("h100-80gb").supports_fp8) is None
-    assert hardware_reason(fp8, True, get_gpu("h200").supports_fp8) is None
+    assert "FP8 tensor cores" in hardware_reason(fp8, get_gpu("a100-80gb"))
+    assert hardware_reason(fp8, get_gpu("h100-80gb")) is None
+    assert hardware_reason(fp8, get_gpu("h200")) is None
     assert "CUDA GPUs only" in device_reason(parse_methods("free-lunch+fused-ce"), "cpu")
     assert device_reason(parse_methods("free-lunch+fused-ce"), "cuda") is None
     assert device_reason(fp8, "cpu") is None  # torchao's float8 runs on the CPU (a workshop run)
@@ -110,7 +110,7 @@ def refused(capsys, *argv: str) -> str:
 
 
 @pytest.mark.parametrize("model, gpu, methods, reason", [
-    ("pythia-1b", "a100-80gb", "free-lunch+fp8-rowwise", "Hopper or newer GPU"),
+    ("pythia-1b", "a100-80gb", "free-lunch+fp8-rowwise", "FP8 tensor cores (Ada, Hopper or Blackwell"),
     ("pythia-1b", "h100-80gb", "kernels+tf32+fp8-tensorwise", "FP8 training needs compile"),
     ("mamba-2.8b", "h100-80gb", "free-lunch+fp8-rowwise", "not compiled"),
     ("roberta-large", "h100-80gb", "free-lunch+fused-ce", "masked-lm model"),

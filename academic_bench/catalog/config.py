@@ -99,15 +99,15 @@ class Config:
     def methods_reason(self) -> str | None:
         """Why this configuration's methods cannot run (None when they can): the model's rule
         (``model_reason``), the combination's (``methods.exclusion_reason``), then the GPU's
-        (``methods.hardware_reason``; a tiny variant, or a configuration with no GPU named yet, has none)."""
+        (``methods.hardware_reason``, the recipe's precision among them; a tiny variant, or a configuration with no GPU
+        named yet, has none)."""
         spec = get_model(self.model)
         reason = model_reason(spec, self.tiny, self.methods) or exclusion_reason(self.methods, self.n_gpus)
         if reason is None and self.per_gpu_batch % self.smallest_micro_batch:
             reason = (f"FP8 training needs micro-batches of a multiple of {self.smallest_micro_batch} samples "
                       f"({self.recipe.seq_len}-token sequences), and the per-GPU batch {self.per_gpu_batch} is not one")
         if reason is None and not self.tiny and self.gpu:
-            gpu = get_gpu(self.gpu)
-            reason = hardware_reason(self.methods, gpu.supports_tf32, gpu.supports_fp8)
+            reason = hardware_reason(self.methods, get_gpu(self.gpu), self.recipe.precision)
         return reason
 
     def name(self, device: str | None = None) -> str:

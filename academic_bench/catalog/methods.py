@@ -13,17 +13,17 @@ stays the paper's 12 and 22): they are measured beside the replication, never in
 - ``fused_ce`` (switch ``fused-ce``) computes a decoder's LM head and next-token loss in one fused kernel,
   Liger's ``LigerFusedLinearCrossEntropyLoss``, chunk by chunk, so that the logits tensor is never held whole.
 - ``fp8`` (switches ``fp8-tensorwise``, ``fp8-rowwise``) trains the linear layers in FP8 with torchao's float8
-  recipes (``convert_to_float8_training``), on GPUs with FP8 tensor cores (Hopper or newer).
+  recipes (``convert_to_float8_training``), on GPUs with FP8 tensor cores (Ada, Hopper, Blackwell).
 
 Where each applies is stated as a rule with its reason: the structural ones here (``exclusion_reason``,
-``device_reason``), the GPU's in ``hardware_reason``, the model's in ``config.Config.check``; the variants a model
-and GPU allow are ``config.beyond_paper_space``.
+``device_reason``), the GPU's per architecture in ``hardware_reason`` (each rule, applied or not, in ``gpu_rules``),
+the model's in ``config.Config.check``; the variants a model and GPU allow are ``config.beyond_paper_space``.
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from .env import MAMBA_KERNEL_PACKAGES, importable
 
@@ -178,14 +178,112 @@ def search_space(n_gpus: int, base: Methods = FREE_LUNCH) -> tuple[list[Methods]
     return valid, excluded
 
 
-def hardware_reason(m: Methods, supports_tf32: bool, supports_fp8: bool = False) -> str | None:
-    """Why a setting cannot run on this GPU (TF32 needs Ampere or newer, FP8 training Hopper or newer)."""
-    if m.tf32 and not supports_tf32:
-        return "TF32 needs an Ampere or newer GPU (compute capability 8.0+)"
-    if m.fp8 != "none" and not supports_fp8:
-        return ("FP8 training needs FP8 tensor cores with row-wise scaled products: a Hopper or newer GPU (compute "
-                "capability 9.0+)")
+class GPUFeatures(Protocol):
+    """What the per-architecture rules read of a GPU (``hardware.GPU`` has them; a GPU file gives them too)."""
+
+    name: str
+    vendor: str
+    architecture: str
+    compute_capability: float | None
+    nvlink_gbps: float | None
+    nvlink_scope: str
+    pcie_p2p: bool | None
+    supports_tf32: bool
+    supports_bf16: bool
+    supports_fp8: bool
+    supports_flash_attention: bool
+    supports_triton: bool
+
+
+def _cc(gpu: GPUFeatures) -> str:
+    return f"{gpu.name} ({gpu.architecture.capitalize()}, compute capability {gpu.compute_capability})"
+
+
+def vendor_reason(gpu: GPUFeatures) -> str | None:
+    """Why nothing the study measures runs on this GPU as it is: its engine, kernels and rules are CUDA's."""
+    if gpu.vendor != "nvidia":
+        return (f"the {gpu.name} is an AMD GPU (ROCm, not CUDA): the study's engine, kernels and per-architecture "
+                "rules are NVIDIA's, and no measurement of its own stands behind a prediction for it")
     return None
+
+
+def precision_reason(precision: str, gpu: GPUFeatures) -> str | None:
+    """Why a recipe's precision cannot train on this GPU: bf16 needs Ampere's tensor cores (Volta's and Turing's take
+    fp16 only; FlashAttention-2's README: "bf16 requires Ampere, Ada, or Hopper GPUs")."""
+    if precision == "bf16" and not gpu.supports_bf16:
+        return (f"a bf16 recipe needs bf16 tensor cores (Ampere or newer, compute capability 8.0+), and the {_cc(gpu)} "
+                "has fp16 tensor cores only: train in fp16 with loss scaling instead (--precision fp16, with a "
+                "decoder's config.json), or choose an Ampere or newer GPU")
+    return None
+
+
+def hardware_reason(m: Methods, gpu: GPUFeatures, precision: str | None = None) -> str | None:
+    """Why a setting (or the recipe's ``precision``) cannot run on this GPU, each rule with its source: an AMD GPU
+    is not the study's (``vendor_reason``); bf16 from Ampere (``precision_reason``); torch.compile where Triton
+    supports the GPU (PyTorch's inductor: "Triton only supports devices of CUDA Capability >= 7.0"); TF32 from
+    Ampere; FP8 training where the GPU has FP8 tensor cores (Ada, Hopper, Blackwell); Liger's fused cross-entropy
+    is a Triton kernel. FlashAttention is no refusal: before Ampere the kernels switch runs SDPA's memory-efficient
+    attention (``attention_kernel``)."""
+    reason = vendor_reason(gpu) or (precision_reason(precision, gpu) if precision else None)
+    if reason:
+        return reason
+    if m.compile and not gpu.supports_triton:
+        return (f"torch.compile's Triton backend needs compute capability 7.0 or newer, and the {_cc(gpu)} is older: "
+                "drop compile (--methods kernels)")
+    if m.tf32 and not gpu.supports_tf32:
+        return (f"TF32 needs an Ampere or newer GPU (compute capability 8.0+), and the {_cc(gpu)} has none: "
+                "drop tf32 (--methods compile+kernels)")
+    if m.fp8 != "none" and not gpu.supports_fp8:
+        return (f"FP8 training needs FP8 tensor cores (Ada, Hopper or Blackwell: compute capability 8.9+), and the "
+                f"{_cc(gpu)} has none")
+    if m.fused_ce and not gpu.supports_triton:
+        return f"the fused cross-entropy is Liger's Triton kernel, which needs compute capability 7.0+ (the {_cc(gpu)})"
+    return None
+
+
+def free_lunch_for(gpu: GPUFeatures) -> Methods:
+    """The paper's free-lunch preset as far as this GPU runs it: TF32 only from Ampere, compile where Triton
+    supports the GPU (the kernels switch always applies; what it runs is ``attention_kernel``). An AMD GPU keeps the
+    preset: nothing runs there (``vendor_reason``), and each combination says so."""
+    if gpu.vendor != "nvidia":
+        return FREE_LUNCH
+    return replace(FREE_LUNCH, tf32=gpu.supports_tf32, compile=gpu.supports_triton)
+
+
+def attention_kernel(gpu: GPUFeatures) -> str:
+    """The attention the kernels switch runs on this GPU: FlashAttention-2 from Ampere (its README: "Ampere, Ada,
+    or Hopper GPUs ... Support for Turing GPUs (T4, RTX 2080) is coming soon"), else PyTorch SDPA's
+    memory-efficient kernel."""
+    if gpu.supports_flash_attention:
+        return "FlashAttention-2 (Ampere or newer)"
+    return "SDPA's memory-efficient kernel (FlashAttention-2 needs Ampere or newer)"
+
+
+def gpu_rules(gpu: GPUFeatures) -> list[dict]:
+    """Each per-architecture rule on this GPU: what applies, and why the others do not (``space --gpu``)."""
+    if vendor_reason(gpu):
+        return [{"rule": "vendor", "applies": False, "why": vendor_reason(gpu)}]
+    cc = _cc(gpu)
+    p2p = {True: "GPUs of this type read each other's memory over PCIe",
+           False: "no PCIe peer access (GeForce): collectives over PCIe are staged through host memory",
+           None: "no source says whether PCIe peer access works: taken as staged through host memory"}[gpu.pcie_p2p]
+    joins = ("between every GPU of a machine" if gpu.nvlink_scope == "all" else
+             "between two cards joined by a bridge; from 3 GPUs the ring also crosses PCIe")
+    nvlink = f"{gpu.nvlink_gbps:g} GB/s {joins}" if gpu.nvlink_gbps else "none: the GPUs talk over PCIe"
+    return [
+        {"rule": "bf16", "applies": gpu.supports_bf16,
+         "why": "bf16 tensor cores (Ampere or newer)" if gpu.supports_bf16 else precision_reason("bf16", gpu)},
+        {"rule": "tf32", "applies": gpu.supports_tf32,
+         "why": "TF32 tensor cores (Ampere or newer)" if gpu.supports_tf32 else f"no TF32 before Ampere ({cc})"},
+        {"rule": "compile", "applies": gpu.supports_triton,
+         "why": "Triton supports compute capability 7.0+" if gpu.supports_triton else f"Triton needs 7.0+ ({cc})"},
+        {"rule": "attention", "applies": True, "why": attention_kernel(gpu)},
+        {"rule": "fp8", "applies": gpu.supports_fp8,
+         "why": "FP8 tensor cores (Ada or newer)" if gpu.supports_fp8 else
+                f"no FP8 tensor cores ({cc}): FP8 arrived with Ada"},
+        {"rule": "nvlink", "applies": bool(gpu.nvlink_gbps), "why": nvlink},
+        {"rule": "pcie peer-to-peer", "applies": bool(gpu.pcie_p2p), "why": p2p},
+    ]
 
 
 def device_reason(m: Methods, device: str) -> str | None:

@@ -13,7 +13,7 @@ import os
 import sys
 
 from . import args as cli_args
-from ..catalog.hardware import UnknownGPUError, catalog as gpu_catalog
+from ..catalog.hardware import UnknownGPUError, catalog as gpu_catalog, get_gpu
 from ..catalog.methods import InvalidCombinationError, search_space
 from ..catalog.models import CATALOG, UnknownModelError
 from .args import EXIT_USAGE
@@ -39,18 +39,21 @@ def _cmd_gpus(args: argparse.Namespace) -> None:
 
 def _cmd_space(args: argparse.Namespace) -> None:
     from ..catalog.config import beyond_paper_space
-    from ..catalog.methods import BEYOND_PAPER, hardware_reason, methods_spec, preset
+    from ..catalog.hardware import get_gpu
+    from ..catalog.methods import (BEYOND_PAPER, free_lunch_for, gpu_rules, methods_spec, precision_reason, preset,
+                                   vendor_reason)
+    from ..catalog.models import get_model
 
-    base = preset("free-lunch")
-    valid, excluded = search_space(args.gpus, base)
+    base, rules, gpu = preset("free-lunch"), [], None
     if args.gpu:
-        gpu = gpu_catalog()[args.gpu]
-        bad = hardware_reason(base, gpu.supports_tf32, gpu.supports_fp8)
-        if bad:
-            excluded += [(m, bad) for m in valid]
-            valid = []
-    beyond_ok, beyond_out = beyond_paper_space(args.model, args.gpu, args.gpus)
-    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu,
+        gpu = get_gpu(args.gpu)
+        base, rules = free_lunch_for(gpu), gpu_rules(gpu)
+    valid, excluded = search_space(args.gpus, base)
+    refusal = gpu and (vendor_reason(gpu) or precision_reason(get_model(args.model).recipe.precision, gpu))
+    if refusal:  # nothing runs: every combination carries the reason
+        excluded, valid = excluded + [(m, refusal) for m in valid], []
+    beyond_ok, beyond_out = beyond_paper_space(args.model, args.gpu, args.gpus, base=base)
+    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu, "base": methods_spec(base), "gpu_rules": rules,
             "valid": [{"label": m.label(), **m.to_dict()} for m in valid],
             "excluded": [{"label": m.label(), "reason": r, **m.to_dict()} for m, r in excluded],
             "beyond_paper": {
@@ -58,11 +61,18 @@ def _cmd_space(args: argparse.Namespace) -> None:
                 "excluded": [{"methods": methods_spec(m), "label": m.label(), "reason": r} for m, r in beyond_out]}}
 
     def text() -> str:
-        lines = [f"{len(valid)} valid memory-saving combinations for {args.model} on {args.gpus} GPU(s) "
-                 "(free-lunch methods on):"]
+        lines = []
+        if gpu:
+            lines.append(f"The {gpu.name} ({gpu.generation}): what applies, and why the rest does not")
+            lines += [f"  {'applies' if r['applies'] else 'no':<8} {r['rule']:<18} {r['why']}" for r in rules]
+        lines.append(f"{len(valid)} valid memory-saving combinations for {args.model} on {args.gpus} GPU(s) "
+                     f"({base.label()} methods on):")
         lines += [f"  {m.label()}" for m in valid]
-        lines.append(f"{len(excluded)} excluded:")
-        lines += [f"  {m.label():<55} {r}" for m, r in excluded]
+        if refusal:  # the one reason, once
+            lines.append(f"Nothing runs on this GPU: {refusal}")
+        else:
+            lines.append(f"{len(excluded)} excluded:")
+            lines += [f"  {m.label():<55} {r}" for m, r in excluded]
         lines.append(f"{BEYOND_PAPER.capitalize()} (measured beside this search space, never in it): "
                      f"{len(beyond_ok)} valid --methods" + ("" if args.gpu else " (give --gpu for the GPU's rules)"))
         lines += [f"  {methods_spec(m)}" for m in beyond_ok]
@@ -127,8 +137,8 @@ def _validate(args: argparse.Namespace) -> None:
             if name not in CATALOG and not (config_ok and cli_args.is_config_path(name)):
                 raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}"
                                         + (", or a decoder's PATH/config.json" if config_ok else ""))
-    if getattr(args, "gpu", None) is not None and args.gpu not in gpu_catalog():
-        raise UnknownGPUError(f"unknown GPU {args.gpu!r}; choose one of: {', '.join(gpu_catalog())}")
+    if getattr(args, "gpu", None) is not None:  # a catalog key, or a GPU file read (and checked) here
+        args.gpu = get_gpu(args.gpu).key
     if getattr(args, "gpus", None) is not None and args.gpus < 1:
         raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
 

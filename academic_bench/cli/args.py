@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..catalog.config import training_precision
-from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.hardware import catalog as gpu_catalog, every_gpu, is_gpu_file
 from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES
@@ -192,8 +192,14 @@ def model_or_config(text: str) -> str:
     return text if is_config_path(text) else text.lower()
 
 
+def gpu_name(text: str) -> str:
+    """A ``--gpu`` value: a catalog key (any case), or the path of a GPU file as given."""
+    return text if is_gpu_file(text) else text.lower()
+
+
 def add_gpu(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--gpu", required=required, type=str.lower, help=f"one of: {', '.join(gpu_catalog())}")
+    p.add_argument("--gpu", required=required, type=gpu_name,
+                   help=f"one of: {', '.join(every_gpu())}; or a YAML file describing yours (same fields)")
 
 
 def add_gpus(p: argparse.ArgumentParser, default: int | None = None) -> None:

@@ -25,7 +25,7 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.hardware import every_gpu, get_gpu
 
 DAYS_PER_YEAR = 365.0
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H)
@@ -109,11 +109,14 @@ def lookup_price(table: Mapping[str, float], key: str, label: str) -> float:
 # --- names -------------------------------------------------------------------------------------------------
 
 def gpu_key(gpu: str) -> str:
-    """A catalog GPU key, or a ValueError naming the valid ones."""
-    key = str(gpu).lower()
-    if key not in gpu_catalog():
-        raise ValueError(f"unknown GPU {gpu!r}; choose one of: {', '.join(gpu_catalog())}")
-    return key
+    """The key of any catalog GPU (data/gpus.csv) or of one read from a GPU file, or a ValueError naming the valid
+    ones."""
+    from ..catalog.hardware import UnknownGPUError
+
+    try:
+        return get_gpu(str(gpu)).key
+    except UnknownGPUError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def model_key(model: str) -> str:
@@ -145,8 +148,8 @@ def machine_size(n_gpus: int, sizes: tuple[int, ...] = GPU_COUNTS) -> int:
 # --- default tables ----------------------------------------------------------------------------------------
 
 def default_gpu_prices() -> dict[str, float]:
-    """USD per GPU from the GPU catalog (data/gpus.csv, each with its source)."""
-    return {k: g.price_usd for k, g in gpu_catalog().items() if g.price_usd is not None}
+    """USD per GPU from the GPU catalog (data/gpus.csv, each with its source and date)."""
+    return {k: g.price_usd for k, g in every_gpu().items() if g.price_usd is not None}
 
 
 @lru_cache(maxsize=1)
@@ -195,7 +198,7 @@ def energy_kwh(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | No
     """kWh drawn from the grid: board power x GPUs x hours x utilisation x PUE."""
     a = assumptions or Assumptions()
     check_non_negative("training days", days)
-    power_w = gpu_catalog()[gpu_key(gpu)].board_power_w
+    power_w = get_gpu(gpu_key(gpu)).board_power_w
     return power_w / 1000 * check_gpus(n_gpus) * days * 24 * a.utilisation * a.pue
 
 
@@ -259,4 +262,4 @@ def _assumption_summary(a: Assumptions, gpu: str, n_gpus: int) -> dict:
             "utilisation": a.utilisation, "gpu_price_usd": a.gpu_price(gpu), "machine_cost_usd": a.machine_cost(n_gpus),
             "machine_size": a.machine_size(n_gpus),
             "cloud_usd_per_gpu_hour": a.cloud_price(gpu),
-            "board_power_w": gpu_catalog()[gpu].board_power_w}
+            "board_power_w": get_gpu(gpu).board_power_w}

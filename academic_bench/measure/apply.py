@@ -48,12 +48,15 @@ def has(module: str) -> bool:
 
 
 def attention_impl(spec: ModelSpec, kernels: bool, device: str) -> str:
-    """Eager attention when kernels are off; FlashAttention-2 when importable on a GPU, else PyTorch SDPA."""
+    """Eager attention when kernels are off; FlashAttention-2 when importable on an Ampere or newer GPU (its README:
+    "Ampere, Ada, or Hopper GPUs"), else PyTorch SDPA (its memory-efficient kernel before Ampere:
+    ``methods.attention_kernel``)."""
     if spec.kernel != "sdpa":
         return "n/a"
     if not kernels:
         return "eager"
-    if device == "cuda" and spec.family != "vit" and has("flash_attn"):
+    if (device == "cuda" and spec.family != "vit" and has("flash_attn")
+            and torch.cuda.get_device_capability()[0] >= 8):
         return "flash_attention_2"
     return "sdpa"
 
@@ -148,8 +151,9 @@ def apply_fp8(model: nn.Module, recipe: str, device: str, ran: Ran) -> None:
     dimensions divisible by ``FP8_MULTIPLE``, and not the output layer, whose logits stay in the recipe's
     precision (as torchtitan keeps its output layer; the fused cross-entropy also reads that layer's weight
     directly). Runs before compile, which fuses the float8 scaling into the blocks."""
-    if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
-        raise Unsupported(f"FP8 training needs a Hopper or newer GPU; this one has compute capability "
+    if device == "cuda" and torch.cuda.get_device_capability() < (8, 9):  # hardware.FP8_FROM: Ada, Hopper, Blackwell
+        raise Unsupported(f"FP8 training needs FP8 tensor cores (compute capability 8.9+); this one has compute "
+                          f"capability "
                           f"{'.'.join(map(str, torch.cuda.get_device_capability()))}")
     convert, config_cls = float8_training()
     head, converted, kept = output_layer(model), [], []
