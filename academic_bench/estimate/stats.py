@@ -6,6 +6,8 @@ recomputation, no optimizer.
 - Transformers: per token ``6 x (parameters - input embedding) + 12 x layers x hidden x sequence``. The input
   embedding is the token/position/type tables; an output projection tied to them (RoBERTa's MLM decoder) is
   a real matmul per token, so it is added back.
+- Mixtures of experts: the same with the parameters a token uses (the router, shared experts and its top-k
+  experts) and the attention's query-key and value widths (``moe``).
 - Other families (Mamba, ConvNeXt, ViT): ``torch.utils.flop_counter.FlopCounterMode`` over the forward and
   backward of one sample (Mamba: a short sequence, scaled per token, since every counted op is per token;
   ``meta.counted_flops``, with its correction of grouped convolutions).
@@ -18,6 +20,7 @@ from ..catalog.hardware import get_gpu
 from ..catalog.models import ModelSpec, get_model
 from ..catalog.units import SECONDS_PER_DAY
 
+from . import moe
 from .facts import ModelStats, counted_flops_of, model_stats_of
 
 
@@ -46,6 +49,8 @@ def counted_flops(model: ModelSpec | str, tiny: bool = False, seq_len: int | Non
 def flops_method(model: ModelSpec | str) -> str:
     """How the model's FLOPs are counted, for labels."""
     spec = spec_of(model)
+    if spec.moe is not None:
+        return moe.FLOPS_CONVENTION
     if spec.transformer_shape is not None:
         return "6 x (params - input embedding) + 12 x layers x hidden x seq per token"
     if spec.recipe.seq_len:
@@ -60,6 +65,8 @@ def flops_per_sample(model: ModelSpec | str, tiny: bool = False) -> float:
     if spec.transformer_shape is not None:
         layers, hidden = spec.transformer_shape(tiny)
         st = model_stats(key, tiny)
+        if spec.moe is not None:  # a mixture of experts: the experts a token runs (``moe``)
+            return moe.flops_per_sample(spec, st, layers, r.seq_len)
         matmul_params = st.params - st.input_embedding + st.tied_output
         return (6 * matmul_params + 12 * layers * hidden * r.seq_len) * r.seq_len
     if r.seq_len:  # per-token ops only (Mamba): count a short sequence and scale
