@@ -157,3 +157,18 @@ def test_the_routing_counts_every_token_top_k_times_per_layer(tmp_path):
     counts = expert_token_counts(net, spec.make_batch(2), "cpu")
     assert len(counts) == spec.moe.moe_layers
     assert all(len(c) == spec.moe.experts and sum(c) == 2 * SEQ * spec.moe.per_token for c in counts)
+
+
+def test_the_work_model_charges_each_expert_at_its_share_of_the_tokens(tmp_path):
+    """A mixture is answered by the work model: its matrix products are the dense matrices at every token and each
+    routed expert's at top-k / experts of them, so without the GEMM curve they are 6 x active weights x tokens."""
+    from academic_bench.answer import decoder_work as dw
+
+    spec = _spec(tmp_path, "qwen2_moe")
+    st, m = est.model_stats(spec), spec.moe
+    assert dw.not_modelled(spec.key) is None
+    w = dw.work(spec.key, 2, 1)
+    active = st.matrix_params - (1 - m.active_share) * m.expert_params
+    assert w.matmul == pytest.approx(6 * active * 2 * SEQ)
+    dense_width = 2 * (64 + TINY["qwen2_moe"]["intermediate_size"])  # what a dense decoder of its config would stream
+    assert w.memory > dense_width * 2 * SEQ  # top-k experts, the shared expert and the routing's gathers

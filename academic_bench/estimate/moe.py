@@ -94,3 +94,19 @@ def matrix_products(spec: ModelSpec, sizes: tuple[int, ...]) -> list[tuple[int, 
 def layer_count(spec: ModelSpec, layers: int) -> tuple[int, int]:
     """(dense layers, mixture layers) of a decoder of ``layers`` layers."""
     return layers - spec.moe.moe_layers, spec.moe.moe_layers
+
+
+def attention_width(spec: ModelSpec) -> int:
+    """The width the work model's attention kind scales with: the mean of the query-key and value widths (both are
+    heads x head size where one head size serves both)."""
+    return (spec.moe.query_key + spec.moe.value) // 2
+
+
+def memory_width(spec: ModelSpec, layers: int, hidden: int, dense_width: int) -> int:
+    """The elements per token the memory-bound kernels of all layers read and write, as the work model counts them
+    (the hidden width and the MLP's intermediate width of each layer): a mixture layer's MLP width is its top-k
+    experts' and shared experts' (``mlp_width``), and its routing gathers each token's hidden state for its top-k
+    experts and scatters their outputs back (``2 x top-k x hidden``)."""
+    n_dense, n_moe = layer_count(spec, layers)
+    routed = hidden + mlp_width(spec) + 2 * spec.moe.per_token * hidden
+    return n_dense * (hidden + dense_width) + n_moe * routed
