@@ -36,11 +36,11 @@ TINY = {
 SEQ = 32
 
 
-def _spec(tmp_path, kind: str):
+def _spec(tmp_path, kind: str, precision: str | None = None):
     path = tmp_path / kind / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(TINY[kind]))
-    return decoder_spec(path, seq_len=SEQ, tokens=1e6, global_batch=8).spec
+    return decoder_spec(path, seq_len=SEQ, tokens=1e6, global_batch=8, precision=precision).spec
 
 
 def _experts(net) -> list:
@@ -164,7 +164,7 @@ def test_the_work_model_charges_each_expert_at_its_share_of_the_tokens(tmp_path)
     routed expert's at top-k / experts of them, so without the GEMM curve they are 6 x active weights x tokens."""
     from academic_bench.answer import decoder_work as dw
 
-    spec = _spec(tmp_path, "qwen2_moe")
+    spec = _spec(tmp_path, "qwen2_moe", precision="bf16")  # the work model's profiles are bf16
     st, m = est.model_stats(spec), spec.moe
     assert dw.not_modelled(spec.key) is None
     w = dw.work(spec.key, 2, 1)
