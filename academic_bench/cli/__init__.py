@@ -39,7 +39,7 @@ def _cmd_gpus(args: argparse.Namespace) -> None:
 
 def _cmd_space(args: argparse.Namespace) -> None:
     from ..catalog.config import beyond_paper_space
-    from ..catalog.methods import BEYOND_PAPER, hardware_reason, methods_spec, preset
+    from ..catalog.methods import BEYOND_PAPER, EXPERTS_KERNELS_NOTE, hardware_reason, methods_spec, preset
 
     base = preset("free-lunch")
     valid, excluded = search_space(args.gpus, base)
@@ -50,7 +50,7 @@ def _cmd_space(args: argparse.Namespace) -> None:
             excluded += [(m, bad) for m in valid]
             valid = []
     beyond_ok, beyond_out = beyond_paper_space(args.model, args.gpu, args.gpus)
-    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu,
+    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu, "experts_kernel": EXPERTS_KERNELS_NOTE,
             "valid": [{"label": m.label(), **m.to_dict()} for m in valid],
             "excluded": [{"label": m.label(), "reason": r, **m.to_dict()} for m, r in excluded],
             "beyond_paper": {
@@ -61,6 +61,7 @@ def _cmd_space(args: argparse.Namespace) -> None:
         lines = [f"{len(valid)} valid memory-saving combinations for {args.model} on {args.gpus} GPU(s) "
                  "(free-lunch methods on):"]
         lines += [f"  {m.label()}" for m in valid]
+        lines.append(f"Kernels switch, {EXPERTS_KERNELS_NOTE}")
         lines.append(f"{len(excluded)} excluded:")
         lines += [f"  {m.label():<55} {r}" for m, r in excluded]
         lines.append(f"{BEYOND_PAPER.capitalize()} (measured beside this search space, never in it): "
