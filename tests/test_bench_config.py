@@ -91,3 +91,24 @@ def test_a_config_json_decoder_runs_as_a_submitit_job_too(tmp_path):
     assert rc == 0
     (row,) = ResultStore(out).rows()
     assert row["outcome"] == "ok", row["reason"]
+
+
+# A mixture of experts (OLMoE's layout, tiny): 4 experts, 2 per token.
+TINY_OLMOE = {"model_type": "olmoe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 4, "intermediate_size": 32, "num_experts": 4, "num_experts_per_tok": 2,
+              "vocab_size": 256, "max_position_embeddings": 64, "tie_word_embeddings": False, "torch_dtype": "float32"}
+
+
+def test_a_mixture_of_experts_config_is_measured_with_its_experts_kernel_and_routing_kept(tmp_path):
+    path, out = tmp_path / "tiny-olmoe" / "config.json", tmp_path / "runs" / "results.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps(TINY_OLMOE))
+    rc = main(["bench", "--model", str(path), "--tokens", str(TOKENS), "--seq-len", str(SEQ), "--global-batch",
+               str(BATCH), "--gpu", "h100-80gb", "--gpus", "1", "--methods", "kernels", "--micro-batch", "2",
+               "--device", "cpu", "--timeout", "300", "--out", str(out)])
+    assert rc == 0
+    (row,) = ResultStore(out).rows()
+    assert row["outcome"] == "ok", row["reason"]
+    assert row["ran"]["experts"] == "grouped_mm" and "experts:grouped_mm" in row["ran"]["kernels"]
+    counts = row["ran"]["expert_tokens"]  # the routing of a timed micro-batch, per mixture layer
+    assert len(counts) == 2 and all(len(c) == 4 and sum(c) == 2 * SEQ * 2 for c in counts)

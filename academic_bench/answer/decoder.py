@@ -132,6 +132,11 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     if why_not_work is None:
         p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch,
                             evidence=evidence)
+        if p is None and spec.moe is not None and micro_batch is None and not any(methods.memory_saving[::2]) \
+                and methods.sharding == "none":
+            # A mixture of experts keeps every expert's states: where the free-lunch settings alone do not fit,
+            # the fastest memory-saving combination the work model predicts is the answer's settings.
+            p, methods = _fastest_fitting(key, gpu, n_gpus, points, methods, host_rates, evidence)
         if p is not None and p.days is not None:
             profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
             rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,
@@ -171,3 +176,15 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
 def _none(why: str, base: dict) -> Answer:
     return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None, rests_on=why,
                   **base)
+
+
+def _fastest_fitting(key: str, gpu: str, n_gpus: int, points, base: Methods, host_rates, evidence):
+    """(the work model's fastest prediction, its methods) over the paper's memory-saving combinations on top of
+    ``base`` (``methods.search_space``), or (None, base) where none fits."""
+    from ..catalog.methods import search_space
+    from .decoder_work import predict_decoder
+
+    found = [(p, m) for m in search_space(n_gpus, base)[0]
+             for p in [predict_decoder(key, gpu, n_gpus, points, m, host_rates, evidence=evidence)]
+             if p is not None and p.days is not None]
+    return min(found, key=lambda pm: pm[0].days) if found else (None, base)

@@ -109,8 +109,8 @@ def not_modelled(model: str) -> str | None:
         return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
     if spec.transformer_shape is None:
         return "it is not a transformer decoder"
-    if _shape(model)[8] > 1:
-        return "it is a mixture of experts: only some of its weights work for each token"
+    if _shape(model)[8] > 1 and spec.moe is None:
+        return "it is a mixture of experts whose experts the study cannot count per token"
     return None
 
 
@@ -135,18 +135,28 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
     """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences: matrix products
     weighted by ``curve``'s slowness at each product's size (None: FLOPs alone), attention with ``offset`` tokens
     of per-token work (module docstring)."""
+    from ..catalog.models import get_model
+    from ..estimate import moe
+
     matrices, layers, attention, hidden, width, vocab, params, seq, _, sizes = _shape(model)
+    spec = get_model(model)
     tokens = micro_batch * gas * seq
+    # Each matrix with the share of the tokens it multiplies: 1, or top-k / experts for a routed expert's
+    # (balanced routing: ``estimate.moe.matrix_products``).
+    products = moe.matrix_products(spec, sizes)
     if curve is None:
-        matmul = 6.0 * matrices * tokens
-    else:  # each of a matrix's three products multiplies micro-batch x sequence rows by it
+        matmul = 6.0 * (matrices if spec.moe is None else sum(s * share for s, share in products)) * tokens
+    else:  # each of a matrix's three products multiplies micro-batch x sequence rows (its share of them) by it
         # An LM head of a vocabulary no multiple of 8 (the one matrix of hidden x vocabulary elements: a tied head
         # is counted once, the embedding table not at all) runs on the slower kernels for unaligned sizes.
         head = hidden * vocab if is_unaligned(vocab) else None
-        matmul = sum(6.0 * size * tokens * curve.slowness(2.0 * micro_batch * seq * size)
-                     * (curve.unaligned if size == head else 1.0) for size in sizes)
+        matmul = sum(6.0 * size * share * tokens * curve.slowness(2.0 * micro_batch * seq * share * size)
+                     * (curve.unaligned if size == head else 1.0) for size, share in products)
+    streamed = layers * (hidden + width)
+    if spec.moe is not None:  # a mixture's attention widths, MLP width and routing (``estimate.moe``)
+        attention, streamed = moe.attention_width(spec), moe.memory_width(spec, layers, hidden, width)
     return Work(matmul=matmul, attention=float(layers * attention) * (seq + offset) * tokens,
-                loss=float(tokens) * vocab, memory=float(layers * (hidden + width)) * tokens,
+                loss=float(tokens) * vocab, memory=float(streamed) * tokens,
                 idle=float(layers * gas), optimizer=float(params))
 
 
@@ -288,6 +298,10 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
             p.step_high_s * step.high_s / step.step_s
     if methods.checkpointing:
         basis += "; checkpointing recomputes the blocks' forward"
+    if spec.moe is not None:
+        basis += (f"; a mixture of experts: each of the {spec.moe.experts} experts' products at the "
+                  f"{spec.moe.per_token}/{spec.moe.experts} of the tokens balanced routing sends it, the routing's "
+                  "gathers as memory-bound work (no measured mixture of experts calibrates them yet)")
     fitted = [s for s in methods.beyond_switches() if s in evidence.switches]
     if fitted:
         basis += (f"; {', '.join(fitted)} charged as fitted to the study's measured rows of "

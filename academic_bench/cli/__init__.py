@@ -40,8 +40,8 @@ def _cmd_gpus(args: argparse.Namespace) -> None:
 def _cmd_space(args: argparse.Namespace) -> None:
     from ..catalog.config import beyond_paper_space
     from ..catalog.hardware import get_gpu
-    from ..catalog.methods import (BEYOND_PAPER, free_lunch_for, gpu_rules, methods_spec, precision_reason, preset,
-                                   vendor_reason)
+    from ..catalog.methods import (BEYOND_PAPER, EXPERTS_KERNELS_NOTE, free_lunch_for, gpu_rules, methods_spec,
+                                   precision_reason, preset, vendor_reason)
     from ..catalog.models import get_model
 
     base, rules, gpu = preset("free-lunch"), [], None
@@ -53,7 +53,8 @@ def _cmd_space(args: argparse.Namespace) -> None:
     if refusal:  # nothing runs: every combination carries the reason
         excluded, valid = excluded + [(m, refusal) for m in valid], []
     beyond_ok, beyond_out = beyond_paper_space(args.model, args.gpu, args.gpus, base=base)
-    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu, "base": methods_spec(base), "gpu_rules": rules,
+    data = {"model": args.model, "n_gpus": args.gpus, "gpu": args.gpu, "experts_kernel": EXPERTS_KERNELS_NOTE,
+            "base": methods_spec(base), "gpu_rules": rules,
             "valid": [{"label": m.label(), **m.to_dict()} for m in valid],
             "excluded": [{"label": m.label(), "reason": r, **m.to_dict()} for m, r in excluded],
             "beyond_paper": {
@@ -68,6 +69,7 @@ def _cmd_space(args: argparse.Namespace) -> None:
         lines.append(f"{len(valid)} valid memory-saving combinations for {args.model} on {args.gpus} GPU(s) "
                      f"({base.label()} methods on):")
         lines += [f"  {m.label()}" for m in valid]
+        lines.append(f"Kernels switch, {EXPERTS_KERNELS_NOTE}")
         if refusal:  # the one reason, once
             lines.append(f"Nothing runs on this GPU: {refusal}")
         else:

@@ -128,6 +128,13 @@ def _text(d: dict) -> str:
                      f"of {a['intermediate']}, vocabulary {a['vocab']:,}, embeddings "
                      f"{'tied' if a['tied_embeddings'] else 'untied'}; {a['tokens']:.3g} tokens = {a['steps']:,} "
                      f"steps x {a['global_batch']} x {a['seq_len']}")
+        if a.get("moe"):
+            m = a["moe"]
+            lines.append(f"          a mixture of experts: {m['experts']} routed experts of {m['expert_width']:,} in "
+                         f"{m['moe_layers']} layers, {m['per_token']} per token"
+                         + (f", shared experts of {m['shared_width']:,}" if m["shared_width"] else "")
+                         + f"; {d['active_params'] / 1e6:,.1f}M parameters work for each token, every expert's "
+                         "weights, gradients and optimizer states are in memory")
         if a["positions_extended_to"]:
             lines.append(f"          (positions extended from the config's {a['max_positions']} to {a['seq_len']})")
         lines += [f"Warning:  {w}" for w in d.get("warnings", [])]
@@ -182,13 +189,15 @@ def config_estimate(args: argparse.Namespace) -> dict:
                            precision=training_precision(args.gpu, args.precision))
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = _est().model_stats(decoder.spec).params
+    moe = decoder.spec.moe
+    active = params - (1.0 - moe.active_share) * moe.expert_params if moe else params
     ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
     warnings = shape_warnings(decoder.facts)
     lifespan = Assumptions().lifespan_years  # the cost model's, the paper's Section 4.1
     if ans.days is not None and ans.days > lifespan * DAYS_PER_YEAR:  # an absurd budget is flagged, not planned
         warnings.append(f"{ans.days:,.3g} days outlast the hardware they run on ({lifespan:g} years, the paper's "
                         f"lifespan): no machine trains {args.tokens:.3g} tokens; ask for fewer --tokens or more GPUs")
-    return {"config_file": decoder.path, "architecture": decoder.facts, "params": params,
+    return {"config_file": decoder.path, "architecture": decoder.facts, "params": params, "active_params": active,
             "precision_chosen": precision_words(args.gpu, args.precision, stored_dtype(args.model)),
             "warnings": warnings,
             **estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}

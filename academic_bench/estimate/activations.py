@@ -21,6 +21,8 @@
 - **Transformers otherwise** (eager attention, no compile: the naive settings): Korthikanti et al. 2022
   (*Reducing Activation Recomputation in Large Transformer Models*, Sec. 4.1): ``s*b*h*(34 + 5*a*s/h)`` bytes per
   layer for 16-bit activations, with transformers' eager attention scores (``Coefficients.attention_scores``).
+- **Mixtures of experts**: a mixture layer keeps what an MLP as wide as its top-k experts and shared experts
+  keeps, and the routing's tensors (``moe``; in the eager formula, the difference from its 4h-wide plain MLP).
 - **The loss**: the LM logits (``s*b*V``) add the fp32 log-softmax kept for backward and the two fp32 gradients
   that exist together at the start of backward; a fused cross-entropy (``Coefficients.fused_loss``: its kernel
   keeps the 16-bit logits and writes their gradient in place) keeps only those.
@@ -33,6 +35,7 @@
 from __future__ import annotations
 
 from ..catalog.models import ModelSpec
+from . import moe
 from .coefficients import COEFFICIENTS, Coefficients
 from .facts import ActivationProfile, DecoderLayer, decoder_layer_of, saved_tensors_of
 from .stats import BYTES, MAMBA_COUNT_TOKENS, model_stats, spec_of
@@ -95,14 +98,26 @@ def activation_profile(model: ModelSpec | str, tiny: bool, kernels: bool, k: Coe
         layers, h = spec.transformer_shape(tiny)
         s = r.seq_len
         if spec.task == "causal-lm" and spec.compiles and _attention_impl(spec, kernels) != "eager":
-            layer = s * fused_layer(decoder_layer(spec.key, tiny), c, res, k, fp8)
+            shape = decoder_layer(spec.key, tiny)
             head = s * h * (res + c) + _logits_bytes(s, r.vocab_size, c, k)  # the final norm's input and output
+            if spec.moe is not None:  # a mixture of experts: its layers' MLP and routing (``moe``)
+                dense, mixture = moe.layer_bytes(spec, shape, lambda la: fused_layer(la, c, res, k, fp8))
+                routing = moe.routing_bytes(spec, h, c)
+                n_dense, n_moe = moe.layer_count(spec, layers)
+                blocks = (s * dense,) * n_dense + (s * (mixture + routing),) * n_moe
+                return ActivationProfile(blocks, (s * h * res,) * layers, head)
+            layer = s * fused_layer(shape, c, res, k, fp8)
             return ActivationProfile((layer,) * layers, (s * h * res,) * layers, head)
         st = model_stats(spec.key, tiny)
         per_score = k.attention_scores + (k.attention_dropout_mask if st.attention_dropout > 0 else 0.0)
         attn = 0.0 if _attention_impl(spec, kernels) != "eager" else per_score * st.heads * s / h
         layer = s * h * (k.transformer_layer + attn) * c / 2  # the paper's constants are for 2-byte values
         head = s * h * c + _logits_bytes(s, r.vocab_size, c, k)
+        if spec.moe is not None:  # the formula's MLP is 4h wide and plain: a mixture's is wider, and routes
+            extra = s * (c * (3 * moe.mlp_width(spec) - 8 * h) + moe.routing_bytes(spec, h, c))
+            n_dense, n_moe = moe.layer_count(spec, layers)
+            return ActivationProfile((layer,) * n_dense + (layer + max(0.0, extra),) * n_moe,
+                                     (s * h * c,) * layers, head)
         return ActivationProfile((layer,) * layers, (s * h * c,) * layers, head)
     if spec.kernel == "mamba-ssm":
         s, st = r.seq_len, model_stats(spec.key, tiny)

@@ -8,6 +8,8 @@ recomputation, no optimizer.
   them (RoBERTa's MLM decoder) is a real matmul per token, so it is added back. The attention width is heads x
   head size, which is not the hidden size where a config states its own head size (Qwen3-4B: 32 heads of 128
   on a hidden size of 2,560).
+- Mixtures of experts: the same with the parameters a token uses (the router, shared experts and its top-k
+  experts) and the attention's query-key and value widths (``moe``).
 - Other families (Mamba, ConvNeXt, ViT): ``torch.utils.flop_counter.FlopCounterMode`` over the forward and
   backward of one sample (Mamba: a short sequence, scaled per token, since every counted op is per token;
   ``meta.counted_flops``, with its correction of grouped convolutions).
@@ -20,6 +22,7 @@ from ..catalog.hardware import get_gpu
 from ..catalog.models import ModelSpec, get_model
 from ..catalog.units import SECONDS_PER_DAY
 
+from . import moe
 from .facts import ModelStats, counted_flops_of, model_stats_of
 
 
@@ -59,6 +62,8 @@ def dense_flops_terms(matmul_params: float, layers: int, attention_width: int) -
 def flops_method(model: ModelSpec | str) -> str:
     """How the model's FLOPs are counted, for labels."""
     spec = spec_of(model)
+    if spec.moe is not None:
+        return moe.FLOPS_CONVENTION
     if spec.transformer_shape is not None:
         return "6 x (params - input embedding) + 12 x layers x attention width x seq per token"
     if spec.recipe.seq_len:
@@ -73,6 +78,8 @@ def flops_per_sample(model: ModelSpec | str, tiny: bool = False) -> float:
     if spec.transformer_shape is not None:
         layers, _ = spec.transformer_shape(tiny)
         st = model_stats(key, tiny)
+        if spec.moe is not None:  # a mixture of experts: the experts a token runs (``moe``)
+            return moe.flops_per_sample(spec, st, layers, r.seq_len)
         if not st.attention_width:
             raise ValueError(f"{key}: its config states no attention heads, so its attention width is unknown")
         base, per_position = dense_flops_terms(st.params - st.input_embedding + st.tied_output, layers,

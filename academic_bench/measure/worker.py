@@ -27,7 +27,9 @@ import torch.distributed as dist
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
 from .apply import Ran, Unsupported
+from .data import host_batches
 from .extrapolation import extrapolate, predicted_memory_gb, rebuilt_step, relative_error
+from .routing import expert_token_counts
 from .microbatch import alloc_retries, find_micro_batch, peak_memory_gb
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import (MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits,
@@ -261,6 +263,8 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
         row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
                            "rel_error": relative_error(predicted, sustained)}
     stepper.ran.timing_s, stepper.ran.validate_s = t1 - t0, time.perf_counter() - t1
+    if stepper.ran.experts != "n/a":  # a mixture of experts: the routing its timed steps saw (``routing``)
+        stepper.ran.expert_tokens = expert_token_counts(stepper.model, host_batches(cfg, mbs, 1, seed=1)[0], device)
     return row
 
 

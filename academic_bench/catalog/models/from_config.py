@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..env import cache_dir, libraries_quiet
+from . import moe as moe_reader
+from .moe import EXPERT_KEYS, MoeShape  # noqa: F401  (EXPERT_KEYS: where configs state an expert count)
 from .spec import ModelSpec, Optimizer, Recipe
 
 # Sequences per optimizer step when not given: the catalog decoders' recipe (paper Table 3, Pythia).
@@ -31,9 +33,6 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 # from a config class's defaults instead, a missing layer count would silently become another model's.
 REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
 SOURCE = "estimate for a config.json decoder: not a replication recipe"
-
-# Where configs state a mixture of experts' expert count (Mixtral, Qwen-MoE, DeepSeek, others).
-EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 REGISTERED: dict[str, ModelSpec] = {}  # specs made from config files, by key (models.get_model reads it)
 MADE_WITH: dict[str, dict] = {}  # the arguments of ``decoder_spec`` that made each registered spec, by key
@@ -150,17 +149,17 @@ def _mlp_kind(net, block_types: tuple[str, ...]) -> str:
     return {3: "gated", 2: "plain"}.get(n, f"other ({n} projections)")
 
 
-def _refuse_experts(path: Path, kind: str, cfg) -> None:
-    """A mixture of experts is refused: each token runs only some of its experts, while every estimate here
-    (FLOPs, days, the work model) counts every weight as working for every token, so its days would be several
-    times too many. Read from the config transformers builds, whose class may default the expert count."""
-    experts = max((getattr(cfg, k, None) or 0) for k in EXPERT_KEYS)
-    if experts > 1:
-        per_token = getattr(cfg, "num_experts_per_tok", None)
-        raise ConfigError(f"{path}: model_type {kind!r} is a mixture of experts ({experts} experts"
-                          + (f", {per_token} per token" if per_token else "") + "): the estimates here count "
-                          "every weight as working for every token, which a mixture of experts does not, so its "
-                          "days and FLOPs would be wrong; it is not estimated")
+def _read_experts(path: Path, kind: str, cfg, net) -> dict | None:
+    """A mixture of experts' shape (``moe.MoeShape`` as a dict), None for a dense decoder; a mixture the study
+    cannot charge is refused, naming what it lacks (``moe.refusal``)."""
+    experts = moe_reader.stated_experts(cfg)
+    if experts <= 1:
+        return None
+    why = moe_reader.refusal(net, cfg)
+    if why:
+        raise ConfigError(f"{path}: model_type {kind!r} is a mixture of experts ({experts} experts) that the study "
+                          f"cannot charge: {why}; it is not estimated")
+    return moe_reader.read_moe(net, cfg).to_dict()
 
 
 SHAPE_KEYS = (*REQUIRED, "intermediate_size", "num_key_value_heads", "max_position_embeddings")
@@ -170,7 +169,7 @@ def _decoder_shape(path: Path, data: dict) -> dict:
     """What transformers reads in a decoder's config: the shape keys it states (under their own names or the config
     class's aliases), the attribute that holds its positions, its repeated layer, MLP kind and tied embeddings;
     or a ConfigError saying why the file is no decoder the estimates can take (``_decoder_class``,
-    ``_check_shape``, ``_refuse_experts``, a model transformers cannot build on the meta device).
+    ``_check_shape``, ``_read_experts``, a model transformers cannot build on the meta device).
 
     Importing transformers' config and model classes and building the model take seconds, so a file that passed
     is kept with what it gave, in the user's cache folder, under a digest of its content, the installed
@@ -197,7 +196,6 @@ def _build_shape(path: Path, data: dict) -> dict:
     # A copy: transformers fills in nested settings (rope_scaling) in place, and the file's content names it.
     cfg = AutoConfig.for_model(data["model_type"], **{k: v for k, v in copy.deepcopy(data).items()
                                                       if k != "model_type"})
-    _refuse_experts(path, data["model_type"], cfg)
     model_cls = MODEL_FOR_CAUSAL_LM_MAPPING[cls]
     blocks = list(getattr(model_cls, "_no_split_modules", None) or ())
     try:
@@ -211,7 +209,8 @@ def _build_shape(path: Path, data: dict) -> dict:
              "positions_key": getattr(cls, "attribute_map", {}).get("max_position_embeddings",
                                                                     "max_position_embeddings"),
              "blocks": blocks, "mlp": _mlp_kind(net, tuple(blocks)),
-             "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False))}
+             "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False)),
+             "moe": _read_experts(path, data["model_type"], cfg, net)}
     return shape
 
 
@@ -224,7 +223,8 @@ def _shape_file(data: dict) -> Path:
         library = importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
         library = "none"
-    blob = json.dumps({"config": data, "transformers": library, "reader": Path(__file__).read_text()},
+    reader = Path(__file__).read_text() + Path(moe_reader.__file__).read_text()
+    blob = json.dumps({"config": data, "transformers": library, "reader": reader},
                       sort_keys=True, default=str)
     return cache_dir() / "decoders" / f"{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
 
@@ -297,14 +297,15 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     spec = ModelSpec(key=key, family=f"config:{data['model_type']}", display=f"{name} ({data['model_type']})",
                      paper_params=0.0, task="causal-lm", recipe=recipe, build=build, tiny_recipe=recipe,
                      transformer_shape=lambda tiny: (layers, hidden), block_types=blocks,
-                     facts_key=f"config@{facts_digest}")
+                     facts_key=f"config@{facts_digest}",
+                     moe=MoeShape.from_dict(shape["moe"]) if shape.get("moe") else None)
     heads = stated["num_attention_heads"]
     facts = {"model_type": data["model_type"], "layers": layers, "hidden": hidden, "heads": heads,
              "kv_heads": stated["num_key_value_heads"] or heads, "intermediate": stated["intermediate_size"],
              "mlp": shape["mlp"], "vocab": recipe.vocab_size, "tied_embeddings": shape["tied_embeddings"],
              "max_positions": positions, "positions_extended_to": seq_len if extended else None,
              "block": blocks[0], "tokens": steps * global_batch * seq_len, "global_batch": global_batch,
-             "seq_len": seq_len, "steps": steps, "precision": precision}
+             "seq_len": seq_len, "steps": steps, "precision": precision, "moe": shape.get("moe")}
     REGISTERED[key] = spec
     MADE_WITH[key] = {"path": str(path.resolve()), "seq_len": seq_len, "tokens": tokens,
                       "global_batch": global_batch, "precision": precision}

@@ -8,6 +8,8 @@ if TYPE_CHECKING:  # torch loads only where a model is built or run: the answer 
     import torch
     from torch import nn
 
+    from .moe import MoeShape
+
 Task = Literal["causal-lm", "masked-lm", "image-classification"]
 Precision = Literal["fp32", "fp16", "bf16"]
 
@@ -79,6 +81,8 @@ class ModelSpec:
     # What its meta-device facts (``estimate.facts``) are kept under where not its key: a decoder from a config.json
     # keeps them per file and sequence length, whatever the tokens, batch and precision it trains with.
     facts_key: str | None = None
+    # A mixture of experts' routed experts, top-k and shared experts (``moe.read_moe``); None for a dense model.
+    moe: MoeShape | None = None
 
     def recipe_for(self, tiny: bool) -> Recipe:
         return self.tiny_recipe if tiny else self.recipe
