@@ -431,6 +431,13 @@ def _fake_mamba_kernels(monkeypatch) -> None:
     mods["causal_conv1d"].causal_conv1d_fn = mods["causal_conv1d"].causal_conv1d_update = kernel
     for name, mod in mods.items():
         monkeypatch.setitem(sys.modules, name, mod)
+    # transformers (5.25) calls an installed package's kernel only for inputs on a device it lists for that package
+    # (the GPU, where every measured step runs); the fake lists the CPU too, so that this CPU twin takes the path a
+    # GPU step would.
+    from transformers.integrations import hub_kernels
+
+    for package in ("mamba_ssm", "causal_conv1d"):
+        monkeypatch.setitem(hub_kernels._PACKAGE_SUPPORTED_DEVICES, package, ("cuda", "cpu"))
     monkeypatch.delitem(sys.modules, MAMBA_MODELING, raising=False)  # restored afterwards
 
 

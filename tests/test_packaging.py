@@ -22,17 +22,22 @@ def _env_pip() -> list[str]:
     return pip[0]["pip"]
 
 
-def test_environment_installs_the_same_extras_as_make():
-    extras = re.search(r"-e \.\[([a-z,]+)\]", " ".join(_env_pip())).group(1).split(",")
-    make = re.search(r"-e '\.\[([a-z,]+)\]'", (ROOT / "Makefile").read_text()).group(1).split(",")
-    assert sorted(extras) == sorted(make)
+def test_environment_and_make_install_the_one_lock():
+    assert _env_pip() == ["-r requirements/lock.txt"]
+    make = (ROOT / "Makefile").read_text()
+    assert "--require-hashes -r $(LOCK)" in make and "LOCK := requirements/lock.txt" in make
+
+
+def test_the_lock_is_compiled_from_the_extras_and_the_torch_pair():
+    make = (ROOT / "Makefile").read_text()
+    extras = re.findall(r"--extra (\w+)", make)
+    assert sorted(extras) == ["book", "test"]
     assert set(extras) <= set(_pyproject()["project"]["optional-dependencies"])
-
-
-def test_environment_pins_the_same_torch_as_make():
-    pins = {p for p in _env_pip() if p.startswith(("torch==", "torchvision=="))}
-    make_pins = set(re.search(r"TORCH_PINS := (.+)", (ROOT / "Makefile").read_text()).group(1).split())
-    assert pins == make_pins
+    torch_pair = {l for l in (ROOT / "requirements/torch.in").read_text().splitlines() if "==" in l}
+    locked = {f"{name}=={version}" for name, version in re.findall(r"^(torch|torchvision)==(\S+)",
+                                                                   (ROOT / "requirements/lock.txt").read_text(), re.M)}
+    assert torch_pair == locked == {p for p in torch_pair if p.startswith(("torch==", "torchvision=="))}
+    assert len(torch_pair) == 2
 
 
 def test_environment_python_satisfies_pyproject():

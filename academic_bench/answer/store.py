@@ -100,8 +100,10 @@ def _compute(runs: Path) -> Kept:
 
 
 def _write(path: Path, key: str, kept: Kept) -> None:
+    from ..catalog.lock import computed_with
+
     answers, checks, work = kept
-    doc = {"key": key, "grid_version": GRID_VERSION,
+    doc = {"key": key, "grid_version": GRID_VERSION, "computed_with": computed_with(),
            "note": "The study's answer per catalog model, GPU and count (academic_bench.answer); written by "
                    "`make book` from the runs beside it. Do not edit: a changed run changes the key.",
            "checks": checks, "work_model": work, "answers": [a.to_dict() for a in answers]}

@@ -28,14 +28,13 @@ def fresh() -> dict:
 
 def write_shipped(path: Path = facts.SHIPPED) -> Path:
     """Compute the catalog's facts and keep them in ``path`` under today's key."""
-    import torch
-    import transformers
+    from ..catalog.lock import computed_with
 
     doc = {"key": facts.content_key(), "facts_version": facts.FACTS_VERSION,
            "note": "Meta-device facts of every catalog model (academic_bench.estimate.facts); written by "
                    "`make book` (academic_bench.estimate.kept.write_shipped). Do not edit: a changed model file "
                    "changes the key.",
-           "computed_with": {"torch": torch.__version__, "transformers": transformers.__version__},
+           "computed_with": computed_with(),
            "facts": fresh()}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
