@@ -103,3 +103,46 @@ def test_a_runs_own_settings_reach_the_memory_model(points):
     own = pc.published_memory(deepspeed)["predicted_gib"].iloc[0]
     swiglu_only = deepspeed.assign(source="whyNLP/tinyllama README, Benchmark")
     assert own < pc.published_memory(swiglu_only)["predicted_gib"].iloc[0]
+
+
+def test_each_generation_and_family_with_three_points_is_judged_and_its_far_points_named():
+    from academic_bench.answer import published_family as pf
+
+    frame = pd.DataFrame({"gpu": ["v100-32gb"] * 3 + ["rtx3090"] * 3 + ["h100-80gb"],
+                          "family": ["encoder"] * 3 + ["decoder"] * 4, "model": list("abcdefg"),
+                          "n_gpus": 1, "source": "s",
+                          "ratio": [0.95, 1.0, 1.05, 0.9, 1.0, 1.5, math.nan]})
+    got = pf.by_generation_and_family(frame).set_index(["by", "group"])
+    assert got.loc[("generation", "volta"), "target"] == "met"
+    assert got.loc[("generation", "ampere"), "target"] == "missed"
+    assert got.loc[("generation", "ampere"), "outside"] == "f on 1 x rtx3090 (1.50)"
+    assert got.loc[("generation", "hopper"), "predicted"] == 0
+    assert got.loc[("family", "decoder"), "points"] == 4 and got.loc[("family", "decoder"), "predicted"] == 3
+
+
+def test_the_distance_a_prediction_carries_is_counted_in_generations_and_vendors():
+    from academic_bench.answer.published_family import distance
+
+    assert distance("h100-80gb", "h100-80gb") == "same GPU"
+    assert distance("h100-80gb", "h100-pcie") == "same architecture"
+    assert distance("h100-80gb", "rtx4090") == "one generation"
+    assert distance("h100-80gb", "v100-32gb") == "two or more generations"
+    assert distance("h100-80gb", "mi300x") == "another vendor"
+
+
+def test_an_encoder_sequence_counts_its_own_head_and_length_by_the_studys_convention():
+    from academic_bench.answer.published_family import encoder_flops_per_sequence
+    from academic_bench.estimate import flops_per_sample, model_stats
+
+    st = model_stats("roberta-large")
+    # The catalog's RoBERTa-large at its own head and length is the catalog's count; a smaller head costs less.
+    assert encoder_flops_per_sequence("BERT-large (pre-training)", 512) < flops_per_sample("roberta-large")
+    head = (50265 - 30522) * st.hidden * 6 * 512  # the difference of the two vocabularies' head, per sequence
+    assert flops_per_sample("roberta-large") - encoder_flops_per_sequence("BERT-large (pre-training)", 512) == \
+        pytest.approx(head, rel=1e-9)
+
+
+def test_a_vision_point_in_another_precision_than_the_studys_says_why_it_is_not_predicted(points):
+    row = points[points["family"] == "vit"].iloc[0]
+    got = pc.predict_point(row)
+    assert math.isnan(got["predicted"]) and "not predictable" in got["why_not"] and "fp32" in got["why_not"]

@@ -59,7 +59,9 @@ def _span(root: str | None) -> Span:
         a = json.loads(path.read_text()).get("architecture") or {}
         if a.get("params") and a.get("seq_len"):
             seen.append((float(a["params"]), int(a["seq_len"]), f"{path.parent.name} (the study's evidence)"))
-    for row in load_published_throughput().itertuples(index=False):
+    published = load_published_throughput()
+    # The decoders' points only: the span is of decoders (an encoder's or image model's point has another shape).
+    for row in published[published["family"] == "decoder"].itertuples(index=False):
         params = float(row.params) if isinstance(row.params, (int, float)) and math.isfinite(row.params) else 0.0
         seen.append((params, int(row.seq_len), f"{row.model} (published, {row.source})"))
     big, long = max(seen, key=lambda x: x[0]), max(seen, key=lambda x: x[1])

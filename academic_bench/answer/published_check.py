@@ -28,7 +28,8 @@ MIN_POINTS = 3
 TARGET_MEDIAN = (0.95, 1.05)
 TARGET_WORST = (0.8, 1.25)
 POINT_COLUMNS = ["gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source", "url",
-                 "published", "predicted", "ratio", "kind", "by", "predicted_mfu", "published_mfu", "why_not"]
+                 "published", "predicted", "ratio", "kind", "by", "predicted_mfu", "published_mfu", "why_not",
+                 "family", "source_gpu"]
 GPU_COLUMNS = ["gpu", "points", "predicted", "median", "low", "high", "worst", "target"]
 
 
@@ -79,14 +80,18 @@ def point_setting(row: pd.Series) -> tuple | str:
 
 
 def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict:
-    """One published point beside the study's answer for it (``POINT_COLUMNS``)."""
+    """One published point beside the study's answer for it (``POINT_COLUMNS``): a decoder through the one
+    answer for a decoder outside the catalog, another family from its catalog model (``published_family``)."""
     from .decoder import decoder_answer
+    from .published_family import predict_family_point
 
-    n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
     out = {k: row[k] for k in ("gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source",
-                               "url")}
+                               "url", "family")}
     out.update(published=float(row["tokens_per_s_per_gpu"]), predicted=math.nan, ratio=math.nan, kind="none",
-               by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="")
+               by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="", source_gpu="")
+    if row["family"] != "decoder":
+        return predict_family_point(row, out, root)
+    n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
     setting = point_setting(row)
     if isinstance(setting, str):
         return {**out, "why_not": setting}
@@ -98,7 +103,17 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
     predicted = mbs * gas * seq / step_s
     # The published point's own MFU, on the answer's basis: the answer's MFU scales with its tokens per second.
     return {**out, "predicted": predicted, "ratio": out["published"] / predicted, "kind": a.kind, "by": a.by or "",
-            "predicted_mfu": a.mfu, "published_mfu": a.mfu * out["published"] / predicted}
+            "predicted_mfu": a.mfu, "published_mfu": a.mfu * out["published"] / predicted,
+            "source_gpu": _setup_gpu(a.source_setup, root)}
+
+
+def _setup_gpu(setup: str | None, root: str | os.PathLike | None) -> str:
+    """The GPU of a measured setup (its rows' ``gpu``), or '' where the answer names none."""
+    from .transfer_validation import configurations
+
+    c = configurations(None if root is None else str(root))
+    g = c.loc[c["setup"] == setup, "gpu"] if setup and len(c) else c.iloc[0:0]
+    return str(g.iloc[0]) if len(g) else ""
 
 
 @lru_cache(maxsize=4)

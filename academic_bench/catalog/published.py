@@ -28,7 +28,11 @@ Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the catalog's H100; Float8 rows le
 8 x A100 (memory size not stated), accelerate's FSDP2 example (Llama 3.1 8B on 8 x H100 SXM in bf16, its figure
 read off a chart: "~8000"), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the
 transformers Trainer on 1-8 x RTX 3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed
-ZeRO-2). No single-node H200 training throughput in bf16 was found.
+ZeRO-2). No single-node H200 training throughput in bf16 was found. Beyond the decoders (``family``, figure
+``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt, fp16 autocast), NVIDIA
+DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision), and Lambda's
+deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from its
+batch-size file). No Mamba or Blackwell training throughput with its settings stated was found.
 """
 from __future__ import annotations
 
@@ -39,10 +43,14 @@ from pathlib import Path
 import pandas as pd
 
 # What a row's ``value`` may be: tokens per second per GPU, of all the GPUs together, or one optimizer step's time.
-FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms")
+FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms", "samples_per_s")
 COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch", "grad_accum", "global_batch",
            "precision", "method", "framework", "figure", "value", "quote_figure", "source", "url", "quote", "notes",
-           "memory_gib", "quote_memory")
+           "memory_gib", "quote_memory", "family")
+# A point's model family: ``decoder`` (GPT-style, predicted from its own shape by the work model), or one the study
+# predicts from a catalog model of the family (``answer.published_check.FAMILY_MODEL``): ``encoder`` (BERT/RoBERTa),
+# ``vit``, ``convnext``.
+FAMILIES = ("decoder", "encoder", "vit", "convnext")
 # The Hugging Face config of each model's shape (data/published_configs/). llm-foundry's MPT is written as a GPT-2
 # of the same widths, depth, MLP (4 x d_model, not gated), vocabulary and tied head: transformers builds MPT only
 # with eager attention, and the study's work counts (``answer.decoder_work``) are the same for both.
@@ -55,7 +63,7 @@ CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m":
 def load_published_throughput() -> pd.DataFrame:
     """Every published point, with ``tokens_per_s_per_gpu`` filled in for the rows that give all the GPUs'
     tokens (over the GPU count) or a step's time (micro-batch x accumulation steps x sequence length per GPU,
-    over the step)."""
+    over the step), and ``samples_per_s_per_gpu`` for the rows that give sequences or images per second."""
     text = resources.files("academic_bench").joinpath("data/published_throughput.csv").read_text()
     df = pd.read_csv(io.StringIO(text), dtype={"quote_figure": str, "quote": str, "quote_memory": str})
     unknown = sorted(set(df["figure"]) - set(FIGURES))
@@ -66,6 +74,13 @@ def load_published_throughput() -> pd.DataFrame:
     tokens = df["micro_batch"] * df["grad_accum"] * df["seq_len"]
     per_gpu = df["value"].where(~total, df["value"] / df["n_gpus"])
     df["tokens_per_s_per_gpu"] = per_gpu.where(~step, tokens / (df["value"] / 1e3)).astype(float)
+    # Sequences or images per second of all the GPUs together: per GPU, and as tokens where a sequence has a length.
+    samples = df["figure"] == "samples_per_s"
+    df["samples_per_s_per_gpu"] = (df["value"] / df["n_gpus"]).where(samples)
+    df.loc[samples, "tokens_per_s_per_gpu"] = df["samples_per_s_per_gpu"] * df["seq_len"]
+    bad = sorted(set(df["family"]) - set(FAMILIES))
+    if bad:
+        raise ValueError(f"data/published_throughput.csv: unknown family {bad}; choose one of: {', '.join(FAMILIES)}")
     return df
 
 
