@@ -31,11 +31,11 @@ def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = N
     below 1, raises with the valid choices named."""
     from ..cost.model import check_gpus, gpu_key, model_key
     from .compute import GPU_COUNTS, catalog_answer
-    from .store import grid as kept, observed
+    from .store import grid as kept, observed, other_gpus
 
     m, g, n = model_key(model), gpu_key(gpu), check_gpus(n_gpus)
     if n in GPU_COUNTS:
-        for a in kept(root):
+        for a in (*kept(root), *other_gpus(root)):
             if (a.model, a.gpu, a.n_gpus) == (m, g, n):
                 return a
     return catalog_answer(m, g, n, None if root is None else str(root), errors=observed(root))
