@@ -14,6 +14,8 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 | ``by_size`` | a decoder of any size on a setup, from the catalog decoders answered on that setup |
 | ``decoder`` | a decoder from a config.json: the work model, else by size |
 | ``published_check`` | the answers beside training throughput others published, per GPU type |
+| ``budget`` | what a budget buys today: the fastest machine within each budget, the cheapest within each deadline |
+| ``survey_days`` | the survey's generations and memory sizes beside the days the answer gives on them |
 | ``ranges`` | a predicted answer's range: the error the study observed for predictions of its kind |
 """
 from __future__ import annotations
