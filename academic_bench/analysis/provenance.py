@@ -27,6 +27,9 @@ _DATA_ORIGINS = (
      "GPUs known only to the published-throughput check"),
     ("academic_bench/data/cloud_prices.csv", "collected by hand from public on-demand price lists "
      "(`source_url`, `as_of`, `transcribed_in`)"),
+    ("academic_bench/data/purchase_prices.csv", "collected by hand from public pages: purchase prices of a card or "
+     "a whole machine dated 2025 or later, each with its page (`source_url`), date and the quoted line; read by "
+     "`academic_bench.cost.prices` beside the paper's 2024 quotes, which it never replaces"),
     ("academic_bench/data/published_throughput.csv", "collected by hand from public benchmark tables, model cards "
      "and issues: each row with its source and the quoted line that holds its figure; loaded and checked by "
      "`academic_bench.catalog.published` and tests/test_published.py; what it leaves out, and why, is in that "

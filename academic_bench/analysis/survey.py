@@ -51,6 +51,82 @@ SURVEY_COLUMNS: tuple[str, ...] = (
 )
 assert len(SURVEY_COLUMNS) == 34, len(SURVEY_COLUMNS)
 
+# The catalog GPUs (data/gpus.csv) each generation choice of Q7, Q10 and Q13 names, by tier; a choice whose GPUs the
+# catalog does not hold (Pascal, the Titan V, Quadro RTX, Radeon) maps to none. AMD's Instinct MI is answered only
+# where the answer can be checked against a published point (``catalog.hardware``).
+GENERATION_GPUS: dict[str, dict[str, tuple[str, ...]]] = {
+    "desktop": {
+        "Pascal (GTX 1000 series / Titan X Pascal / Titan Xp)": (),
+        "Volta (Titan V)": (),
+        "Turing (GTX 1600 series / RTX 2000 series / Titan RTX)": ("rtx2080ti",),
+        "Ampere (RTX 3000 series)": ("rtx3090",),
+        "Lovelace (RTX 4000 series)": ("rtx4090",),
+        "[AMD] Radeon VII": (),
+        "[AMD] Radeon RX 7900 XT / XTX": (),
+    },
+    "workstation": {
+        "Turing (Quadro RTX series)": (),
+        "Ampere (RTX A2000 / A4000 / ... / A6000)": ("a6000",),
+        "Lovelace (RTX 4000 Ada / 5000 Ada / ... / 6000 Ada)": ("rtx6000-ada",),
+        "[AMD] Radeon PRO VII": (),
+        "[AMD] Radeon PRO W6800": (),
+        "[AMD] Radeon PRO W7800 / W7900": (),
+    },
+    "data_center": {
+        "Pascal (P4 / P40 / P100)": (),
+        "Volta (V100)": ("v100-16gb", "v100-32gb"),
+        "Turing (T4)": ("t4",),
+        "Ampere (A2 / A10 / A30 / A40 / A100)": ("a10", "a40", "a100-40gb", "a100-80gb"),
+        "Lovelace (L4 / L40)": ("l4", "l40s"),
+        "Hopper (H100 / H200 / GH200)": ("h100-pcie", "h100-80gb", "h100-nvl", "h200"),
+        "[AMD] Radeon PRO V620": (),
+        "[AMD] Instinct MI": ("mi250x", "mi300x"),
+    },
+}
+# The paper's aggregates that speak of a generation (``load_paper_aggregates`` keys), by tier and choice.
+PAPER_GENERATION_SHARES = {("data_center", "Hopper (H100 / H200 / GH200)"): "share_h100_access"}
+# The paper's aggregate giving the number of GPUs a typical respondent can use for days, by tier.
+PAPER_TYPICAL_COUNT = {"data_center": "typical_data_center_gpus_for_days"}
+
+
+def memory_gb(choice: str | None) -> float | None:
+    """The memory a Q8/Q11/Q14 answer names ('24 GB' -> 24.0); None for 'Not sure', 'None available' or none."""
+    text = (choice or "").strip()
+    return float(text[:-3]) if text.endswith(" GB") and text[:-3].strip().isdigit() else None
+
+
+def largest_memory_choice(tier: str) -> float:
+    """The largest memory the questionnaire offers for ``tier`` (its top choice stands for that much or more)."""
+    question = next(q for q in load_questionnaire()["questions"] if q.get("column") == f"{tier}_mem")
+    return max(m for m in map(memory_gb, question["choices"]) if m is not None)
+
+
+def generation_access(df: pd.DataFrame) -> pd.DataFrame:
+    """Per tier and generation choice of a validated export: ``respondents`` who chose it, their ``share`` of all
+    respondents, and their reported largest memory of that tier (``memory_gb`` per respondent, a list)."""
+    rows = []
+    for tier, choices in GENERATION_GPUS.items():
+        picked = split_choices(df[f"{tier}_gen"])
+        mem = df[f"{tier}_mem"].map(memory_gb)
+        for choice in choices:
+            who = picked.map(lambda opts, c=choice: c in opts)
+            rows.append({"tier": tier, "generation": choice, "respondents": int(who.sum()),
+                         "share": float(who.mean()) if len(df) else float("nan"),
+                         "memory_gb": [m for m in mem[who] if m is not None]})
+    return pd.DataFrame(rows, columns=["tier", "generation", "respondents", "share", "memory_gb"])
+
+
+def typical_count(df: pd.DataFrame, tier: str, level: str = "Days") -> float | None:
+    """The median, over respondents who can use any GPU of ``tier`` for at least ``level``, of the most GPUs they
+    can use that long (the paper's 'the typical respondent can use 4 Data Center GPUs for days')."""
+    # The availability columns are ordered categoricals (N/A < Hours < Days < ...): compare them as such.
+    most = pd.Series(0, index=df.index)
+    for n in GPU_COUNTS:
+        most = most.where(~(df[availability_column(tier, n)] >= level), n)
+    most = most[most > 0]
+    return float(most.median()) if len(most) else None
+
+
 # Ordered so that comparisons such as ">= Days" work on the categorical column.
 AVAILABILITY_DTYPE = pd.CategoricalDtype([NOT_AVAILABLE, *AVAILABILITY_LEVELS], ordered=True)
 _MAX_REPORTED_ERRORS = 20

@@ -14,6 +14,8 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 | ``by_size`` | a decoder of any size on a setup, from the catalog decoders answered on that setup |
 | ``decoder`` | a decoder from a config.json: the work model, else by size |
 | ``published_check`` | the answers beside training throughput others published, per GPU type |
+| ``budget`` | what a budget buys today: the fastest machine within each budget, the cheapest within each deadline |
+| ``survey_days`` | the survey's generations and memory sizes beside the days the answer gives on them |
 | ``ranges`` | a predicted answer's range: the error the study observed for predictions of its kind |
 """
 from __future__ import annotations
@@ -31,11 +33,11 @@ def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = N
     below 1, raises with the valid choices named."""
     from ..cost.model import check_gpus, gpu_key, model_key
     from .compute import GPU_COUNTS, catalog_answer
-    from .store import grid as kept, observed
+    from .store import grid as kept, observed, other_gpus
 
     m, g, n = model_key(model), gpu_key(gpu), check_gpus(n_gpus)
     if n in GPU_COUNTS:
-        for a in kept(root):
+        for a in (*kept(root), *other_gpus(root)):
             if (a.model, a.gpu, a.n_gpus) == (m, g, n):
                 return a
     return catalog_answer(m, g, n, None if root is None else str(root), errors=observed(root))

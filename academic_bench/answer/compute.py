@@ -185,5 +185,29 @@ def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None
             for g in (gpus or gpu_catalog()) for n in counts]
 
 
+def other_gpu_answers(models: Iterable[str] | None = None, counts: Iterable[int] = GPU_COUNTS,
+                      root: str | None = None, checks: Checks | None = None,
+                      errors: pd.DataFrame | None = None) -> tuple[list[Answer], list[dict]]:
+    """``catalog_answer`` for every catalog model on every GPU of data/gpus.csv outside the study's (file order),
+    and the cells it refuses, each {model, gpu, n_gpus, reason}: a GPU refuses a recipe it cannot run (bf16 before
+    Ampere), and such a cell has no answer to keep (``estimate`` names the alternative)."""
+    from ..analysis import paper_cells
+    from ..catalog.hardware import catalog as gpu_catalog, every_gpu
+    from ..catalog.models import CATALOG
+
+    checks = checks or held_out_checks(root)
+    cells = paper_cells("table1")
+    errors = observed_errors(root) if errors is None else errors
+    answers, refused = [], []
+    for m in (models or CATALOG):
+        for g in (k for k in every_gpu() if k not in gpu_catalog()):
+            for n in counts:
+                try:
+                    answers.append(catalog_answer(m, g, int(n), root, checks, cells, errors))
+                except ValueError as exc:
+                    refused.append({"model": m, "gpu": g, "n_gpus": int(n), "reason": str(exc)})
+    return answers, refused
+
+
 def nan_to_none(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x

@@ -25,11 +25,12 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 6  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+GRID_VERSION = 7  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
 # 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
 # error observed for predictions of its kind, the held-out predictions' errors kept with the checks; 5: the work
 # model's evidence (the GEMM sweep's rate by size, attention's per-token offset, the measured optima) kept with
-# its calibration; 6: what the switches beyond the paper change in the work model's step, kept with its evidence
+# its calibration; 6: what the switches beyond the paper change in the work model's step, kept with its evidence;
+# 7: the answers on every GPU of data/gpus.csv outside the study's, and the cells refused there with the reason
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
              "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl")
@@ -54,7 +55,9 @@ def content_key(root: str | os.PathLike | None = None) -> str:
     return h.hexdigest()[:20]
 
 
-Kept = tuple[tuple[Answer, ...], dict, dict]  # the answers, the held-out checks' errors in words, ``calibration``
+# The study's grid, the held-out checks' errors in words, ``calibration``, the answers on the catalog's other GPUs
+# and the cells refused there (``compute.other_gpu_answers``).
+Kept = tuple[tuple[Answer, ...], dict, dict, tuple[Answer, ...], tuple[dict, ...]]
 
 
 def _read(path: Path, key: str) -> Kept | None:
@@ -64,7 +67,8 @@ def _read(path: Path, key: str) -> Kept | None:
         return None
     if doc.get("key") != key:
         return None
-    return tuple(Answer.from_dict(a) for a in doc["answers"]), dict(doc["checks"]), dict(doc["work_model"])
+    return (tuple(Answer.from_dict(a) for a in doc["answers"]), dict(doc["checks"]), dict(doc["work_model"]),
+            tuple(Answer.from_dict(a) for a in doc["other_gpus"]), tuple(doc["refused"]))
 
 
 def calibration(root: str | None = None) -> dict:
@@ -89,24 +93,27 @@ def calibration(root: str | None = None) -> dict:
 
 
 def _compute(runs: Path) -> Kept:
-    from .compute import compute_grid, held_out_checks, work_model_checks
+    from .compute import compute_grid, held_out_checks, other_gpu_answers, work_model_checks
     from .ranges import observed_errors, observed_records
 
     c = held_out_checks(str(runs))
     errors = observed_errors(str(runs))
     checks = {"other_gpu": c.other_gpu, "other_count": c.other_count, "work_model": work_model_checks(runs),
               "observed": observed_records(errors)}
-    return tuple(compute_grid(root=str(runs), checks=c, errors=errors)), checks, calibration(str(runs))
+    others, refused = other_gpu_answers(root=str(runs), checks=c, errors=errors)
+    return (tuple(compute_grid(root=str(runs), checks=c, errors=errors)), checks, calibration(str(runs)),
+            tuple(others), tuple(refused))
 
 
 def _write(path: Path, key: str, kept: Kept) -> None:
     from ..catalog.lock import computed_with
 
-    answers, checks, work = kept
+    answers, checks, work, others, refused = kept
     doc = {"key": key, "grid_version": GRID_VERSION, "computed_with": computed_with(),
            "note": "The study's answer per catalog model, GPU and count (academic_bench.answer); written by "
                    "`make book` from the runs beside it. Do not edit: a changed run changes the key.",
-           "checks": checks, "work_model": work, "answers": [a.to_dict() for a in answers]}
+           "checks": checks, "work_model": work, "answers": [a.to_dict() for a in answers],
+           "other_gpus": [a.to_dict() for a in others], "refused": list(refused)}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     tmp.replace(path)
@@ -136,6 +143,19 @@ def _kept(root: str | os.PathLike | None) -> Kept:
 def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
     """Every catalog model on every catalog GPU and count (``compute.GPU_COUNTS``): one ``Answer`` each."""
     return _kept(root)[0]
+
+
+def other_gpus(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
+    """Every catalog model on every GPU of data/gpus.csv outside the study's (``catalog.hardware.every_gpu``), on
+    each of ``compute.GPU_COUNTS``: one ``Answer`` each, kept beside ``grid`` so that a page asking about them
+    waits for no prediction; the cells refused there are in ``refused``."""
+    return _kept(root)[3]
+
+
+def refused(root: str | os.PathLike | None = None) -> tuple[dict, ...]:
+    """The cells of the catalog's other GPUs that ``catalog_answer`` refuses, each {model, gpu, n_gpus, reason}
+    (a recipe the GPU cannot run, e.g. bf16 before Ampere)."""
+    return _kept(root)[4]
 
 
 def checks(root: str | os.PathLike | None = None) -> dict:

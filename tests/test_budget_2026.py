@@ -1,0 +1,143 @@
+"""What a budget buys today (answer.budget, cost.prices) and the survey beside the answer (answer.survey_days):
+the invariants a reader relies on, computed from the kept answers and the price files, never typed in."""
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+import pandas as pd
+import pytest
+
+from academic_bench.analysis import survey
+from academic_bench.answer import answer
+from academic_bench.answer.budget import budget_table, format_budget_table, today_setups
+from academic_bench.answer.survey_days import survey_days
+from academic_bench.catalog.hardware import every_gpu
+from academic_bench.cost import TODAY_FROM, dated_prices, today_card_prices, today_purchase
+
+
+def _rows(name: str) -> list[dict]:
+    text = resources.files("academic_bench").joinpath("data", name).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def test_the_papers_2024_quotes_stay_beside_todays_prices():
+    prices = dated_prices()
+    for q in _rows("paper_appendix_h_prices.csv"):  # every quote of the paper's Table 5, as printed
+        kept = prices[(prices["gpu"] == q["gpu"]) & (prices["date"] == q["date"])]
+        assert list(kept["usd"]) == [float(q["price_usd"])], q["gpu"]
+    today = today_card_prices()
+    assert today, "no price of today"
+    for gpu, r in today.items():
+        assert str(r["date"]) >= TODAY_FROM and r["source"], gpu
+        newer = prices[(prices["gpu"] == gpu) & (prices["what"] == "card") & (prices["date"] > r["date"])]
+        assert newer.empty, f"{gpu}: a newer price than the one taken"
+    for r in _rows("purchase_prices.csv"):  # each price names its page, its date and the line it quotes
+        assert r["gpu"] in every_gpu() and r["source_url"].startswith("https://") and r["quoted"] and r["date"]
+
+
+def test_a_machine_at_todays_prices_is_its_cards_and_the_papers_chassis_or_a_whole_machine_quote():
+    chassis = {int(r["n_gpus"]): float(r["total_usd"]) for r in _rows("paper_machine_costs.csv")}
+    whole = {(r["gpu"], int(r["n_gpus"])): float(r["usd"]) for r in _rows("purchase_prices.csv")
+             if r["what"] == "machine"}
+    for gpu, card in today_card_prices().items():
+        for n in (1, 2, 4, 8):
+            want = whole.get((gpu, n), n * float(card["usd"]) + chassis[n])
+            assert today_purchase(gpu, n).usd == pytest.approx(want)
+    assert today_purchase("a6000", 4) is None, "a GPU with only a 2024 quote has no price of today"
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return budget_table()
+
+
+def test_the_budget_table_picks_within_each_limit_the_fastest_or_cheapest_of_the_candidates(table):
+    setups = today_setups()
+    assert set(table["model"]) == set(setups["model"])
+    for r in table.itertuples():
+        mine = setups[setups["model"] == r.model]
+        if r.question == "fastest within":
+            fits = mine[mine["purchase_usd"] <= r.limit]
+            if fits.empty:
+                assert not isinstance(r.setup, str) and r.why
+                continue
+            assert r.purchase_usd <= r.limit and r.days == fits["days"].min()
+        else:
+            fits = mine[mine["days"] <= r.limit]
+            if fits.empty:
+                assert not isinstance(r.setup, str) and r.why
+                continue
+            assert r.days <= r.limit and r.purchase_usd == fits["purchase_usd"].min()
+        assert r.kind in ("measured", "predicted", "paper") and r.label and r.price_basis
+        assert r.days_low <= r.days <= r.days_high
+        a = answer(r.model, r.gpu, r.n_gpus)  # the one answer, not a number of its own
+        assert (a.kind, a.days) == (r.kind, r.days)
+
+
+def test_the_printed_table_names_every_model_and_question(table):
+    text = format_budget_table(table)
+    for q in ("fastest within $10K", "fastest within $250K", "cheapest within 30 days", "cheapest within 100 days"):
+        assert text.count(q) == table["model"].nunique()
+
+
+def test_ties_and_empty_answers_on_a_small_table():
+    s = pd.DataFrame([
+        {"model": "pythia-1b", "gpu": "g", "n_gpus": 1, "setup": "1 x cheap", "kind": "predicted", "label": "p",
+         "days": 50.0, "days_low": 40.0, "days_high": 60.0, "purchase_usd": 5_000.0, "price_basis": "b",
+         "rests_on": ""},
+        {"model": "pythia-1b", "gpu": "g", "n_gpus": 2, "setup": "2 x dear", "kind": "measured", "label": "m",
+         "days": 50.0, "days_low": 49.0, "days_high": 51.0, "purchase_usd": 9_000.0, "price_basis": "b",
+         "rests_on": ""}])
+    t = budget_table(["pythia-1b"], budgets=(10_000, 1_000), deadlines=(50, 10), setups=s).set_index("limit")
+    assert t.loc[10_000.0, "setup"] == "1 x cheap", "equal days: the cheaper"
+    assert t.loc[50.0, "setup"] == "1 x cheap"
+    assert pd.isna(t.loc[1_000.0, "setup"]) and "$5,000" in t.loc[1_000.0, "why"]
+    assert pd.isna(t.loc[10.0, "setup"]) and "50.0 days" in t.loc[10.0, "why"]
+
+
+# --- the survey beside the answer ---------------------------------------------------------------------------
+
+def test_every_generation_choice_of_the_questionnaire_names_catalog_gpus_or_none():
+    questions = {q.get("column"): q for q in survey.load_questionnaire()["questions"]}
+    for tier, choices in survey.GENERATION_GPUS.items():
+        offered = [c for c in questions[f"{tier}_gen"]["choices"] if c not in ("Not sure", "None available",
+                                                                               "[Other]")]
+        assert list(choices) == offered, tier
+        for gpus in choices.values():
+            assert set(gpus) <= set(every_gpu())
+
+
+def test_the_papers_aggregates_meet_the_answer():
+    d = survey_days("pythia-1b")
+    agg = survey.load_paper_aggregates().set_index("key")["value"]
+    hopper = d[d["generation"].str.startswith("Hopper")]
+    assert (hopper["share"] == agg["share_h100_access"]).all()
+    dc = d[(d["tier"] == "data_center") & d["gpu"].notna()]
+    assert set(dc.loc[dc["typical"].astype(bool), "n_gpus"]) == {agg["typical_data_center_gpus_for_days"]}
+    assert (d.loc[d["gpu"].isna(), "kind"] == "no catalog GPU").all()
+    for r in d[d["gpu"].notna()].itertuples():
+        try:
+            a = answer("pythia-1b", r.gpu, int(r.n_gpus))
+        except ValueError as exc:
+            assert r.kind == "refused" and r.label == str(exc)
+            continue
+        assert r.kind == a.kind and (r.days == a.days or (pd.isna(r.days) and a.days is None))
+
+
+def test_a_readers_export_meets_the_answer():
+    path = resources.files("academic_bench") / "data" / "survey_example.csv"
+    df = survey.load_survey(path)
+    d = survey_days("vit-large", survey=df)
+    raw = [r for r in csv.DictReader(line for line in path.read_text().splitlines() if not line.startswith("#"))]
+    for (tier, gen), part in d.groupby(["tier", "generation"]):
+        chose = [r for r in raw if gen in r[f"{tier}_gen"].split(";")]
+        assert (part["respondents"] == len(chose)).all()
+        assert (part["share"] == len(chose) / len(raw)).all()
+        for r in part[part["gpu"].notna()].itertuples():
+            mem = every_gpu()[r.gpu].memory_gb
+            top = survey.largest_memory_choice(tier)
+            held = [x for x in (survey.memory_gb(c[f"{tier}_mem"]) for c in chose) if x is not None
+                    and (x >= mem or (x >= top and mem > top))]
+            assert r.with_memory == len(held)
+    assert d["source"].str.startswith("your export").all()
