@@ -96,8 +96,13 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
                    errors: pd.DataFrame | None = None) -> Answer:
     """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked), the replication's
     (``replication_answer``), with what the switches beyond the paper buy beside it (``beyond_paper``)."""
+    from ..catalog.hardware import get_gpu
+    from ..catalog.methods import vendor_reason
     from .beyond_paper import beyond_gains, beyond_paper_of
 
+    refusal = vendor_reason(get_gpu(gpu))  # another vendor's GPU: no published point checks a prediction there
+    if refusal:
+        raise ValueError(refusal)
     a = replication_answer(model, gpu, n_gpus, root, checks, cells, errors)
     beside = beyond_paper_of(a, beyond_gains(root), lambda m, mbs, gas: settings_of(model, gpu, n_gpus, m, mbs, gas))
     return replace(a, beyond_paper=beside)

@@ -213,7 +213,8 @@ def vendor_reason(gpu: GPUFeatures) -> str | None:
     """Why nothing the study measures runs on this GPU as it is: its engine, kernels and rules are CUDA's."""
     if gpu.vendor != "nvidia":
         return (f"the {gpu.name} is an AMD GPU (ROCm, not CUDA): the study's engine, kernels and per-architecture "
-                "rules are NVIDIA's, and no measurement of its own stands behind a prediction for it")
+                "rules are NVIDIA's, and no published training throughput on it (data/published_throughput.csv) checks a "
+                "prediction carried there from the study's NVIDIA measurements, so none is made")
     return None
 
 
