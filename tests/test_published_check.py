@@ -26,6 +26,17 @@ def test_a_published_method_becomes_the_studys_methods_or_says_why_not():
                                                                                   "of the study")
     assert pc.methods_of("none", 8)[0] is None  # eight GPUs need a data-parallel method named
     assert pc.methods_of("none", 1)[0] == FREE_LUNCH
+    # A mixture of experts' expert parallelism is predicted as the sharding it runs beside.
+    assert pc.methods_of("fsdp_full_shard+ep", 8)[0] == parse_methods("free-lunch+fsdp_full_shard")
+
+
+def test_a_published_mixture_of_experts_is_predicted_or_says_what_the_study_lacks(points):
+    """Qwen3-30B-A3B on 8 H100s is predicted from its config.json as a mixture (the experts a token runs); GPT-OSS,
+    whose attention transformers runs only eagerly, is not, and says so."""
+    qwen = pc.predict_point(points[points["model"] == "Qwen3-30B-A3B"].iloc[0])
+    assert qwen["kind"] != "none" and qwen["mixture"] and qwen["ratio"] > 0
+    oss = pc.predict_point(points[points["model"] == "GPT-OSS-20B"].iloc[0])
+    assert oss["kind"] == "none" and "eager" in oss["why_not"]
 
 
 def test_the_target_per_gpu_type_needs_three_points_a_median_near_one_and_no_point_far():

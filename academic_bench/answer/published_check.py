@@ -10,8 +10,10 @@ knows them only by their shape and settings.
 predicted): above 1 the study predicts too slow, below 1 too fast. The target per GPU type with at least
 ``MIN_POINTS`` points: median within ``TARGET_MEDIAN``, every point within ``TARGET_WORST``.
 
-A point is not predicted, and says why, where its GPU is not in data/gpus.csv, its shape has no config, or its
-method has a switch the study has no method for.
+A point is not predicted, and says why, where its GPU is not in data/gpus.csv, its shape has no config or one the
+study refuses (``catalog.models.from_config.ConfigError``: GPT-OSS's eager-only attention), or its method has a
+switch the study has no method for. A mixture of experts' expert parallelism (``ep``) is predicted as the sharding
+it runs beside (``methods_of``).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ TARGET_MEDIAN = (0.95, 1.05)
 TARGET_WORST = (0.8, 1.25)
 POINT_COLUMNS = ["gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source", "url",
                  "published", "predicted", "ratio", "kind", "by", "predicted_mfu", "published_mfu", "why_not",
-                 "family", "source_gpu"]
+                 "family", "source_gpu", "mixture"]
 GPU_COLUMNS = ["gpu", "points", "predicted", "median", "low", "high", "worst", "target"]
 
 
@@ -51,6 +53,10 @@ def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
             m = replace(m, offload=True)
         elif part == "compile":
             continue  # free-lunch compiles already
+        elif part == "ep":
+            # Expert parallelism over the GPUs the sharding spans: each GPU keeps its share of the experts' states
+            # either way; the study has no all-to-all of tokens and predicts the point as the sharding alone.
+            continue
         else:
             return None, f"{part!r} is no method of the study"
     if n_gpus > 1 and m.sharding == "none" and "ddp" not in str(spec):
@@ -62,7 +68,7 @@ def point_setting(row: pd.Series) -> tuple | str:
     """A published point's GPU, the study's methods for it and its decoder's spec at the point's sequence and batch
     (``decoder_spec``), or why it cannot be predicted (a string)."""
     from ..catalog.hardware import UnknownGPUError, get_gpu
-    from ..catalog.models.from_config import decoder_spec
+    from ..catalog.models.from_config import ConfigError, decoder_spec
     from ..catalog.published import config_path
 
     n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
@@ -75,8 +81,12 @@ def point_setting(row: pd.Series) -> tuple | str:
     if config is None or methods is None:
         return why or f"no config of {row['model']!r} in data/published_configs"
     per_gpu = mbs * gas
-    return gpu, methods, decoder_spec(config, seq_len=seq, tokens=per_gpu * n * seq, global_batch=per_gpu * n,
-                                      precision="bf16")
+    try:
+        spec = decoder_spec(config, seq_len=seq, tokens=per_gpu * n * seq, global_batch=per_gpu * n,
+                            precision="bf16")
+    except ConfigError as exc:  # a shape the study refuses (its reason names what it lacks) is not predicted
+        return str(exc).split(": ", 1)[-1]
+    return gpu, methods, spec
 
 
 def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict:
@@ -88,7 +98,7 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
     out = {k: row[k] for k in ("gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source",
                                "url", "family")}
     out.update(published=float(row["tokens_per_s_per_gpu"]), predicted=math.nan, ratio=math.nan, kind="none",
-               by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="", source_gpu="")
+               by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="", source_gpu="", mixture=False)
     if row["family"] != "decoder":
         return predict_family_point(row, out, root)
     n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
@@ -96,6 +106,7 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
     if isinstance(setting, str):
         return {**out, "why_not": setting}
     gpu, methods, spec = setting
+    out["mixture"] = spec.spec.moe is not None  # a mixture of experts: its ratios are summed up apart too
     a = decoder_answer(spec.spec.key, gpu.key, n, root, facts=spec.facts, methods=methods, micro_batch=mbs)
     if a.days is None:
         return {**out, "kind": a.kind, "why_not": a.rests_on}

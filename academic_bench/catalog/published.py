@@ -12,7 +12,9 @@ is a Hugging Face config in data/published_configs/ (``config_path``).
 ``method`` is the study's method switches joined by '+' (``none`` on one GPU, ``ddp`` for plain data parallelism,
 ``zero1``-``zero3``, ``fsdp_shard_grad_op``, ``fsdp_full_shard``, ``ckpt`` for activation checkpointing of every
 block, ``bf16w`` for weights kept in bf16), or a switch the study has no method for (``selective_ckpt``,
-``compile`` where the source names it), which the check names instead of predicting.
+``compile`` where the source names it), which the check names instead of predicting. ``ep`` marks a mixture of
+experts' expert parallelism across the same GPUs as the sharding beside it: the study has no such method and predicts
+the point as that sharding of every weight (``answer.published_check.methods_of``), a labelled approximation.
 
 Left out by design: whole-run totals (GPU-hours of a finished training run: they hold restarts, evaluation and
 idle time, not a step's throughput; so TinyLlama's "3456 A100 GPU hours" and its 24k tokens/s per A100-40G, a
@@ -28,11 +30,15 @@ Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the catalog's H100; Float8 rows le
 8 x A100 (memory size not stated), accelerate's FSDP2 example (Llama 3.1 8B on 8 x H100 SXM in bf16, its figure
 read off a chart: "~8000"), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the
 transformers Trainer on 1-8 x RTX 3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed
-ZeRO-2). No single-node H200 training throughput in bf16 was found. Beyond the decoders (``family``, figure
-``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt, fp16 autocast), NVIDIA
-DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision), and Lambda's
-deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from its
-batch-size file). No Mamba or Blackwell training throughput with its settings stated was found.
+ZeRO-2), NeMo AutoModel's pre-training performance summary (mixtures of experts: Qwen3-30B-A3B with expert
+parallelism over FSDP, in two revisions of the table, and GPT-OSS-20B under FSDP, each on 8 x H100 in bf16 with
+balanced routing forced). No single-node H200 training throughput in bf16 was found. Mixtures of experts left out:
+Megatron-Bridge's single-node Qwen3-30B-A3B rows (FP8 on B200, GB200 and GB300; its H100 row is 16 GPUs in FP8),
+torchtitan's DeepSeek-V3 16B notes (MFU on B200, no throughput), OLMoE's own run (256 H100s, several nodes).
+Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt,
+fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
+and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
+its batch-size file). No Mamba or Blackwell training throughput with its settings stated was found.
 """
 from __future__ import annotations
 
@@ -57,7 +63,8 @@ FAMILIES = ("decoder", "encoder", "vit", "convnext")
 CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m": "mpt-760m.json",
            "MPT-1b": "mpt-1b.json", "MPT-3b": "mpt-3b.json", "MPT-7b": "mpt-7b.json", "MPT-13b": "mpt-13b.json",
            "GPT-2 124M (nanoGPT)": "gpt2-124m-nanogpt.json", "TinyLlama-1.1B": "tinyllama-1.1b.json",
-           "LLaMA-7B": "llama-7b.json", "Llama 3.1 8B": "llama-3.1-8b.json"}
+           "LLaMA-7B": "llama-7b.json", "Llama 3.1 8B": "llama-3.1-8b.json",
+           "Qwen3-30B-A3B": "qwen3-30b-a3b.json", "GPT-OSS-20B": "gpt-oss-20b.json"}
 
 
 def load_published_throughput() -> pd.DataFrame:

@@ -203,6 +203,11 @@ def _build_shape(path: Path, data: dict) -> dict:
             net = AutoModelForCausalLM.from_config(cfg)
     except Exception as exc:  # transformers' own checks of the config: a file it cannot build is a bad file
         raise ConfigError(f"{path}: transformers cannot build a {data['model_type']!r} model from it: {exc}") from None
+    if not getattr(net, "_supports_sdpa", False):
+        # Every estimate builds the decoder with SDPA attention, the kernel the study measures and its profiles time.
+        raise ConfigError(f"{path}: transformers runs {model_cls.__name__}'s attention only eagerly (no "
+                          "scaled_dot_product_attention, e.g. GPT-OSS's attention sinks); the study's profiles "
+                          "time SDPA attention, so it is not estimated")
     if not blocks or not any(type(m).__name__ in blocks for m in net.modules()):
         raise ConfigError(f"{path}: cannot find the repeated decoder layer of {model_cls.__name__}")
     shape = {"stated": {k: _stated(data, cls, k) for k in SHAPE_KEYS},
