@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 
 from . import args as cli_args
 from ..answer import Answer
-from ..cost import DEFAULT_SOURCES, Assumptions, cheapest_within_deadline, cost_of, fastest_within_budget, pareto_front
+
+if TYPE_CHECKING:
+    from ..cost import Assumptions
 
 
-def _assumptions(args: argparse.Namespace) -> Assumptions:
+def _assumptions(args: argparse.Namespace) -> "Assumptions":
+    from ..cost import Assumptions  # the cost model reads pandas: loaded when a command costs, not on start
+
     a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
                                      utilisation=args.utilisation)
     gpu_price = getattr(args, "gpu_price", None)
@@ -29,6 +34,8 @@ def _usd(x: float) -> str:
 # --- cost -----------------------------------------------------------------------------------------------
 
 def _cmd_cost(args: argparse.Namespace) -> None:
+    from ..cost import DEFAULT_SOURCES, cost_of
+
     a = _assumptions(args)
     ans = cli_args.study_answer(args.model, args.gpu, args.gpus, cli_args.config_decoder(args))
     if args.days is not None:
@@ -68,9 +75,9 @@ def _cmd_cost(args: argparse.Namespace) -> None:
 
 def _cmd_plan(args: argparse.Namespace) -> None:
     from ..answer.setups import answer_setups, unanswered
+    from ..cost import cheapest_within_deadline, fastest_within_budget, pareto_front
 
-    a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
-                                     utilisation=args.utilisation)
+    a = _assumptions(args)
     answers = _decoder_answers(args)
     if answers is None:  # a catalog model: the kept answers
         setups, unsure = answer_setups([args.model], a), unanswered(args.model)
