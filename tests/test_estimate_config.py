@@ -179,9 +179,10 @@ def test_bad_arguments_around_a_config_stop_with_exit_2(tmp_path, capsys) -> Non
     assert rc == 2 and "--tokens" in err and "config.json" in err
 
 
-def test_other_commands_still_refuse_a_config_path(capsys) -> None:
+def test_the_commands_that_answer_take_a_config_path_with_its_tokens_and_length(capsys) -> None:
+    # space, cost, plan and export --best read a config.json as estimate does (tests/test_every_command_config.py)
     rc, _, err = _run(capsys, "space", "--model", "x/config.json", "--gpus", "1")
-    assert rc == 2 and "unknown model" in err
+    assert rc == 2 and "--tokens and --seq-len" in err
 
 
 def test_a_config_spec_is_not_in_the_catalog(tmp_path) -> None:

@@ -28,7 +28,8 @@ def test_a_saved_row_set_aside_since_is_marked_as_no_result(tmp_path):
     store.append(make_row(c(NAIVE), step_time_s=4.0, days=8.0, mode="validate", **base,
                           validate={"steps": 3, "sustained_step_s": 4.0, "predicted_step_s": 4.0, "rel_error": 0.0}))
     gone = run_pages.not_results("h200x2", tmp_path)
-    assert [(m, label, why) for m, label, _, why in gone] == [("pythia-1b", "free-lunch + ZeRO-1", "set aside")]
+    assert [(m, label, why, days) for m, label, _, why, days in gone] == [("pythia-1b", "free-lunch + ZeRO-1",
+                                                                           "set aside", 2.0)]
     page = run_pages.decorate(SAVED, "<p>summary</p>", gone)
     assert page.count('class="ab-not-result"') == 1
     assert "free-lunch + ZeRO-1 <strong>(set aside: no result)</strong>" in page
@@ -102,3 +103,42 @@ def test_a_chart_saved_by_todays_renderer_names_the_hardware_in_both_renderings(
     page = run_pages.decorate(f"<h1>Benchmark run</h1>\n{saved}", "", names={"h100x1": "1 x H100 80GB SXM"})
     assert "h100x1" not in page and page.count("1 x H100 80GB SXM") == 2
     assert '"days": 41.8' in page  # the same data
+
+
+def _chart_points(html: str) -> list[dict]:
+    """Every data point of the charts in a page: the values of each saved spec (``var spec = ...``) or of each
+    spec drawn by today's renderer (``var specs = {wide: ..., narrow: ...}``)."""
+    import json
+    import re
+
+    decoder, points = json.JSONDecoder(), []
+
+    def values(node) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                points.extend(x for x in v if isinstance(x, dict)) if k == "values" and isinstance(v, list) \
+                    else values(v)
+        elif isinstance(node, list):
+            for x in node:
+                values(x)
+
+    for m in re.finditer(r"var specs? = (\{wide: )?", html):
+        values(decoder.raw_decode(html, m.end())[0])
+    return points
+
+
+def test_the_h200x2_page_s_chart_plots_no_set_aside_row():
+    """The shipped h200x2 notebook's days chart, drawn from the rows it saved, plotted Pythia-1B with ZeRO-1, the
+    measurement its table marks "set aside: no result"; the run page draws the chart again without it."""
+    import json
+
+    nb = json.loads((run_pages.ROOT / "notebooks/runs/h200x2/benchmark.ipynb").read_text())
+    saved = next("".join(o["data"]["text/html"]) for c in nb["cells"] for o in c.get("outputs", [])
+                 if "ab-chart" in "".join(o.get("data", {}).get("text/html", [])))
+    gone = [g for g in run_pages.not_results("h200x2") if g[3] == "set aside"]
+    plots = lambda points: [p for p in points for model, label, _, _, days in gone  # noqa: E731
+                            if (p.get("model"), p.get("methods_label"), p.get("days")) == (model, label, days)]
+    assert gone and plots(_chart_points(saved))  # the saved chart plots a set-aside measurement
+    page = run_pages.decorate("<h1>Benchmark</h1>" + saved, "", run_pages.not_results("h200x2"))
+    points = _chart_points(page)
+    assert points and not plots(points)

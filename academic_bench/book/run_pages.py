@@ -88,17 +88,40 @@ _SAVED_CHART = re.compile(r'<div id="ab-chart-[^"]*" class="ab-chart"></div>\s*<
 _SAVED_SPECS = re.compile(r"^  var specs = \{wide: (?P<specs>.*)\};$", re.M)
 
 
-def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
-    """The saved charts of an executed notebook drawn by today's renderer, from the same spec and data: it adds
-    the rendering for a phone (``charts.narrow``), which a notebook saved before it could not carry. A run folder's
-    name in a chart's title is given as its hardware (``names``: ``analysis.setup_names``), in a chart saved by
-    today's renderer too."""
+def without_not_results(spec: dict, gone: list[NotResult]) -> dict:
+    """A saved chart's spec without the data points that plot a measurement in ``gone`` (its model, methods label
+    and days, the figures the notebook drew it from): a set-aside row is no result, on a chart as in a table."""
+    import math
+
+    def plots_one(v: dict) -> bool:
+        return isinstance(v, dict) and any(
+            v.get("model") == model and v.get("methods_label") == label and isinstance(v.get("days"), (int, float))
+            and math.isclose(v["days"], days, rel_tol=1e-9) for model, label, _, _, days in gone)
+
+    def clean(node):
+        if isinstance(node, dict):
+            return {k: ([x for x in v if not plots_one(x)] if k == "values" and isinstance(v, list) else clean(v))
+                    for k, v in node.items()}
+        if isinstance(node, list):
+            return [clean(x) for x in node]
+        return node
+
+    return clean(spec) if gone else spec
+
+
+def redraw_saved_charts(body: str, names: dict[str, str] | None = None, gone: list[NotResult] | None = None) -> str:
+    """The saved charts of an executed notebook drawn by today's renderer, from the same spec and data less the
+    points of measurements that are no result today (``gone``, ``without_not_results``): it adds the rendering for
+    a phone (``charts.narrow``), which a notebook saved before it could not carry. A run folder's name in a chart's
+    title is given as its hardware (``names``: ``analysis.setup_names``), in a chart saved by today's renderer
+    too."""
     import json
 
     from .. import analysis
     from .charts import chart_html, specs_line
 
     def in_words(spec: dict) -> dict:
+        spec = without_not_results(spec, gone or [])
         title = spec.get("title")  # a line, or the lines a narrow rendering breaks it into
         if isinstance(title, str):
             spec["title"] = analysis.setups_in_words(title, names or {})
@@ -121,7 +144,7 @@ def redraw_saved_charts(body: str, names: dict[str, str] | None = None) -> str:
     return _SAVED_SPECS.sub(retitle, _SAVED_CHART.sub(redraw, body))
 
 
-NotResult = tuple[str, str, float, str]  # model, methods label, step time (s), why it is no result
+NotResult = tuple[str, str, float, str, float]  # model, methods label, step time (s), why it is no result, days
 
 
 def not_results(setup: str, root: str | Path | None = None) -> list[NotResult]:
@@ -142,7 +165,8 @@ def not_results(setup: str, root: str | Path | None = None) -> list[NotResult]:
         why = set_aside_reason(r) if status_of(r) != "measured" else unvalidated.get(id(r))
         if why:
             label = Methods.from_dict(r["config"]["methods"]).label()
-            out.append((r["config"]["model"], label, float(r["step_time_s"]), why.split(":")[0]))
+            out.append((r["config"]["model"], label, float(r["step_time_s"]), why.split(":")[0],
+                        float(r.get("days") or "nan")))
     return out
 
 
@@ -168,7 +192,7 @@ def mark_not_results(table: str, gone: list[NotResult]) -> tuple[str, int]:
         row = m.group(0)
         cells = _CELL.findall(row)
         numbers = {n for n in map(_number, cells) if n is not None}
-        for model, label, step, why in gone:
+        for model, label, step, why, _ in gone:
             if model in cells and label in cells and round(step, 4) in numbers:
                 marked += 1
                 row = row.replace("<tr", '<tr class="ab-not-result"', 1)
@@ -184,7 +208,7 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None,
     NaN, in scrolling wrappers; saved charts drawn again (``redraw_saved_charts``, with the setups' ``names``);
     rows that show a measurement that is no result today (``gone``) marked, with a note above the notebook saying
     how many."""
-    body = redraw_saved_charts(_NAN_CELL.sub("<td>—</td>", body), names)
+    body = redraw_saved_charts(_NAN_CELL.sub("<td>—</td>", body), names, gone)
     # The saved tables hold the MFU as the row stores it (rated at the peak of the precision that ran); every
     # other MFU on the page is on the study's one basis, so the saved column says which it is.
     body = _SAVED_MFU.sub(r"\1MFU (as saved: rated at the peak of the precision that ran)\2", body)
@@ -202,8 +226,8 @@ def decorate(body: str, summary: str, gone: list[NotResult] | None = None,
                     f"row{'s' if count != 1 else ''} of its tables show{'' if count != 1 else 's'} a measurement "
                     "that is no result today (set "
                     "aside by a later correction of the engine, or of a method class not validated by the engine "
-                    "revision that measured it); each is marked <strong>no result</strong>. Its days chart was "
-                    "drawn from the same rows. The tables above hold the results.</p></div>")
+                    "revision that measured it); each is marked <strong>no result</strong>, and its days chart is "
+                    "drawn again without them. The tables above hold the results.</p></div>")
     body = _TABLE.sub(lambda m: '<div class="ab-scroll ab-evidence">' + _without_index(m.group(1)) + "</div>", body)
     end = body.find("</h1>")
     if end < 0:

@@ -187,3 +187,31 @@ def beyond_paper_space(model: str, gpu: str | None, n_gpus: int = 1, tiny: bool 
         reason = Config(model, gpu or "", n_gpus, methods=m, tiny=tiny).methods_reason()
         (excluded.append((m, reason)) if reason else valid.append(m))
     return valid, excluded
+
+
+def deepspeed_config(cfg: Config, micro_batch: int, gas: int) -> dict:
+    """A DeepSpeed config with the recipe's optimizer and hyper-parameters spelled out (no "auto" values): what
+    ``measure.apply.apply_deepspeed`` runs and ``export`` writes (a plain dict: no torch to make it)."""
+    opt, m = cfg.recipe.optimizer, cfg.methods
+    stage = int(m.sharding[-1])
+    zero: dict = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    if m.offload:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        if stage == 3:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    return {
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": gas,
+        "optimizer": {"type": "Adam" if opt.name == "adam" else "AdamW", "params": {
+            "lr": opt.lr, "betas": list(opt.betas), "eps": opt.eps, "weight_decay": opt.weight_decay,
+            # DeepSpeed's "Adam" defaults to decoupled (AdamW) decay; say which one the recipe uses.
+            "adam_w_mode": opt.name == "adamw",
+            **({} if m.offload else {"torch_adam": True}),
+        }},
+        "zero_optimization": zero,
+        "fp16": {"enabled": cfg.recipe.precision == "fp16", "initial_scale_power": 16},
+        "bf16": {"enabled": cfg.recipe.precision == "bf16"},
+        "gradient_clipping": 0.0,
+        "steps_per_print": 1_000_000_000,
+        "wall_clock_breakdown": False,
+    }

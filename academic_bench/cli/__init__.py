@@ -44,6 +44,7 @@ def _cmd_space(args: argparse.Namespace) -> None:
                                    precision_reason, preset, vendor_reason)
     from ..catalog.models import get_model
 
+    cli_args.config_decoder(args)  # a config.json or a name@digest: its key
     base, rules, gpu = preset("free-lunch"), [], None
     if args.gpu:
         gpu = get_gpu(args.gpu)
@@ -103,10 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("space", help="valid and excluded memory-saving combinations, with reasons")
     cli_args.add_json(p)
-    cli_args.add_model(p)
+    cli_args.add_model_or_config(p)
     cli_args.add_gpus(p)
     cli_args.add_gpu(p, required=False)
-    p.set_defaults(func=_cmd_space)
+    cli_args.add_config_args(p)
+    p.set_defaults(func=_cmd_space, accepts_config=True)
 
     # loaded when a parser is built, not on import
     from . import bench, cost, estimate, export, notebook, profile, run_check
@@ -136,7 +138,8 @@ def _validate(args: argparse.Namespace) -> None:
             cli_args.check_model_path(name, config_ok)
             if name in CATALOG and getattr(args, "gpus", None):  # every command accepts the same counts
                 check_gpu_count(name, args.gpus, bool(getattr(args, "tiny", False)))
-            if name not in CATALOG and not (config_ok and cli_args.is_config_path(name)):
+            if name not in CATALOG and not (config_ok and (cli_args.is_config_path(name)
+                                                           or cli_args.is_decoder_key(name))):
                 raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}"
                                         + (", or a decoder's PATH/config.json" if config_ok else ""))
     if getattr(args, "gpu", None) is not None:  # a catalog key, or a GPU file read (and checked) here

@@ -21,6 +21,7 @@ from ..results import jsonl_problem, setup_refusal
 
 if TYPE_CHECKING:
     from ..answer import Answer
+    from ..catalog.models.from_config import ConfigDecoder
 
 EXIT_FAILED = 1  # the work ran and produced no result (every configuration failed), or a notebook's cell raised
 # A valid question the study has no answer to (nothing measured, predicted or plausibly published fits it): the
@@ -313,6 +314,58 @@ def model_key(args: argparse.Namespace) -> str:
     return decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
                         global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
                         precision=training_precision(args.gpu, args.precision)).spec.key
+
+
+CONFIG_OPTIONS = ("tokens", "seq_len", "global_batch", "precision")
+
+
+def is_decoder_key(name: str) -> bool:
+    """A ``--model`` that names a decoder read from a config.json by the key a command printed (``name@digest``)."""
+    return "@" in str(name)
+
+
+def config_decoder(args: argparse.Namespace, gpu: str | None = None) -> "ConfigDecoder | None":
+    """The decoder ``--model`` names where it is a config.json (with ``add_config_args``: trained in the precision
+    the rule chooses for ``gpu``, default ``--gpu``) or a ``name@digest`` a command printed; None for a catalog
+    model. The commands that answer (``cost``, ``plan``, ``space``, ``export --best``) take all three, as
+    ``estimate`` does; ``args.model`` becomes the decoder's key."""
+    from ..catalog.models.from_config import ConfigError, decoder_spec, recall
+
+    given = [f"--{k.replace('_', '-')}" for k in CONFIG_OPTIONS if getattr(args, k, None) is not None]
+    if is_config_path(args.model):
+        if args.tokens is None or args.seq_len is None:
+            raise ConfigError("a config.json needs --tokens and --seq-len: the tokens to train on and the sequence "
+                              "length")
+        gpu = gpu or getattr(args, "gpu", None)
+        decoder = decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
+                               global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
+                               precision=args.precision if gpu is None else training_precision(gpu, args.precision))
+    elif is_decoder_key(args.model):
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} names one read with its "
+                             "settings")
+        from ..catalog.models import get_model
+
+        get_model(args.model)  # an unknown key names the choices
+        decoder = recall(args.model)
+    else:
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
+        return None
+    args.model = decoder.spec.key
+    return decoder
+
+
+def study_answer(model: str, gpu: str, n_gpus: int, decoder: "ConfigDecoder | None" = None) -> "Answer":
+    """The study's answer for a catalog model (``answer.answer``) or a decoder from its config.json
+    (``answer.decoder.decoder_answer``, the answer ``estimate`` prints for it)."""
+    if decoder is None:
+        from ..answer import answer
+
+        return answer(model, gpu, n_gpus)
+    from ..answer.decoder import decoder_answer
+
+    return decoder_answer(decoder.spec.key, gpu, n_gpus, facts=decoder.facts)
 
 
 def check_device(methods: Methods, device: str | None) -> None:

@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 
 from . import args as cli_args
-from ..answer import answer
-from ..cost import DEFAULT_SOURCES, Assumptions, cheapest_within_deadline, cost_of, fastest_within_budget, pareto_front
+from ..answer import Answer
+
+if TYPE_CHECKING:
+    from ..cost import Assumptions
 
 
-def _assumptions(args: argparse.Namespace) -> Assumptions:
+def _assumptions(args: argparse.Namespace) -> "Assumptions":
+    from ..cost import Assumptions  # the cost model reads pandas: loaded when a command costs, not on start
+
     a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
                                      utilisation=args.utilisation)
     gpu_price = getattr(args, "gpu_price", None)
@@ -29,8 +34,10 @@ def _usd(x: float) -> str:
 # --- cost -----------------------------------------------------------------------------------------------
 
 def _cmd_cost(args: argparse.Namespace) -> None:
+    from ..cost import DEFAULT_SOURCES, cost_of
+
     a = _assumptions(args)
-    ans = answer(args.model, args.gpu, args.gpus)
+    ans = cli_args.study_answer(args.model, args.gpu, args.gpus, cli_args.config_decoder(args))
     if args.days is not None:
         days, source = args.days, "given (--days): your what-if"
     elif ans.answered:
@@ -68,11 +75,15 @@ def _cmd_cost(args: argparse.Namespace) -> None:
 
 def _cmd_plan(args: argparse.Namespace) -> None:
     from ..answer.setups import answer_setups, unanswered
+    from ..cost import cheapest_within_deadline, fastest_within_budget, pareto_front
 
-    a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
-                                     utilisation=args.utilisation)
-    setups = answer_setups([args.model], a)
-    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in unanswered(args.model)]
+    a = _assumptions(args)
+    answers = _decoder_answers(args)
+    if answers is None:  # a catalog model: the kept answers
+        setups, unsure = answer_setups([args.model], a), unanswered(args.model)
+    else:
+        setups, unsure = answer_setups(None, a, answers=answers), [u for u in answers if not u.answered]
+    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in unsure]
     if setups.empty:
         raise cli_args.NoAnswer(f"no answer for {args.model} on any setup: {'; '.join(missing)}")
     if args.budget is not None:
@@ -85,7 +96,11 @@ def _cmd_plan(args: argparse.Namespace) -> None:
             "methods_label", "micro_batch", "gas", "purchase_usd", "per_experiment_usd", "owned_per_experiment_usd",
             "cloud_usd"]
     top = ranked.iloc[0] if len(ranked) else None
-    chosen = answer(args.model, top["gpu"], int(top["n_gpus"])) if top is not None else None
+    chosen = None
+    if top is not None:
+        cell = (top["gpu"], int(top["n_gpus"]))
+        chosen = (cli_args.study_answer(args.model, *cell) if answers is None else
+                  next(c for c in answers if (c.gpu, c.n_gpus) == cell))
     front = pareto_front(setups)[cols].to_dict("records")
     data = {"question": question, "answer": chosen.to_dict() if chosen else None,
             "costs": top[cols].to_dict() if top is not None else None, "candidates": ranked[cols].to_dict("records"),
@@ -114,6 +129,21 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     cli_args.emit(args, data, text)
 
 
+def _decoder_answers(args: argparse.Namespace) -> list[Answer] | None:
+    """A decoder from its config.json (or the ``name@digest`` a command printed) answered on every setup the
+    catalog models are answered on, each GPU's precision chosen by its rule as ``estimate`` chooses it; None for a
+    catalog model."""
+    if not (cli_args.is_config_path(args.model) or cli_args.is_decoder_key(args.model)):
+        return None
+    from ..answer import grid
+
+    answers = []
+    for gpu, n in dict.fromkeys((g.gpu, g.n_gpus) for g in grid()):
+        asked = argparse.Namespace(**vars(args))
+        answers.append(cli_args.study_answer(asked.model, gpu, n, cli_args.config_decoder(asked, gpu)))
+    return answers
+
+
 # --- parsers --------------------------------------------------------------------------------------------
 
 def _assumption_args(p: argparse.ArgumentParser) -> None:
@@ -126,7 +156,11 @@ def _assumption_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cost", help="purchase, per-experiment, energy and cloud cost of one training run")
-    cli_args.add_setting(p)
+    cli_args.add_json(p)
+    cli_args.add_model_or_config(p)
+    cli_args.add_gpu(p)
+    cli_args.add_gpus(p)
+    cli_args.add_config_args(p)
     p.add_argument("--days", type=float, default=None,
                    help="training days, your what-if (default: the study's answer: measured, else predicted "
                         "from a measurement, else the paper's Table 1 where plausible)")
@@ -134,15 +168,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cloud-price", type=float, default=None,
                    help="USD per GPU-hour (default: data/cloud_prices.csv)")
     _assumption_args(p)
-    p.set_defaults(func=_cmd_cost)
+    p.set_defaults(func=_cmd_cost, accepts_config=True)
 
     p = sub.add_parser("plan", help="the fastest setup within a budget, or the cheapest within a deadline")
     cli_args.add_json(p)
-    cli_args.add_model(p)
+    cli_args.add_model_or_config(p)
+    cli_args.add_config_args(p)
     q = p.add_mutually_exclusive_group(required=True)
     q.add_argument("--budget", type=float, help="USD available to buy a machine")
     q.add_argument("--deadline", type=float, help="days the run may take")
     _assumption_args(p)
-    p.set_defaults(func=_cmd_plan)
+    p.set_defaults(func=_cmd_plan, accepts_config=True)
 
 

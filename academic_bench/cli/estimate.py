@@ -18,7 +18,6 @@ from dataclasses import replace
 from . import args as cli_args
 from ..answer import Answer
 from ..catalog.config import Config, precision_words, training_precision
-from ..cost import Assumptions
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import (InvalidCombinationError, exclusion_reason, methods_spec, parse_methods,
                       search_space)
@@ -193,6 +192,8 @@ def config_estimate(args: argparse.Namespace) -> dict:
     active = params - (1.0 - moe.active_share) * moe.expert_params if moe else params
     ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
     warnings = shape_warnings(decoder.facts)
+    from ..cost import Assumptions
+
     lifespan = Assumptions().lifespan_years  # the cost model's, the paper's Section 4.1
     if ans.days is not None and ans.days > lifespan * DAYS_PER_YEAR:  # an absurd budget is flagged, not planned
         warnings.append(f"{ans.days:,.3g} days outlast the hardware they run on ({lifespan:g} years, the paper's "

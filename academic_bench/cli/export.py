@@ -14,11 +14,10 @@ def _export_answer(args: argparse.Namespace) -> dict[str, Path]:
     """The study's answer's settings (``academic_bench.answer``) as a training configuration: the measured row
     where the answer is measured, else the predicted settings, with what they rest on in recipe.json."""
     from ..analysis import runs_root
-    from ..answer import answer
     from ..answer.export import export_row, export_settings
     from ..results import ResultStore, status_of
 
-    a = answer(args.model, args.gpu, args.gpus)
+    a = cli_args.study_answer(args.model, args.gpu, args.gpus, cli_args.config_decoder(args))
     if a.settings is None:
         raise cli_args.NoAnswer(f"no settings to export for {args.model} on {args.gpus} x {args.gpu}: the answer "
                                 f"is {a.headline()}", a.to_dict())
@@ -65,9 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--best", action="store_true",
                    help="the settings of the study's answer for the setting (academic-bench cost shows them)")
     p.add_argument("--results", default=None, help="a results.jsonl file or a folder of runs")
-    cli_args.add_model(p)
+    cli_args.add_model_or_config(p)
     cli_args.add_gpu(p)
     cli_args.add_gpus(p)
+    cli_args.add_config_args(p)
     p.add_argument("--tiny", action="store_true", help="export a tiny-model result")
     p.add_argument("--out", required=True, help="folder for the exported files")
-    p.set_defaults(func=_cmd_export)
+    p.set_defaults(func=_cmd_export, accepts_config=True)

@@ -19,9 +19,28 @@ def _cmd_check_run(args: argparse.Namespace) -> None:
     from ..analysis.run_check import check_run, report_text
 
     check = check_run(args.folder)  # NotARunFolder is a ValueError: exit 2 through cli.main
+    _check_plausibility(check)
     cli_args.emit(args, check.to_dict(), lambda: report_text(check))
     if not check.ok:
         raise SystemExit(EXIT_PROBLEMS)
+
+
+def _check_plausibility(check) -> None:
+    """A warning for each measured row faster than the study's prediction for its configuration by more than the
+    prediction's range (``answer.plausibility``: above ``analysis``, which checks the folder by itself)."""
+    from pathlib import Path
+
+    from ..analysis.run_check import RESULTS, WARNING, Problem
+    from ..answer.plausibility import faster_than_predicted
+    from ..results import ResultStore
+
+    folder = Path(check.folder)
+    try:
+        rows = ResultStore(folder / RESULTS).rows()
+    except ValueError:  # a line that does not parse: already an error of the check
+        return
+    for config_id, words in faster_than_predicted(rows, folder.name):
+        check.problems.append(Problem(WARNING, f"{RESULTS} (config {config_id})", words))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

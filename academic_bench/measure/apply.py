@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..catalog.config import Config
+from ..catalog.config import Config, deepspeed_config  # noqa: F401  (deepspeed_config: apply_deepspeed's)
 from ..catalog.env import MAMBA_KERNEL_PACKAGES, importable
 from ..catalog.methods import EXPERTS_FAST, EXPERTS_LOOP, FP8_MULTIPLE
 from ..catalog.models import ModelSpec
@@ -342,33 +342,6 @@ def apply_fsdp(model: nn.Module, spec: ModelSpec, cfg: Config, device: str, ran:
     ran.parallel = "fsdp"
     ran.notes.append(f"FSDP2 fully_shard, reshard_after_forward={reshard}, offload={cfg.methods.offload}")
     return model
-
-
-def deepspeed_config(cfg: Config, micro_batch: int, gas: int) -> dict:
-    """A DeepSpeed config with the recipe's optimizer and hyper-parameters spelled out (no "auto" values)."""
-    opt, m = cfg.recipe.optimizer, cfg.methods
-    stage = int(m.sharding[-1])
-    zero: dict = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
-    if m.offload:
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-        if stage == 3:
-            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
-    return {
-        "train_micro_batch_size_per_gpu": micro_batch,
-        "gradient_accumulation_steps": gas,
-        "optimizer": {"type": "Adam" if opt.name == "adam" else "AdamW", "params": {
-            "lr": opt.lr, "betas": list(opt.betas), "eps": opt.eps, "weight_decay": opt.weight_decay,
-            # DeepSpeed's "Adam" defaults to decoupled (AdamW) decay; say which one the recipe uses.
-            "adam_w_mode": opt.name == "adamw",
-            **({} if m.offload else {"torch_adam": True}),
-        }},
-        "zero_optimization": zero,
-        "fp16": {"enabled": cfg.recipe.precision == "fp16", "initial_scale_power": 16},
-        "bf16": {"enabled": cfg.recipe.precision == "bf16"},
-        "gradient_clipping": 0.0,
-        "steps_per_print": 1_000_000_000,
-        "wall_clock_breakdown": False,
-    }
 
 
 def apply_deepspeed(model: nn.Module, cfg: Config, micro_batch: int, gas: int, ran: Ran):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .spec import ModelSpec, Optimizer, Recipe, loss_of
 from . import mamba, pythia, roberta, vision
-from .from_config import REGISTERED
+from .from_config import REGISTERED, recall
 
 CATALOG: dict[str, ModelSpec] = {m.key: m for fam in (pythia, roberta, mamba, vision) for m in fam.MODELS}
 
@@ -18,12 +18,15 @@ class UnknownModelError(KeyError):
 
 
 def get_model(key: str) -> ModelSpec:
-    """The catalog entry for ``key`` (or a spec registered from a config.json, ``from_config``); an unknown
-    key names the valid ones."""
-    try:
-        return CATALOG.get(key.lower()) or REGISTERED[key.lower()]
-    except KeyError:
-        raise UnknownModelError(f"unknown model {key!r}; choose one of: {', '.join(CATALOG)}") from None
+    """The catalog entry for ``key`` (or a spec registered from a config.json, ``from_config``, in this process or
+    under the ``name@digest`` a command printed for it on this machine: ``from_config.recall``); an unknown key
+    names the valid ones."""
+    spec = CATALOG.get(key.lower()) or REGISTERED.get(key.lower())
+    decoder = spec is None and "@" in key and recall(key)
+    if spec is None and not decoder:
+        known_where = " (a name@digest is known where a command read its config.json)" if "@" in key else ""
+        raise UnknownModelError(f"unknown model {key!r}{known_where}; choose one of: {', '.join(CATALOG)}")
+    return spec or decoder.spec
 
 
 def model_names() -> list[str]:

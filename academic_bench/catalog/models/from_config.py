@@ -22,6 +22,8 @@ from typing import Any
 
 from ..env import cache_dir, libraries_quiet
 from . import moe as moe_reader
+from . import refusals
+from .refusals import STATE_SPACE, Refused, refuse_unanswered
 from .moe import EXPERT_KEYS, MoeShape  # noqa: F401  (EXPERT_KEYS: where configs state an expert count)
 from .spec import ModelSpec, Optimizer, Recipe
 
@@ -36,6 +38,7 @@ SOURCE = "estimate for a config.json decoder: not a replication recipe"
 
 REGISTERED: dict[str, ModelSpec] = {}  # specs made from config files, by key (models.get_model reads it)
 MADE_WITH: dict[str, dict] = {}  # the arguments of ``decoder_spec`` that made each registered spec, by key
+DECODERS: dict[str, "ConfigDecoder"] = {}  # what ``decoder_spec`` returned, by key (``recall``)
 
 
 class ConfigError(ValueError):
@@ -176,12 +179,16 @@ def _decoder_shape(path: Path, data: dict) -> dict:
     transformers and this module (``_shape_file``): asked again, the answer needs neither torch nor transformers."""
     where = _shape_file(data)
     try:
-        return json.loads(where.read_text())
+        shape = json.loads(where.read_text())
     except (OSError, ValueError):
-        pass
-    with libraries_quiet():
-        shape = _build_shape(path, data)
-    _keep_shape(where, shape)
+        try:
+            with libraries_quiet():
+                shape = _build_shape(path, data)
+        except Refused as exc:  # the build took seconds: the refusal is kept as an answer is
+            shape = {"refused": str(exc)}
+        _keep_shape(where, shape)
+    if "refused" in shape:
+        raise ConfigError(f"{path}: {shape['refused']}")
     return shape
 
 
@@ -192,7 +199,8 @@ def _build_shape(path: Path, data: dict) -> dict:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
     cls = _decoder_class(path, data)
-    _check_shape(path, data, cls)
+    if data["model_type"] not in STATE_SPACE:  # their shape has no attention heads to check
+        _check_shape(path, data, cls)
     # A copy: transformers fills in nested settings (rope_scaling) in place, and the file's content names it.
     cfg = AutoConfig.for_model(data["model_type"], **{k: v for k, v in copy.deepcopy(data).items()
                                                       if k != "model_type"})
@@ -203,6 +211,7 @@ def _build_shape(path: Path, data: dict) -> dict:
             net = AutoModelForCausalLM.from_config(cfg)
     except Exception as exc:  # transformers' own checks of the config: a file it cannot build is a bad file
         raise ConfigError(f"{path}: transformers cannot build a {data['model_type']!r} model from it: {exc}") from None
+    refuse_unanswered(data, model_cls, sum(p.numel() for p in net.parameters()))
     if not getattr(net, "_supports_sdpa", False):
         # Every estimate builds the decoder with SDPA attention, the kernel the study measures and its profiles time.
         raise ConfigError(f"{path}: transformers runs {model_cls.__name__}'s attention only eagerly (no "
@@ -228,7 +237,7 @@ def _shape_file(data: dict) -> Path:
         library = importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
         library = "none"
-    reader = Path(__file__).read_text() + Path(moe_reader.__file__).read_text()
+    reader = "".join(Path(m.__file__).read_text() for m in (moe_reader, refusals)) + Path(__file__).read_text()
     blob = json.dumps({"config": data, "transformers": library, "reader": reader},
                       sort_keys=True, default=str)
     return cache_dir() / "decoders" / f"{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
@@ -314,7 +323,38 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     REGISTERED[key] = spec
     MADE_WITH[key] = {"path": str(path.resolve()), "seq_len": seq_len, "tokens": tokens,
                       "global_batch": global_batch, "precision": precision}
-    return ConfigDecoder(spec, str(path), facts)
+    DECODERS[key] = ConfigDecoder(spec, str(path), facts)
+    if not _key_file(key).is_file():  # so that the key a command printed names the decoder in the next one
+        _keep_shape(_key_file(key), MADE_WITH[key])
+    return DECODERS[key]
+
+
+def _key_file(key: str) -> Path:
+    return cache_dir() / "decoders" / "keys" / f"{key}.json"
+
+
+def recall(key: str) -> ConfigDecoder | None:
+    """The decoder registered as ``key`` (``name@digest``, as ``estimate`` prints it in the command that exports an
+    answer's settings): in this process, else read again from the config.json and settings that made the key on
+    this machine (kept in the user's cache folder); None where no config.json was read under that key. A file
+    gone or changed since is a ``ConfigError`` saying so: the key names that file's content and settings only."""
+    key = key.lower()
+    if key in DECODERS:
+        return DECODERS[key]
+    try:
+        made = json.loads(_key_file(key).read_text())
+    except (OSError, ValueError):
+        return None
+    path = Path(made["path"])
+    if not path.is_file():
+        raise ConfigError(f"{key} was read from {path}, which is gone: pass the decoder's config.json with "
+                          "--tokens and --seq-len")
+    decoder = decoder_spec(path, seq_len=made["seq_len"], tokens=made["tokens"],
+                           global_batch=made["global_batch"], precision=made["precision"])
+    if decoder.spec.key != key:
+        raise ConfigError(f"{path} changed since it was read as {key} (it reads as {decoder.spec.key} now): pass "
+                          "the config.json with --tokens and --seq-len")
+    return decoder
 
 
 def made_with(key: str) -> dict | None:
