@@ -137,14 +137,14 @@ def carried_encoder(gpu: str, n_gpus: int, flops_per_sequence: float,
     (the encoder is assumed to reach the MFU the carried step reaches); or why not, in words."""
     from ..catalog.models import get_model
     from ..estimate import flops_per_sample
-    from .transfer_validation import _prediction, measured
+    from .transfer_validation import prediction_of, measured
 
     model = FAMILY_MODEL["encoder"]
     where = None if root is None else str(root)
     src = source_row(model, gpu, where)
     if src is None:
         return f"no complete free-lunch measurement of {model}"
-    p = _prediction(src, measured(where)[1], gpu, n_gpus, where)[0]
+    p = prediction_of(src, measured(where)[1], gpu, n_gpus, where)[0]
     if p.step_time_s is None:
         return p.basis
     per_gpu = get_model(model).recipe.global_batch / (n_gpus * p.step_time_s)  # RoBERTa-large's sequences

@@ -22,13 +22,11 @@ import json
 import math
 from pathlib import Path
 
-from .from_config import (DTYPES, MADE_WITH, REGISTERED, REQUIRED, ConfigDecoder, ConfigError, _read_json,
-                          _stated)
+from .from_config import (DTYPES, ENCODERS, MADE_WITH, REGISTERED, REQUIRED, ConfigDecoder, ConfigError,
+                          read_json, stated_value)
 from .roberta import MODELS as ROBERTA
 from .spec import ModelSpec, Recipe
 
-# The masked language models whose build the study has checked against torch's count (tests/test_flops_count.py).
-ENCODERS = ("bert", "roberta", "modernbert")
 # Sequences per optimizer step when not given: RoBERTa-large's recipe (paper Table 3), the evidence encoders are
 # answered from.
 DEFAULT_GLOBAL_BATCH = ROBERTA[0].recipe.global_batch
@@ -37,15 +35,14 @@ SOURCE = "estimate for a config.json encoder: not a replication recipe"
 
 
 def is_encoder(path: str | Path) -> bool:
-    """Whether ``path`` is a config.json of a masked language model (any transformers knows, checked or not), so
-    that the encoder's reader answers it (and names what it lacks) rather than the decoder's."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
-
+    """Whether ``path`` is a config.json of one of the ``ENCODERS``, which the encoder's reader answers; any other
+    masked language model is refused by name by the decoder's (``from_config``). Read without transformers, so
+    that a decoder's kept shape still answers without importing it."""
     try:
-        data = _read_json(Path(path))
+        data = read_json(Path(path))
     except ConfigError:
         return False  # the decoder's reader says what is wrong with the file
-    return not data.get("is_encoder_decoder") and data.get("model_type") in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return not data.get("is_encoder_decoder") and data.get("model_type") in ENCODERS
 
 
 def _config(path: Path, data: dict, seq_len: int):
@@ -54,19 +51,19 @@ def _config(path: Path, data: dict, seq_len: int):
 
     kind = data.get("model_type")
     if kind not in ENCODERS:
-        raise ConfigError(f"{path}: model_type {kind!r} is a masked language model the study has not checked; "
-                          f"encoders it answers: {', '.join(ENCODERS)}")
+        raise ConfigError(f"{path}: model_type {kind!r} is no encoder the study has checked; encoders it answers: "
+                          f"{', '.join(ENCODERS)}")
     cls = type(AutoConfig.for_model(kind))
     required = (*REQUIRED, "intermediate_size")
-    missing = [k for k in required if _stated(data, cls, k) is None]
+    missing = [k for k in required if stated_value(data, cls, k) is None]
     if missing:
         raise ConfigError(f"{path}: missing {', '.join(missing)}: an encoder config states its shape "
                           f"({', '.join(required)})")
     for key in required:
-        value = _stated(data, cls, key)
+        value = stated_value(data, cls, key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"{path}: {key} must be a whole number of at least 1, got {value!r}")
-    hidden, heads = _stated(data, cls, "hidden_size"), _stated(data, cls, "num_attention_heads")
+    hidden, heads = stated_value(data, cls, "hidden_size"), stated_value(data, cls, "num_attention_heads")
     if hidden % heads:
         raise ConfigError(f"{path}: hidden_size {hidden} must divide into num_attention_heads {heads}")
     cfg = AutoConfig.for_model(kind, **{k: v for k, v in copy.deepcopy(data).items() if k != "model_type"})
@@ -102,7 +99,7 @@ def encoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     from ..env import libraries_quiet
 
     path = Path(path)
-    data = _read_json(path)
+    data = read_json(path)
     global_batch = DEFAULT_GLOBAL_BATCH if global_batch is None else global_batch
     for label, value in (("--seq-len", seq_len), ("--tokens", tokens), ("--global-batch", global_batch)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 1:
