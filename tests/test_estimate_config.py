@@ -153,7 +153,7 @@ def test_text_output_names_the_architecture_and_the_range(tmp_path, capsys) -> N
 @pytest.mark.parametrize("data, words", [
     ("{\"model_type\": \"llama\", \"hidden_size\": 64,", ["not valid JSON"]),
     (VIT, ["'vit'", "not a decoder-only language model", "llama"]),
-    (BERT, ["'bert'", "encoder"]),
+    ({**BERT, "model_type": "electra"}, ["'electra'", "masked language model", "bert, roberta, modernbert"]),
     ({k: v for k, v in LLAMA_GQA.items() if k != "num_hidden_layers"}, ["missing num_hidden_layers"]),
     ({k: v for k, v in LLAMA_GQA.items() if k != "model_type"}, ["no 'model_type'"]),
     ({**LLAMA_GQA, "num_key_value_heads": 3}, ["num_key_value_heads 3"]),

@@ -81,7 +81,7 @@ def _beyond_evidence(params: float, seq_len: int, root: str | os.PathLike | None
     return None
 
 
-def _fit_problem(key: str, gpu: str, n_gpus: int, methods: Methods) -> str | None:
+def fit_problem(key: str, gpu: str, n_gpus: int, methods: Methods) -> str | None:
     """Why ``methods`` cannot train the decoder on ``n_gpus`` x ``gpu`` by the memory model (no micro-batch fits),
     naming what would fit instead, or None."""
     from ..catalog.config import Config
@@ -160,7 +160,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         # The methods of the nearest catalog decoder's answer; its micro-batch is for its own shape, so none.
         settings = nearest.settings and replace(nearest.settings, micro_batch=None, gas=None, export_command="")
         m = parse_methods(settings.methods) if settings else methods
-        unfit = _fit_problem(key, gpu, n_gpus, m)  # settings that cannot run are no answer
+        unfit = fit_problem(key, gpu, n_gpus, m)  # settings that cannot run are no answer
         if unfit:
             return _none(f"the work model does not apply ({why_not_work}); the settings of {nearest.model}'s answer "
                          f"on this setup: {unfit}", base)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ..catalog.hardware import UnknownGPUError, get_gpu
+from .transfer import Prediction
 
 # The catalog model each published family is predicted from.
 FAMILY_MODEL = {"encoder": "roberta-large", "vit": "vit-large", "convnext": "convnext-xlarge"}
@@ -92,8 +94,6 @@ def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | No
     """A published point of a family other than the decoders beside the study's prediction (``out``: the
     point's ``POINT_COLUMNS`` so far, published in samples per second per GPU)."""
     from ..catalog.models import get_model
-    from ..estimate import flops_per_sample
-    from .transfer_validation import _prediction, measured
 
     family, gpu, n = str(row["family"]), str(row["gpu"]), int(row["n_gpus"])
     out = {**out, "published": float(row["samples_per_s_per_gpu"])}
@@ -110,19 +110,46 @@ def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | No
         return {**out, "why_not": f"no head of {row['model']!r} in ENCODER_HEAD"}
     if str(row["method"]) not in ("none", "ddp"):
         return {**out, "why_not": f"{row['method']!r}: an encoder is predicted for one GPU or plain data parallelism"}
-    src = source_row(model, gpu, None if root is None else str(root))
-    if src is None:
-        return {**out, "why_not": f"no complete free-lunch measurement of {model}"}
-    p = _prediction(src, measured(None if root is None else str(root))[1], gpu, n,
-                    None if root is None else str(root))[0]
-    if p.step_time_s is None:
-        return {**out, "kind": "none", "why_not": p.basis}
-    spec = get_model(model)
-    per_gpu = spec.recipe.global_batch / (n * p.step_time_s)  # RoBERTa-large sequences per second per GPU
-    predicted = per_gpu * flops_per_sample(model) / encoder_flops_per_sequence(str(row["model"]), int(row["seq_len"]))
+    carried = carried_encoder(gpu, n, encoder_flops_per_sequence(str(row["model"]), int(row["seq_len"])), root)
+    if isinstance(carried, str):
+        return {**out, "kind": "none", "why_not": carried}
+    predicted = carried.sequences_per_s_per_gpu
     return {**out, "predicted": predicted, "ratio": out["published"] / predicted, "kind": "predicted",
-            "by": f"transfer model from {src['setup']} ({model}, free-lunch), by model FLOPs per sequence",
-            "source_gpu": str(src["gpu"]), "predicted_mfu": p.mfu, "published_mfu": p.mfu * out["published"] / predicted}
+            "by": carried.by, "source_gpu": str(carried.source["gpu"]), "predicted_mfu": carried.carried.mfu,
+            "published_mfu": carried.carried.mfu * out["published"] / predicted}
+
+
+@dataclass(frozen=True)
+class CarriedEncoder:
+    """An encoder's training rate predicted from RoBERTa-large's measured step (``carried_encoder``)."""
+
+    sequences_per_s_per_gpu: float
+    carried: Prediction  # RoBERTa-large's step carried to the target GPU and count
+    source: pd.Series  # the measured configuration it was carried from (``source_row``)
+    by: str
+
+
+def carried_encoder(gpu: str, n_gpus: int, flops_per_sequence: float,
+                    root: str | os.PathLike | None = None) -> CarriedEncoder | str:
+    """Sequences per second per GPU of an encoder whose sequence costs ``flops_per_sequence`` model FLOPs, on
+    ``n_gpus`` x ``gpu``: RoBERTa-large's measured free-lunch step without sharding or offloading carried there by
+    the transfer model, its sequences per second scaled by RoBERTa-large's FLOPs per sequence over the encoder's
+    (the encoder is assumed to reach the MFU the carried step reaches); or why not, in words."""
+    from ..catalog.models import get_model
+    from ..estimate import flops_per_sample
+    from .transfer_validation import prediction_of, measured
+
+    model = FAMILY_MODEL["encoder"]
+    where = None if root is None else str(root)
+    src = source_row(model, gpu, where)
+    if src is None:
+        return f"no complete free-lunch measurement of {model}"
+    p = prediction_of(src, measured(where)[1], gpu, n_gpus, where)[0]
+    if p.step_time_s is None:
+        return p.basis
+    per_gpu = get_model(model).recipe.global_batch / (n_gpus * p.step_time_s)  # RoBERTa-large's sequences
+    return CarriedEncoder(per_gpu * flops_per_sample(model) / flops_per_sequence, p, src,
+                          f"transfer model from {src['setup']} ({model}, free-lunch), by model FLOPs per sequence")
 
 
 TABLE_COLUMNS = ["by", "group", "points", "predicted", "median", "low", "high", "target", "outside"]

@@ -66,7 +66,7 @@ def configurations(root: str | None = None) -> pd.DataFrame:
     return rows if rows.empty else fastest(rows, ["setup", *SETTING, "methods_label"]).reset_index(drop=True)
 
 
-def _prediction(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, root: str | None = None
+def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, root: str | None = None
                 ) -> tuple[Prediction, str]:
     src = source_from_row(row.to_dict(), prof)
     return predict(src, gpu, n_gpus, runs=root), src.split_basis
@@ -83,7 +83,7 @@ def held_out(source_setup: str, target_setup: str, root: str | None = None) -> p
     rows = []
     for _, s in src[src["model"].isin(tgt.index)].iterrows():
         t = tgt.loc[s["model"]]
-        p, basis = _prediction(s, prof, str(t["gpu"]), int(t["n_gpus"]), root)
+        p, basis = prediction_of(s, prof, str(t["gpu"]), int(t["n_gpus"]), root)
         rows.append({"model": s["model"], "source_setup": source_setup, "target_setup": target_setup,
                      "source_methods": s["methods_label"], "target_methods": t["methods_label"],
                      "split_basis": basis, "predicted_micro_batch": p.micro_batch,
@@ -156,7 +156,7 @@ def predict_setting(model: str, gpu: str, n_gpus: int, root: str | None = None) 
     if row is None:
         return None
     prof = measured(root)[1]
-    first = _prediction(row, prof, gpu, n_gpus, root)[0]
+    first = prediction_of(row, prof, gpu, n_gpus, root)[0]
     if first.step_time_s is not None:
         return first
     # The best configuration fits no micro-batch on the target (a smaller GPU, or plain data parallelism's
@@ -165,7 +165,7 @@ def predict_setting(model: str, gpu: str, n_gpus: int, root: str | None = None) 
     others = others[(others["setup"] == row["setup"]) & (others["model"] == model)
                     & (others["methods_label"] != row["methods_label"])].sort_values(["days", "config_id"])
     for _, other in others.iterrows():
-        p = _prediction(other, prof, gpu, n_gpus, root)[0]
+        p = prediction_of(other, prof, gpu, n_gpus, root)[0]
         if p.step_time_s is not None:
             return replace(p, basis=f"{p.basis}; the fastest measured there ({row['methods_label']}) fits no "
                                     "micro-batch on the target")

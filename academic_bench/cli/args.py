@@ -288,7 +288,8 @@ def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
                    help="training tokens (e.g. 3e11): the days' steps")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence")
     g.add_argument("--global-batch", type=int, default=None,
-                   help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders')")
+                   help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders'; an "
+                        "encoder's: RoBERTa-large's 8192)")
     g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
                    help="training precision (default: bf16 where the GPU has it, else fp16; a config's "
                         "torch_dtype is how its weights are stored, not how it trains)")

@@ -5,7 +5,9 @@ configuration's FLOPs, predicted memory per GPU, max micro-batch and feasibility
     academic-bench estimate --model PATH/config.json --tokens 3e11 --seq-len 2048 --gpu h100-80gb --gpus 4
 
 A catalog model trains its recipe; a Hugging Face decoder's config.json (``models.from_config``: built with
-transformers on the meta device, never downloaded) trains ``--tokens`` tokens in sequences of ``--seq-len``. The
+transformers on the meta device, never downloaded) trains ``--tokens`` tokens in sequences of ``--seq-len``, and so
+does an encoder's (BERT, RoBERTa, ModernBERT: ``models.encoder_config``, answered from RoBERTa-large's evidence,
+``answer.encoder``). The
 days are the study's answer (``academic_bench.answer``): JSON ``answer`` (the whole answer), ``days`` (a number or
 null), ``days_range`` ([low, high]), ``days_analytic.lower_bound`` (100% of peak, never an answer). ``--mfu`` adds a
 what-if (``what_if``), labelled as the user's assumption.
@@ -122,7 +124,8 @@ def _text(d: dict) -> str:
     lines = []
     if "architecture" in d:
         a = d["architecture"]
-        lines.append(f"{d['config_file']}: {a['model_type']}, {d['params'] / 1e6:,.1f}M parameters, {a['layers']} "
+        kind = "an encoder trained as a masked language model, " if a.get("encoder") else ""
+        lines.append(f"{d['config_file']}: {a['model_type']}, {kind}{d['params'] / 1e6:,.1f}M parameters, {a['layers']} "
                      f"layers x {a['hidden']} hidden, {a['heads']} heads ({a['kv_heads']} key-value), {a['mlp']} MLP "
                      f"of {a['intermediate']}, vocabulary {a['vocab']:,}, embeddings "
                      f"{'tied' if a['tied_embeddings'] else 'untied'}; {a['tokens']:.3g} tokens = {a['steps']:,} "
@@ -175,23 +178,34 @@ def _answer_fields(ans: Answer, mfu: float | None) -> dict:
 
 
 def config_estimate(args: argparse.Namespace) -> dict:
-    """``estimate_summary`` for the decoder a config.json describes, with the study's answer for it."""
+    """``estimate_summary`` for the decoder or encoder a config.json describes, with the study's answer for it."""
     from ..answer.decoder import decoder_answer
+    from ..answer.encoder import encoder_answer
+    from ..catalog.models.encoder_config import encoder_spec, is_encoder
     from ..catalog.models.from_config import shape_warnings
 
     missing = [f"--{k.replace('_', '-')}" for k in ("tokens", "seq_len") if getattr(args, k) is None]
     if missing:
         raise ConfigError(f"a config.json needs {' and '.join(missing)}: the tokens to train on and the sequence "
                           "length")
-    decoder = decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens,
-                           global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch,
-                           precision=training_precision(args.gpu, args.precision))
+    precision = training_precision(args.gpu, args.precision)
+    encoder = is_encoder(args.model)
+    if encoder:  # a masked language model: answered from RoBERTa-large's evidence (``answer.encoder``)
+        decoder = encoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens, global_batch=args.global_batch,
+                               precision=precision)
+    else:
+        decoder = decoder_spec(args.model, seq_len=args.seq_len, tokens=args.tokens, precision=precision,
+                               global_batch=DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch)
     config = _config(argparse.Namespace(**{**vars(args), "model": decoder.spec.key}))
     params = _est().model_stats(decoder.spec).params
     moe = decoder.spec.moe
     active = params - (1.0 - moe.active_share) * moe.expert_params if moe else params
-    ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
-    warnings = shape_warnings(decoder.facts)
+    if encoder:
+        ans = encoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
+    else:
+        ans = decoder_answer(decoder.spec.key, config.gpu, config.n_gpus, facts=decoder.facts, methods=config.methods)
+    # The unaligned-vocabulary warning speaks of the work model's charge, which answers decoders only.
+    warnings = [] if encoder else shape_warnings(decoder.facts)
     from ..cost import Assumptions
 
     lifespan = Assumptions().lifespan_years  # the cost model's, the paper's Section 4.1

@@ -7,7 +7,7 @@ never appear in the catalog's listings, sweeps or book.
 
 A file is refused before any model is built, with a ``ConfigError`` naming what is wrong: not JSON, not a
 Hugging Face config (no ``model_type``), an architecture that is no decoder-only language model (vision models,
-encoders such as BERT, encoder-decoders), a missing or non-positive shape key, or heads that do not divide.
+encoder-decoders, masked language models: BERT, RoBERTa and ModernBERT are read by ``encoder_config`` instead), a missing or non-positive shape key, or heads that do not divide.
 """
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
 SOURCE = "estimate for a config.json decoder: not a replication recipe"
 
+# The masked language models whose build the study has checked against torch's count (``encoder_config``,
+# tests/test_encoder_config.py); any other is refused by name.
+ENCODERS = ("bert", "roberta", "modernbert")
 REGISTERED: dict[str, ModelSpec] = {}  # specs made from config files, by key (models.get_model reads it)
 MADE_WITH: dict[str, dict] = {}  # the arguments of ``decoder_spec`` that made each registered spec, by key
 DECODERS: dict[str, "ConfigDecoder"] = {}  # what ``decoder_spec`` returned, by key (``recall``)
@@ -54,7 +57,7 @@ class ConfigDecoder:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
     try:
@@ -79,7 +82,8 @@ def _decoder_class(path: Path, data: dict):
         raise ConfigError(f"{path}: model_type {kind!r} is an encoder-decoder; only decoder-only language models "
                           "can be estimated")
     if kind in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # BERT-like encoders also have a causal-LM head class
-        raise ConfigError(f"{path}: model_type {kind!r} is an encoder (masked language model), not a decoder")
+        raise ConfigError(f"{path}: model_type {kind!r} is an encoder (masked language model), not a decoder; "
+                          f"encoders the study answers (estimate only): {', '.join(ENCODERS)}")
     if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         known = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(MODEL_FOR_MASKED_LM_MAPPING_NAMES)
         raise ConfigError(f"{path}: model_type {kind!r} is not a decoder-only language model; decoders "
@@ -94,7 +98,7 @@ def _decoder_class(path: Path, data: dict):
 _COMMON = ("gpt2", "gpt_neox", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "phi3", "olmo")
 
 
-def _stated(data: dict, cls, key: str) -> Any:
+def stated_value(data: dict, cls, key: str) -> Any:
     """The value the file states for ``key``, under its own name or the config class's alias; None if absent."""
     if key in data:
         return data[key]
@@ -106,16 +110,16 @@ def _check_shape(path: Path, data: dict, cls) -> None:
     required = list(REQUIRED)
     if "intermediate_size" in cls().to_dict():  # gated and GPT-NeoX MLPs state it; GPT-2's n_inner may be null
         required.append("intermediate_size")
-    missing = [k for k in required if _stated(data, cls, k) is None]
+    missing = [k for k in required if stated_value(data, cls, k) is None]
     if missing:
         raise ConfigError(f"{path}: missing {', '.join(missing)}: a decoder config states its shape "
                           f"({', '.join(required)})")
     for key in [*required, "num_key_value_heads"]:
-        value = _stated(data, cls, key)
+        value = stated_value(data, cls, key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ConfigError(f"{path}: {key} must be a whole number of at least 1, got {value!r}")
-    hidden, heads = _stated(data, cls, "hidden_size"), _stated(data, cls, "num_attention_heads")
-    kv = _stated(data, cls, "num_key_value_heads") or heads
+    hidden, heads = stated_value(data, cls, "hidden_size"), stated_value(data, cls, "num_attention_heads")
+    kv = stated_value(data, cls, "num_key_value_heads") or heads
     if hidden % heads or heads % kv:
         raise ConfigError(f"{path}: hidden_size {hidden} must divide into num_attention_heads {heads}, and the "
                           f"heads into num_key_value_heads {kv}")
@@ -133,7 +137,7 @@ def _precision(path: Path, data: dict, given: str | None) -> str:
 
 def stored_dtype(path: str | Path) -> str | None:
     """The dtype a config.json stores its weights in (``dtype``, or ``torch_dtype`` in older files), or None."""
-    data = _read_json(Path(path))
+    data = read_json(Path(path))
     dtype = data.get("dtype") or data.get("torch_dtype")
     return str(dtype) if dtype else None
 
@@ -219,7 +223,7 @@ def _build_shape(path: Path, data: dict) -> dict:
                           "time SDPA attention, so it is not estimated")
     if not blocks or not any(type(m).__name__ in blocks for m in net.modules()):
         raise ConfigError(f"{path}: cannot find the repeated decoder layer of {model_cls.__name__}")
-    shape = {"stated": {k: _stated(data, cls, k) for k in SHAPE_KEYS},
+    shape = {"stated": {k: stated_value(data, cls, k) for k in SHAPE_KEYS},
              "positions_key": getattr(cls, "attribute_map", {}).get("max_position_embeddings",
                                                                     "max_position_embeddings"),
              "blocks": blocks, "mlp": _mlp_kind(net, tuple(blocks)),
@@ -258,7 +262,7 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     """The spec of the decoder ``path`` describes, trained on ``tokens`` tokens in sequences of ``seq_len`` at
     ``global_batch`` sequences per step (steps rounded up), registered for ``models.get_model``."""
     path = Path(path)
-    data = _read_json(path)
+    data = read_json(path)
     shape = _decoder_shape(path, data)
     stated = shape["stated"]
     for label, value in (("--seq-len", seq_len), ("--tokens", tokens), ("--global-batch", global_batch)):
