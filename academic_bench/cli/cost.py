@@ -21,8 +21,11 @@ def _assumptions(args: argparse.Namespace) -> Assumptions:
     return a
 
 
-def _usd(x: float) -> str:
-    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits."""
+def _usd(x: float | None) -> str:
+    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits; a cost without a
+    listed price says so (``cost.cost_of`` leaves it None)."""
+    if x is None or x != x:
+        return "no price"
     return f"${x:,.0f}" if abs(x) < 1e12 else f"${x:.3g}"
 
 
@@ -49,15 +52,21 @@ def _cmd_cost(args: argparse.Namespace) -> None:
                  f"  the study's answer: {ans.headline()}"])
         return "\n".join([
             *head,
-            f"  purchase            {_usd(c.purchase_usd):>12}  ({c.n_gpus} x {_usd(s['gpu_price_usd'])} GPUs "
-            f"+ {_usd(c.machine_usd)} machine for {s['machine_size']} GPU(s))",
+            f"  purchase            {_usd(c.purchase_usd):>12}  "
+            + (f"({c.n_gpus} x {_usd(s['gpu_price_usd'])} GPUs + {_usd(c.machine_usd)} machine for "
+               f"{s['machine_size']} GPU(s))" if c.purchase_usd is not None else ""),
             f"  per experiment      {_usd(c.per_experiment_usd):>12}  (purchase x {c.days:.1f} days / "
             f"{s['lifespan_years']:g} years)",
             f"  energy              {_usd(c.energy_usd):>12}  ({c.energy_kwh:,.0f} kWh: {s['board_power_w']:g} W x "
             f"{c.n_gpus} x {c.days * 24:,.0f} h x {s['utilisation']:g} x PUE {s['pue']:g}; "
             f"${s['kwh_price_usd']:g}/kWh)",
             f"  owned, per run      {_usd(c.owned_per_experiment_usd):>12}  (per experiment + energy)",
-            f"  cloud rental        {_usd(c.cloud_usd):>12}  (${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)",
+            f"  cloud rental        {_usd(c.cloud_usd):>12}  "
+            + (f"(${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)" if s["cloud_usd_per_gpu_hour"] is not None else ""),
+            *([f"  (no purchase price of the {c.gpu} in data/gpus.csv or data/purchase_prices.csv: pass "
+               "--gpu-price USD)"] if c.purchase_usd is None else []),
+            *([f"  (no cloud price of the {c.gpu} in data/cloud_prices.csv: pass --cloud-price USD)"]
+              if c.cloud_usd is None else []),
             "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",
         ])
 
