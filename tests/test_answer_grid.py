@@ -16,7 +16,14 @@ def grid():
 
 
 def test_every_model_gpu_and_count_has_a_labelled_cell(grid):
-    assert len(grid) == len(CATALOG) * len(gpu_catalog()) * 4
+    """Every model on every GPU of data/gpus.csv and count, but the cells a GPU refuses (AMD, bf16 before
+    Ampere: ``store.refused``), each in its generation."""
+    from academic_bench.answer.store import refused
+    from academic_bench.catalog.hardware import every_gpu
+
+    assert len(grid) == len(CATALOG) * len(every_gpu()) * 4 - len(refused())
+    assert set(gpu_catalog()) < set(grid["gpu"])
+    assert (grid["generation"].str.lower() == grid["gpu"].map(lambda g: every_gpu()[g].architecture)).all()
     assert set(grid["kind"]) <= set(explorers.GRID_LABELS.values())
     answered = grid[grid["kind"] != explorers.GRID_LABELS["none"]]
     assert answered["days"].notna().all() and grid.loc[grid["kind"] == "no answer", "days"].isna().all()
@@ -50,3 +57,18 @@ def test_the_chart_filters_by_the_model_menu(grid):
     assert any(p.get("name") == "grid_model" and p.get("bind", {}).get("input") == "select"
                for p in spec.get("params", []))
     assert "datum.model == grid_model" in str(spec)
+
+
+def test_a_prediction_on_a_gpu_never_measured_says_so_and_is_no_narrower(grid):
+    """A predicted cell on a GPU no run measured names the published check at its distance, and its range holds
+    the range the study's own checks give (the widening never narrows it, the central days stay)."""
+    from academic_bench.answer.store import other_gpus
+
+    kept = {(a.model, a.gpu, a.n_gpus): a for a in other_gpus() if a.kind == "predicted"}
+    shown = grid.set_index(["model", "gpu", "n_gpus"])
+    assert kept
+    for key, a in kept.items():
+        row = shown.loc[key]
+        assert "never measured on this GPU" in row["basis"]
+        assert row["days"] == a.days
+        assert row["days_low"] <= a.days_low + 1e-9 and row["days_high"] >= a.days_high - 1e-9

@@ -114,3 +114,13 @@ def widen(a: Answer, records: tuple[dict, ...] | list[dict], root: str | os.Path
     words = (f"{a.range_basis}; widened to hold the published points' ratios at this distance ({d}: days / "
              f"{row['high']:.2f} to days / {row['low']:.2f})")
     return replace(a, rests_on=f"{head}; {check}; {a.rests_on}", days_low=low, days_high=high, range_basis=words)
+
+
+def every_answer(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:
+    """Every kept answer, the study's GPUs' (``store.grid``) then the catalog's other GPUs' (``store.other_gpus``),
+    each as ``answer()`` gives it (a prediction on a GPU never measured widened, ``widen``): what the book's grid
+    and explorers show."""
+    from .store import grid, other_gpus
+
+    records = distance_records(root)
+    return tuple(widen(a, records, root) if a.kind == "predicted" else a for a in (*grid(root), *other_gpus(root)))

@@ -76,12 +76,16 @@ def _cmd_cost(args: argparse.Namespace) -> None:
 # --- plan -----------------------------------------------------------------------------------------------
 
 def _cmd_plan(args: argparse.Namespace) -> None:
-    from ..answer.setups import answer_setups, unanswered
+    from ..answer.published_ranges import every_answer
+    from ..answer.setups import answer_setups
 
     a = Assumptions().with_overrides(lifespan_years=args.lifespan_years, kwh_price_usd=args.kwh_price, pue=args.pue,
                                      utilisation=args.utilisation)
-    setups = answer_setups([args.model], a)
-    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in unanswered(args.model)]
+    every = every_answer()  # every catalog GPU's answers, as ``answer()`` gives them
+    setups = answer_setups([args.model], a, answers=every)
+    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in every if u.model == args.model and not u.answered]
+    unpriced = sorted(set(setups.loc[setups["purchase_usd"].isna(), "gpu"])) if len(setups) else []
+    setups = setups[setups["purchase_usd"].notna()] if len(setups) else setups  # a budget needs a purchase price
     if setups.empty:
         raise cli_args.NoAnswer(f"no answer for {args.model} on any setup: {'; '.join(missing)}")
     if args.budget is not None:
@@ -98,7 +102,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     front = pareto_front(setups)[cols].to_dict("records")
     data = {"question": question, "answer": chosen.to_dict() if chosen else None,
             "costs": top[cols].to_dict() if top is not None else None, "candidates": ranked[cols].to_dict("records"),
-            "pareto_front": front, "considered": len(setups), "no_answer": missing}
+            "pareto_front": front, "considered": len(setups), "no_answer": missing, "unpriced": unpriced}
 
     def text() -> str:
         lines = [question + ":"]
@@ -118,6 +122,9 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         lines.append(cli_args.table(table, ["setup", "days", "answer", "settings", "purchase", "per run", "cloud"]))
         if missing:
             lines.append(f"No answer: {'; '.join(missing)}.")
+        if unpriced:
+            lines.append(f"Answered but not ranked (no purchase price listed): {', '.join(unpriced)}; "
+                         "`cost --gpu-price` prices one.")
         return "\n".join(lines)
 
     cli_args.emit(args, data, text)

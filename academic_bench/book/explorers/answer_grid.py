@@ -1,8 +1,9 @@
-"""The answer grid: every model of the study on every catalog GPU and count, with the study's answer
+"""The answer grid: every model of the study on every GPU of data/gpus.csv and count, grouped by generation, with the study's answer
 (``academic_bench.answer``): the days, the settings, what they rest on and what renting the GPUs for them costs. Each cell is labelled: measured (a complete search on that setup), predicted
 (the transfer model from our measurements, with a range), the paper's (only where its implied MFU is plausible), or
 none. The paper's Table 1 cell stays beside every answer, with its implied MFU. A model menu filters the grid in the
-browser (an Altair parameter), so it needs no kernel."""
+browser (an Altair parameter), so it needs no kernel. The GPUs stand in one panel per generation (Volta to
+Blackwell), one column per count, so that the grid stays 240 px wide, readable on a 390 px phone."""
 from __future__ import annotations
 
 
@@ -11,21 +12,32 @@ import pandas as pd
 
 from ...analysis import MFU_IMPLAUSIBLE, gpu_label, model_label
 from ...answer import answers_frame
-from ..charts import gpu_names, model_order
+from ..charts import model_order
 from .common import DEFAULT_MODEL, select_param
 
 GRID_LABELS = {"measured": "measured", "predicted": "predicted", "paper": "the paper's", "none": "no answer"}
 GRID_COLORS = alt.Scale(domain=list(GRID_LABELS.values()), range=["#1f77b4", "#9ecae1", "#bdbdbd", "#ffffff"])
-GRID_COLUMNS = ["model", "model_label", "gpu", "gpu_label", "n_gpus", "kind", "days", "days_low", "days_high", "mfu",
+GRID_COLUMNS = ["model", "model_label", "gpu", "gpu_label", "generation", "n_gpus", "kind", "days", "days_low", "days_high", "mfu",
                 "basis", "settings", "cloud_usd", "paper_days", "paper_mfu", "paper_note", "cell", "days_text",
                 "range_text", "mfu_text", "cloud_text", "beyond_paper"]
 NO_ANSWER = "none"  # what a tooltip says for a figure a cell without an answer does not have
 
 
+def generation_label(gpu: str) -> str:
+    """A GPU's generation for people ('ampere' -> 'Ampere'; data/gpus.csv's ``architecture``)."""
+    from ...catalog.hardware import get_gpu
+
+    return get_gpu(gpu).architecture.capitalize()
+
+
 def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
-    """The study's answers (``answer.answers_frame``) with display names, the settings in words and the paper's
-    cell in words (flagged above ``MFU_IMPLAUSIBLE``)."""
-    t = answers_frame(root=root)
+    """The answers on every GPU of data/gpus.csv (``answer.published_ranges.every_answer``: the study's GPUs and the
+    others, a prediction on a GPU never measured widened by the published check at its distance; the cells a GPU
+    refuses, AMD's and bf16 before Ampere, are left out) with display names, the generation, the settings in
+    words and the paper's cell in words (flagged above ``MFU_IMPLAUSIBLE``)."""
+    from ...answer.published_ranges import every_answer
+
+    t = answers_frame(every_answer(root))
 
     def settings(r) -> str:
         if not isinstance(r.methods_label, str):
@@ -40,6 +52,7 @@ def answer_grid_frame(root: str | None = None) -> pd.DataFrame:
         return f"{days:,.0f} days (implied MFU {mfu:.0%}{flag})"
 
     out = t.assign(model_label=t["model"].map(model_label), gpu_label=t["gpu"].map(gpu_label),
+                   generation=t["gpu"].map(generation_label),
                    kind=t["kind"].map(GRID_LABELS), basis=t["rests_on"], settings=[settings(r) for r in t.itertuples()],
                    cloud_usd=t["rental_usd"].astype(float),
                    paper_note=[paper_note(d, m) for d, m in zip(t["paper_days"], t["paper_mfu"])],
@@ -59,9 +72,15 @@ def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Ch
     models = model_order(frame["model"].unique())
     pick = select_param("grid_model", models, model if model in models else models[0], "Model ",
                         [model_label(m) for m in models])
-    gpus = [gpu_label(g) for g in gpu_names() if g in set(frame["gpu"])]
-    base = alt.Chart(frame).transform_filter("datum.model == grid_model").encode(
-        x=alt.X("n_gpus:O", title="GPUs", axis=alt.Axis(labelAngle=0)),
+    from ...catalog.hardware import every_gpu
+    from ...answer.published_family import GENERATIONS
+
+    # GPUs in data/gpus.csv's order within their generation, generations oldest first.
+    present = set(frame["gpu"])
+    gpus = [gpu_label(g) for g in every_gpu() if g in present]
+    generations = [g.capitalize() for g in GENERATIONS if g.capitalize() in set(frame["generation"])]
+    base = alt.Chart().transform_filter("datum.model == grid_model").encode(
+        x=alt.X("n_gpus:O", title="GPUs", axis=alt.Axis(labelAngle=0, orient="top")),
         y=alt.Y("gpu_label:N", title=None, sort=gpus))
     tooltip = [alt.Tooltip("model_label:N", title="model"), alt.Tooltip("gpu_label:N", title="GPU"),
                alt.Tooltip("n_gpus:O", title="GPUs"), alt.Tooltip("kind:N", title="answer"),
@@ -75,5 +94,9 @@ def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Ch
                         legend=alt.Legend(orient="bottom", direction="horizontal")),
         tooltip=tooltip)
     text = base.mark_text(fontSize=12).encode(text="cell:N", tooltip=tooltip)
-    return (cells + text).add_params(pick).properties(width=240, height=alt.Step(30),
-                                                      title="Days to pre-train, by GPU and count")
+    layer = alt.layer(cells, text).properties(width=200, height=alt.Step(22))
+    return alt.layer(layer, data=frame).facet(
+        row=alt.Row("generation:N", sort=generations, title=None,
+                    header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold")),
+    ).resolve_scale(y="independent").add_params(pick).properties(
+        title="Days to pre-train, by GPU generation, GPU and count")
