@@ -76,3 +76,16 @@ def test_cost_and_export_refuse_as_estimate_does(command, capsys):
         argv = [*command[:1], "--model", "pythia-1b", "--gpu", gpu, "--gpus", "8", *command[1:]]
         assert cli.main(argv) == 2
         assert said in capsys.readouterr().err
+
+
+def test_the_smallest_setup_named_where_nothing_fits_does_fit():
+    """Where nothing fits, the answer names the smallest setup that would; the memory model fits it."""
+    import re
+
+    from academic_bench.answer.compute import smallest_fitting
+
+    said = smallest_fitting("pythia-6.9b", "l4", 1)
+    n, gpu, methods = re.search(r"the smallest that would: (\d+) x (\S+) \(([^)]+)\)", said).groups()
+    assert int(n) > 1
+    assert max_micro_batch(Config("pythia-6.9b", gpu, int(n), methods=parse_methods(methods)),
+                           get_gpu(gpu).memory_gb) is not None
