@@ -29,7 +29,7 @@ lock:
 		--python-platform x86_64-manylinux_2_28 --generate-hashes --quiet -o $(LOCK)
 	$(MAKE) install
 	$(PY) -c "from academic_bench.estimate import kept; kept.write_shipped()"
-	$(PY) -c "from academic_bench.answer import store; store.write_shipped()"
+	$(PY) -c "from academic_bench.answer import published_ranges; published_ranges.write_shipped()"
 
 # Refresh the GPU machines' wheels and their lock (requirements/gpu-wheels.lock.txt).
 lock-gpu: $(STAMP)

@@ -16,9 +16,19 @@ def grid():
 
 
 def test_every_model_gpu_and_count_has_a_labelled_cell(grid):
-    assert len(grid) == len(CATALOG) * len(gpu_catalog()) * 4
+    """Every model on every GPU of data/gpus.csv and count, each in its generation; the cells a GPU refuses (AMD,
+    bf16 before Ampere: ``store.refused``) say so with the reason."""
+    from academic_bench.answer.store import refused
+    from academic_bench.catalog.hardware import every_gpu
+
+    assert len(grid) == len(CATALOG) * len(every_gpu()) * 4
+    no = grid[grid["kind"] == explorers.GRID_LABELS["refused"]]
+    assert len(no) == len(refused()) and no["basis"].str.len().gt(0).all() and no["days"].isna().all()
+    assert set(gpu_catalog()) < set(grid["gpu"])
+    arch = grid["gpu"].map(lambda g: every_gpu()[g].architecture)
+    assert [a in g.lower() for g, a in zip(grid["generation"], arch)] == [True] * len(grid)
     assert set(grid["kind"]) <= set(explorers.GRID_LABELS.values())
-    answered = grid[grid["kind"] != explorers.GRID_LABELS["none"]]
+    answered = grid[~grid["kind"].isin([explorers.GRID_LABELS["none"], explorers.GRID_LABELS["refused"]])]
     assert answered["days"].notna().all() and grid.loc[grid["kind"] == "no answer", "days"].isna().all()
 
 
@@ -50,3 +60,18 @@ def test_the_chart_filters_by_the_model_menu(grid):
     assert any(p.get("name") == "grid_model" and p.get("bind", {}).get("input") == "select"
                for p in spec.get("params", []))
     assert "datum.model == grid_model" in str(spec)
+
+
+def test_a_prediction_on_a_gpu_never_measured_says_so_and_is_no_narrower(grid):
+    """A predicted cell on a GPU no run measured names the published check at its distance, and its range holds
+    the range the study's own checks give (the widening never narrows it, the central days stay)."""
+    from academic_bench.answer.store import other_gpus
+
+    kept = {(a.model, a.gpu, a.n_gpus): a for a in other_gpus() if a.kind == "predicted"}
+    shown = grid.set_index(["model", "gpu", "n_gpus"])
+    assert kept
+    for key, a in kept.items():
+        row = shown.loc[key]
+        assert "never measured on this GPU" in row["basis"]
+        assert row["days"] == a.days
+        assert row["days_low"] <= a.days_low + 1e-9 and row["days_high"] >= a.days_high - 1e-9

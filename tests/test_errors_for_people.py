@@ -103,10 +103,13 @@ def test_a_checked_output_leaves_the_file_system_as_it_was(tmp_path):
 
 
 def test_plan_json_is_strict_json_and_its_table_prints_no_nan(capsys):
-    """Pythia-6.9B's plan had paper cells without settings: ``NaN`` in the JSON, ``nan`` in the table."""
+    """Pythia-6.9B's plan had paper cells without settings, and now ranks GPUs some of which have no listed
+    price: neither may give ``NaN`` in the JSON or ``nan`` in the table."""
     assert _exit(["plan", "--model", "pythia-6.9b", "--budget", "40000", "--json"]) == 0
     doc = strict_json(capsys.readouterr().out)
-    assert any(c["methods_label"] is None for c in doc["candidates"]), "a candidate without settings is null"
+    assert doc["candidates"] and all(c["methods_label"] is None or isinstance(c["methods_label"], str)
+                                     for c in doc["candidates"])
+    assert all(c["purchase_usd"] is not None for c in doc["candidates"]), "a GPU without a price is not ranked"
     assert _exit(["plan", "--model", "pythia-6.9b", "--budget", "40000"]) == 0
     assert not re.search(r"\bnan\b", capsys.readouterr().out)
 

@@ -17,6 +17,7 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 | ``budget`` | what a budget buys today: the fastest machine within each budget, the cheapest within each deadline |
 | ``survey_days`` | the survey's generations and memory sizes beside the days the answer gives on them |
 | ``ranges`` | a predicted answer's range: the error the study observed for predictions of its kind |
+| ``published_ranges`` | a prediction on a GPU never measured, widened by the published check at its distance |
 """
 from __future__ import annotations
 
@@ -35,12 +36,19 @@ def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = N
     from .compute import GPU_COUNTS, catalog_answer
     from .store import grid as kept, observed, other_gpus
 
+    from .published_ranges import distance_records, widen
+
     m, g, n = model_key(model), gpu_key(gpu), check_gpus(n_gpus)
+    found = None
     if n in GPU_COUNTS:
-        for a in (*kept(root), *other_gpus(root)):
-            if (a.model, a.gpu, a.n_gpus) == (m, g, n):
-                return a
-    return catalog_answer(m, g, n, None if root is None else str(root), errors=observed(root))
+        found = next((a for a in (*kept(root), *other_gpus(root)) if (a.model, a.gpu, a.n_gpus) == (m, g, n)), None)
+    if found is None:
+        found = catalog_answer(m, g, n, None if root is None else str(root), errors=observed(root))
+    # A prediction on a GPU the study never measured: its range widened by the published check at its distance
+    # (``published_ranges``), applied here because that check reads the answers kept below.
+    if found.kind == "predicted":
+        found = widen(found, distance_records(root), root)
+    return found
 
 
 def grid(root: str | os.PathLike | None = None) -> tuple[Answer, ...]:

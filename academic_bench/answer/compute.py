@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Iterable
 
 import pandas as pd
@@ -17,7 +18,7 @@ import pandas as pd
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods, methods_spec, validation_class
 from .ranges import observed_errors, stated_range
-from .transfer import methods_of_row
+from .transfer import Prediction, methods_of_row
 from .types import Answer, Settings
 
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
@@ -100,7 +101,13 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
     from ..catalog.methods import vendor_reason
     from .beyond_paper import beyond_gains, beyond_paper_of
 
-    refusal = vendor_reason(get_gpu(gpu))  # another vendor's GPU: no published point checks a prediction there
+    from ..catalog.methods import precision_reason
+    from ..catalog.models import get_model
+
+    # Another vendor's GPU (no published point checks a prediction there), or a recipe's precision the GPU lacks
+    # (bf16 before Ampere): refused with the reason ``estimate`` gives, which names the alternative.
+    refusal = (vendor_reason(get_gpu(gpu))
+               or precision_reason(get_model(model).recipe.precision, get_gpu(gpu)))
     if refusal:
         raise ValueError(refusal)
     a = replication_answer(model, gpu, n_gpus, root, checks, cells, errors)
@@ -116,7 +123,7 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
     computed here by default; ``store.observed`` keeps them) are computed once by ``compute_grid``."""
     from ..analysis import MFU_IMPLAUSIBLE, paper_cells
     from ..estimate import analytic_days
-    from .transfer_validation import measured, predict_setting
+    from .transfer_validation import measured
 
     cells = paper_cells("table1") if cells is None else cells
     cell = cells[(cells["model"] == model) & (cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus)
@@ -140,7 +147,7 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
                       rests_on=f"measured on {r['setup']} ({methods.label()}), row {r['config_id']}",
                       range_basis="the spread of the measured step's timed repetitions",
                       rows=(str(r["config_id"]),), source_setup=str(r["setup"]), **costs(gpu, n_gpus, days), **base)
-    p = predict_setting(model, gpu, n_gpus, root)
+    p = weighed_prediction(model, gpu, n_gpus, root)
     if p is not None and p.days is not None:
         src = best[(best["setup"] == p.source_setup) & (best["model"] == model)]
         checks = checks or held_out_checks(root)
@@ -166,11 +173,96 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
         why = (f"the paper's cell implies MFU {paper_mfu:.0%}, above {MFU_IMPLAUSIBLE:.0%}: not an answer; nothing "
                "measured or predicted")
     elif p is not None:
-        why = p.basis
+        why = f"{p.basis}; {smallest_fitting(model, gpu, n_gpus)}"
     else:
         why = "nothing measured for this model, no prediction, and no cell in the paper's Table 1"
     return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None, rests_on=why,
                   **base)
+
+
+def weighed_prediction(model: str, gpu: str, n_gpus: int, root: str | None = None) -> Prediction | None:
+    """The fastest prediction over every method class the method-cost model charges: the measured configuration
+    carried by the transfer model (``transfer_validation.predict_setting``), beside the same source re-priced with
+    each of the paper's memory-saving combinations valid on ``n_gpus`` (``other_methods.predict_with_methods``,
+    at the largest micro-batch the memory model lets each fit on the target). A combination the study measured
+    on a single GPU (offloading) is thus weighed against sharding on several GPUs, which fits where plain data
+    parallelism does not. A re-priced combination replaces the carried (measured) one only where it is faster by
+    more than the machine-to-machine spread of the steps involved (``results.faster_beyond_spread``, as the study
+    judges every gain between rows): inside it, the method-cost model cannot tell them apart, and the measured
+    configuration stands. None where the model has no complete search."""
+    from ..catalog.methods import search_space
+    from .method_costs import host_rates_of
+    from .other_methods import gpu_optimizer_rate, predict_with_methods
+    from .transfer import source_from_row
+    from ..results import faster_beyond_spread
+    from .transfer_validation import choose_source, configurations, measured, predict_setting
+
+    first = predict_setting(model, gpu, n_gpus, root)
+    row = choose_source(model, gpu, n_gpus, root)
+    if row is None:
+        return first
+    rows = configurations(root)
+    src = source_from_row(row.to_dict(), measured(root)[1])
+    try:
+        host_rates = host_rates_of(rows)
+    except ValueError:  # nothing offloaded to take the host optimizer's rate from: offloading is not weighed
+        host_rates = None
+    gpu_rate = gpu_optimizer_rate(rows[rows["setup"] == row["setup"]])
+    base = replace(src.methods, checkpointing=False, sharding="none", offload=False)
+    found = [first] if first is not None and first.days is not None else []
+    for m in search_space(n_gpus, base)[0]:
+        if (first is not None and m == first.methods) or (m.offload and host_rates is None):
+            continue
+        q = predict_with_methods(src, m, gpu, n_gpus, host_rates or {}, gpu_rate)
+        if q.days is not None:
+            found.append(q)
+    if not found:
+        return first
+    fastest = min(found, key=lambda q: q.days)
+    carried = found[0] if first is not None and first.days is not None else None
+    if carried is None or fastest is carried:
+        return fastest
+    spread = _step_spreads(root).of(carried.methods.offload, fastest.methods.offload)
+    return fastest if faster_beyond_spread(fastest.days, carried.days, spread) else carried
+
+
+@lru_cache(maxsize=4)
+def _step_spreads(root: str | None):
+    from ..analysis import step_spreads
+
+    return step_spreads(root)
+
+
+def smallest_fitting(model: str, gpu: str, n_gpus: int) -> str:
+    """Where nothing fits ``n_gpus`` x ``gpu``: the smallest setup that would by the memory model, with any of the
+    paper's memory-saving combinations (more of the same GPU first, up to ``GPU_COUNTS``' largest, then the
+    catalog GPU of the least memory that fits at that count)."""
+    from ..catalog.config import Config
+    from ..catalog.hardware import every_gpu
+    from ..catalog.methods import free_lunch_for, hardware_reason, methods_spec, search_space
+    from ..catalog.models import get_model
+    from ..estimate import max_micro_batch
+
+    def fitting(g, n: int) -> str | None:
+        for m in search_space(n, free_lunch_for(g))[0]:
+            if max_micro_batch(Config(model, g.key, n, methods=m), g.memory_gb) is not None:
+                return methods_spec(m)
+        return None
+
+    target = get_gpu(gpu)
+    for n in (c for c in GPU_COUNTS if c > n_gpus):
+        m = fitting(target, n)
+        if m:
+            return f"nothing fits {n_gpus} x {gpu} by the memory model; the smallest that would: {n} x {gpu} ({m})"
+    precision = get_model(model).recipe.precision
+    n = max(GPU_COUNTS[-1], n_gpus)
+    for g in sorted(every_gpu().values(), key=lambda g: (g.memory_gb, g.key)):
+        if g.memory_gb > target.memory_gb and not hardware_reason(free_lunch_for(g), g, precision):
+            m = fitting(g, n)
+            if m:
+                return (f"nothing fits {gpu} up to {n} GPUs by the memory model; the smallest that would: "
+                        f"{n} x {g.key} ({m})")
+    return f"nothing fits by the memory model on up to {n} of any catalog GPU"
 
 
 def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,

@@ -99,13 +99,14 @@ def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: i
                  layers: int | None = None, hidden: int | None = None, precision: str = "bf16",
                  root: str | None = None, answers: Iterable[Answer] | None = None) -> Plan:
     """Days to train a decoder of ``params`` parameters on ``tokens`` tokens on ``n_gpus`` x ``gpu``."""
-    from .store import grid
+    from .store import grid, other_gpus
 
     _positive("training tokens", tokens)
     key, n = gpu_key(gpu), check_gpus(n_gpus)
     flops = decoder_flops_per_token(params, seq_len, layers, hidden) * tokens
     at_peak = flops / (n * peak_flops(key, precision)) / SECONDS_PER_DAY
-    s = mfu_by_size(tuple(answers) if answers is not None else grid(root), key, n, params)
+    # The catalog decoders' kept answers on every catalog GPU (the study's and the others'), by size.
+    s = mfu_by_size(tuple(answers) if answers is not None else (*grid(root), *other_gpus(root)), key, n, params)
     if s is None:
         return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,
                     f"no catalog decoder is answered on {n} x {key}: only the analytic lower bound "

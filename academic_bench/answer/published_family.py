@@ -31,6 +31,10 @@ FAMILY_MODEL = {"encoder": "roberta-large", "vit": "vit-large", "convnext": "con
 ENCODER_HEAD = {"BERT-large (pre-training)": 30522, "BERT-large (SQuAD fine-tuning)": 2}
 # The GPU generations in order (data/gpus.csv's ``architecture``), for the distance between two GPUs.
 GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell")
+# How many generations each architecture is from Volta: Ada (GeForce and workstation cards) and Hopper (data
+# centre) are the one generation after Ampere, announced the same year, and Blackwell follows both. The order
+# above alone would put Hopper two generations from Ampere.
+GENERATION_STEP = {"volta": 0, "turing": 1, "ampere": 2, "ada": 3, "hopper": 3, "blackwell": 4}
 TARGET_MEDIAN = (0.90, 1.10)
 TARGET_WORST = (0.75, 1.33)
 MIN_POINTS = 3
@@ -55,8 +59,10 @@ def distance(source_gpu: str, target_gpu: str) -> str:
     a, b = generation(source_gpu), generation(target_gpu)
     if a not in GENERATIONS or b not in GENERATIONS:
         return "another vendor"
-    gap = abs(GENERATIONS.index(a) - GENERATIONS.index(b))
-    return "same architecture" if gap == 0 else "one generation" if gap == 1 else "two or more generations"
+    if a == b:
+        return "same architecture"
+    gap = max(1, abs(GENERATION_STEP[a] - GENERATION_STEP[b]))  # Ada beside Hopper: another line, one step
+    return "one generation" if gap == 1 else "two or more generations"
 
 
 def encoder_flops_per_sequence(model: str, seq_len: int) -> float:

@@ -25,12 +25,13 @@ from ..catalog.env import cache_dir
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 7  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+GRID_VERSION = 8  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
 # 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
 # error observed for predictions of its kind, the held-out predictions' errors kept with the checks; 5: the work
 # model's evidence (the GEMM sweep's rate by size, attention's per-token offset, the measured optima) kept with
 # its calibration; 6: what the switches beyond the paper change in the work model's step, kept with its evidence;
-# 7: the answers on every GPU of data/gpus.csv outside the study's, and the cells refused there with the reason
+# 7: the answers on every GPU of data/gpus.csv outside the study's, and the cells refused there with the reason;
+# 8: a predicted answer weighs every memory-saving combination valid on its count (``compute.weighed_prediction``)
 SHIPPED_NAME = "answers.json"
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
              "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl")
@@ -184,6 +185,34 @@ def write_shipped(root: str | os.PathLike | None = None) -> Path:
     _write(path, content_key(runs), _compute(runs))
     _grid.cache_clear()
     return path
+
+
+def published_distance(root: str | os.PathLike | None = None) -> tuple[dict, ...] | None:
+    """The published check per distance kept beside the shipped answers (``published_ranges.write_shipped``), or
+    None where the shipped file is not current or holds none."""
+    runs = _runs_root(root)
+    try:
+        doc = json.loads((runs / SHIPPED_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if doc.get("key") != content_key(runs) or "published_by_distance" not in doc:
+        return None
+    return tuple(doc["published_by_distance"])
+
+
+def keep_published_distance(root: str | os.PathLike | None, records) -> None:
+    """Keep the published check per distance (records of ``published_family.by_distance``) in the shipped answers'
+    file, which must be current (computed by this module; the check itself reads the answers, so it is computed
+    after them, above this module: ``published_ranges``)."""
+    runs = _runs_root(root)
+    path = runs / SHIPPED_NAME
+    doc = json.loads(path.read_text())
+    if doc.get("key") != content_key(runs):
+        raise ValueError(f"{path} is not current: write it first (store.write_shipped)")
+    doc["published_by_distance"] = list(records)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
 
 
 def shipped_is_current(root: str | os.PathLike | None = None) -> bool:

@@ -199,13 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="delete the previous build and notebook cache first")
     args = p.parse_args(argv)
     start = time.perf_counter()
-    from ..answer import store
+    from ..answer import published_ranges, store
     from ..estimate import kept
 
     if not kept.shipped_is_current():  # the catalog models' meta-device facts follow the model files
         print(f"Model facts computed again: {kept.write_shipped()}")
     if not store.shipped_is_current():  # the study's answers, kept beside the runs, follow the runs they come from
-        print(f"Answers computed again from the runs: {store.write_shipped()}")
+        print(f"Answers computed again from the runs: {published_ranges.write_shipped()}")
     try:
         html = build(args.path_output, fresh=args.fresh)
     except RuntimeError as exc:

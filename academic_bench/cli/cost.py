@@ -26,8 +26,11 @@ def _assumptions(args: argparse.Namespace) -> "Assumptions":
     return a
 
 
-def _usd(x: float) -> str:
-    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits."""
+def _usd(x: float | None) -> str:
+    """Dollars for people; amounts beyond any machine's price in powers of ten, not 31 digits; a cost without a
+    listed price says so (``cost.cost_of`` leaves it None)."""
+    if x is None or x != x:
+        return "no price"
     return f"${x:,.0f}" if abs(x) < 1e12 else f"${x:.3g}"
 
 
@@ -56,15 +59,21 @@ def _cmd_cost(args: argparse.Namespace) -> None:
                  f"  the study's answer: {ans.headline()}"])
         return "\n".join([
             *head,
-            f"  purchase            {_usd(c.purchase_usd):>12}  ({c.n_gpus} x {_usd(s['gpu_price_usd'])} GPUs "
-            f"+ {_usd(c.machine_usd)} machine for {s['machine_size']} GPU(s))",
+            f"  purchase            {_usd(c.purchase_usd):>12}  "
+            + (f"({c.n_gpus} x {_usd(s['gpu_price_usd'])} GPUs + {_usd(c.machine_usd)} machine for "
+               f"{s['machine_size']} GPU(s))" if c.purchase_usd is not None else ""),
             f"  per experiment      {_usd(c.per_experiment_usd):>12}  (purchase x {c.days:.1f} days / "
             f"{s['lifespan_years']:g} years)",
             f"  energy              {_usd(c.energy_usd):>12}  ({c.energy_kwh:,.0f} kWh: {s['board_power_w']:g} W x "
             f"{c.n_gpus} x {c.days * 24:,.0f} h x {s['utilisation']:g} x PUE {s['pue']:g}; "
             f"${s['kwh_price_usd']:g}/kWh)",
             f"  owned, per run      {_usd(c.owned_per_experiment_usd):>12}  (per experiment + energy)",
-            f"  cloud rental        {_usd(c.cloud_usd):>12}  (${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)",
+            f"  cloud rental        {_usd(c.cloud_usd):>12}  "
+            + (f"(${s['cloud_usd_per_gpu_hour']:g} per GPU-hour)" if s["cloud_usd_per_gpu_hour"] is not None else ""),
+            *([f"  (no purchase price of the {c.gpu} in data/gpus.csv or data/purchase_prices.csv: pass "
+               "--gpu-price USD)"] if c.purchase_usd is None else []),
+            *([f"  (no cloud price of the {c.gpu} in data/cloud_prices.csv: pass --cloud-price USD)"]
+              if c.cloud_usd is None else []),
             "Defaults and their sources: `academic-bench cost ... --json` (key 'sources').",
         ])
 
@@ -74,16 +83,21 @@ def _cmd_cost(args: argparse.Namespace) -> None:
 # --- plan -----------------------------------------------------------------------------------------------
 
 def _cmd_plan(args: argparse.Namespace) -> None:
-    from ..answer.setups import answer_setups, unanswered
+    from ..answer.published_ranges import every_answer
+    from ..answer.setups import answer_setups
     from ..cost import cheapest_within_deadline, fastest_within_budget, pareto_front
 
     a = _assumptions(args)
     answers = _decoder_answers(args)
-    if answers is None:  # a catalog model: the kept answers
-        setups, unsure = answer_setups([args.model], a), unanswered(args.model)
+    if answers is None:  # a catalog model: every catalog GPU's answers, as ``answer()`` gives them
+        every = [u for u in every_answer() if u.model == args.model]
+        setups = answer_setups([args.model], a, answers=every)
     else:
-        setups, unsure = answer_setups(None, a, answers=answers), [u for u in answers if not u.answered]
-    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in unsure]
+        every = answers
+        setups = answer_setups(None, a, answers=answers)
+    missing = [f"{u.n_gpus} x {u.gpu} ({u.rests_on})" for u in every if not u.answered]
+    unpriced = sorted(set(setups.loc[setups["purchase_usd"].isna(), "gpu"])) if len(setups) else []
+    setups = setups[setups["purchase_usd"].notna()] if len(setups) else setups  # a budget needs a purchase price
     if setups.empty:
         raise cli_args.NoAnswer(f"no answer for {args.model} on any setup: {'; '.join(missing)}")
     if args.budget is not None:
@@ -104,7 +118,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     front = pareto_front(setups)[cols].to_dict("records")
     data = {"question": question, "answer": chosen.to_dict() if chosen else None,
             "costs": top[cols].to_dict() if top is not None else None, "candidates": ranked[cols].to_dict("records"),
-            "pareto_front": front, "considered": len(setups), "no_answer": missing}
+            "pareto_front": front, "considered": len(setups), "no_answer": missing, "unpriced": unpriced}
 
     def text() -> str:
         lines = [question + ":"]
@@ -124,6 +138,9 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         lines.append(cli_args.table(table, ["setup", "days", "answer", "settings", "purchase", "per run", "cloud"]))
         if missing:
             lines.append(f"No answer: {'; '.join(missing)}.")
+        if unpriced:
+            lines.append(f"Answered but not ranked (no purchase price listed): {', '.join(unpriced)}; "
+                         "`cost --gpu-price` prices one.")
         return "\n".join(lines)
 
     cli_args.emit(args, data, text)

@@ -148,8 +148,26 @@ def machine_size(n_gpus: int, sizes: tuple[int, ...] = GPU_COUNTS) -> int:
 # --- default tables ----------------------------------------------------------------------------------------
 
 def default_gpu_prices() -> dict[str, float]:
-    """USD per GPU from the GPU catalog (data/gpus.csv, each with its source and date)."""
-    return {k: g.price_usd for k, g in every_gpu().items() if g.price_usd is not None}
+    """USD per GPU from the GPU catalog (data/gpus.csv, each with its source and date); a GPU it prices not, at its
+    newest dated card price in data/purchase_prices.csv (``prices``), so that every GPU with a published price
+    is costed."""
+    return {**newest_card_prices(), **{k: g.price_usd for k, g in every_gpu().items() if g.price_usd is not None}}
+
+
+@lru_cache(maxsize=1)
+def newest_card_prices() -> dict[str, float]:
+    """USD per card, the newest dated row of data/purchase_prices.csv per GPU (``what`` = card)."""
+    text = resources.files("academic_bench").joinpath("data/purchase_prices.csv").read_text(encoding="utf-8")
+    rows = sorted((r for r in csv.DictReader(text.splitlines()) if r["what"] == "card"), key=lambda r: r["date"])
+    return {r["gpu"]: float(r["usd"]) for r in rows}
+
+
+def _price_or_none(price, gpu: str) -> float | None:
+    """A price lookup of the assumptions, None where no price is listed (the cost says so, not the whole run)."""
+    try:
+        return price(gpu)
+    except ValueError:
+        return None
 
 
 @lru_cache(maxsize=1)
@@ -222,14 +240,14 @@ class Cost:
     n_gpus: int
     days: float
     days_source: str
-    gpus_usd: float
+    gpus_usd: float | None  # None: no purchase price listed for the GPU (pass one in Assumptions)
     machine_usd: float
-    purchase_usd: float
-    per_experiment_usd: float
+    purchase_usd: float | None
+    per_experiment_usd: float | None
     energy_kwh: float
     energy_usd: float
-    owned_per_experiment_usd: float  # per experiment + energy: what one run costs on hardware you own
-    cloud_usd: float
+    owned_per_experiment_usd: float | None  # per experiment + energy: what one run costs on hardware you own
+    cloud_usd: float | None  # None: no cloud price listed for the GPU
     assumptions: dict = field(default_factory=dict)
     model: str | None = None
 
@@ -244,22 +262,26 @@ def cost_of(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None 
     key = gpu_key(gpu)
     check_gpus(n_gpus)
     check_non_negative("training days", days)
-    gpus_usd = n_gpus * a.gpu_price(key)
+    # A GPU with no published purchase or cloud price is still costed where it can be: its energy always, the
+    # purchase and rental where a price is listed (None, and said so, where none is).
+    price, hourly = _price_or_none(a.gpu_price, key), _price_or_none(a.cloud_price, key)
+    gpus_usd = None if price is None else n_gpus * price
     machine_usd = a.machine_cost(n_gpus)
-    purchase = gpus_usd + machine_usd
-    per_exp = per_experiment_cost(purchase, days, a.lifespan_years)
+    purchase = None if gpus_usd is None else gpus_usd + machine_usd
+    per_exp = None if purchase is None else per_experiment_cost(purchase, days, a.lifespan_years)
     kwh = energy_kwh(key, n_gpus, days, a)
     return Cost(
         gpu=key, n_gpus=n_gpus, days=days, days_source=days_source, gpus_usd=gpus_usd, machine_usd=machine_usd,
         purchase_usd=purchase, per_experiment_usd=per_exp, energy_kwh=kwh, energy_usd=kwh * a.kwh_price_usd,
-        owned_per_experiment_usd=per_exp + kwh * a.kwh_price_usd, cloud_usd=cloud_cost(key, n_gpus, days, a),
+        owned_per_experiment_usd=None if per_exp is None else per_exp + kwh * a.kwh_price_usd,
+        cloud_usd=None if hourly is None else hourly * n_gpus * days * 24,
         assumptions=_assumption_summary(a, key, n_gpus), model=model,
     )
 
 
 def _assumption_summary(a: Assumptions, gpu: str, n_gpus: int) -> dict:
     return {"lifespan_years": a.lifespan_years, "kwh_price_usd": a.kwh_price_usd, "pue": a.pue,
-            "utilisation": a.utilisation, "gpu_price_usd": a.gpu_price(gpu), "machine_cost_usd": a.machine_cost(n_gpus),
-            "machine_size": a.machine_size(n_gpus),
-            "cloud_usd_per_gpu_hour": a.cloud_price(gpu),
+            "utilisation": a.utilisation, "gpu_price_usd": _price_or_none(a.gpu_price, gpu),
+            "machine_cost_usd": a.machine_cost(n_gpus), "machine_size": a.machine_size(n_gpus),
+            "cloud_usd_per_gpu_hour": _price_or_none(a.cloud_price, gpu),
             "board_power_w": get_gpu(gpu).board_power_w}

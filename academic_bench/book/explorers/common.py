@@ -10,7 +10,7 @@ from ...analysis import gpu_label
 from ..charts import count
 from ...cost import (DEFAULT_SOURCES, Assumptions, cloud_price_table, default_machine_costs, paper_days, plausibility,
                     setup_label, setups_frame)
-from ...catalog.hardware import catalog as gpu_catalog
+from ...catalog.hardware import catalog as gpu_catalog, every_gpu
 
 # The study's answer first (the default), the paper's Table 1 beside it for comparison.
 SOURCE_KINDS = {"answer": "the study's answer", "paper": "the paper's Table 1"}
@@ -28,18 +28,23 @@ def explorer_setups(root: str | None = None, assumptions: Assumptions | None = N
     implausible (the days imply an MFU above ``analysis.MFU_IMPLAUSIBLE``: the explorers never recommend such a
     setup; only the paper's cells can be).
     """
+    from ...answer.published_ranges import every_answer
     from ...answer.setups import answer_setups
 
     a = assumptions or Assumptions()
     parts = []
-    for kind, df in (("answer", answer_setups(assumptions=a, root=root)), ("paper", setups_frame(paper_days(), a))):
+    # Every catalog GPU's answers; the explorers price a setup in the browser, so a GPU without a listed purchase
+    # or cloud price (``cost_of`` leaves its costs None) stays out of them, and ``cost`` names the price to pass.
+    answers = answer_setups(assumptions=a, root=root, answers=every_answer(root))
+    answers = answers[answers["purchase_usd"].notna() & answers["cloud_usd"].notna()]
+    for kind, df in (("answer", answers), ("paper", setups_frame(paper_days(), a))):
         if not df.empty:
             df = df.assign(kind=kind)
             parts.append(df)
     df = pd.concat(parts, ignore_index=True)
     df["gpu_quote_usd"] = df["gpu"].map(a.gpu_price)
     df["cloud_quote_usd"] = df["gpu"].map(a.cloud_price)
-    df["board_power_w"] = df["gpu"].map(lambda g: gpu_catalog()[g].board_power_w)
+    df["board_power_w"] = df["gpu"].map(lambda g: every_gpu()[g].board_power_w)
     df["utilisation"] = a.utilisation
     df = plausibility(df)
     df["implausible"] = df["implausible"].astype(bool)
@@ -117,5 +122,5 @@ def cloud_prices_table() -> pd.DataFrame:
 def setup_options(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The setups of ``df`` for a menu: their keys ("4 x h100-80gb", the values) and display labels."""
     keys = sorted({(g, int(n)) for g, n in zip(df["gpu"], df["n_gpus"])},
-                  key=lambda k: (list(gpu_catalog()).index(k[0]), k[1]))
+                  key=lambda k: (list(every_gpu()).index(k[0]), k[1]))  # data/gpus.csv's order
     return [f"{n} x {g}" for g, n in keys], [setup_label(g, n) for g, n in keys]

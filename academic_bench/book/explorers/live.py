@@ -7,7 +7,6 @@ from ...analysis import gpu_label, model_label
 from ...answer import answer
 from ...answer.planner import plan_decoder
 from ...cost import GPU_COUNTS, Assumptions, cost_of, setup_label
-from ...catalog.hardware import catalog as gpu_catalog
 from .common import DEFAULT_MODEL
 
 
@@ -20,9 +19,22 @@ def _model_menu() -> list[tuple[str, str]]:
     return [(model_label(k), k) for k in sorted(CATALOG, key=model_rank)]
 
 
-def _gpu_menu() -> list[tuple[str, str]]:
-    """(display name, key) of every GPU in the catalog."""
-    return [(gpu_label(g), g) for g in gpu_catalog()]
+def _gpu_menu(bf16: bool = False) -> list[tuple[str, str]]:
+    """(display name, key) of every NVIDIA GPU of data/gpus.csv (another vendor's is refused by the answer, with
+    the reason: ``estimate`` says it), the study's first; ``bf16``: only those with bf16 tensor cores (the
+    planner's decoders train in bf16)."""
+    from ...catalog.hardware import every_gpu
+
+    return [(gpu_label(k), k) for k, g in every_gpu().items()
+            if g.vendor == "nvidia" and (g.supports_bf16 or not bf16)]
+
+
+def _listed(price, gpu: str) -> float:
+    """A listed price for a widget's default, 0 where none is listed (the reader enters one)."""
+    try:
+        return price(gpu)
+    except ValueError:
+        return 0.0
 
 
 class CostExplorer:
@@ -38,9 +50,9 @@ class CostExplorer:
         self.model = w.Dropdown(options=_model_menu(), value=model, description="Model")
         self.gpu = w.Dropdown(options=_gpu_menu(), value=gpu, description="GPU")
         self.n_gpus = w.Dropdown(options=list(GPU_COUNTS), value=n_gpus, description="GPUs")
-        self.gpu_price = w.BoundedFloatText(value=a.gpu_price(gpu), min=0, max=1e7, step=100,
+        self.gpu_price = w.BoundedFloatText(value=_listed(a.gpu_price, gpu), min=0, max=1e7, step=100,
                                             description="GPU price $")
-        self.cloud_price = w.BoundedFloatText(value=a.cloud_price(gpu), min=0, max=1e3, step=0.05,
+        self.cloud_price = w.BoundedFloatText(value=_listed(a.cloud_price, gpu), min=0, max=1e3, step=0.05,
                                               description="Cloud $/GPU-h")
         self.lifespan = w.FloatSlider(value=a.lifespan_years, min=0.5, max=10, step=0.5, description="Lifespan (y)")
         self.kwh = w.FloatSlider(value=a.kwh_price_usd, min=0, max=0.6, step=0.0001, readout_format=".4f",
@@ -59,13 +71,18 @@ class CostExplorer:
     def _gpu_changed(self, change: dict) -> None:
         a = Assumptions()
         with self.gpu_price.hold_trait_notifications(), self.cloud_price.hold_trait_notifications():
-            self.gpu_price.value = a.gpu_price(change["new"])
-            self.cloud_price.value = a.cloud_price(change["new"])
+            self.gpu_price.value = _listed(a.gpu_price, change["new"])
+            self.cloud_price.value = _listed(a.cloud_price, change["new"])
         self.update()
 
     def update(self, *_: Any) -> None:
         model, gpu, n = self.model.value, self.gpu.value, int(self.n_gpus.value)
-        ans = answer(model, gpu, n, self._root)
+        try:
+            ans = answer(model, gpu, n, self._root)
+        except ValueError as e:  # a recipe the GPU cannot run (bf16 before Ampere): the reason, as estimate gives it
+            self.answer, self.result = None, None
+            self.output.value = f"<b>{model_label(model)} on {setup_label(gpu, n)}</b>: refused: {e}"
+            return
         self.answer = ans
         if not ans.answered:
             self.result = None
@@ -102,7 +119,7 @@ class PlanExplorer:
         self.tokens = w.FloatLogSlider(value=tokens, base=10, min=9, max=13.5, step=0.01, description="Tokens",
                                        readout_format=".3s")
         self.seq_len = w.Dropdown(options=[512, 1024, 2048, 4096, 8192], value=seq_len, description="Seq len")
-        self.gpu = w.Dropdown(options=_gpu_menu(), value=gpu, description="GPU")
+        self.gpu = w.Dropdown(options=_gpu_menu(bf16=True), value=gpu, description="GPU")
         self.n_gpus = w.Dropdown(options=list(GPU_COUNTS), value=n_gpus, description="GPUs")
         self.output = w.HTML()
         self.result = None

@@ -10,7 +10,6 @@ from ...answer import grid
 from ...answer.by_size import mfu_by_size
 from ...answer.planner import decoder_flops_terms, peak_flops, plan_decoder
 from ...cost import GPU_COUNTS, setup_label
-from ...catalog.hardware import catalog as gpu_catalog
 from ...catalog.units import SECONDS_PER_DAY
 from ..charts.narrow import NARROW_COLUMN, with_narrow
 from .common import answer_text, select_param, selected_answer, setup_options, slider_param, wrapped_answer
@@ -27,9 +26,15 @@ def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> 
     The browser multiplies these out for the chosen tokens and sequence length (``answer.planner.plan_decoder``
     does the same in Python). ``mfu_source`` says whether the points are measured or predicted on the setup.
     """
-    answers = grid(root)
+    from ...answer.store import other_gpus
+    from ...catalog.hardware import every_gpu
+
+    # The catalog decoders' kept answers on every catalog GPU, as ``answer.planner.plan_decoder`` reads them; a
+    # setup with no catalog decoder answered (a GPU that refuses the decoders' bf16 recipe, another vendor's) has
+    # no row.
+    answers = (*grid(root), *other_gpus(root))
     rows = []
-    for g in gpu_catalog():
+    for g in every_gpu():
         for n in GPU_COUNTS:
             for pb in params_b:
                 est = mfu_by_size(answers, g, n, pb * 1e9)
