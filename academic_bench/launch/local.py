@@ -1,7 +1,7 @@
 """One configuration in fresh processes on this machine (the worker itself on one GPU, torchrun's workers on
 several), under a time limit, by one of three engines: search and time in one process (one GPU), search then time
-afresh (several GPUs), or time a fixed size afresh; a size timed afresh is halved where it hits the memory wall. And
-the row that says what happened."""
+afresh (several GPUs), or time a fixed size afresh; a searched size timed afresh is halved where it runs out of
+memory when timed (the memory wall the search did not see). And the row that says what happened."""
 from __future__ import annotations
 
 import json
@@ -228,8 +228,8 @@ class Launch:
 
 
 def time_afresh(launch: Launch, req: dict, found: dict | None = None) -> Ended:
-    """Time in fresh processes: the size a search ``found`` (halving it at the memory wall, where the timed run
-    runs out of memory at a size the search saw fit), or the size the request fixes."""
+    """Time in fresh processes: the size a search ``found`` (halved while the timed run runs out of memory at a
+    size the search saw fit: ``_halve_after_timed_oom``), or the size the request fixes."""
     if found:
         req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"),
                    search_notes=found.get("search_notes") or [])
