@@ -6,6 +6,8 @@
 It runs the real ``academic_bench.measure.worker`` with some of its functions replaced (``install``), so that the
 worker holds no test hooks. The faults:
     crash, hang, sigkill        rank 0, before any work (sigkill: as the host's out-of-memory killer ends a process)
+    first_failure_on_rank      this rank raises at once; the others then fail in a collective it never joins (a
+                                secondary error, printed after the first)
     sigkill_agent               rank 0 kills its parent (torchrun's agent, on several processes) with SIGKILL, before
                                 any work, and goes on
     oom_above_micro_batch       building a model above this micro-batch runs out of memory: on every rank, or on
@@ -60,6 +62,15 @@ def install(faults: dict, patch: Callable[[object, str, object], None] = setattr
             time.sleep(10**6)
         if rank == 0 and faults.get("sigkill"):
             os.kill(os.getpid(), signal.SIGKILL)
+        if faults.get("first_failure_on_rank") is not None:
+            if rank == faults["first_failure_on_rank"]:
+                raise RuntimeError(f"simulated first failure on rank {rank} (test double)")
+            time.sleep(1)  # the failed rank's error file is written well before this rank's
+            try:
+                dist.barrier()
+            finally:
+                print(f"rank {rank} failed after its peer", flush=True)
+            raise ValueError(f"simulated secondary failure on rank {rank}: its peer never joined (test double)")
         if rank == 0 and faults.get("sigkill_agent"):
             os.kill(os.getppid(), signal.SIGKILL)
         return real_measure(req, device, rank)

@@ -82,6 +82,7 @@ def test_child_environment_and_command(monkeypatch):
     assert env["OMP_NUM_THREADS"] == str(max(1, cores // 2))  # never torchrun's default of 1 per rank
     cmd = torchrun_command(c, "REQ", "RES")
     assert cmd[1:6] == ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"]
+    assert cmd[cmd.index("--log-dir") + 1].endswith("errors")  # each rank's error file (``outcome.first_error``)
     assert worker_command(c, "REQ", "RES") == cmd
     multi = Config("pythia-160m", "h100-80gb", 16, nodes=2, tiny=True)
     cmd = torchrun_command(multi, "REQ", "RES", rdzv=Rendezvous(2, 1, "node0:29500"))
@@ -248,6 +249,18 @@ def test_crash_is_an_error_with_the_cause_and_log_tail(private_tmp, faults):
     assert row["outcome"] == "error"
     assert row["reason"].startswith("exit status 1, no result file: RuntimeError: simulated crash")
     assert "Last lines of the log" in row["reason"] and "[rank0]" in row["reason"]
+    assert leftovers(private_tmp) == []
+
+
+def test_the_rank_that_failed_first_is_named_not_a_secondary_error(private_tmp, faults):
+    """When one rank raises, the others fail after it in the collective it never joins, and their errors come last
+    in the log; the row names the first failure, from the ranks' error files (torch's ``record``, torchrun's
+    ``--log-dir``)."""
+    row = run_config(tiny(n_gpus=2, micro_batch=4), **faults({"first_failure_on_rank": 1}), timeout_s=120, **FAST)
+    assert row["outcome"] == "error"
+    cause = row["reason"].split(". Last lines of the log")[0]
+    assert "RuntimeError: simulated first failure on rank 1" in cause and "on rank 1, the first to fail" in cause, cause
+    assert "secondary" not in cause
     assert leftovers(private_tmp) == []
 
 

@@ -134,10 +134,10 @@ def test_a_resumed_sweep_relaunches_configurations_never_started_but_not_real_ti
     assert nb._record_not_run(store.path, "t", phase, [c.id for c in configs], budget_s=5) == 1
     # The sweep CLI and the notebook share the rule: a 'not run' row is no measurement, a real timeout is.
     summary = run_sweep(configs, store.path, "t", search="naive", device="cpu", progress=False)
-    assert (summary["resumed"], summary["ran"]) == (1, 1)
+    assert (summary.resumed, summary.ran) == (1, 1)
     assert latest_rows(ResultStore(store.path).rows())[-1]["outcome"] == "ok"
     summary = run_sweep(configs, store.path, "t", search="naive", device="cpu", progress=False, retry=["timeout"])
-    assert summary["ran"] == 1, "retrying timeouts measures the real timeout again"
+    assert summary.ran == 1, "retrying timeouts measures the real timeout again"
 
 
 def test_a_validation_that_cannot_end_within_the_budget_is_not_started(tmp_path, capsys):

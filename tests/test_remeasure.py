@@ -94,7 +94,7 @@ def test_remeasure_measures_again_exactly_those_rows_under_their_own_search_and_
     store.append(make_row(stopped, setup="cpu-test", outcome="ok", timing="unsynced", search="naive", micro_batch=2,
                           gas=4, step_time_s=0.5))
     summaries = remeasure(out, "cpu-test", PREDICTED_STOP, device="cpu", progress=False, timeout_s=300)
-    assert [(s["search"], s["timing"], s["ran"]) for s in summaries] == [("smart", "synced", 1), ("naive", "unsynced", 1)]
+    assert [(s.search, s.timing, s.ran) for s in summaries] == [("smart", "synced", 1), ("naive", "unsynced", 1)]
     new = ResultStore(out).rows()[3:]
     assert [(r["config_id"], r["search"], r["timing"], r["micro_batch"]) for r in new] == [
         (stopped.id, "smart", "synced", 8), (stopped.id, "naive", "unsynced", 8)]
@@ -181,7 +181,7 @@ def test_remeasure_of_unvalidated_rows_measures_exactly_the_configurations_named
     else:
         raise AssertionError("the selection needs the configurations the analysis names")
     summaries = remeasure(out, "cpu-test", UNVALIDATED, ids={old.id}, device="cpu", progress=False, timeout_s=300)
-    assert [(s["search"], s["ran"]) for s in summaries] == [("exhaustive", 1)]
+    assert [(s.search, s.ran) for s in summaries] == [("exhaustive", 1)]
     new = ResultStore(out).rows()[2:]
     assert [(r["config_id"], r["search"], r["outcome"]) for r in new] == [(old.id, "exhaustive", "ok")]
-    assert summaries[0]["best"]["pythia-160m"]["step_time_s"] == new[0]["step_time_s"] > 1e-6
+    assert summaries[0].best["pythia-160m"]["step_time_s"] == new[0]["step_time_s"] > 1e-6

@@ -239,7 +239,7 @@ def test_a_worker_killed_after_its_timing_leaves_its_row_recovered_not_lost(tmp_
     s = sweep.run_sweep([tiny()], out, "cpu-test", search="naive", device="cpu", progress=False, timeout_s=300,
                         warmup=2, reps=5, worker=FAULTY_WORKER)
     (row,) = ResultStore(out).rows()
-    assert s["outcomes"] == {"ok": 1} and row["outcome"] == "ok", row["reason"]
+    assert s.outcomes == {"ok": 1} and row["outcome"] == "ok", row["reason"]
     assert row["step_time_s"] > 0 and row["days"] > 0 and row["ran"]["recovered"]
     assert "killed by signal 9" in row["ran"]["notes"][0]
 

@@ -100,7 +100,7 @@ def test_a_sweep_measures_a_set_aside_configuration_again(tmp_path):
     assert ResultStore(store.path).done_ids() == set()
     config = Config.from_dict(old["config"])
     summary = run_sweep([config], store.path, "h100x1", search="smart", device="cpu", progress=False, timeout_s=120)
-    assert (summary["resumed"], summary["ran"]) == (0, 1)
+    assert (summary.resumed, summary.ran) == (0, 1)
     latest = store.rows()[-1]
     assert latest["config_id"] == config.id and latest["engine"] == ENGINE_REVISION
     assert ResultStore(store.path).done_ids() == {config.id}

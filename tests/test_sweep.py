@@ -176,10 +176,10 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     configs = [tiny("naive"), tiny("naive+ckpt"), tiny("naive+zero3")]  # ok, skipped, invalid
     kw = dict(search="smart", device="cpu", progress=False, warmup=2, reps=5, timeout_s=300)
     s = run_sweep(configs, out, "cpu-test", **kw)
-    assert s["ran"] == 2 and s["outcomes"] == {"ok": 1, "invalid": 1}, s
-    assert s["skip_reasons"] == {"cannot win (batch already fits)": 1}
-    assert "already runs the same fixed micro-batch" in s["skipped"][0]["reason"]
-    assert s["best"]["pythia-160m"]["label"] == "naive"
+    assert s.ran == 2 and s.outcomes == {"ok": 1, "invalid": 1}, s
+    assert s.skip_reasons == {"cannot win (batch already fits)": 1}
+    assert "already runs the same fixed micro-batch" in s.skipped[0]["reason"]
+    assert s.best["pythia-160m"]["label"] == "naive"
     text = format_summary(s)
     assert "smart: skipped 1 (cannot win (batch already fits): 1)" in text
     assert "best for tiny pythia-160m on the CPU (a workshop run, not a GPU result): naive" in text
@@ -190,7 +190,7 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     assert all(r["search"] == "smart" for r in rows)
 
     again = run_sweep(configs, out, "cpu-test", **kw)  # resumed: nothing runs, the skip is not written twice
-    assert (again["resumed"], again["ran"], len(again["skipped"])) == (2, 0, 1)
+    assert (again.resumed, again.ran, len(again.skipped)) == (2, 0, 1)
     assert len(skipped_path(out).read_text().splitlines()) == 1 and len(ResultStore(out).rows()) == 2
 
     # a later run measured the skipped one and failed (an older rule let it through); a retry that skips it
@@ -200,7 +200,7 @@ def test_smart_sweep_records_rows_skips_and_resumes(tmp_path):
     ResultStore(out).append(make_row(configs[1], setup="cpu-test", outcome="error", search="smart",
                                      reason="exit status 1", started_at="2001-01-01T00:00:00+00:00"))
     retried = run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
-    assert (retried["ran"], len(retried["skipped"])) == (0, 1)
+    assert (retried.ran, len(retried.skipped)) == (0, 1)
     lines = [json.loads(line) for line in skipped_path(out).read_text().splitlines()]
     assert [k["config_id"] for k in lines] == [configs[1].id] * 2, "recorded again after the failed row"
     run_sweep(configs, out, "cpu-test", retry=("error",), **kw)
@@ -234,13 +234,13 @@ def test_a_search_from_scratch_decides_every_configuration_again(tmp_path):
     out = tmp_path / "results.jsonl"
     kept, saves_more = tiny("naive"), tiny("naive+ckpt")
     kw = dict(device="cpu", progress=False, warmup=2, reps=5, timeout_s=300)
-    assert run_sweep([kept, saves_more], out, "cpu-test", search="exhaustive", **kw)["outcomes"] == {"ok": 2}
+    assert run_sweep([kept, saves_more], out, "cpu-test", search="exhaustive", **kw).outcomes == {"ok": 2}
     resumed = run_sweep([kept, saves_more], out, "cpu-test", search="smart", **kw)
-    assert (resumed["resumed"], resumed["ran"], resumed["skipped"]) == (2, 0, [])
+    assert (resumed.resumed, resumed.ran, resumed.skipped) == (2, 0, [])
     fresh = run_sweep([kept, saves_more], out, "cpu-test", search="smart", retry=("all",), **kw)
-    assert (fresh["resumed"], fresh["ran"], fresh["outcomes"]) == (0, 1, {"ok": 1}), fresh
-    assert [k["config_id"] for k in fresh["skipped"]] == [saves_more.id]
-    assert fresh["skip_reasons"] == {"cannot win (batch already fits)": 1}
+    assert (fresh.resumed, fresh.ran, fresh.outcomes) == (0, 1, {"ok": 1}), fresh
+    assert [k["config_id"] for k in fresh.skipped] == [saves_more.id]
+    assert fresh.skip_reasons == {"cannot win (batch already fits)": 1}
     rows = ResultStore(out).rows()
     assert [(r["config_id"], r["search"]) for r in rows[2:]] == [(kept.id, "smart")], "added beside the old rows"
     assert [json.loads(x)["config_id"] for x in skipped_path(out).read_text().splitlines()] == [saves_more.id]
@@ -260,21 +260,21 @@ def test_a_search_from_scratch_cut_short_leaves_not_run_rows_that_a_resumed_sear
     reason = "not run: the time budget (0 s) was spent before this configuration started"
     kw = dict(search="smart", device="cpu", progress=False, budget_s=0, not_run_reason=reason)
     fresh = run_sweep([older, never], out, "t", retry=("all",), **kw)
-    assert (fresh["ran"], fresh["not_run"], fresh["not_run_rows"]) == (0, [older.id, never.id], 2), fresh
+    assert (fresh.ran, fresh.not_run, fresh.not_run_rows) == (0, [older.id, never.id], 2), fresh
     rows = ResultStore(out).rows()
     assert [(r["config_id"], r["outcome"]) for r in rows] == [(older.id, "ok"), (older.id, "not run"),
                                                                (never.id, "not run")], "nothing is lost"
     assert all(r["reason"] == reason for r in rows[1:])
-    assert fresh["outcomes_all"] == {"not run": 2}, "the older measurement does not pass for this search's"
+    assert fresh.outcomes_all == {"not run": 2}, "the older measurement does not pass for this search's"
     resumed = run_sweep([older, never], out, "t", **kw)
-    assert (resumed["resumed"], resumed["not_run"], resumed.get("not_run_rows")) == (0, [older.id, never.id], 0), \
+    assert (resumed.resumed, resumed.not_run, resumed.not_run_rows) == (0, [older.id, never.id], 0), \
         "a resumed search starts both; their 'not run' rows are not written twice"
     assert len(ResultStore(out).rows()) == 3
     # a resumed search (no "all") leaves a measured row as the latest word
     ResultStore(out).append(make_row(older, setup="t", outcome="ok", search="smart", micro_batch=8, gas=1,
                                      step_time_s=1.0))
     again = run_sweep([older, never], out, "t", **kw)
-    assert (again["resumed"], again["not_run"], again["outcomes_all"]) == (1, [never.id], {"ok": 1, "not run": 1})
+    assert (again.resumed, again.not_run, again.outcomes_all) == (1, [never.id], {"ok": 1, "not run": 1})
 
 
 def test_a_search_from_scratch_supersedes_only_older_step_rows_of_its_setup_and_only_on_node_0(tmp_path):
@@ -292,10 +292,10 @@ def test_a_search_from_scratch_supersedes_only_older_step_rows_of_its_setup_and_
     kw = dict(device="cpu", progress=False, budget_s=0, retry=("all",), not_run_reason="not run: budget",
               since="2010-01-01T00:00:00+00:00")
     node1 = Rendezvous(nnodes=2, node_rank=1, endpoint="127.0.0.1:29500")
-    assert run_sweep([old, own], out, "t", search="exhaustive", rdzv=node1, **kw).get("not_run_rows") is None
+    assert run_sweep([old, own], out, "t", search="exhaustive", rdzv=node1, **kw).not_run_rows is None
     assert len(ResultStore(out).rows()) == 4, "a node other than 0 writes no row"
-    assert run_sweep([old, own], out, "t", search="exhaustive", **kw)["not_run_rows"] == 1
-    assert run_sweep([checked], out, "t", search="smart", validate=3, **kw)["not_run_rows"] == 0
+    assert run_sweep([old, own], out, "t", search="exhaustive", **kw).not_run_rows == 1
+    assert run_sweep([checked], out, "t", search="smart", validate=3, **kw).not_run_rows == 0
     latest = {(r["setup"], r["config_id"], r["mode"]): r["outcome"] for r in latest_rows(ResultStore(out).rows())}
     assert latest == {("t", old.id, "step"): "not run", ("t", own.id, "step"): "ok",
                       ("t", checked.id, "validate"): "ok", ("other", checked.id, "step"): "ok"}
@@ -317,8 +317,8 @@ def test_smart_sweep_skips_more_saving_after_a_real_timeout(tmp_path, monkeypatc
     monkeypatch.setenv(FAULTS_ENV, json.dumps({hung.id: {"hang": True}}))
     s = run_sweep([hung, more], out, "cpu-test", search="smart", device="cpu", progress=False, timeout_s=10,
                   worker=FAULTY_WORKER)
-    assert s["outcomes"] == {"timeout": 1} and s["skip_reasons"] == {"cannot finish (measured)": 1}, s
-    assert "within this sweep's 10 s limit" in s["skipped"][0]["reason"]
+    assert s.outcomes == {"timeout": 1} and s.skip_reasons == {"cannot finish (measured)": 1}, s
+    assert "within this sweep's 10 s limit" in s.skipped[0]["reason"]
     log = (tmp_path / ResultStore(out).rows()[-1]["log"]).read_text()  # where the time went, for the reader
     assert re.search(r"\(measure\) starts at 0\.\d s of the 10 s limit", log)
     assert "(measure) killed at the time limit" in log
@@ -339,7 +339,7 @@ SWEEP_SCRIPT = textwrap.dedent("""
                       warmup=2, reps=5, worker="tests.faulty_worker")
     except KeyboardInterrupt:
         sys.exit(130)
-    print("SUMMARY", json.dumps({"ids": [a.id, b.id], "resumed": s["resumed"], "ran": s["ran"]}))
+    print("SUMMARY", json.dumps({"ids": [a.id, b.id], "resumed": s.resumed, "ran": s.ran}))
 """)
 
 
@@ -459,9 +459,9 @@ def test_methods_helpers_used_by_plans():
 def test_retry_reruns_listed_outcomes_only(tmp_path):
     out = tmp_path / "results.jsonl"
     bad = [tiny("naive+zero3")]  # invalid: recorded without a launch
-    assert run_sweep(bad, out, "t", search="exhaustive", progress=False)["ran"] == 1
-    assert run_sweep(bad, out, "t", search="exhaustive", progress=False)["ran"] == 0
-    assert run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("invalid",))["ran"] == 1
+    assert run_sweep(bad, out, "t", search="exhaustive", progress=False).ran == 1
+    assert run_sweep(bad, out, "t", search="exhaustive", progress=False).ran == 0
+    assert run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("invalid",)).ran == 1
     assert len(ResultStore(out).rows()) == 2
     with pytest.raises(ValueError, match="cannot retry crashed"):
         run_sweep(bad, out, "t", search="exhaustive", progress=False, retry=("crashed",))
@@ -472,15 +472,15 @@ def test_retry_uncommitted_measures_again_only_the_rows_that_name_no_commit(tmp_
     ``retry=("uncommitted",)`` measures such configurations again, and leaves rows that name theirs."""
     out = tmp_path / "results.jsonl"
     named, unnamed = tiny("naive+zero3"), tiny("naive+zero2")  # invalid both: recorded without a launch
-    assert run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False)["ran"] == 2
+    assert run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False).ran == 2
     rows = ResultStore(out).rows()
     out.unlink()
     for r in rows:
         r["env"]["git_commit"] = "0" * 40 if r["config_id"] == named.id else None
         ResultStore(out).append(r)
-    assert run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False)["ran"] == 0
+    assert run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False).ran == 0
     s = run_sweep([named, unnamed], out, "t", search="exhaustive", progress=False, retry=("uncommitted",))
-    assert s["ran"] == 1
+    assert s.ran == 1
     assert [r["config_id"] for r in ResultStore(out).rows()][-1] == unnamed.id
 
 
@@ -494,11 +494,11 @@ def test_a_row_out_of_memory_only_when_timed_before_halving_is_measured_again(tm
                                      reason="out of memory at the chosen micro-batch: synthetic"))
     kw = dict(search="naive", device="cpu", progress=False, timeout_s=300)
     s = run_sweep([c], out, "cpu-test", **kw)
-    assert (s["resumed"], s["ran"], s["outcomes"]) == (0, 1, {"ok": 1}), s
-    assert run_sweep([c], out, "cpu-test", **kw)["ran"] == 0
+    assert (s.resumed, s.ran, s.outcomes) == (0, 1, {"ok": 1}), s
+    assert run_sweep([c], out, "cpu-test", **kw).ran == 0
     noted = [*search_log, {"micro_batch": 4, "outcome": "oom", "note": TIMED_OOM_NOTE}]
     ResultStore(out).append(make_row(c, setup="cpu-test", outcome="oom", micro_batch=2, mbs_search=noted))
-    assert run_sweep([c], out, "cpu-test", **kw)["ran"] == 0
+    assert run_sweep([c], out, "cpu-test", **kw).ran == 0
 
 
 def test_synced_micro_batches_are_those_of_the_latest_ok_synced_rows():
@@ -517,7 +517,7 @@ def test_an_unsynced_timing_runs_at_its_synced_twins_micro_batch(tmp_path):
     ResultStore(out).append(make_row(c, setup="cpu-test", outcome="ok", micro_batch=2, gas=4, step_time_s=1.0))
     s = run_sweep([c], out, "cpu-test", search="naive", timing="unsynced", device="cpu", progress=False,
                   timeout_s=300)
-    assert s["outcomes"] == {"ok": 1}, s
+    assert s.outcomes == {"ok": 1}, s
     row = ResultStore(out).rows()[-1]
     assert (row["timing"], row["config_id"], row["micro_batch"], row["mbs_search"]) == ("unsynced", c.id, 2, None)
     log = (tmp_path / row["log"]).read_text()
@@ -527,4 +527,4 @@ def test_an_unsynced_timing_runs_at_its_synced_twins_micro_batch(tmp_path):
     ResultStore(out).append(make_row(c, setup="cpu-test", outcome="ok", micro_batch=4, gas=2, step_time_s=1.0))
     s = run_sweep([c], out, "cpu-test", search="naive", timing="unsynced", device="cpu", progress=False,
                   timeout_s=300)
-    assert (s["resumed"], s["ran"]) == (0, 1) and ResultStore(out).rows()[-1]["micro_batch"] == 4
+    assert (s.resumed, s.ran) == (0, 1) and ResultStore(out).rows()[-1]["micro_batch"] == 4

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.json_cache import write_atomic
 
 
 CACHE_ENV = "ACADEMIC_BENCH_CACHE"  # set by the book build: a folder where slow, derived tables are kept
@@ -39,10 +40,7 @@ def _model_facts() -> pd.DataFrame:
         return pd.read_csv(cached)
     df = _count_model_facts()
     if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        df.to_csv(tmp, index=False)
-        tmp.replace(cached)
+        write_atomic(cached, df.to_csv(index=False))
     return df
 
 

@@ -16,12 +16,11 @@ A file whose key differs from the runs' is never read: the answers are computed 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
 
-from ..catalog.env import cache_dir
+from ..catalog.json_cache import cache_file, read_json, write_json
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
@@ -62,11 +61,8 @@ Kept = tuple[tuple[Answer, ...], dict, dict, tuple[Answer, ...], tuple[dict, ...
 
 
 def _read(path: Path, key: str) -> Kept | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if doc.get("key") != key:
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("key") != key:
         return None
     return (tuple(Answer.from_dict(a) for a in doc["answers"]), dict(doc["checks"]), dict(doc["work_model"]),
             tuple(Answer.from_dict(a) for a in doc["other_gpus"]), tuple(doc["refused"]))
@@ -115,21 +111,19 @@ def _write(path: Path, key: str, kept: Kept) -> None:
                    "`make book` from the runs beside it. Do not edit: a changed run changes the key.",
            "checks": checks, "work_model": work, "answers": [a.to_dict() for a in answers],
            "other_gpus": [a.to_dict() for a in others], "refused": list(refused)}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    tmp.replace(path)
+    if not write_json(path, doc, indent=1, allow_nan=False):
+        raise OSError(f"cannot write {path}")
 
 
 @lru_cache(maxsize=4)
 def _grid(runs: Path, key: str) -> Kept:
     found = _read(runs / SHIPPED_NAME, key)
     if found is None:
-        cached = cache_dir() / f"answers-{key}.json"
+        cached = cache_file(f"answers-{key}.json")
         found = _read(cached, key)
         if found is None:
             found = _compute(runs)
             try:
-                cached.parent.mkdir(parents=True, exist_ok=True)
                 _write(cached, key, found)
             except OSError:  # a read-only home: answer all the same, computed each time
                 pass

@@ -4,7 +4,8 @@ command produced:
 - **the matrix-product rate by size** (``GemmCurve``): a linear layer's three training products (forward, input
   gradient, weight gradient) timed on a GPU by ``scripts/offline-gpu/gemm_sweep.py``
   (``<setup>/evidence/gemm/gemm.jsonl``), as a function of one product's FLOPs. Products of a few GFLOPs run far
-  below the peak (too few output tiles for the GPU's SMs, and the sweep's own launches), and the rate levels off
+  below the peak (too few output tiles for the GPU's SMs; a sweep timed back to back from Python also counted its
+  own launches, and leaves those shapes out: ``results.gemm.launch_timed``), and the rate levels off
   from a few tens of GFLOPs: a decoder's small matrices (hidden 512, grouped key-value projections, short
   micro-batches) take longer per FLOP than Pythia's, whose profiles the rates come from; and an output layer
   whose vocabulary is no multiple of 8 runs on slower kernels (``GemmCurve.unaligned``, from the output-layer

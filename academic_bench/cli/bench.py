@@ -24,7 +24,7 @@ from ..results import (NOT_RUN_PREFIX, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_
                        synced_micro_batches)
 from ..search.plans import SWEEP_PRESETS, plan
 from ..search.remeasure import remeasure, to_remeasure
-from ..search.sweep import format_summary, log_path, run_sweep
+from ..search.sweep import SweepOptions, format_summary, log_path, run_sweep
 
 from .args import EXIT_FAILED, EXIT_INTERRUPTED
 
@@ -168,13 +168,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     not_run = (None if args.budget is None else f"{NOT_RUN_PREFIX} the sweep's time budget (--budget {args.budget:g})"
                " was spent before this configuration started; it was never launched")
     try:
-        summary = run_sweep(configs, args.out, setup, search=args.preset, executor=args.executor,
-                            progress=not args.no_progress, budget_s=args.budget, not_run_reason=not_run,
-                            slurm_params=_slurm_params(args.slurm_param), retry=_retry(args.retry), **kwargs)
+        options = SweepOptions(search=args.preset, executor=args.executor,
+                               slurm_params=_slurm_params(args.slurm_param), **kwargs)
+        summary = run_sweep(configs, args.out, setup, options, progress=not args.no_progress, budget_s=args.budget,
+                            not_run_reason=not_run, retry=_retry(args.retry))
     except KeyboardInterrupt:
         _interrupted(args.out)
-    cli_args.emit(args, summary, lambda: format_summary(summary))
-    return 0 if summary["outcomes_all"].get("ok") else EXIT_FAILED
+    cli_args.emit(args, summary.to_dict(), summary.text)
+    return 0 if summary.outcomes_all.get("ok") else EXIT_FAILED
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> None:
@@ -215,7 +216,8 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
                               timeout_s=args.timeout, device=device, progress=not args.no_progress)
     except KeyboardInterrupt:
         _interrupted(args.out)
-    cli_args.emit(args, summaries, lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
+    cli_args.emit(args, [s.to_dict() for s in summaries],
+                  lambda: "\n".join(map(format_summary, summaries)) or "nothing to measure again")
 
 
 def _unvalidated_ids(rows: list[dict]) -> set[str]:

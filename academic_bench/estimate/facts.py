@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..catalog.env import cache_dir, libraries_quiet
+from ..catalog.env import libraries_quiet
+from ..catalog.json_cache import cache_file, digest, read_json, write_json
 
 FACTS_VERSION = 2  # 2: the shape of a decoder's repeated block (``DecoderLayer``), each weight matrix's size
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -152,30 +152,21 @@ def _cache_file() -> Path:
         except importlib.metadata.PackageNotFoundError:
             return "none"
 
-    libraries = hashlib.sha256(" ".join(version(d) for d in ("torch", "transformers", "timm")).encode())
-    return cache_dir() / f"model-facts-{content_key()}-{libraries.hexdigest()[:10]}.json"
+    libraries = digest([version(d) for d in ("torch", "transformers", "timm")], 10)
+    return cache_file(f"model-facts-{content_key()}-{libraries}.json")
 
 
 @lru_cache(maxsize=1)
 def cached() -> dict:
     """Facts computed earlier on this machine (``_cache_file``), by ``entry_key``; facts computed in this process
     join them (``_fact``)."""
-    try:
-        return dict(json.loads(_cache_file().read_text()))
-    except (OSError, ValueError, TypeError):
-        return {}
+    found = read_json(_cache_file())
+    return dict(found) if isinstance(found, dict) else {}
 
 
 def _remember(name: str, value) -> None:
     cached()[name] = value
-    path = _cache_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cached()))
-        tmp.replace(path)
-    except OSError:  # a read-only home: computed again by the next process
-        pass
+    write_json(_cache_file(), cached())  # a read-only home: computed again by the next process
 
 
 def _fact(kind: str, compute: str, key: str, *args):

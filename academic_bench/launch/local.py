@@ -1,6 +1,7 @@
 """One configuration in fresh processes on this machine (the worker itself on one GPU, torchrun's workers on
-several), under a time limit: the micro-batch search (in place on one GPU, in processes of its own on several), the
-timed run, and the row that says what happened."""
+several), under a time limit, by one of three engines: search and time in one process (one GPU), search then time
+afresh (several GPUs), or time a fixed size afresh; a searched size timed afresh is halved where it runs out of
+memory when timed (the memory wall the search did not see). And the row that says what happened."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,7 +20,8 @@ from ..results import make_row
 from .forked import ForkedWorker, PreloadError, preload_wanted, running_for, start_forked
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_strays, kill_tree,
-                        launch_env_record, one_process, uses_torchrun, with_parent_death_signal, worker_command)
+                        error_folder, launch_env_record, one_process, uses_torchrun, with_parent_death_signal,
+                        worker_command)
 
 DEFAULT_TIMEOUT_S = 1800.0
 # Five timed repetitions of each phase (``measure.timing.MIN_REPS``): every shipped row that kept ten moved by
@@ -81,33 +84,32 @@ def _out_of_step(trials: Path, world: int) -> tuple[dict | None, list[dict] | No
     return None, (log if oom else None)
 
 
-def _search(launch, req: dict, tmp: Path, result: Path, world: int,
-            logf) -> tuple[dict | None, int | None, bool]:
-    """The micro-batch search in its own processes: (what it found, its exit status, whether it timed out).
+def _search(launch: "Launch", req: dict, world: int) -> tuple[dict | None, "Ended"]:
+    """The micro-batch search in its own processes: (what it found, how its last launch ended).
     On several GPUs a search whose ranks went out of step (``_out_of_step``) is settled from the ranks' notes,
     or searched again below the size that split them."""
     known = None
     for _ in range(SEARCH_ATTEMPTS):
-        rc, timed_out = launch({**req, "search_only": True, "trials": str(tmp), "known": known}, "search", logf)
-        if rc == 0 and not timed_out:
-            return _searched(result), rc, timed_out
-        if timed_out or world == 1:
+        ended = launch({**req, "search_only": True, "trials": str(launch.tmp), "known": known}, "search")
+        if ended.rc == 0 and not ended.timed_out:
+            return _searched(launch.result), ended
+        if ended.timed_out or world == 1:
             break
-        found, known = _out_of_step(tmp, world)
+        found, known = _out_of_step(launch.tmp, world)
         if found:
-            logf.write(f"# the search's ranks went out of step at micro-batch {2 * found['micro_batch']} (see above); "
-                       f"measuring at micro-batch {found['micro_batch']}, which every rank ran\n".encode())
-            return found, rc, timed_out
+            launch.say(f"the search's ranks went out of step at micro-batch {2 * found['micro_batch']} (see above); "
+                       f"measuring at micro-batch {found['micro_batch']}, which every rank ran")
+            return found, ended
         if not known:
             break
-        logf.write(b"# the search's ranks went out of step (see above); searching again below that size\n")
-    return None, rc, timed_out
+        launch.say("the search's ranks went out of step (see above); searching again below that size")
+    return None, ended
 
 
 TIMED_OOM_NOTE = "fit in the search, out of memory when timed"
 
 
-def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) -> bool:
+def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, launch: "Launch") -> bool:
     """After the timed run ran out of memory at the micro-batch its search found to fit (seen with Pythia-2.8B
     on one H100, a few GB under the limit), set the request to half that size and say so; False when there is
     nothing smaller or the run did not fail that way. The search's log keeps the size that failed when timed."""
@@ -121,8 +123,7 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, logf) ->
     note = {"micro_batch": mbs, "outcome": "oom", "note": TIMED_OOM_NOTE}
     req.update(micro_batch=mbs // 2, mbs_search=[*(req.get("mbs_search") or []), note])
     result.unlink(missing_ok=True)
-    logf.write(f"# micro-batch {mbs} fit in the search but ran out of memory when timed; measuring again at "
-               f"{mbs // 2}\n".encode())
+    launch.say(f"micro-batch {mbs} fit in the search but ran out of memory when timed; measuring again at {mbs // 2}")
     return True
 
 
@@ -150,6 +151,114 @@ def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, P
                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
 
 
+@dataclass
+class Ended:
+    """How one launch ended: the exit status of its process (None when killed at the time limit)."""
+
+    rc: int | None
+    timed_out: bool
+
+
+@dataclass
+class Launch:
+    """The launches of one configuration: their files in ``tmp`` (request, result, the timing kept early, the ranks'
+    error files), the log they append to, the workers' environment and what is left of the time limit."""
+
+    config: Config
+    tmp: Path
+    log: Path
+    env: dict[str, str]
+    timeout_s: float
+    rdzv: Rendezvous | None = None
+    worker: str = WORKER_MODULE
+    preload: bool = False
+    t0: float = field(default_factory=time.monotonic)
+    logf: BinaryIO | None = None
+    running: subprocess.Popen | ForkedWorker | None = None  # killed if we are interrupted
+
+    request = property(lambda self: self.tmp / "request.json")
+    result = property(lambda self: self.tmp / "result.json")
+    timed = property(lambda self: self.tmp / "timed.json")
+    errors = property(lambda self: error_folder(self.request))
+
+    @property
+    def torchrun(self) -> bool:
+        return uses_torchrun(self.config, self.rdzv)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def say(self, line: str) -> None:
+        """A line of the launcher's own in the log (``#``), between the workers' output."""
+        self.logf.write(f"# {line}\n".encode())
+        self.logf.flush()
+
+    def __call__(self, request_obj: dict, phase: str) -> Ended:
+        """One launch of the worker, within what is left of ``timeout_s``."""
+        left = self.timeout_s - self.elapsed()
+        # The timing stops early rather than be killed (``measure.timing.time_phases``), leaving time to tear down.
+        request_obj = {**request_obj, "deadline": time.time() + left - max(DEADLINE_RESERVE_S, 0.1 * left)}
+        self.request.write_text(json.dumps(request_obj, indent=1))
+        self.timed.unlink(missing_ok=True)  # only this launch's timing may be recovered
+        shutil.rmtree(self.errors, ignore_errors=True)  # and only this launch's errors read
+        self.errors.mkdir()
+        cmd = worker_command(self.config, self.request, self.result, rdzv=self.rdzv, worker=self.worker)
+        # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
+        self.say(f"{self.config.id} {self.config.methods.label()} ({phase}) starts at {self.elapsed():.1f} s of "
+                 f"the {self.timeout_s:g} s limit\n# {' '.join(cmd)}")
+        self.running = start_worker(self.config, cmd, request_obj, (self.request, self.result, self.log), self.logf,
+                                    self.env, self.torchrun, self.worker, left, self.preload)
+        try:
+            ended = Ended(self.running.wait(timeout=max(1.0, self.timeout_s - self.elapsed())), False)
+        except subprocess.TimeoutExpired:
+            kill_tree(self.running)
+            ended = Ended(None, True)
+        # The workers of a torchrun that was killed outlive it (a lone worker leaves none: it is the whole launch).
+        strays = kill_strays(str(self.tmp)) if ended.rc and self.torchrun else 0
+        if strays:
+            self.say(f"({phase}) {strays} process(es) of this launch outlived it and were killed")
+        self.say(f"({phase}) {'killed at the time limit' if ended.timed_out else f'exit status {ended.rc}'} at "
+                 f"{self.elapsed():.1f} s")
+        return ended
+
+    def stop(self) -> None:
+        """Leave nothing running (after an interruption)."""
+        if self.running is not None and self.running.poll() is None:
+            kill_tree(self.running)
+
+
+def time_afresh(launch: Launch, req: dict, found: dict | None = None) -> Ended:
+    """Time in fresh processes: the size a search ``found`` (halved while the timed run runs out of memory at a
+    size the search saw fit: ``_halve_after_timed_oom``), or the size the request fixes."""
+    if found:
+        req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"),
+                   search_notes=found.get("search_notes") or [])
+        launch.result.unlink(missing_ok=True)
+    ended = launch(req, "measure")
+    while found and not ended.timed_out and _halve_after_timed_oom(req, launch.result, launch.config.per_gpu_batch,
+                                                                   launch):
+        ended = launch(req, "measure")
+    return ended
+
+
+def search_and_time_in_one_process(launch: Launch, req: dict, fresh_after_oom: bool = False) -> Ended:
+    """One GPU: one process searches and times (``measure.worker.measure``). The size found is timed afresh
+    (``time_afresh``) only when the timed run in place ran out of memory, or ``fresh_after_oom`` asks for it after
+    an out-of-memory trial (the two-launch engine, kept to check this one against)."""
+    ended = launch({**req, "in_place": True, "fresh_after_oom": fresh_after_oom}, "search and measure")
+    found = _searched(launch.result) if ended.rc == 0 and not ended.timed_out else None
+    return time_afresh(launch, req, found) if found and found.get("searched_only") else ended
+
+
+def search_then_time_afresh(launch: Launch, req: dict) -> Ended:
+    """Several GPUs: the search runs in its own processes first, so that the timed run starts from a clean GPU
+    (memory left fragmented by out-of-memory trials would skew or break it), and so that ranks it leaves out of
+    step cannot hang the timing (``_search``); without a size found, the search's result (or its absence) is the
+    row."""
+    found, ended = _search(launch, req, launch.config.n_gpus)
+    return time_afresh(launch, req, found) if found is not None else ended
+
+
 def run_config(config: Config, *, setup: str, search: str = "single", timing: str = "synced",
                validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, device: str | None = None,
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
@@ -158,11 +267,12 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                micro_batch: int | None = None, fresh_after_oom: bool = False, preload: bool = False) -> dict | None:
     """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
 
-    ``micro_batch``: the size an earlier search of this same configuration found (e.g. its synced twin's, for
-    an unsynced timing); the search is skipped and the row keeps the configuration's id. ``fresh_after_oom``: on
-    one GPU, time the size found in fresh processes when a search trial ran out of memory (the two-launch engine,
-    kept to check the one-launch engine against). ``preload``: fork one-GPU workers from the launcher's preloading
-    process (``launch.forked``), which a sweep asks for when it has several configurations to run: its start, the
+    The engine follows from the configuration: a micro-batch it fixes, or ``micro_batch`` (the size an earlier
+    search of this same configuration found, e.g. its synced twin's, for an unsynced timing; the row keeps the
+    configuration's id), is timed afresh (``time_afresh``); otherwise one GPU searches and times in one process
+    (``search_and_time_in_one_process``, ``fresh_after_oom`` passed on) and several search then time afresh
+    (``search_then_time_afresh``). ``preload``: fork one-GPU workers from the launcher's preloading process
+    (``launch.forked``), which a sweep asks for when it has several configurations to run: its start, the
     imports it runs once and their checks, take longer than one worker's imports, so one configuration alone is
     started afresh, unless that process runs already (``start_worker``).
 
@@ -180,81 +290,36 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     if log_path:  # a log folder that cannot be made stops here, before a temporary folder exists to be left behind
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"academic-bench-{config.id}-"))
-    request, result, timed = tmp / "request.json", tmp / "result.json", tmp / "timed.json"
-    log = Path(log_path) if log_path else tmp / "run.log"
+    env = child_env(config, extra_env)
+    launch = Launch(config, tmp, Path(log_path) if log_path else tmp / "run.log", env, timeout_s, rdzv, worker,
+                    preload, t0)
     req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps)
-    req["timed_result"] = str(timed)  # the timing, kept as soon as it is taken (``measure.worker.keep_timing``)
+    # The timing, kept as soon as it is taken (``measure.worker.keep_timing``); the error file of a worker started
+    # without torchrun (torchrun gives each of its workers one under ``--log-dir``).
+    req.update(timed_result=str(launch.timed), error_file=str(launch.errors / "error.json"))
     if micro_batch:
         req.update(micro_batch=int(micro_batch), mbs_search=None)
-    env = child_env(config, extra_env)
     # A copy: ``capture_env`` is cached, and the launch environment is this run's (which rows had NVLS off); the
     # device it ran on names a tiny run where it ran (``results.run_label``), never by the GPU its config names.
     row["env"] = {**row["env"], "device": device, "launch": launch_env_record(env)}
-    procs: list[subprocess.Popen] = []  # the one still running is killed if we are interrupted
-
-    def launch(request_obj: dict, phase: str, logf) -> tuple[int | None, bool]:
-        """One launch of the worker; (exit status, timed out) within what is left of ``timeout_s``."""
-        left = timeout_s - (time.monotonic() - t0)
-        # The timing stops early rather than be killed (``measure.timing.time_phases``), leaving time to tear down.
-        request_obj = {**request_obj, "deadline": time.time() + left - max(DEADLINE_RESERVE_S, 0.1 * left)}
-        request.write_text(json.dumps(request_obj, indent=1))
-        timed.unlink(missing_ok=True)  # only this launch's timing may be recovered
-        cmd = worker_command(config, request, result, rdzv=rdzv, worker=worker)
-        # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
-        logf.write(f"# {config.id} {config.methods.label()} ({phase}) starts at {time.monotonic() - t0:.1f} s of "
-                   f"the {timeout_s:g} s limit\n# {' '.join(cmd)}\n".encode())
-        logf.flush()
-        procs.append(start_worker(config, cmd, request_obj, (request, result, log), logf, env,
-                                  uses_torchrun(config, rdzv), worker, left, preload))
-        try:
-            rc, timed_out = procs[-1].wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0))), False
-        except subprocess.TimeoutExpired:
-            kill_tree(procs[-1])
-            rc, timed_out = None, True
-        # The workers of a torchrun that was killed outlive it (a lone worker leaves none: it is the whole launch).
-        strays = kill_strays(str(tmp)) if rc and uses_torchrun(config, rdzv) else 0
-        if strays:
-            logf.write(f"# ({phase}) {strays} process(es) of this launch outlived it and were killed\n".encode())
-        logf.write(f"# ({phase}) {'killed at the time limit' if timed_out else f'exit status {rc}'} at "
-                   f"{time.monotonic() - t0:.1f} s\n".encode())
-        return rc, timed_out
-
     try:
-        log.write_bytes(b"")
-        with open(log, "ab") as logf:  # appended to: a forked worker writes into the same file (``start_worker``)
-            measure, found = True, None
-            if config.micro_batch is None and not micro_batch and one_process(config):
-                # One process searches and times (``worker.measure``): fresh processes time the size found only
-                # when the timed run in place ran out of memory, or ``fresh_after_oom`` asks for them.
-                rc, timed_out = launch({**req, "in_place": True, "fresh_after_oom": fresh_after_oom},
-                                       "search and measure", logf)
-                found = _searched(result) if rc == 0 and not timed_out else None
-                measure = bool(found and found.get("searched_only"))
-            elif config.micro_batch is None and not micro_batch:
-                # The search runs in its own processes first, so that the timed run starts from a clean GPU
-                # (memory left fragmented by out-of-memory trials would skew or break it), and so that ranks
-                # it leaves out of step cannot hang the timing (``_search``).
-                found, rc, timed_out = _search(launch, req, tmp, result, config.n_gpus, logf)
-                measure = found is not None  # otherwise the search's result (or its absence) is the row
-            if measure and found:
-                req.update(micro_batch=found["micro_batch"], mbs_search=found.get("mbs_search"),
-                           search_notes=found.get("search_notes") or [])
-                result.unlink(missing_ok=True)
-            if measure:
-                rc, timed_out = launch(req, "measure", logf)
-                while found and not timed_out and _halve_after_timed_oom(req, result, config.per_gpu_batch, logf):
-                    rc, timed_out = launch(req, "measure", logf)
+        launch.log.write_bytes(b"")
+        with open(launch.log, "ab") as launch.logf:  # appended to: a forked worker writes into it too
+            if config.micro_batch is not None or micro_batch:
+                ended = time_afresh(launch, req)
+            elif one_process(config):
+                ended = search_and_time_in_one_process(launch, req, fresh_after_oom)
+            else:
+                ended = search_then_time_afresh(launch, req)
         if rdzv is not None and rdzv.node_rank != 0:
             return None
-        classify(row, rc, timed_out, result, log, timeout_s, timed, torchrun=uses_torchrun(config, rdzv))
+        classify(row, ended.rc, ended.timed_out, launch.result, launch.log, timeout_s, launch.timed,
+                 torchrun=launch.torchrun, errors=launch.errors)
         fill_derived(row, config)
     finally:
-        if procs and procs[-1].poll() is None:  # interrupted: leave nothing running
-            kill_tree(procs[-1])
+        launch.stop()
         if log_path:
-            row["log"] = str(log)
+            row["log"] = str(launch.log)
         shutil.rmtree(tmp, ignore_errors=True)
         row["duration_s"] = round(time.monotonic() - t0, 3)
     return row
-
-

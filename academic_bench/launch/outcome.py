@@ -1,5 +1,5 @@
-"""What a launch's files say happened: the worker's result merged into the row, or the failure read from the log
-(a crash's last exception, a signal that killed a worker, a time limit)."""
+"""What a launch's files say happened: the worker's result merged into the row, or the failure read from the ranks'
+error files and the log (the first rank's exception, a signal that killed a worker, a time limit)."""
 from __future__ import annotations
 
 import json
@@ -56,12 +56,48 @@ def _killed_reason(signum: int, who: str = "a worker") -> str:
     return reason
 
 
-def failure_cause(path: Path) -> str | None:
-    """What ended the workers: the signal torchrun says killed one (a kill prints no exception), else the last
-    exception line the workers printed, e.g. 'RuntimeError: NCCL error ...'."""
+def first_error(folder: Path | None) -> str | None:
+    """The first failure the ranks' error files record (``measure.worker.main`` is decorated with torch's
+    ``record``, which writes the exception that ended a rank to its ``TORCHELASTIC_ERROR_FILE``; torchrun puts one
+    per rank under its ``--log-dir``, ``<folder>/<run>/attempt_0/<local rank>/error.json``; one process writes
+    ``<folder>/error.json``): the earliest, as torchrun's own post-mortem picks its root cause, with the files'
+    write times to order failures within the same second (torchrun's timestamp is in whole seconds and it then
+    takes the lowest rank). A rank that failed only because another had (a collective whose peer died) fails
+    later. None when no rank wrote one (a signal, or an error before the worker's ``main`` ran)."""
+    if folder is None or not folder.is_dir():
+        return None
+    found = []
+    for path in folder.rglob("error.json"):
+        try:
+            data = json.loads(path.read_text())
+            message = data["message"]
+            text, stamp = ((message["message"], message["extraInfo"]["timestamp"]) if isinstance(message, dict)
+                           else (message, data.get("timestamp", 0)))
+            found.append((int(stamp), path.stat().st_mtime_ns, path.parent.name, str(text)))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a file cut short by the kill that followed: the others still speak
+    if not found:
+        return None
+    _, _, rank, text = min(found)
+    where = f" (on rank {rank}, the first to fail)" if rank.isdigit() else ""
+    return text.strip()[:500] + where
+
+
+def failure_cause(path: Path, errors: Path | None = None) -> str | None:
+    """What ended the workers: a SIGKILL torchrun reports for one (sent from outside, as by the host's
+    out-of-memory killer: it writes no error file, and the other ranks' errors follow from it); else the first
+    failure of the ranks' error files under ``errors`` (``first_error``); else another signal torchrun reports (an
+    abort or a crash in native code writes no error file either: a rank whose peer failed first can end so, so
+    it comes after the files); else, for an error before the worker's entry point ran (an import), the last
+    exception line the log holds, e.g. 'ModuleNotFoundError: ...'."""
     text = _read_tail(path)
     cut = next((i for i, line in enumerate(text) if _AGENT_REPORT.search(line)), len(text))
     signals = [int(m.group(1)) for line in text[cut:] if (m := _KILLED.search(line))]
+    if signal.SIGKILL in signals:
+        return _killed_reason(signal.SIGKILL)
+    first = first_error(errors)
+    if first:
+        return first
     if signals:
         return _killed_reason(signals[-1])
     causes = [m.group(1) for line in text[:cut] if (m := _CAUSE.match(line.strip()))]
@@ -119,10 +155,11 @@ def _recover_timing(row: dict, timed: Path | None, what: str) -> bool:
 
 
 def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log: Path,
-             timeout_s: float, timed: Path | None = None, torchrun: bool = False) -> None:
+             timeout_s: float, timed: Path | None = None, torchrun: bool = False, errors: Path | None = None) -> None:
     """The row's outcome from the launch's exit status and files; a timing kept before a kill is recovered.
     ``torchrun``: the launched process was torchrun's agent (``processes.uses_torchrun``), so an exit status
-    that names a signal is the agent's own death, not a worker's (which torchrun reports in its post-mortem)."""
+    that names a signal is the agent's own death, not a worker's (which torchrun reports in its post-mortem).
+    ``errors``: the folder of the ranks' error files (``first_error``)."""
     if timed_out:
         if not result.exists() and _recover_timing(row, timed, f"killed at the time limit of {timeout_s:g} s"):
             return
@@ -143,7 +180,7 @@ def classify(row: dict, proc_rc: int | None, timed_out: bool, result: Path, log:
         killed = proc_rc is not None and proc_rc < 0
         what = ("ended by a signal" if killed else f"exit status {proc_rc}") + ("" if data else ", no result file")
         agent = "torchrun, which started and watched the workers,"
-        cause = _killed_reason(-proc_rc, agent if torchrun else "a worker") if killed else failure_cause(log)
+        cause = _killed_reason(-proc_rc, agent if torchrun else "a worker") if killed else failure_cause(log, errors)
         if data is None and _recover_timing(row, timed, f"{what}: {cause}" if cause else what):
             return
         row.update(outcome="error", reason=f"{what}" + (f": {cause}" if cause else "")

@@ -100,13 +100,22 @@ def device_for(requested: str | None, command: str, workshop: bool = True) -> st
     return "cuda"
 
 
+def error_folder(request: str | os.PathLike) -> Path:
+    """Where a launch's ranks write their error files (``torch.distributed.elastic.multiprocessing.errors.record``
+    on the worker's ``main``): torchrun's ``--log-dir``, beside the request, which the launcher reads after a
+    failure (``outcome.first_error``)."""
+    return Path(request).parent / "errors"
+
+
 def torchrun_command(config: Config, request: Path, result: Path, *, rdzv: Rendezvous | None = None,
                      worker: str = WORKER_MODULE) -> list[str]:
     nproc = config.n_gpus // config.nodes
     where = rdzv.args(config.id) if rdzv else ["--standalone"]
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), *where,
-           "--max_restarts", "0", "-m", worker, "--request", str(request), "--result", str(result)]
-    return cmd
+    # --log-dir: torchrun gives each worker an error file of its own there (TORCHELASTIC_ERROR_FILE); its console
+    # output is left as it is (no --redirects), so the log keeps every rank's lines.
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), *where,
+            "--max_restarts", "0", "--log-dir", str(error_folder(request)), "-m", worker,
+            "--request", str(request), "--result", str(result)]
 
 
 def one_process(config: Config) -> bool:

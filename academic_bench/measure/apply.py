@@ -190,12 +190,12 @@ def apply_fp8(model: nn.Module, recipe: str, device: str, ran: Ran) -> None:
                           f"capability "
                           f"{'.'.join(map(str, torch.cuda.get_device_capability()))}")
     convert, config_cls = float8_training()
-    head, converted, kept = output_layer(model), [], []
+    head, converted, unconverted = output_layer(model), [], []
 
     def eligible(module: nn.Module, fqn: str) -> bool:  # asked by torchao of every linear layer
         fits = module.in_features % FP8_MULTIPLE == 0 and module.out_features % FP8_MULTIPLE == 0
         if module is not head:
-            (converted if fits else kept).append(f"{fqn} ({module.in_features} x {module.out_features})")
+            (converted if fits else unconverted).append(f"{fqn} ({module.in_features} x {module.out_features})")
         return fits and module is not head
 
     linears = sum(isinstance(m, nn.Linear) for m in model.modules())
@@ -204,9 +204,9 @@ def apply_fp8(model: nn.Module, recipe: str, device: str, ran: Ran) -> None:
         raise Unsupported(f"FP8 training: none of the model's {linears} linear layers has both dimensions divisible "
                           f"by {FP8_MULTIPLE} (the output layer aside)")
     ran.kernels.append(f"torchao float8 {recipe}")
-    kept = ["the output layer"] * (head is not None) + kept
+    unconverted = ["the output layer"] * (head is not None) + unconverted
     ran.notes.append(f"FP8 training (torchao float8, {recipe} scaling): {len(converted)} of {linears} linear layers"
-                     + (f"; kept in {ran.precision}: {', '.join(kept)}" if kept else ""))
+                     + (f"; kept in {ran.precision}: {', '.join(unconverted)}" if unconverted else ""))
 
 
 def fused_loss_class(device: str) -> type:

@@ -146,7 +146,7 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     known = known or []
     tried: dict[int, tuple[bool, float | None]] = {
         k["micro_batch"]: (k["outcome"] == "ok", k.get("peak_memory_gb")) for k in known}
-    kept: Stepper | None = None
+    held: Stepper | None = None
     oomed = False  # whether an out-of-memory trial came before the timing in this process
     mbs = max([first_size(start_guess(cfg), cfg, keep), *(m for m, (ok, _) in tried.items() if ok)])
     too_big = [m for m, (ok, _) in tried.items() if not ok]
@@ -155,10 +155,10 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
         mbs = min(mbs, min(too_big) // 2)
     while mbs >= smallest:
         if mbs not in tried:
-            if kept is not None and not reusable(kept):  # another size needs the memory this one holds
-                free_after_oom(kept, device)
-                kept = None
-            ok, peak, kept = try_micro_batch(cfg, mbs, device, trials, keep, reuse=kept)
+            if held is not None and not reusable(held):  # another size needs the memory this one holds
+                free_after_oom(held, device)
+                held = None
+            ok, peak, held = try_micro_batch(cfg, mbs, device, trials, keep, reuse=held)
             tried[mbs] = (ok, peak)
             oomed = oomed or not ok
         ok, _ = tried[mbs]
@@ -174,12 +174,12 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
     log = [given.get(m) or {"micro_batch": m, "outcome": "ok" if ok else "oom", "peak_memory_gb": p}
            for m, (ok, p) in sorted(tried.items())]
     best = max(fits) if fits else None
-    if kept is not None and kept.mbs != best and best is not None and reusable(kept):
-        kept.resize(best, cfg.per_gpu_batch // best)  # back to the size found, whose code is compiled already
-    if kept is not None and (kept.mbs != best or (oomed and fresh_after_oom)):
-        free_after_oom(kept, device)
-        kept = None
-    return Search(best, log, stepper=kept, after_oom=oomed, warm=kept is not None and best in kept.sizes_fit)
+    if held is not None and held.mbs != best and best is not None and reusable(held):
+        held.resize(best, cfg.per_gpu_batch // best)  # back to the size found, whose code is compiled already
+    if held is not None and (held.mbs != best or (oomed and fresh_after_oom)):
+        free_after_oom(held, device)
+        held = None
+    return Search(best, log, stepper=held, after_oom=oomed, warm=held is not None and best in held.sizes_fit)
 
 
 def reusable(stepper: Stepper) -> bool:

@@ -203,32 +203,32 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     warm = None
     for _ in range(warmup):
         warm = time_chain(phases, device)
-    kept: list[list[tuple[str, float]]] = []  # the timed repetitions' chains, in the order they ran
+    timed_reps: list[list[tuple[str, float]]] = []  # the timed repetitions' chains, in the order they ran
     counted = False
-    while len(kept) < reps:
+    while len(timed_reps) < reps:
         t0 = time.time()
         chain = time_chain(phases, device)
-        kept.append(chain)
-        if block > 1 and warm is not None and len(kept) == 1 and reps >= 2:
+        timed_reps.append(chain)
+        if block > 1 and warm is not None and len(timed_reps) == 1 and reps >= 2:
             w, c = sum(s for _, s in warm), sum(s for _, s in chain)
             counted = warmup_agrees(w, c, device)
             if counted:
-                kept.insert(0, warm)
+                timed_reps.insert(0, warm)
             off = f" ({w / c - 1:+.2%})" if c > 0 else ""
             note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s{off}: "
                            + ("it counts as a repetition" if counted else "it is left out"))
-        done = len(kept)
+        done = len(timed_reps)
         if (step is not None and block == 1 and done == AGREED_REPS < reps <= 2 * AGREED_REPS - 1
-                and settled(kept, step, device)):
+                and settled(timed_reps, step, device)):
             note(stepper, f"timing stopped after {done} of {reps} repetitions: the steps from each phase's fastest "
                            f"and slowest repetition differ by at most {AGREED_SPREAD:.0%}")
             break
         if fewest <= done < reps and would_pass(deadline, time.time() - t0, device):  # one more repetition
             note(stepper, f"timing stopped after {done} of {reps} repetitions to end within the time limit")
             break
-    log.info("timed %d repetitions after %d warm-up in %.1f s%s", len(kept), warmup,
+    log.info("timed %d repetitions after %d warm-up in %.1f s%s", len(timed_reps), warmup,
              time.perf_counter() - t_start, " (the warm-up one of them)" if counted else "")
-    return per_phase(kept, block, device)
+    return per_phase(timed_reps, block, device)
 
 
 def per_phase(chains: list[list[tuple[str, float]]], block: int, device: str) -> dict[str, list[float]]:

@@ -17,12 +17,13 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
 import torch
 import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 # GPU's memory), the others wait in a collective the failed rank never joins, and only this timeout ends
 # the search (whose trials each rank has already written down, see ``microbatch.note_trial``).
 COLLECTIVE_TIMEOUT_S = 300
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"  # where torch's ``record`` writes the exception that ended this rank
 SEARCH_COLLECTIVE_TIMEOUT_S = 90
 
 
@@ -104,18 +106,18 @@ def measure(req: dict, device: str, rank: int) -> dict:
     t_start = time.perf_counter()
     mbs_log, notes, stepper = req.get("mbs_search"), list(req.get("search_notes") or []), None
     mbs = cfg.micro_batch or req.get("micro_batch")
-    in_place, after_oom, fresh, warm = False, False, bool(req.get("fresh_after_oom")), False
+    state = Place(fresh_after_oom=bool(req.get("fresh_after_oom")))
     if not mbs:
-        in_place = bool(req.get("in_place"))
-        found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=in_place,
-                                 fresh_after_oom=fresh)
+        state = replace(state, in_place=bool(req.get("in_place")))
+        found = find_micro_batch(cfg, device, req.get("trials"), req.get("known"), keep=state.in_place,
+                                 fresh_after_oom=state.fresh_after_oom)
         mbs, mbs_log, notes, stepper = found.micro_batch, found.log, notes + found.notes, found.stepper
-        after_oom, warm = found.after_oom, found.warm
+        state = replace(state, after_oom=found.after_oom, warm=found.warm)
         if mbs is None:
             return {"outcome": "oom", "reason": f"even micro-batch {cfg.smallest_micro_batch} does not fit"
                     + (" (FP8 training's smallest for this sequence length)" if cfg.smallest_micro_batch > 1 else ""),
                     "mbs_search": mbs_log}
-        if req.get("search_only") or (in_place and after_oom and fresh):
+        if req.get("search_only") or state.hands_over:
             return searched_only(mbs, mbs_log, notes)
     t_searched = time.perf_counter()
     if device == "cuda":
@@ -123,12 +125,12 @@ def measure(req: dict, device: str, rank: int) -> dict:
     try:
         stepper = stepper or Stepper(cfg, mbs, cfg.per_gpu_batch // mbs, device)
         t_ready = time.perf_counter()
-        timed = timed_run(stepper, cfg, mbs, req, device, warm)
+        timed = timed_run(stepper, cfg, mbs, req, device, state.warm)
         if checks_the_wall(cfg, mbs, req) and timed.retries > 0:
             timed, mbs_log = time_below_the_wall(stepper, timed, cfg, mbs, req, device, mbs_log,
                                                  spent_s=time.perf_counter() - t_searched)
     except Exception as exc:  # noqa: BLE001  (only out of memory in place is handled here; ``main`` the rest)
-        if not (in_place and is_oom(exc)):
+        if not (state.in_place and is_oom(exc)):
             raise
         free_after_oom(stepper, device)  # fresh processes will say whether it really does not fit
         return searched_only(mbs, mbs_log, notes)
@@ -136,10 +138,28 @@ def measure(req: dict, device: str, rank: int) -> dict:
     row["mbs_search"] = mbs_log
     row["ran"] = vars(timed.ran)
     row["ran"]["notes"] = notes + row["ran"]["notes"]
-    row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=in_place,
-                      kept_warm=warm and timed.row["micro_batch"] == mbs, after_oom=after_oom,
+    row["ran"].update(setup_s=t_ready - t_start, search_s=t_searched - t_start, in_place=state.in_place,
+                      kept_warm=state.warm and timed.row["micro_batch"] == mbs, after_oom=state.after_oom,
                       peak_reserved_gb=timed.reserved, alloc_retries=timed.retries, memory_wall=timed.wall)
     return row
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the size the search found is timed, as the search left it: ``in_place``, in this process (one GPU,
+    asked by the launcher); ``after_oom``, a trial above that size ran out of memory; ``warm``, the stepper the
+    search kept ran its two steps at that size (``warmup_reps``); ``fresh_after_oom``, the request's wish that a
+    size found after an out-of-memory trial be timed in fresh processes instead (the two-launch engine)."""
+
+    in_place: bool = False
+    after_oom: bool = False
+    warm: bool = False
+    fresh_after_oom: bool = False
+
+    @property
+    def hands_over(self) -> bool:
+        """The size found goes back to the launcher, to be timed in fresh processes."""
+        return self.in_place and self.after_oom and self.fresh_after_oom
 
 
 @dataclass
@@ -212,19 +232,19 @@ def time_below_the_wall(stepper: Stepper, timed: Timed, cfg: Config, mbs: int, r
         return timed, log
     row = below_timed.row
     below_step = row["step_time_s"]
-    kept = below_timed if below_step < min(timed.row.get("step_time_spread") or [step]) else timed
-    kept.wall = {**wall, "below_step_time_s": below_step, "kept": kept.row["micro_batch"]}
-    kept.ran.notes.append(f"{said}; micro-batch {half} timed too ({below_step:.4g} s/step): "
-                          f"{kept.row['micro_batch']} kept" + (", the faster" if kept is below_timed else
-                                                                ", the half no faster than its repetitions"))
-    keep_timing(req, kept.row)
-    if kept is timed:
+    chosen = below_timed if below_step < min(timed.row.get("step_time_spread") or [step]) else timed
+    chosen.wall = {**wall, "below_step_time_s": below_step, "kept": chosen.row["micro_batch"]}
+    chosen.ran.notes.append(f"{said}; micro-batch {half} timed too ({below_step:.4g} s/step): "
+                            f"{chosen.row['micro_batch']} kept" + (", the faster" if chosen is below_timed else
+                                                                  ", the half no faster than its repetitions"))
+    keep_timing(req, chosen.row)
+    if chosen is timed:
         free_after_oom(below, device)
     if all(t.get("micro_batch") != half for t in log or []):
         peak = (row.get("peak_memory_gb") or [None])[0]
         log = sorted([*(log or []), {"micro_batch": half, "outcome": "ok", "peak_memory_gb": peak}],
                      key=lambda t: t["micro_batch"])
-    return kept, log
+    return chosen, log
 
 
 def searched_only(mbs: int, log: list[dict], notes: list[str]) -> dict:
@@ -306,6 +326,7 @@ class Elapsed(logging.Filter):
         return True
 
 
+@record  # the exception that ends this rank goes to its error file, where the launcher reads the first failure
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--request", required=True, type=Path)
@@ -317,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(Elapsed())
     req = json.loads(args.request.read_text())
+    if req.get("error_file"):  # one process, started without torchrun (which gives each rank its own file)
+        os.environ.setdefault(ERROR_FILE_ENV, req["error_file"])
     log.info("imports done; measuring %s", req["config"].get("model"))
     device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     rank, _ = init(device, collective_timeout_s(req))

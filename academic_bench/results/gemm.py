@@ -27,6 +27,15 @@ if TYPE_CHECKING:
 LAUNCH_BOUND = 1.5  # a product within this factor of the sweep's shortest time measured the launch (gemm_curve)
 
 
+def launch_timed(lines: pd.DataFrame) -> pd.Series:
+    """Which lines were timed the earlier way, back to back from Python on the same operands (no ``timer`` field):
+    their shortest times are the host's launch interval. Lines by ``triton.testing`` (``timer``: ``do_bench``, or
+    ``do_bench_cudagraph`` with rotated operands) time the kernel itself at every size."""
+    if "timer" not in lines:
+        return lines["seconds"].notna()
+    return lines["timer"].isna()
+
+
 @dataclass(frozen=True)
 class GemmCurve:
     """A GPU's matrix-product rate as a function of one product's FLOPs (``gemm_curve``), interpolated linearly in
@@ -61,16 +70,21 @@ def gemm_curve(lines: pd.DataFrame, gpu: str, source: str) -> GemmCurve:
     violators, each FLOP count weighted by its shapes): a larger product is never slower per FLOP, so one shape's
     dip (a library's choice of kernel for it) is averaged with its neighbours instead of taken as a law of size.
 
-    The sweep launches its products one by one from Python, so it times each as the longer of its kernel and the
-    host's launch interval, which its shortest product shows. A layer whose fastest product took less than
-    ``LAUNCH_BOUND`` times that is left out: its time is the host's, not the GPU's (in training the profiles count
-    such gaps as idle time, a kind of their own). In the H100 sweep those layers took 1.0-1.2 times the shortest
-    time and every other at least 1.57 times."""
-    d = lines[lines["dtype"] == "bf16"].assign(flops=lambda x: 2.0 * x["m"] * x["k"] * x["n"])
+    A sweep timed the earlier way (``launch_timed``) launched its products one by one from Python, so it timed each
+    as the longer of its kernel and the host's launch interval, which its shortest product shows. Of its layers one
+    whose fastest product took less than ``LAUNCH_BOUND`` times that is left out: its time is the host's, not the
+    GPU's (in training the profiles count such gaps as idle time, a kind of their own). In the H100 sweep those
+    layers took 1.0-1.2 times the shortest time and every other at least 1.57 times. A sweep by ``triton.testing``
+    keeps every layer, the small ones included."""
+    d = lines[lines["dtype"] == "bf16"].assign(flops=lambda x: 2.0 * x["m"] * x["k"] * x["n"],
+                                               by_launch=lambda x: launch_timed(x))
     layers = d.groupby(["m", "k", "n"]).agg(flops=("flops", "first"), seconds=("seconds", "sum"),
-                                            fastest=("seconds", "min"), products=("product", "nunique"))
-    # A layer whose three products were all timed, each clearly longer than a launch.
-    layers = layers[(layers["products"] == 3) & (layers["fastest"] >= LAUNCH_BOUND * d["seconds"].min())]
+                                            fastest=("seconds", "min"), products=("product", "nunique"),
+                                            by_launch=("by_launch", "any"))
+    # A layer whose three products were all timed, each clearly longer than a launch where a launch was timed.
+    shortest = d.loc[d["by_launch"], "seconds"].min() if d["by_launch"].any() else 0.0
+    layers = layers[(layers["products"] == 3)
+                    & (~layers["by_launch"] | (layers["fastest"] >= LAUNCH_BOUND * shortest))]
     layers["rate"] = 3 * layers["flops"] / layers["seconds"]
     by_size = layers.groupby("flops")["rate"].agg(["mean", "size"]).sort_index()
     blocks: list[list[float]] = []  # [rate, weight, how many FLOP counts]
@@ -160,14 +174,17 @@ def memory_sweeps(runs: Path) -> dict[str, pd.DataFrame]:
 def memory_time_ratio(source: pd.DataFrame, target: pd.DataFrame) -> float | None:
     """How many times as long the same memory-bound kernels took on the GPU of ``target``'s sweep as on that of
     ``source``'s (``memory_sweeps``): the median over the (op, m, k) both timed of target seconds over source
-    seconds; None where they share none. As in ``gemm_curve``, a kernel that took less than ``LAUNCH_BOUND``
-    times its sweep's shortest on either GPU is left out: its time is the host's launch interval."""
+    seconds; None where they share none. As in ``gemm_curve``, in a sweep timed the earlier way (``launch_timed``)
+    a kernel that took less than ``LAUNCH_BOUND`` times its sweep's shortest is left out: its time is the host's
+    launch interval; a sweep by ``triton.testing`` keeps every kernel."""
     import statistics
 
     keys = ["op", "m", "k"]
 
     def timed(lines: pd.DataFrame) -> pd.Series:
         seconds = lines.groupby(keys)["seconds"].median()
+        if not launch_timed(lines).any():
+            return seconds
         return seconds[seconds >= LAUNCH_BOUND * seconds.min()]
 
     both = timed(source).to_frame("source").join(timed(target).to_frame("target"), how="inner")

@@ -23,7 +23,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..catalog.config import Config, run_name
 from ..catalog.methods import Methods
@@ -31,6 +31,9 @@ from .params import ENV_SOFTWARE, MODEL_LISTS, RESULTS_FILE, check_parameters, r
 from ..catalog.env import capture_env
 from ..results import (ALL, setup_refusal, ENGINE_REVISION, NOT_RUN_PREFIX, ResultStore, engine_revision, fastest_row, now_iso,
                       latest_rows, status_of, synced_micro_batches, validation_class_of)
+
+if TYPE_CHECKING:
+    from .summary import SweepSummary
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ class BenchmarkRun:
     setup: str
     results: Path
     models: list[str]
-    summaries: list[dict] = field(default_factory=list)
+    summaries: list["SweepSummary | None"] = field(default_factory=list)  # None: a phase the budget never started
     not_run: int = 0
 
     def rows(self) -> list[dict]:
@@ -101,12 +104,13 @@ def _not_run_reason(budget_s: float, expected_s: float | None = None) -> str:
 
 
 def _record_not_run(out: Path, setup: str, phase: Phase, ids: Iterable[str], budget_s: float,
-                    fresh: bool = False, since: str | None = None) -> int:
+                    from_scratch: bool = False, since: str | None = None) -> int:
     """A row for each planned configuration the budget left unstarted (``sweep.record_not_run``)."""
     from .sweep import record_not_run
 
     return record_not_run(out, setup, phase.configs, ids, _not_run_reason(budget_s, phase.expected_s),
-                          search=phase.search, timing=phase.timing, mode=phase.mode, fresh=fresh, since=since)
+                          search=phase.search, timing=phase.timing, mode=phase.mode, from_scratch=from_scratch,
+                          since=since)
 
 
 def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | None]:
@@ -127,10 +131,10 @@ def _paired(phase: Phase, out: Path) -> tuple[list[Config], dict[str, int] | Non
 
 def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budget_s: float | None,
                timeout_s: float, device: str, retry: Sequence[str],
-               since: str | None = None) -> tuple[dict | None, int]:
+               since: str | None = None) -> tuple["SweepSummary | None", int]:
     """One phase's sweep within what is left of the budget, and its 'not run' rows; ``since``: when the notebook's
     run began (a search from scratch supersedes only rows older than that, never its own earlier phases')."""
-    from .sweep import format_summary, run_sweep
+    from .sweep import SweepOptions, run_sweep
 
     print(f"\n== {phase.title} ({phase.search}, {phase.timing}, {phase.mode}): {len(phase.configs)} configurations",
           flush=True)
@@ -139,17 +143,18 @@ def _run_phase(phase: Phase, out: Path, setup: str, deadline: float | None, budg
     # budget is what the caller planned the machine's time with, and a run cut off later leaves nothing.
     if left is not None and (left <= 0 or (phase.expected_s is not None and phase.expected_s > left)):
         summary = None
-        n = _record_not_run(out, setup, phase, [c.id for c in phase.configs], budget_s or 0, fresh=ALL in retry,
-                            since=since)
+        n = _record_not_run(out, setup, phase, [c.id for c in phase.configs], budget_s or 0,
+                            from_scratch=ALL in retry, since=since)
     else:
         configs, micro_batches = _paired(phase, out)
-        summary = run_sweep(configs, out, setup, search=phase.search, timing=phase.timing,
-                            validate=phase.validate, timeout_s=timeout_s, device=device, budget_s=left,
-                            retry=tuple(retry), micro_batches=micro_batches, since=since,
+        options = SweepOptions(search=phase.search, timing=phase.timing, validate=phase.validate,
+                               timeout_s=timeout_s, device=device)
+        summary = run_sweep(configs, out, setup, options, budget_s=left, retry=tuple(retry),
+                            micro_batches=micro_batches, since=since,
                             not_run_reason=_not_run_reason(budget_s or 0, phase.expected_s)) if configs else None
         if summary:
-            print(format_summary(summary), flush=True)
-        n = (summary or {}).get("not_run_rows", 0)
+            print(summary.text(), flush=True)
+        n = (summary.not_run_rows or 0) if summary else 0
     if n:
         why = "the time budget was spent" if phase.expected_s is None else \
             f"the budget left is shorter than the {phase.expected_s:.0f} s it needs"
@@ -264,13 +269,13 @@ def run_benchmark(**params: Any) -> BenchmarkRun:
         for phase in phases:
             summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
                                     p["retry"], started)
-            run.summaries.append(summary or {})
+            run.summaries.append(summary)
             run.not_run += n
         for plan in (validation_phases, validation_net_phases):  # each planned from the results before it
             for phase in plan(p, out):
                 summary, n = _run_phase(phase, out, p["setup"], deadline, budget, p["timeout_s"], p["device"],
                                         p["retry"], started)
-                run.summaries.append(summary or {})
+                run.summaries.append(summary)
                 run.not_run += n
     missing = [m for m in all_models if not any(r["config"]["model"] == m for r in run.rows())]
     if missing:  # every model must leave a row: a measurement or a failure with its reason

@@ -10,7 +10,7 @@ from typing import Any, Collection, Sequence
 from ..catalog.config import Config
 from ..launch import default_device
 from ..results import REMEASURE_CHOICES, UNVALIDATED, ResultStore, is_not_run, latest_rows
-from .sweep import SELECTS, run_sweep
+from .sweep import SELECTS, SweepOptions, SweepSummary, run_sweep
 
 __all__ = ["remeasure", "to_remeasure"]
 
@@ -33,7 +33,8 @@ def to_remeasure(rows: list[dict], retry: str, ids: Collection[str] | None = Non
 
 
 def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float | None = None,
-              models: list[str] | None = None, ids: Collection[str] | None = None, **kwargs: Any) -> list[dict]:
+              models: list[str] | None = None, ids: Collection[str] | None = None, progress: bool = True,
+              **options: Any) -> list[SweepSummary]:
     """Measure again exactly the rows of the store at ``out`` of ``setup`` that ``retry`` selects
     (``to_remeasure``), each under the search, timing and mode that made it (so that naive, smart and
     exhaustive searches stay comparable), then the unsynchronized timings of those configurations that the new
@@ -41,7 +42,8 @@ def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float
     configurations and retries the outcomes their rows have, so exactly those are measured again, whatever rule
     selected them. One ``run_sweep`` summary per group, all within
     ``budget_s``; ``models`` (default all) keeps only those models' rows; ``ids``: for ``UNVALIDATED``, the
-    configurations to measure again (``to_remeasure``); ``kwargs`` go to ``run_sweep``."""
+    configurations to measure again (``to_remeasure``); ``options``: the fields of ``SweepOptions`` other than the
+    search, timing and validation, which each group's rows give."""
     t0 = time.monotonic()
     latest = [r for r in latest_rows(ResultStore(out).rows()) if r.get("setup") == setup
               and (models is None or r["config"]["model"] in models)]
@@ -55,12 +57,13 @@ def remeasure(out: str | os.PathLike, setup: str, retry: str, *, budget_s: float
         groups.setdefault(key, []).append(Config.from_dict(r["config"]))
         if r["timing"] == "synced":  # a twin runs only where the new synced row left it stale (``_stale``)
             again.setdefault(key, set()).add(r["outcome"])
-    _check_packages([c for configs in groups.values() for c in configs], kwargs.get("device") or default_device())
+    _check_packages([c for configs in groups.values() for c in configs], options.get("device") or default_device())
     summaries = []
     for (search, timing, steps), configs in groups.items():
         left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t0))
-        summaries.append(run_sweep(configs, out, setup, search=search, timing=timing, validate=steps, budget_s=left,
-                                   retry=tuple(sorted(again.get((search, timing, steps), ()))), **kwargs))
+        measured = SweepOptions(search=search, timing=timing, validate=steps, **options)
+        summaries.append(run_sweep(configs, out, setup, measured, budget_s=left, progress=progress,
+                                   retry=tuple(sorted(again.get((search, timing, steps), ())))))
     return summaries
 
 

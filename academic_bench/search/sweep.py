@@ -1,5 +1,11 @@
 """Plans of configurations, run one after another into the results store, resumable and optionally pruned.
 
+    run_sweep(configs, out, setup, SweepOptions(search="smart")) -> SweepSummary
+
+in four steps: ``plan_sweep`` (which configurations the store already answers and which to measure), the filter
+(``SweepFilter``: a time budget spent, or the smart search's rules, skip a configuration), the runs (one
+``launch.run`` each, its row into the store), and the summary (``summary.SweepSummary``).
+
 Presets: ``naive`` (all methods off), ``free-lunch`` (compile + kernels + TF32), ``exhaustive`` (every
 memory-saving combination with free-lunch on: 12 valid on one GPU, 22 on more, and the excluded ones recorded
 as ``invalid`` rows with their rule) and ``smart`` (the same candidates, fastest-looking first, skipping those
@@ -11,6 +17,7 @@ appended to ``<results stem>.skipped.jsonl`` beside the store, with its reason, 
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -18,27 +25,60 @@ import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..catalog.config import Config
 from ..launch import (DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, TIMED_OOM_NOTE, WORKER_MODULE,
                      WORKSHOP_PATH, NoGPUError, Rendezvous, machine_cannot_run, run)
-from ..catalog.methods import Methods
 from ..results import (ALL, DEFAULT_RUNS, MEMORY_WALL, PREDICTED_STOP, RETRY_CHOICES, UNCOMMITTED, ResultStore, Spread,
-                      append_line, fastest_row, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips,
-                      load_runs, make_row, now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key,
-                      skipped_path, state_of, step_ceiling, step_spreads, stopped_on_prediction, synced_micro_batches,
-                      unchecked_at_wall)
+                      append_line, is_not_run, is_uncommitted, json_safe, latest_rows, latest_skips, load_runs,
+                      make_row, now_iso, read_lines, set_aside_reason, skip_is_latest, skip_key, skipped_path, state_of,
+                      step_ceiling, step_spreads, stopped_on_prediction, synced_micro_batches, unchecked_at_wall)
 from .smart import SmartPruner, oom_above_smallest
+from .summary import Progress, SweepSummary, best_per_model, format_summary
 
-__all__ = ["Interrupted", "SELECTS", "format_summary", "log_path", "record_not_run", "run_sweep"]
+__all__ = ["Interrupted", "SELECTS", "SweepOptions", "SweepPlan", "SweepSummary", "format_summary", "log_path",
+           "plan_sweep", "record_not_run", "run_sweep"]
 
 
 # The ``retry`` choices that select rows by what they record rather than by their outcome.
 SELECTS = {UNCOMMITTED: is_uncommitted, PREDICTED_STOP: stopped_on_prediction, MEMORY_WALL: unchecked_at_wall}
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How each configuration of a sweep is measured and recorded: the search label its rows carry (``smart`` also
+    prunes), the timing and mode, the time limit of each, where it runs (``executor``: ``launch.EXECUTORS``;
+    ``device``; ``rdzv``, several nodes; ``slurm_params``), the repetitions, and the module each rank runs
+    (``worker``: an instrumented one, e.g. the tests' faulty worker)."""
+
+    search: str
+    timing: str = "synced"
+    validate: int = 0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    executor: str = "local"
+    device: str | None = None
+    warmup: int = DEFAULT_WARMUP
+    reps: int = DEFAULT_REPS
+    rdzv: Rendezvous | None = None
+    slurm_params: dict[str, Any] | None = None
+    worker: str = WORKER_MODULE
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.executor!r}; choose one of: {', '.join(EXECUTORS)}")
+
+    @property
+    def mode(self) -> str:
+        return "validate" if self.validate else "step"
+
+    @property
+    def writes_rows(self) -> bool:
+        """Whether this node writes rows (node 0 of several, or the only one)."""
+        return self.rdzv is None or self.rdzv.node_rank == 0
 
 
 def log_path(out: str | os.PathLike, config: Config, timing: str, mode: str) -> Path:
@@ -67,39 +107,6 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _fmt_duration(s: float) -> str:
-    s = max(0, int(s))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-@dataclass
-class _Progress:
-    """tqdm bar: the configuration running, the last outcome, and the time left."""
-
-    total: int
-    enabled: bool
-    budget_s: float | None
-
-    def __post_init__(self) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=self.total, unit="config", disable=not self.enabled, dynamic_ncols=True)
-        self.t0 = time.monotonic()
-
-    def start(self, c: Config) -> None:
-        self.bar.set_description(f"{c.model} {c.methods.label()}")
-
-    def done(self, c: Config, outcome: str) -> None:
-        self.bar.update(1)
-        left = ""
-        if self.budget_s is not None:
-            left = f", budget left {_fmt_duration(self.budget_s - (time.monotonic() - self.t0))}"
-        self.bar.set_postfix_str(f"last: {c.model} {c.methods.label()}: {outcome}{left}")
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
     """An unsynced row at another micro-batch than its synced twin's latest: it times other work, so the
     pair is timed again. Or a row that ran out of memory when timed at a searched micro-batch above 1 before
@@ -108,19 +115,6 @@ def _stale(row: dict, micro_batches: dict[str, int] | None) -> bool:
         return True
     want = (micro_batches or {}).get(row["config_id"]) if row["timing"] == "unsynced" else None
     return want is not None and row.get("micro_batch") != want
-
-
-def _best(rows: list[dict], device: str | None = None) -> dict[str, dict]:
-    """Each model's fastest measured row (``results.fastest_row``), summarized."""
-    by_model: dict[str, list[dict]] = {}
-    for r in rows:
-        by_model.setdefault(r["config"]["model"], []).append(r)
-    best = {model: fastest_row(mine) for model, mine in by_model.items()}
-    return {model: {"config_id": r["config_id"], "label": Methods.from_dict(r["config"]["methods"]).label(),
-                    "name": Config.from_dict(r["config"]).name(device), "tiny": bool(r["config"].get("tiny")),
-                    "micro_batch": r["micro_batch"], "gas": r["gas"], "step_time_s": r["step_time_s"],
-                    "days": r["days"]}
-            for model, r in best.items() if r is not None}
 
 
 def _ceiling(gpu: str, out: Path) -> float | None:
@@ -137,153 +131,213 @@ def _spread(stored: list[dict]) -> Spread:
     return step_spreads([*stored, *load_runs()])
 
 
-def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, *, search: str,
-              timing: str = "synced", validate: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
-              executor: str = "local", device: str | None = None, progress: bool = True,
-              budget_s: float | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
-              rdzv: Rendezvous | None = None, slurm_params: dict[str, Any] | None = None,
-              retry: Sequence[str] = (), micro_batches: dict[str, int] | None = None,
-              not_run_reason: str | None = None, since: str | None = None, worker: str = WORKER_MODULE) -> dict:
-    """Run every configuration not yet in the store at ``out``; returns a summary.
+@dataclass
+class SweepPlan:
+    """What a sweep measures, decided from the store before any launch. ``configs``: each planned configuration
+    once, in order; ``latest``: the latest row of each of this timing and mode (an older real failure must not
+    stand in for a newer row that is set aside or left unstarted); ``standing``: those rows that answer for their
+    configuration, which is then not measured again (resumed); ``from_scratch``: ``retry`` "all", where nothing
+    measured stands in for a measurement or a decision (only ``invalid`` rows stand); ``micro_batches``: the sizes
+    to time without a search."""
 
-    Resumable: configurations with a row of this timing and mode are skipped, unless its outcome is listed
-    in ``retry`` (e.g. ``("error", "timeout")``: a new attempt adds a row beside the old one; "uncommitted": the
-    row names no commit, ``results.is_uncommitted``; "predicted-stop": its micro-batch search stopped on the memory
-    model's prediction, ``results.stopped_on_prediction``; "memory-wall": it may have been timed at the memory
-    wall and was never checked, ``results.unchecked_at_wall``; "all": every configuration, as in an empty store, the
-    smart search's rules deciding from this run's measurements alone; a configuration its budget never reached
-    is in the summary's ``not_run`` like any other, and with ``not_run_reason`` its 'not run' row supersedes an
-    older measurement, ``record_not_run``) or the row only
-    records that a time budget never started it (``results.is_not_run``), or it is an unsynced row at another
-    micro-batch than its synced twin's (``_stale``). Ctrl-C or SIGTERM stop the running configuration (killing
-    its processes, writing no row for it) and re-raise; every finished configuration's row is already on disk.
-    ``budget_s`` stops launching new configurations once spent; with ``not_run_reason`` each one it never
-    started gets a 'not run' row with that reason (``record_not_run``, on node 0 only; the summary's
-    ``not_run_rows`` counts them); ``since`` (an ISO time, default this call's start): when the search began, so
-    that a search from scratch supersedes only rows older than itself.
-    A failure that shows this machine can run no
-    configuration at all (no driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError``
-    naming it, its row kept. A row the store cannot take is written beside it (``ResultStore.keep``), and the
-    summary's ``kept_elsewhere`` says where.
-    ``worker``: the module each rank runs (an instrumented one, e.g. the tests' faulty worker).
-    ``micro_batches`` maps a
-    configuration id to a micro-batch already found for it, which is then used without a new search; for an
-    unsynced timing it defaults to the micro-batches of the store's synced rows.
-    """
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
-    since = since or now_iso()
-    store, out = ResultStore(out), Path(out)
-    mode = "validate" if validate else "step"
+    configs: list[Config]
+    latest: dict[str, dict]
+    standing: dict[str, dict]
+    from_scratch: bool
+    micro_batches: dict[str, int] | None
+
+    def to_measure(self) -> list[Config]:
+        return [c for c in self.configs if c.id not in self.standing]
+
+    def asked_again(self, c: Config) -> bool:
+        """A measured configuration asked for again: measured, not pruned (a skip would stand in the skips file
+        against the result it was asked to check)."""
+        return not self.from_scratch and c.id in self.latest and self.latest[c.id]["outcome"] == "ok"
+
+
+def plan_sweep(configs: Sequence[Config], stored: list[dict], timing: str, mode: str, retry: Sequence[str] = (),
+               micro_batches: dict[str, int] | None = None) -> SweepPlan:
+    """Which of ``configs`` the rows ``stored`` already answer (``SweepPlan``). A row stands unless its outcome is
+    listed in ``retry`` (e.g. "error"; a retry choice of ``SELECTS`` selects rows by what they record), it only
+    records that a time budget never started it (``results.is_not_run``), it is set aside, or it is an unsynced row
+    at another micro-batch than its synced twin's (``_stale``); with ``retry`` "all", only ``invalid`` rows stand.
+    For an unsynced timing ``micro_batches`` defaults to the micro-batches of the store's synced rows."""
     bad = set(retry) - set(RETRY_CHOICES)
     if bad:
         raise ValueError(f"cannot retry {', '.join(sorted(bad))}; choose from: {', '.join(RETRY_CHOICES)}")
-    stored = store.rows()
     if micro_batches is None and timing == "unsynced":
         micro_batches = synced_micro_batches(stored)
-    # The latest row of each configuration decides (an older real failure must not stand in for a newer row
-    # that is set aside or left unstarted).
-    last_row = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
-    fresh = ALL in retry  # a search from scratch: nothing measured stands in for a measurement or a decision
-    existing = {cid: r for cid, r in last_row.items() if r["outcome"] == "invalid"} if fresh else {
-        cid: r for cid, r in last_row.items()
+    latest = {r["config_id"]: r for r in stored if r["timing"] == timing and r["mode"] == mode}
+    from_scratch = ALL in retry
+    standing = {cid: r for cid, r in latest.items() if r["outcome"] == "invalid"} if from_scratch else {
+        cid: r for cid, r in latest.items()
         if r["outcome"] not in retry and not is_not_run(r) and not _stale(r, micro_batches)
         and not set_aside_reason(r) and not any(SELECTS[k](r) for k in retry if k in SELECTS)}
+    planned = list({c.id: c for c in configs}.values())  # each once, at its first place
+    return SweepPlan(planned, latest, {c.id: standing[c.id] for c in planned if c.id in standing}, from_scratch,
+                     micro_batches)
+
+
+@dataclass
+class SweepFilter:
+    """Which planned configurations are not launched: those a spent time budget leaves (``budget_s`` from ``t0``),
+    and with a ``pruner`` (the smart search) those its rules skip, each skip recorded in ``skip_file`` once per
+    decision (``_record_skip``)."""
+
+    plan: SweepPlan
+    pruner: SmartPruner | None
+    skip_file: Path
+    budget_s: float | None
+    t0: float = field(default_factory=time.monotonic)
+    recorded: dict[tuple, Mapping] = field(default_factory=dict)  # the skips file's latest word per configuration
+
+    def __post_init__(self) -> None:
+        # A search from scratch records each of its skips, whatever an older search recorded.
+        if self.pruner and self.skip_file.exists() and not self.plan.from_scratch:
+            self.recorded = latest_skips(s for _, s in read_lines(self.skip_file))
+        for c in self.plan.configs:
+            if self.pruner and c.id in self.plan.standing:
+                self.pruner.observe(c, self.plan.standing[c.id])
+
+    def budget_spent(self) -> bool:
+        return self.budget_s is not None and time.monotonic() - self.t0 > self.budget_s
+
+    def skip(self, c: Config) -> tuple[str, str] | None:
+        """The smart search's (rule, reason) for not measuring ``c``, or None."""
+        return self.pruner.skip(c) if self.pruner and not self.plan.asked_again(c) else None
+
+    def observe(self, c: Config, row: dict) -> None:
+        if self.pruner:
+            self.pruner.observe(c, row)
+
+
+def _smart_pruner(options: SweepOptions, out: Path, stored: list[dict]) -> SmartPruner | None:
+    if options.search != "smart":
+        return None
     # The pruner asks for the ceiling at every checkpointed candidate: each GPU's GEMM sweeps are read once.
-    pruner = (SmartPruner(timeout_s=timeout_s, ceiling=lru_cache(maxsize=None)(partial(_ceiling, out=out)),
-                          spread=_spread(stored)) if search == "smart" else None)
+    return SmartPruner(timeout_s=options.timeout_s, ceiling=lru_cache(maxsize=None)(partial(_ceiling, out=out)),
+                       spread=_spread(stored))
+
+
+def run_sweep(configs: Sequence[Config], out: str | os.PathLike, setup: str, options: SweepOptions | None = None, *,
+              retry: Sequence[str] = (), micro_batches: dict[str, int] | None = None, budget_s: float | None = None,
+              not_run_reason: str | None = None, since: str | None = None, progress: bool = True,
+              **option_fields: Any) -> SweepSummary:
+    """Run every configuration of ``configs`` the store at ``out`` does not already answer; returns a summary.
+
+    ``options`` (or its fields as keywords, ``SweepOptions``): how each is measured. Resumable: which rows stand
+    and which ``retry`` asks for again is ``plan_sweep``'s ("all": every configuration, as in an empty store, the
+    smart search's rules deciding from this run's measurements alone). ``micro_batches`` maps a configuration id to
+    a micro-batch already found for it, which is then timed without a new search. Ctrl-C or SIGTERM stop the
+    running configuration (killing its processes, writing no row for it) and re-raise; every finished
+    configuration's row is already on disk. ``budget_s`` stops launching new configurations once spent; with
+    ``not_run_reason`` each one it never started gets a 'not run' row with that reason (``record_not_run``, on node 0
+    only; the summary's ``not_run_rows`` counts them; a search from scratch's supersedes an older measurement);
+    ``since`` (an ISO time, default this call's start): when the search began, so that a search from scratch
+    supersedes only rows older than itself. A failure that shows this machine can run no configuration at all (no
+    driver, no GPU: ``launch.machine_cannot_run``) stops the sweep with ``NoGPUError`` naming it, its row written.
+    A row the store cannot take is written beside it (``ResultStore.keep``), and the summary's
+    ``written_elsewhere`` says where."""
+    options = options or SweepOptions(**option_fields)
+    since = since or now_iso()
+    store, out = ResultStore(out), Path(out)
+    stored = store.rows()
+    plan = plan_sweep(configs, stored, options.timing, options.mode, retry, micro_batches)
+    pruner = _smart_pruner(options, out, stored)
     skip_file = skipped_path(out)
-    # A search from scratch records each of its skips, whatever an older search recorded.
-    already_skipped = (latest_skips(s for _, s in read_lines(skip_file))
-                       if pruner and skip_file.exists() and not fresh else {})
-    planned_ids = {c.id for c in configs}
-    for c in configs:
-        if pruner and c.id in existing:
-            pruner.observe(c, existing[c.id])
-    summary: dict[str, Any] = {
-        "setup": setup, "device": device, "search": search, "timing": timing, "mode": mode, "results": str(out),
-        "skipped_file": str(skip_file) if pruner else None, "planned": len(configs),
-        "resumed": len(planned_ids & set(existing)), "ran": 0, "outcomes": Counter(), "skipped": [],
-        "skip_reasons": Counter(), "not_run": [], "kept_elsewhere": [],
-        "memory_model": (pruner.estimate is not None) if pruner else None}
-    bar = _Progress(len(configs) - summary["resumed"], progress, budget_s)
-    t0 = time.monotonic()
-    # A preloading process pays for its start only across several configurations (``run_config``'s ``preload``):
-    # those still to measure that start a worker at all (an invalid one is refused before any).
-    to_launch = {c.id for c in configs if c.id not in existing and c.refusal() is None}
-    kwargs = dict(setup=setup, search=search, timing=timing, validate=validate, timeout_s=timeout_s,
-                  device=device, warmup=warmup, reps=reps, rdzv=rdzv, preload=len(to_launch) > 1)
-    seen: set[str] = set()
+    summary = SweepSummary(setup=setup, device=options.device, search=options.search, timing=options.timing,
+                           mode=options.mode, results=str(out), skipped_file=str(skip_file) if pruner else None,
+                           planned=len(configs), resumed=len(plan.standing),
+                           memory_model=(pruner.estimate is not None) if pruner else None)
+    sift = SweepFilter(plan, pruner, skip_file, budget_s)
+    try:
+        _run_plan(plan, sift, store, out, setup, options, summary, progress)
+    finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
+        summary.elapsed_s = round(time.monotonic() - sift.t0, 1)
+    if not_run_reason and summary.not_run and options.writes_rows:
+        summary.not_run_rows = record_not_run(out, setup, configs, summary.not_run, not_run_reason,
+                                              search=options.search, timing=options.timing, mode=options.mode,
+                                              from_scratch=plan.from_scratch, since=since)
+    return _summarise(summary, store, plan, options)
+
+
+def _run_plan(plan: SweepPlan, sift: SweepFilter, store: ResultStore, out: Path, setup: str, options: SweepOptions,
+              summary: SweepSummary, progress: bool) -> None:
+    """Launch each configuration the filter lets through, its row into the store, its outcome into ``summary``."""
+    todo = plan.to_measure()
+    bar = Progress(len(todo), progress, sift.budget_s)
+    # A preloading process pays for its start only across several configurations (``launch.run_config``'s
+    # ``preload``): those still to measure that start a worker at all (an invalid one is refused before any).
+    launches = dict(setup=setup, search=options.search, timing=options.timing, validate=options.validate,
+                    timeout_s=options.timeout_s, device=options.device, warmup=options.warmup, reps=options.reps,
+                    rdzv=options.rdzv, preload=sum(c.refusal() is None for c in todo) > 1, worker=options.worker)
     try:
         with _sigterm_as_interrupt():
-            for c in configs:
-                if c.id in existing or c.id in seen:
-                    continue
-                seen.add(c.id)
-                if budget_s is not None and time.monotonic() - t0 > budget_s:
-                    summary["not_run"].append(c.id)
+            for i, c in enumerate(todo):
+                if sift.budget_spent():
+                    summary.not_run.append(c.id)
                     bar.done(c, "not run (budget spent)")
                     continue
-                # A measured configuration asked for again is measured, not pruned: a skip would stand in the
-                # skips file against the result it was asked to check.
-                remeasured = not fresh and c.id in last_row and last_row[c.id]["outcome"] == "ok"
-                why = pruner.skip(c) if pruner and not remeasured else None
+                why = sift.skip(c)
                 if why:
-                    _record_skip(skip_file, c, setup, timing, mode, why, already_skipped, last_row.get(c.id))
-                    summary["skipped"].append({"config_id": c.id, "label": c.methods.label(), "reason": why[1]})
-                    summary["skip_reasons"][why[0]] += 1
+                    _record_skip(sift.skip_file, c, setup, options.timing, options.mode, why, sift.recorded,
+                                 plan.latest.get(c.id))
+                    summary.skipped.append({"config_id": c.id, "label": c.methods.label(), "reason": why[1]})
+                    summary.skip_reasons[why[0]] += 1
                     bar.done(c, "skipped")
                     continue
                 bar.start(c)
-                extra: dict[str, Any] = {"worker": worker}
-                if micro_batches and micro_batches.get(c.id):
-                    extra["micro_batch"] = micro_batches[c.id]
-                row = run(c, executor=executor, folder=out.parent / "submitit", slurm_params=slurm_params,
-                          log_path=log_path(out, c, timing, mode), **kwargs, **extra)
+                size = {"micro_batch": plan.micro_batches[c.id]} if (plan.micro_batches or {}).get(c.id) else {}
+                row = run(c, executor=options.executor, folder=out.parent / "submitit",
+                          slurm_params=options.slurm_params, log_path=log_path(out, c, options.timing, options.mode),
+                          **launches, **size)
                 if row is None:  # a node other than 0 of a multi-node run writes nothing
                     bar.done(c, "done (node > 0)")
                     continue
-                if row.get("log"):
-                    row["log"] = os.path.relpath(row["log"], out.parent)
-                where, why = store.keep(row)
-                if why:
-                    summary["kept_elsewhere"].append(str(where))
-                    print(f"could not append to {why}; the row of {c.id} is kept in {where}", file=sys.stderr)
-                summary["ran"] += 1
-                summary["outcomes"][row["outcome"]] += 1
-                if pruner:
-                    pruner.observe(c, row)
+                where = _store_row(store, out, row, summary)
+                sift.observe(c, row)
                 bar.done(c, row["outcome"])
                 cannot = machine_cannot_run(row)
                 if cannot:
-                    left = sum(1 for x in configs if x.id not in existing and x.id not in seen)
                     raise NoGPUError(f"stopped after {c.model} {c.methods.label()} ({c.id}), which shows that this "
                                      f"machine cannot run any configuration: {cannot}. Its row is kept in {where}; "
-                                     f"the {left} configuration(s) left were not started. On a machine without a "
-                                     f"GPU, take the workshop path: {WORKSHOP_PATH}")
-    finally:  # on Ctrl-C/SIGTERM the exception goes on: the running configuration was killed, rows are on disk
+                                     f"the {len(todo) - i - 1} configuration(s) left were not started. On a machine "
+                                     f"without a GPU, take the workshop path: {WORKSHOP_PATH}")
+    finally:
         bar.close()
-        summary["elapsed_s"] = round(time.monotonic() - t0, 1)
-    if not_run_reason and summary["not_run"] and (rdzv is None or rdzv.node_rank == 0):  # node 0 writes the rows
-        summary["not_run_rows"] = record_not_run(out, setup, configs, summary["not_run"], not_run_reason,
-                                                 search=search, timing=timing, mode=mode, fresh=fresh, since=since)
-    # The latest row of each configuration: one measured again speaks for it, not its superseded row.
+
+
+def _store_row(store: ResultStore, out: Path, row: dict, summary: SweepSummary) -> Path:
+    """Append ``row`` (its log named relative to the store) and count it; returns where it was written."""
+    if row.get("log"):
+        row["log"] = os.path.relpath(row["log"], out.parent)
+    where, why = store.keep(row)
+    if why:
+        summary.written_elsewhere.append(str(where))
+        print(f"could not append to {why}; the row of {row['config_id']} is kept in {where}", file=sys.stderr)
+    summary.ran += 1
+    summary.outcomes[row["outcome"]] += 1
+    return where
+
+
+def _summarise(summary: SweepSummary, store: ResultStore, plan: SweepPlan, options: SweepOptions) -> SweepSummary:
+    """The latest row of each planned configuration (one measured again speaks for it, not its superseded row):
+    their states, and each model's best."""
+    planned = {c.id for c in plan.configs}
     rows = [r for r in latest_rows(store.rows())
-            if r["config_id"] in planned_ids and r["timing"] == timing and r["mode"] == mode]
-    summary["outcomes_all"] = dict(Counter(state_of(r) for r in rows))
-    summary["outcomes"] = dict(summary["outcomes"])
-    summary["skip_reasons"] = dict(summary["skip_reasons"])
+            if r["config_id"] in planned and r["timing"] == options.timing and r["mode"] == options.mode]
+    summary.outcomes_all = dict(Counter(state_of(r) for r in rows))
     # An unsynchronised clock misses GPU work: its fastest row is no result, so it names no "best".
-    summary["best"] = _best(rows, device) if timing == "synced" else {}
+    summary.best = best_per_model(rows, options.device) if options.timing == "synced" else {}
     return summary
 
 
 def record_not_run(out: str | os.PathLike, setup: str, configs: Sequence[Config], ids: Iterable[str], reason: str,
-                   *, search: str, timing: str, mode: str, fresh: bool = False, since: str | None = None) -> int:
+                   *, search: str, timing: str, mode: str, from_scratch: bool = False, since: str | None = None) -> int:
     """A 'not run' row (``reason`` starting ``NOT_RUN_PREFIX``) for each of ``ids`` among ``configs`` that a time
     budget left unstarted; an excluded combination gets its ``invalid`` row instead, which costs no time. Returns
     how many 'not run' rows were written. A configuration with a row of ``setup`` is left as it is (its row is the
-    latest word), except in a search from scratch (``fresh``: ``retry`` "all"), where a step measurement older than
+    latest word), except in a search from scratch (``from_scratch``: ``retry`` "all"), where a step measurement older than
     the search (started before ``since``, an ISO time) must not stand in for one the search never made: its 'not
     run' row supersedes it, so the search shows as unfinished and a resumed one measures it (the older row stays in
     the file). A validation is never superseded so: it checks the engine, not the search, and a later row of its
@@ -293,7 +347,7 @@ def record_not_run(out: str | os.PathLike, setup: str, configs: Sequence[Config]
               if r.get("setup") == setup and r["timing"] == timing and r["mode"] == mode}
 
     def older(row: Mapping) -> bool:  # a measurement this search did not make
-        return (fresh and mode == "step" and row["outcome"] != "invalid" and not is_not_run(row)
+        return (from_scratch and mode == "step" and row["outcome"] != "invalid" and not is_not_run(row)
                 and (since is None or str(row.get("started_at") or "") < since))
 
     by_id = {c.id: c for c in configs}
@@ -317,8 +371,6 @@ def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why:
     failure the search now decides against) or when the decision changed: another rule, or the same rule on
     other figures (a changed memory model, a re-measured row it compares with, a wider spread), so that the
     file's latest word on it is this decision with its reasons."""
-    import json
-
     entry = {"config_id": c.id, "config": c.to_dict(), "label": c.methods.label(), "setup": setup,
              "search": "smart", "timing": timing, "mode": mode, "category": why[0], "reason": why[1],
              "at": now_iso()}
@@ -327,28 +379,3 @@ def _record_skip(path: Path, c: Config, setup: str, timing: str, mode: str, why:
         return
     append_line(path, (json.dumps(json_safe(entry), separators=(",", ":")) + "\n").encode())
     already[skip_key(entry)] = entry
-
-
-def format_summary(s: dict) -> str:
-    """The summary for people: what ran, what it gave, what was skipped and why, the best per model."""
-    lines = [f"{s['planned']} planned, {s['resumed']} already in {s['results']}, {s['ran']} ran "
-             f"({', '.join(f'{k}: {v}' for k, v in s['outcomes'].items()) or 'none'}) in "
-             f"{_fmt_duration(s.get('elapsed_s', 0))}"]
-    if s.get("skipped_file") is not None:
-        lines.append(f"smart: skipped {len(s['skipped'])} ("
-                     + (", ".join(f"{k}: {v}" for k, v in s["skip_reasons"].items()) or "none") + ")"
-                     + ("" if s.get("memory_model") else "; the memory model was not available"))
-        lines += [f"  {k['label']}: {k['reason']}" for k in s["skipped"]]
-    if s["not_run"]:
-        lines.append(f"{len(s['not_run'])} not run: the time budget was spent (re-run to continue)")
-    if s.get("kept_elsewhere"):
-        lines.append(f"{len(s['kept_elsewhere'])} row(s) could not be appended to {s['results']} and are kept in: "
-                     + ", ".join(s["kept_elsewhere"]))
-    for model, b in s.get("best", {}).items():
-        # a tiny variant's days are the tiny recipe's, no answer for the full model: only its step is shown
-        days = f", {b['days']:.3g} days" if not b.get("tiny") else ""
-        lines.append(f"best for {b.get('name', model)}: {b['label']} at micro-batch {b['micro_batch']} x {b['gas']} "
-                     f"accumulation, {b['step_time_s']:.4g} s/step{days}")
-    if "outcomes_all" in s and not s["outcomes_all"].get("ok"):
-        lines.append("no configuration was measured")
-    return "\n".join(lines)

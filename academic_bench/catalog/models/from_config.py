@@ -12,15 +12,14 @@ encoder-decoders, masked language models: BERT, RoBERTa and ModernBERT are read 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..env import cache_dir, libraries_quiet
+from ..env import libraries_quiet
+from ..json_cache import cache_file, digest, read_json, write_json
 from . import moe as moe_reader
 from . import refusals
 from .refusals import STATE_SPACE, Refused, refuse_unanswered
@@ -182,15 +181,14 @@ def _decoder_shape(path: Path, data: dict) -> dict:
     is kept with what it gave, in the user's cache folder, under a digest of its content, the installed
     transformers and this module (``_shape_file``): asked again, the answer needs neither torch nor transformers."""
     where = _shape_file(data)
-    try:
-        shape = json.loads(where.read_text())
-    except (OSError, ValueError):
+    shape = read_json(where)
+    if shape is None:
         try:
             with libraries_quiet():
                 shape = _build_shape(path, data)
         except Refused as exc:  # the build took seconds: the refusal is kept as an answer is
             shape = {"refused": str(exc)}
-        _keep_shape(where, shape)
+        write_json(where, shape)  # a read-only home: the shape is read again next time
     if "refused" in shape:
         raise ConfigError(f"{path}: {shape['refused']}")
     return shape
@@ -242,19 +240,7 @@ def _shape_file(data: dict) -> Path:
     except importlib.metadata.PackageNotFoundError:
         library = "none"
     reader = "".join(Path(m.__file__).read_text() for m in (moe_reader, refusals)) + Path(__file__).read_text()
-    blob = json.dumps({"config": data, "transformers": library, "reader": reader},
-                      sort_keys=True, default=str)
-    return cache_dir() / "decoders" / f"{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
-
-
-def _keep_shape(path: Path, shape: dict) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(shape))
-        tmp.replace(path)
-    except OSError:  # a read-only home: the shape is read again next time
-        pass
+    return cache_file(f"decoders/{digest({'config': data, 'transformers': library, 'reader': reader})}.json")
 
 
 def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch: int = DEFAULT_GLOBAL_BATCH,
@@ -277,16 +263,16 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     extended = positions is not None and seq_len > positions
     settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
                 "precision": precision}
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    settings_digest = digest(settings, 10)
     # The meta-device facts depend on the file and on the positions the sequence length makes it build, not on the
     # tokens, batch or precision: one set per file and built length (``ModelSpec.facts_key``).
     built = {"config": data, "positions": seq_len if extended else None}
-    facts_digest = hashlib.sha256(json.dumps(built, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    facts_digest = digest(built, 10)
     # Named from the resolved path, so that "config.json" given from inside its folder, "../x/config.json" and the
     # absolute path the workers receive (``made_with``) all name the same key.
     where = path.resolve()
     name = (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
-    key = f"{name}@{digest}".lower()
+    key = f"{name}@{settings_digest}".lower()
 
     def build(tiny: bool = False, attn: str = "sdpa"):
         import torch
@@ -329,12 +315,12 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
                       "global_batch": global_batch, "precision": precision}
     DECODERS[key] = ConfigDecoder(spec, str(path), facts)
     if not _key_file(key).is_file():  # so that the key a command printed names the decoder in the next one
-        _keep_shape(_key_file(key), MADE_WITH[key])
+        write_json(_key_file(key), MADE_WITH[key])
     return DECODERS[key]
 
 
 def _key_file(key: str) -> Path:
-    return cache_dir() / "decoders" / "keys" / f"{key}.json"
+    return cache_file(f"decoders/keys/{key}.json")
 
 
 def recall(key: str) -> ConfigDecoder | None:
