@@ -123,7 +123,7 @@ def test_remeasure_refuses_a_gpu_other_than_the_one_that_made_the_rows(tmp_path,
                                      mbs_search=[{"micro_batch": 4, "outcome": "ok", "peak_memory_gb": 1.0}]))
     from academic_bench.launch import gpu_in_hand
 
-    monkeypatch.setattr(bench_cli, "device_for", lambda requested, command: "cuda")  # a GPU machine
+    monkeypatch.setattr(bench_cli, "device_for", lambda requested, command, workshop=True: "cuda")  # a GPU machine
     monkeypatch.setattr(gpu_in_hand, "gpu_info", lambda: ("NVIDIA H100 80GB HBM3", "580.00"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setenv(gpu_in_hand.GPU_MISMATCH_ENV, "0")
