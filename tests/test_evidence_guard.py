@@ -152,7 +152,8 @@ def test_which_labels_name_a_gpu():
     from academic_bench.results import setup_refusal
 
     assert setup_gpus("h100x1") == ("h100-80gb",) and setup_gpus("h200x2") == ("h200",)
-    assert set(setup_gpus("a100x4")) == {"a100-80gb", "a100-40gb"}
+    assert setup_gpus("a100x4") == ("a100-80gb",) and setup_gpus("a100-40gbx4") == ("a100-40gb",)
+    assert setup_gpus("h100-pciex1") == ("h100-pcie",) and setup_gpus("rtx4090x2") == ("rtx4090",)
     for workshop in ("cpu-tiny", "h100x1-tiny", "h100x1-cpu", "laptop-cpu", "mine"):
         assert setup_gpus(workshop) == ()
     assert setup_refusal("h100x1", "h100-80gb", False, "cuda") is None

@@ -139,8 +139,9 @@ def test_the_shipped_spread_comes_from_repeated_measurements():
 def test_cannot_win_compares_only_with_a_step_doing_no_more_work_per_micro_step():
     """A step on bf16 weights (DeepSpeed, FSDP) is not overhead on free-lunch's autocast over fp32 weights: ZeRO-1 +
     offload and FSDP + offload are still measured after free-lunch ran the whole batch, or when the memory model
-    gives them no larger micro-batch, while checkpointing on free-lunch's path is skipped. FSDP's offloading and
-    ZeRO-3 are judged by ZeRO-1 + offload; a switch beyond the paper on one side makes other work."""
+    gives them no larger micro-batch, while checkpointing on free-lunch's path is skipped. ZeRO-3 is judged by
+    ZeRO-1 + offload, FSDP's offloading is not (the other library's step is other work: on one H100 ckpt + FSDP
+    full-shard + offload beat ZeRO-3 + offload); a switch beyond the paper on one side makes other work."""
     class Same:  # a memory model that predicts the same largest micro-batch for everything
         @staticmethod
         def max_micro_batch(config, gpu_gb):
@@ -175,7 +176,7 @@ def test_cannot_win_compares_only_with_a_step_doing_no_more_work_per_micro_step(
         assert p.skip(cfg("free-lunch+fsdp_full_shard+offload")) is None
         assert p.skip(cfg("free-lunch+zero1+offload")) is None
         p = after("free-lunch+zero1+offload", gas)
-        assert p.skip(cfg("free-lunch+fsdp_shard_grad_op+offload"))[0] == category
+        assert p.skip(cfg("free-lunch+fsdp_shard_grad_op+offload")) is None
         assert p.skip(cfg("free-lunch+zero3+offload"))[0] == category
         assert after("free-lunch+fp8-rowwise", gas).skip(cfg("free-lunch+ckpt")) is None
 

@@ -203,20 +203,32 @@ def match_name(device_name: str) -> GPU | None:
 
 
 # A run folder's name says which GPU made it: "<gpu>x<count>" (h100x1, a6000x2; ``cli.args.default_setup``), the
-# GPU as the first part of its catalog key. "tiny" or "cpu" as a part of the label marks a workshop run's folder
-# (cpu-tiny, h100x1-tiny), which names no GPU.
+# GPU by its ``setup_prefix``. "tiny" or "cpu" as a part of the label marks a workshop run's folder (cpu-tiny,
+# h100x1-tiny), which names no GPU.
 _SETUP_GPU = re.compile(r"^(.+?)x\d+(?=$|[-_.])")
 WORKSHOP_WORDS = ("tiny", "cpu")
 
 
+def setup_prefix(key: str) -> str:
+    """The GPU's part of a setup label: a study GPU's key up to its first '-' (h100-80gb -> 'h100', as the shipped
+    folders name them), and any other GPU's whole key where a study GPU already holds that short name
+    (h100-pcie -> 'h100-pcie', a100-40gb -> 'a100-40gb'): each kind of board keeps a folder of its own."""
+    short = key.split("-")[0]
+    gpus = _csv_gpus()
+    taken = any(k.split("-")[0] == short and g.in_study for k, g in gpus.items() if k != key)
+    return key if taken and not (key in gpus and gpus[key].in_study) else short
+
+
 def setup_gpus(setup: str) -> tuple[str, ...]:
-    """The catalog GPUs a setup label names ('h100x1' -> ('h100-80gb',); 'a100x4' -> both A100s), or () for a
-    label that names none or marks a workshop run: its folder holds evidence of those GPUs only."""
+    """The catalog GPUs a setup label names ('h100x1' -> ('h100-80gb',); 'h100-pciex1' -> ('h100-pcie',)), or ()
+    for a label that names none or marks a workshop run: its folder holds evidence of those GPUs only."""
     setup = str(setup).lower()
     found = _SETUP_GPU.match(setup)
     if found is None or any(w in re.split(r"[-_.]", setup) for w in WORKSHOP_WORDS):
         return ()
-    return tuple(k for k in _csv_gpus() if k.split("-")[0] == found.group(1))
+    return tuple(k for k in _csv_gpus() if setup_prefix(k) == found.group(1))
+
+
 # --- a GPU described in a file ---------------------------------------------------------------------------------
 
 # field: (what it is, an example), for the error that names a missing or bad field

@@ -261,7 +261,9 @@ def positive(name: str) -> Callable[[str], float]:
 def default_setup(gpu: str, gpus: int, tiny: bool, device: str | None = None) -> str:
     """A hardware label like 'h100x1' (the folder name under notebooks/runs); a tiny model's 'h100x1-tiny' and a run
     on the CPU's 'h100x1-cpu' name no GPU (``catalog.hardware.setup_gpus``): they are no GPU's evidence."""
-    return f"{gpu.split('-')[0]}x{gpus}" + ("-tiny" if tiny else "-cpu" if device == "cpu" else "")
+    from ..catalog.hardware import setup_prefix
+
+    return f"{setup_prefix(gpu)}x{gpus}" + ("-tiny" if tiny else "-cpu" if device == "cpu" else "")
 
 
 def add_configuration(p: argparse.ArgumentParser, methods_note: str = "") -> None:

@@ -44,9 +44,12 @@ def no_less_work(candidate: Methods, measured: Methods) -> bool:
     bf16 weights. Never a step on bf16 weights beside a casting one: at the same micro-batch ZeRO-1 + offload and
     free-lunch differ within the machine spread either way on the exhaustive searches that ran both, and a step
     through DeepSpeed or FSDP is other work, so it is measured. The switches beyond the paper change the
-    micro-step's work either way (FP8 was slower than bf16 on Pythia-160M), so both must have the same ones."""
+    micro-step's work either way (FP8 was slower than bf16 on Pythia-160M), so both must have the same ones. A
+    step through the other sharding library is other work too: on one H100, Pythia-160M's ckpt + FSDP full-shard
+    + offload ran faster than ZeRO-3 + offload, which saves less memory (h100x1/results.jsonl, 2026-12-06)."""
     return (_casts_weights(candidate) >= _casts_weights(measured)
-            and candidate.beyond_switches() == measured.beyond_switches())
+            and candidate.beyond_switches() == measured.beyond_switches()
+            and candidate.uses_deepspeed == measured.uses_deepspeed and candidate.uses_fsdp == measured.uses_fsdp)
 
 
 def _power_of_two_floor(n: int) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..env import libraries_quiet
-from ..json_cache import cache_file, digest, read_json, write_json
+from ..json_cache import cache_file, digest, read_json as read_cached, write_json
 from . import moe as moe_reader
 from . import refusals
 from .refusals import STATE_SPACE, Refused, refuse_unanswered
@@ -181,7 +181,7 @@ def _decoder_shape(path: Path, data: dict) -> dict:
     is kept with what it gave, in the user's cache folder, under a digest of its content, the installed
     transformers and this module (``_shape_file``): asked again, the answer needs neither torch nor transformers."""
     where = _shape_file(data)
-    shape = read_json(where)
+    shape = read_cached(where)
     if shape is None:
         try:
             with libraries_quiet():
