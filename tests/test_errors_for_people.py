@@ -114,29 +114,20 @@ def test_plan_json_is_strict_json_and_its_table_prints_no_nan(capsys):
     assert not re.search(r"\bnan\b", capsys.readouterr().out)
 
 
-def _unanswered() -> tuple[str, str, int]:
-    """A catalog setting the study has no answer for, read from the answers (not typed in)."""
-    from academic_bench.answer import answer
-    from academic_bench.catalog.config import check_gpu_count
-    from academic_bench.catalog.hardware import catalog as gpus
-    from academic_bench.catalog.models import CATALOG
-
-    for model in CATALOG:
-        for gpu in gpus():
-            for n in (1, 2, 4, 8):
-                try:
-                    check_gpu_count(model, n, False)
-                except ValueError:
-                    continue
-                if not answer(model, gpu, n).answered:
-                    return model, gpu, n
-    pytest.skip("every catalog setting has an answer")
+def _unanswered(tmp_path) -> list[str]:
+    """A valid question the study has no answer for: Llama-3-70B's shape (its published config.json), beyond the
+    sizes any prediction was checked against, on 8 x H100 (every catalog setting has an answer)."""
+    path = tmp_path / "llama-70b" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
+                                "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 80,
+                                "vocab_size": 128256, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}))
+    return ["--model", str(path), "--tokens", "3e11", "--seq-len", "2048", "--gpu", "h100-80gb", "--gpus", "8"]
 
 
 def test_no_answer_exits_1_in_estimate_cost_and_export(tmp_path, capsys):
     """One rule (README): a valid question without an answer prints why and exits 1; bad input exits 2."""
-    model, gpu, n = _unanswered()
-    setting = ["--model", model, "--gpu", gpu, "--gpus", str(n)]
+    setting = _unanswered(tmp_path)
     for argv in (["estimate", *setting], ["cost", *setting], ["export", "--best", *setting, "--out", str(tmp_path / "x")]):
         assert _exit(argv) == 1, argv
         said = capsys.readouterr()

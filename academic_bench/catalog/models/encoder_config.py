@@ -17,11 +17,10 @@ square, so neither its FLOPs nor its time are the window's), or one that predict
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import math
 from pathlib import Path
 
+from ..json_cache import digest
 from .from_config import (DTYPES, ENCODERS, MADE_WITH, REGISTERED, REQUIRED, ConfigDecoder, ConfigError,
                           read_json, stated_value)
 from .roberta import MODELS as ROBERTA
@@ -117,12 +116,12 @@ def encoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     steps = math.ceil(tokens / (global_batch * seq_len))
     settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
                 "precision": precision, "reader": "encoder"}
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    settings_digest = digest(settings, 10)
     built = {"config": data, "positions": seq_len if extended else None, "reader": "encoder"}
-    facts_digest = hashlib.sha256(json.dumps(built, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    facts_digest = digest(built, 10)
     where = path.resolve()
     name = (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
-    key = f"{name}@{digest}".lower()
+    key = f"{name}@{settings_digest}".lower()
 
     def build(tiny: bool = False, attn: str = "sdpa"):
         import torch
