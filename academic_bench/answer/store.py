@@ -185,11 +185,8 @@ def published_distance(root: str | os.PathLike | None = None) -> tuple[dict, ...
     """The published check per distance kept beside the shipped answers (``published_ranges.write_shipped``), or
     None where the shipped file is not current or holds none."""
     runs = _runs_root(root)
-    try:
-        doc = json.loads((runs / SHIPPED_NAME).read_text())
-    except (OSError, ValueError):
-        return None
-    if doc.get("key") != content_key(runs) or "published_by_distance" not in doc:
+    doc = read_json(runs / SHIPPED_NAME)
+    if not isinstance(doc, dict) or doc.get("key") != content_key(runs) or "published_by_distance" not in doc:
         return None
     return tuple(doc["published_by_distance"])
 
@@ -200,13 +197,12 @@ def keep_published_distance(root: str | os.PathLike | None, records) -> None:
     after them, above this module: ``published_ranges``)."""
     runs = _runs_root(root)
     path = runs / SHIPPED_NAME
-    doc = json.loads(path.read_text())
-    if doc.get("key") != content_key(runs):
+    doc = read_json(path)
+    if not isinstance(doc, dict) or doc.get("key") != content_key(runs):
         raise ValueError(f"{path} is not current: write it first (store.write_shipped)")
     doc["published_by_distance"] = list(records)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    tmp.replace(path)
+    if not write_json(path, doc, indent=1, allow_nan=False):
+        raise OSError(f"cannot write {path}")
 
 
 def shipped_is_current(root: str | os.PathLike | None = None) -> bool:

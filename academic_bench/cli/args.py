@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..catalog.config import training_precision
-from ..catalog.hardware import catalog as gpu_catalog, every_gpu, is_gpu_file
+from ..catalog.hardware import every_gpu, is_gpu_file
 from ..catalog.methods import Methods, device_reason
 from ..catalog.models import CATALOG
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES

@@ -119,7 +119,6 @@ def _days_lines(d: dict) -> list[str]:
 
 
 def _text(d: dict) -> str:
-    gpu = get_gpu(d["gpu"])
     f = d["flops"]
     lines = []
     if "architecture" in d:
