@@ -18,7 +18,7 @@ import pandas as pd
 
 def snapshot() -> dict[str, object]:
     from academic_bench import analysis as a
-    from academic_bench.answer.measured import answers
+    from academic_bench.predict.measured import answers
 
     df, skipped = a.runs_frame(), a.skipped_frame()
     out: dict[str, object] = {"runs_frame": df, "skipped_frame": skipped, "answers": answers(df, skipped)}

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from academic_bench import analysis
-from academic_bench.answer import measured as answers
+from academic_bench.predict import measured as answers
 from academic_bench.book import charts
 from academic_bench.results import ENGINE_REVISION, ROW_KEYS, SCHEMA, ResultStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from academic_bench import analysis
-from academic_bench.answer import measured as answers
+from academic_bench.predict import measured as answers
 from academic_bench.book import explorers
 from academic_bench.catalog.hardware import catalog as gpu_catalog
 from academic_bench.catalog.models import CATALOG

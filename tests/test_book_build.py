@@ -291,7 +291,7 @@ def test_intro_answers_first_with_days_only_from_complete_searches(built_site):
     """The first page opens with the answer: a table with a days column, one row per setting whose smart search
     is complete (or where nothing fits), in the days analysis computes, and no 'nan' or 'None' anywhere in it."""
     from academic_bench import analysis
-    from academic_bench.answer import measured as answers
+    from academic_bench.predict import measured as answers
 
     page = built_site / "book" / "intro.html"
     html = page.read_text()

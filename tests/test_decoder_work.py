@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from academic_bench.answer import decoder_work as dw
-from academic_bench.answer import transfer
-from academic_bench.answer import transfer_validation as tv, work_validation as wv
+from academic_bench.predict import decoder_work as dw
+from academic_bench.predict import transfer
+from academic_bench.predict import transfer_validation as tv, work_validation as wv
 from academic_bench.analysis.profiles import PROFILE_COLUMNS
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.models.from_config import ConfigError, decoder_spec

@@ -47,7 +47,7 @@ def test_every_module_of_the_package_has_a_layer():
 
 def test_the_books_readers_load_without_torch():
     """The report, charts and explorers read files: importing them must not wait for torch (seconds on a laptop)."""
-    code = ("import sys\nimport academic_bench.analysis, academic_bench.answer.measured, academic_bench.book.charts, "
+    code = ("import sys\nimport academic_bench.analysis, academic_bench.predict.measured, academic_bench.book.charts, "
             "academic_bench.cost, academic_bench.book.explorers, academic_bench.answer, academic_bench.answer.planner, academic_bench.catalog.units\n"
             "print(sorted(m for m in ('torch', 'transformers', 'deepspeed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from academic_bench.answer import decoder_work as dw
-from academic_bench.answer import method_costs as mc
+from academic_bench.predict import decoder_work as dw
+from academic_bench.predict import method_costs as mc
 from academic_bench.cli import main
 from academic_bench.catalog.hardware import get_gpu
 from academic_bench.catalog.methods import FREE_LUNCH, exclusion_reason, parse_methods, search_space
@@ -204,7 +204,7 @@ def test_ddp_with_bf16_weights_reduces_bf16_gradients_and_zero_is_floored_at_dee
 # --- a measured configuration re-priced to other methods (other_methods) -----------------------------------
 
 def _measured(methods=FREE_LUNCH, **kw):
-    from academic_bench.answer.transfer import Source
+    from academic_bench.predict.transfer import Source
 
     base = dict(setup="synthetic", model="pythia-160m", gpu="h100-80gb", n_gpus=1, methods=methods, micro_batch=32,
                 gas=32, step_time_s=10.0, model_flops_per_step=1e15, optimizer_s=0.1, split={"flop": 1.0},
@@ -216,7 +216,7 @@ def test_repricing_takes_off_one_methods_costs_and_charges_the_others():
     """``other_methods.with_methods``: checkpointing adds one more forward of the blocks to the micro-steps'
     compute; offloading replaces the GPU's optimizer step by the host's and adds its host copies; and re-pricing
     there and back gives the measured step again."""
-    from academic_bench.answer import other_methods as om
+    from academic_bench.predict import other_methods as om
     from academic_bench.estimate import model_stats
 
     src, gpu = _measured(), get_gpu("h100-80gb")
@@ -238,7 +238,7 @@ def test_repricing_takes_off_one_methods_costs_and_charges_the_others():
 
 
 def test_a_repriced_prediction_fits_the_target_methods_and_says_it_was_repriced():
-    from academic_bench.answer import other_methods as om, transfer
+    from academic_bench.predict import other_methods as om, transfer
     from academic_bench.catalog.config import Config
     from academic_bench.estimate import max_micro_batch
 
@@ -264,7 +264,7 @@ def test_a_repriced_prediction_charges_the_extras_of_the_micro_steps_it_runs():
     """Offloading under ZeRO-2 copies the gradients to the host in every micro-step: carried to a GPU where a
     larger micro-batch fits, the prediction runs fewer micro-steps and pays fewer copies, not the source's count
     (the transfer model carries the re-priced extras as they are)."""
-    from academic_bench.answer import other_methods as om
+    from academic_bench.predict import other_methods as om
     from academic_bench.estimate import model_stats
 
     src, m = _measured(), parse_methods("free-lunch+zero2+offload")
@@ -346,7 +346,7 @@ def test_a_repriced_source_holds_no_copies_for_the_transfer_to_take_out():
     """Re-pricing ZeRO-1 + offload to FSDP + offload charges FSDP's copies for the micro-steps the target runs in
     the extras; the transfer then carries the re-priced step as it is on the same GPU, with fewer, larger
     micro-steps, instead of taking copies out of compute that never held them."""
-    from academic_bench.answer import other_methods, transfer
+    from academic_bench.predict import other_methods, transfer
 
     zero1 = parse_methods("free-lunch+zero1+offload")
     src = transfer.Source(setup="synthetic", model="pythia-160m", gpu="h100-80gb", n_gpus=1, methods=zero1,

@@ -164,7 +164,7 @@ def test_the_routing_counts_every_token_top_k_times_per_layer(tmp_path):
 def test_the_work_model_charges_each_expert_at_its_share_of_the_tokens(tmp_path):
     """A mixture is answered by the work model: its matrix products are the dense matrices at every token and each
     routed expert's at top-k / experts of them, so without the GEMM curve they are 6 x active weights x tokens."""
-    from academic_bench.answer import decoder_work as dw
+    from academic_bench.predict import decoder_work as dw
 
     spec = _spec(tmp_path, "qwen2_moe", precision="bf16")  # the work model's profiles are bf16
     st, m = est.model_stats(spec), spec.moe

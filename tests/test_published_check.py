@@ -117,7 +117,7 @@ def test_a_runs_own_settings_reach_the_memory_model(points):
 
 
 def test_each_generation_and_family_with_three_points_is_judged_and_its_far_points_named():
-    from academic_bench.answer import published_family as pf
+    from academic_bench.predict import published_family as pf
 
     frame = pd.DataFrame({"gpu": ["v100-32gb"] * 3 + ["rtx3090"] * 3 + ["h100-80gb"],
                           "family": ["encoder"] * 3 + ["decoder"] * 4, "model": list("abcdefg"),
@@ -132,7 +132,7 @@ def test_each_generation_and_family_with_three_points_is_judged_and_its_far_poin
 
 
 def test_the_distance_a_prediction_carries_is_counted_in_generations_and_vendors():
-    from academic_bench.answer.published_family import distance
+    from academic_bench.predict.published_family import distance
 
     assert distance("h100-80gb", "h100-80gb") == "same GPU"
     assert distance("h100-80gb", "h100-pcie") == "same architecture"
@@ -142,7 +142,7 @@ def test_the_distance_a_prediction_carries_is_counted_in_generations_and_vendors
 
 
 def test_an_encoder_sequence_counts_its_own_head_and_length_by_the_studys_convention():
-    from academic_bench.answer.published_family import encoder_flops_per_sequence
+    from academic_bench.predict.published_family import encoder_flops_per_sequence
     from academic_bench.estimate import flops_per_sample, model_stats
 
     st = model_stats("roberta-large")

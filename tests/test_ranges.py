@@ -1,4 +1,4 @@
-"""A predicted answer's range is the error the study observed for predictions of its kind (``answer.ranges``):
+"""A predicted answer's range is the error the study observed for predictions of its kind (``predict.ranges``):
 the largest |error| of the held-out predictions of its model, method class and architecture carry, a wider group
 where a class has few, the model's own span where no check covers the carry; and on the held-out points
 themselves, each left out of its own range, at least 80% fall inside."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from academic_bench.answer import grid, ranges
+from academic_bench.answer import grid
+from academic_bench.predict import ranges
 
 
 def _observed(points: list[tuple[str, str, bool, float]]) -> pd.DataFrame:

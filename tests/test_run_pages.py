@@ -43,7 +43,7 @@ def test_the_same_row_prints_one_mfu_on_every_table_that_shows_it(tmp_path, monk
     import pandas as pd
 
     from academic_bench import analysis
-    from academic_bench.answer import measured as answers
+    from academic_bench.predict import measured as answers
     from academic_bench.book import runs_report
 
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")

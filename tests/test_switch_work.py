@@ -1,4 +1,4 @@
-"""The switches beyond the paper charged by the work model (``answer.switch_work``): what each changes is fitted
+"""The switches beyond the paper charged by the work model (``predict.switch_work``): what each changes is fitted
 to measured rows, the fit gives back the shares that made the rows, FP8 pays only where the products outweigh its
 casts, an answer with a switch nothing fits says why, and the shipped decoders measured with the switches (held
 out from the fit) are predicted within the study's target for new decoders."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from academic_bench.answer import decoder_work as dw, switch_fit, switch_work as sw
-from academic_bench.answer.work_evidence import PLAIN
+from academic_bench.predict import decoder_work as dw, switch_fit, switch_work as sw
+from academic_bench.predict.work_evidence import PLAIN
 from academic_bench.catalog.methods import FREE_LUNCH, parse_methods
 from test_decoder_work import _decoder, _profile
 
@@ -68,7 +68,7 @@ def test_the_shipped_decoders_measured_with_a_switch_are_predicted_within_the_ta
     """Held out from the fit (it reads the catalog decoders' rows only): every decoder outside the catalog measured
     with a switch beyond the paper, its step within the study's 12% worst case for new decoders."""
     from academic_bench.answer.store import work_model
-    from academic_bench.answer.work_validation import switch_check
+    from academic_bench.predict.work_validation import switch_check
 
     fitted = work_model()[2].switches
     assert set(fitted) == set(sw.FITTED), "every fitted switch has rows on the shipped setups"

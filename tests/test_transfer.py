@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from academic_bench.answer import method_costs, transfer, transfer_validation as tv, work_validation as wv
+from academic_bench.predict import method_costs, transfer, transfer_validation as tv, work_validation as wv
 from academic_bench.catalog.hardware import UnknownGPUError, get_gpu
 from academic_bench.catalog.methods import Methods, preset
 from academic_bench.catalog.models import model_rank
@@ -370,7 +370,7 @@ def test_an_unaligned_vocabulary_is_warned_of_and_kept_out_of_the_work_models_ra
     missed (``test_work_evidence``), so their errors under it are no held-out check and widen no range."""
     import json
 
-    from academic_bench.answer import ranges
+    from academic_bench.predict import ranges
     from academic_bench.catalog.models.from_config import shape_warnings
     from academic_bench.cli import main
 
@@ -426,7 +426,7 @@ def test_the_copies_carried_by_micro_step_are_those_the_phases_show_exposed():
     0.75-1.5 times, or as close as the base's own measurements lie apart), and ZeRO-3 does not (so it is carried
     as measured)."""
     from conftest import skip_or_fail
-    from academic_bench.answer.offload_phases import RULE_MIN_PARAMS, micro_step_excess
+    from academic_bench.predict.offload_phases import RULE_MIN_PARAMS, micro_step_excess
 
     d = micro_step_excess(min_params=RULE_MIN_PARAMS)
     if d.empty:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from academic_bench.answer import decoder_work as dw
-from academic_bench.answer import work_evidence as we
+from academic_bench.predict import decoder_work as dw
+from academic_bench.predict import work_evidence as we
 
 from test_decoder_work import RATES, _decoder, _profile
 

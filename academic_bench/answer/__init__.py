@@ -3,7 +3,8 @@ which settings, at what cost, and what does the answer rest on?
 
 ``answer(model, gpu, n_gpus)`` is the one function every surface asks (the commands, the book's pages and
 explorers, ``export --best``); ``Answer`` is the one type it returns. The order of sources is stated once, in
-``types.KINDS`` / ``SOURCE_ORDER``.
+``types.KINDS`` / ``SOURCE_ORDER``. The predictions it composes (the transfer and work models, method
+costs, their checks and ranges) are in ``predict/``, the layer below.
 
 | module | holds |
 | --- | --- |
@@ -16,7 +17,6 @@ explorers, ``export --best``); ``Answer`` is the one type it returns. The order 
 | ``published_check`` | the answers beside training throughput others published, per GPU type |
 | ``budget`` | what a budget buys today: the fastest machine within each budget, the cheapest within each deadline |
 | ``survey_days`` | the survey's generations and memory sizes beside the days the answer gives on them |
-| ``ranges`` | a predicted answer's range: the error the study observed for predictions of its kind |
 | ``published_ranges`` | a prediction on a GPU never measured, widened by the published check at its distance |
 """
 from __future__ import annotations

@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods, methods_spec, validation_class
-from .ranges import observed_errors, stated_range
-from .transfer import Prediction, methods_of_row
+from ..predict.ranges import observed_errors, stated_range
+from ..predict.transfer import Prediction, methods_of_row
 from .types import Answer, Settings
 
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
@@ -65,7 +65,7 @@ class Checks:
 
 
 def held_out_checks(root: str | None = None) -> Checks:
-    from .transfer_validation import error_summary, h100_to_h200, one_to_two_gpus
+    from ..predict.transfer_validation import error_summary, h100_to_h200, one_to_two_gpus
 
     def words(frame: pd.DataFrame, what: str) -> str:
         s = error_summary(frame)
@@ -80,7 +80,7 @@ def held_out_checks(root: str | None = None) -> Checks:
 def work_model_checks(root: str | os.PathLike | None = None) -> str:
     """The work model's error on the decoders outside the catalog whose estimate was kept before they ran: the
     estimates' own (held out), beside today's work model at the micro-batch each ran with (which has seen them)."""
-    from .work_validation import config_decoders
+    from ..predict.work_validation import config_decoders
 
     d = config_decoders(None if root is None else str(root))
     held = d[d["work_model_held_out"].astype(bool)] if len(d) else d
@@ -123,7 +123,7 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
     computed here by default; ``store.observed`` keeps them) are computed once by ``compute_grid``."""
     from ..analysis import MFU_IMPLAUSIBLE, paper_cells
     from ..estimate import analytic_days
-    from .transfer_validation import measured
+    from ..predict.transfer_validation import measured
 
     cells = paper_cells("table1") if cells is None else cells
     cell = cells[(cells["model"] == model) & (cells["gpu"] == gpu) & (cells["n_gpus"] == n_gpus)
@@ -191,11 +191,11 @@ def weighed_prediction(model: str, gpu: str, n_gpus: int, root: str | None = Non
     judges every gain between rows): inside it, the method-cost model cannot tell them apart, and the measured
     configuration stands. None where the model has no complete search."""
     from ..catalog.methods import search_space
-    from .method_costs import host_rates_of
-    from .other_methods import gpu_optimizer_rate, predict_with_methods
-    from .transfer import source_from_row
+    from ..predict.method_costs import host_rates_of
+    from ..predict.other_methods import gpu_optimizer_rate, predict_with_methods
+    from ..predict.transfer import source_from_row
     from ..results import faster_beyond_spread
-    from .transfer_validation import choose_source, configurations, measured, predict_setting
+    from ..predict.transfer_validation import choose_source, configurations, measured, predict_setting
 
     first = predict_setting(model, gpu, n_gpus, root)
     row = choose_source(model, gpu, n_gpus, root)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import FREE_LUNCH, Methods, parse_methods, validation_class
 from .compute import costs, settings_of
-from .ranges import stated_range
+from ..predict.ranges import stated_range
 from .types import Answer
 
 
@@ -109,8 +109,8 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     ``n_gpus`` x ``gpu`` with ``methods`` (free-lunch, and any memory-saving methods on top, each charged by the
     work model: ``decoder_work.predict_decoder``, ``method_costs``), at ``micro_batch`` per GPU where it is given,
     else at the largest the memory model fits."""
-    from .decoder_work import not_modelled, predict_decoder
-    from .switch_work import why_not_charged
+    from ..predict.decoder_work import not_modelled, predict_decoder
+    from ..predict.switch_work import why_not_charged
     from ..estimate import analytic_days, model_stats
     from ..catalog.models import get_model
     from .by_size import mfu_by_size
@@ -184,7 +184,7 @@ def _fastest_fitting(key: str, gpu: str, n_gpus: int, points, base: Methods, hos
     """(the work model's fastest prediction, its methods) over the paper's memory-saving combinations on top of
     ``base`` (``methods.search_space``), or (None, base) where none fits."""
     from ..catalog.methods import search_space
-    from .decoder_work import predict_decoder
+    from ..predict.decoder_work import predict_decoder
 
     found = [(p, m) for m in search_space(n_gpus, base)[0]
              for p in [predict_decoder(key, gpu, n_gpus, points, m, host_rates, evidence=evidence)]

@@ -25,7 +25,7 @@ from functools import lru_cache
 from ..catalog.methods import FREE_LUNCH, Methods, methods_spec
 from .compute import costs, settings_of
 from .decoder import fit_problem
-from .published_family import FAMILY_MODEL, carried_encoder
+from ..predict.published_family import FAMILY_MODEL, carried_encoder
 from .types import Answer
 
 BY = "RoBERTa-large by model FLOPs"
@@ -53,7 +53,7 @@ def published_errors(root: str | None = None) -> PublishedErrors | None:
     fewer than ``ranges.MIN_POINTS`` are predicted."""
     from ..catalog.published import load_published_throughput
     from .published_check import predict_point
-    from .ranges import MIN_POINTS
+    from ..predict.ranges import MIN_POINTS
 
     published = load_published_throughput()
     ratios = [r for _, row in published[published["family"] == "encoder"].iterrows()

@@ -23,9 +23,9 @@ def faster_than_predicted(rows: list[dict], setup: str, root: str | os.PathLike 
     from ..analysis import SETTING, counted, fastest, frame_from_rows, profiles, runs_frame
     from ..catalog.methods import validation_class
     from ..results import rows_to_read
-    from .other_methods import predict_from_others
-    from .ranges import observed_errors, stated_range
-    from .transfer import methods_of_row
+    from ..predict.other_methods import predict_from_others
+    from ..predict.ranges import observed_errors, stated_range
+    from ..predict.transfer import methods_of_row
 
     mine = counted.measured_rows(frame_from_rows(rows_to_read(rows)))
     if mine.empty:

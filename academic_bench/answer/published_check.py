@@ -93,7 +93,7 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
     """One published point beside the study's answer for it (``POINT_COLUMNS``): a decoder through the one
     answer for a decoder outside the catalog, another family from its catalog model (``published_family``)."""
     from .decoder import decoder_answer
-    from .published_family import predict_family_point
+    from ..predict.published_family import predict_family_point
 
     out = {k: row[k] for k in ("gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum", "method", "source",
                                "url", "family")}
@@ -120,7 +120,7 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
 
 def _setup_gpu(setup: str | None, root: str | os.PathLike | None) -> str:
     """The GPU of a measured setup (its rows' ``gpu``), or '' where the answer names none."""
-    from .transfer_validation import configurations
+    from ..predict.transfer_validation import configurations
 
     c = configurations(None if root is None else str(root))
     g = c.loc[c["setup"] == setup, "gpu"] if setup and len(c) else c.iloc[0:0]

@@ -60,7 +60,7 @@ def _cached(runs: str, key: str) -> tuple[dict, ...]:
 def compute_records(root: str | os.PathLike | None = None) -> tuple[dict, ...]:
     """The published check per distance (``published_family.by_distance``) as plain records."""
     from .published_check import published_check
-    from .published_family import by_distance
+    from ..predict.published_family import by_distance
 
     frame = by_distance(published_check(None if root is None else str(root)))
     return tuple({k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
@@ -79,7 +79,7 @@ def write_shipped(root: str | os.PathLike | None = None) -> Path:
 
 def _source(a: Answer, root: str | os.PathLike | None) -> tuple[str, int] | None:
     """(GPU, count) of the measured setup a predicted answer was carried from."""
-    from .transfer_validation import configurations
+    from ..predict.transfer_validation import configurations
 
     c = configurations(None if root is None else str(root))
     rows = c[c["setup"] == a.source_setup] if a.source_setup and len(c) else c.iloc[0:0]
@@ -90,8 +90,8 @@ def widen(a: Answer, records: tuple[dict, ...] | list[dict], root: str | os.Path
     """``a`` with its range widened by the published check at its distance (module docstring) and labelled, where
     it is predicted on a GPU the study never measured; any other answer as it is."""
     from ..catalog.hardware import get_gpu
-    from .published_family import distance
-    from .transfer_validation import configurations
+    from ..predict.published_family import distance
+    from ..predict.transfer_validation import configurations
 
     if a.kind != "predicted" or a.days is None:
         return a

@@ -16,6 +16,7 @@ A file whose key differs from the runs' is never read: the answers are computed 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -74,9 +75,9 @@ def calibration(root: str | None = None) -> dict:
     optima; and what each switch beyond the paper changes, ``switch_fit``), its calibration points counted with it
     (seconds per unit of each kind of work, per profiled catalog decoder and setup) and the host's optimizer rates
     of the offloaded runs (``method_costs.measured_host_rates``; None where no counted offloaded run gives them)."""
-    from .method_costs import measured_host_rates
-    from .switch_fit import fitted_model
-    from .work_evidence import evidence_record
+    from ..predict.method_costs import measured_host_rates
+    from ..predict.switch_fit import fitted_model
+    from ..predict.work_evidence import evidence_record
 
     points, evidence = fitted_model(root)
     try:
@@ -91,7 +92,7 @@ def calibration(root: str | None = None) -> dict:
 
 def _compute(runs: Path) -> Kept:
     from .compute import compute_grid, held_out_checks, other_gpu_answers, work_model_checks
-    from .ranges import observed_errors, observed_records
+    from ..predict.ranges import observed_errors, observed_records
 
     c = held_out_checks(str(runs))
     errors = observed_errors(str(runs))
@@ -165,7 +166,7 @@ def work_model(root: str | os.PathLike | None = None):
     ``work_evidence.Evidence`` the points were counted with)."""
     import pandas as pd
 
-    from .work_evidence import evidence_of
+    from ..predict.work_evidence import evidence_of
 
     work = _kept(root)[2]
     return (pd.DataFrame(work["points"], columns=work["columns"]), work["host_rates"],
@@ -213,6 +214,6 @@ def shipped_is_current(root: str | os.PathLike | None = None) -> bool:
 def observed(root: str | os.PathLike | None = None):
     """The held-out predictions' errors that predicted answers' ranges stand for (``ranges.observed_errors``), as
     kept beside the answers, as a frame."""
-    from .ranges import from_records
+    from ..predict.ranges import from_records
 
     return from_records(checks(root).get("observed", []))

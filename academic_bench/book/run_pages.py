@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @lru_cache(maxsize=1)
 def _frames():
     from .. import analysis
-    from ..answer import measured as answers
+    from ..predict import measured as answers
 
     runs = analysis.runs_frame()
     return runs, answers.answers(runs, analysis.skipped_frame()), analysis.validation_pairs(runs)

@@ -59,7 +59,7 @@ COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch"
 FAMILIES = ("decoder", "encoder", "vit", "convnext")
 # The Hugging Face config of each model's shape (data/published_configs/). llm-foundry's MPT is written as a GPT-2
 # of the same widths, depth, MLP (4 x d_model, not gated), vocabulary and tied head: transformers builds MPT only
-# with eager attention, and the study's work counts (``answer.decoder_work``) are the same for both.
+# with eager attention, and the study's work counts (``predict.decoder_work``) are the same for both.
 CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m": "mpt-760m.json",
            "MPT-1b": "mpt-1b.json", "MPT-3b": "mpt-3b.json", "MPT-7b": "mpt-7b.json", "MPT-13b": "mpt-13b.json",
            "GPT-2 124M (nanoGPT)": "gpt2-124m-nanogpt.json", "TinyLlama-1.1B": "tinyllama-1.1b.json",

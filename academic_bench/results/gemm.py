@@ -1,12 +1,12 @@
 """The matrix-product rate by size that a GPU's sweep measured (``scripts/offline-gpu/gemm_sweep.py`` into
 ``<setup>/evidence/gemm/gemm.jsonl``): a linear layer's three training products (forward, input gradient, weight
-gradient) as a function of one product's FLOPs (``GemmCurve``). The work model (``answer.work_evidence``) counts a
+gradient) as a function of one product's FLOPs (``GemmCurve``). The work model (``predict.work_evidence``) counts a
 small product's slowness with it; the smart search (``search.smart``) reads its plateau as the most a training
 step's matrix products can run at (``step_ceiling``). Beside it, ``gemm_sweep.py output-layer``
 (``evidence/gemm/gemm-output-layer.jsonl``) times output layers whose vocabulary is no multiple of 8 beside their
 padded twins: how much longer per FLOP such a layer takes (``unaligned_slowness``) goes with the curve.
 ``gemm_sweep.py memory`` (``evidence/gemm/gemm-memory.jsonl``) times a step's memory-bound kernels: two GPUs' times
-for the same kernels (``memory_time_ratio``) scale a step's memory-bound part between them (``answer.transfer``).
+for the same kernels (``memory_time_ratio``) scale a step's memory-bound part between them (``predict.transfer``).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ OPTIMISED = "search complete"
 def search_status(runs: pd.DataFrame) -> pd.DataFrame:
     """Per setup and model: ``answers.answers`` (status, and days etc. where the search is complete)."""
     from ...analysis import skipped_frame
-    from ...answer.measured import answers
+    from ...predict.measured import answers
 
     return answers(runs, skipped_frame())
 
@@ -30,7 +30,7 @@ def optimised_runs(runs: pd.DataFrame, status: pd.DataFrame | None = None) -> pd
 
 def unoptimised(status: pd.DataFrame) -> pd.DataFrame:
     """The settings of ours that are not optimised (naive only, search unfinished, ...), with their status."""
-    from ...answer.measured import ANSWERED
+    from ...predict.measured import ANSWERED
 
     return status[~status["status"].isin(ANSWERED)]
 

@@ -89,7 +89,7 @@ def answer_grid_chart(frame: pd.DataFrame, model: str = DEFAULT_MODEL) -> alt.Ch
     pick = select_param("grid_model", models, model if model in models else models[0], "Model ",
                         [model_label(m) for m in models])
     from ...catalog.hardware import every_gpu
-    from ...answer.published_family import GENERATIONS
+    from ...predict.published_family import GENERATIONS
 
     # GPUs in data/gpus.csv's order within their generation, generations oldest first.
     present = set(frame["gpu"])

@@ -356,7 +356,7 @@ def made_with(key: str) -> dict | None:
 # cuBLAS picks its fast tensor-core kernels for 16-bit operands only where each leading dimension is a multiple of
 # 8 elements (16 bytes); PyTorch's Performance Tuning Guide: "To use Tensor Cores: set sizes to multiples of 8". A
 # vocabulary that is not sends the output layer's three matrix products to kernels for unaligned operands
-# (``answer.work_validation.variants`` sets GPT-2 beside the same shape with its vocabulary padded); nanoGPT pads
+# (``predict.work_validation.variants`` sets GPT-2 beside the same shape with its vocabulary padded); nanoGPT pads
 # to a multiple of 64.
 TENSOR_CORE_MULTIPLE = 8
 PAD_TO = 64
