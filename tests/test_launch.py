@@ -232,6 +232,27 @@ def test_cli_bench_ok_unsynced(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["outcome"] == "ok"
 
 
+def test_the_row_keeps_where_its_wall_time_went(tmp_path, capsys):
+    """A searched, validated bench records every phase of its wall time (``measure.wall``), each measured at its
+    boundaries, and together they account for the row's duration: the rest, ``other``, is under 5% of it."""
+    from academic_bench.measure.wall import PHASES
+
+    out = tmp_path / "results.jsonl"
+    rc = cli.main(["bench", "--model", "pythia-160m", "--gpu", "h100-80gb", "--gpus", "1", "--methods", "naive",
+                   "--tiny", "--device", "cpu", "--validate", "2", "--out", str(out), "--warmup", "2", "--reps", "5",
+                   "--json"])
+    assert rc == 0, capsys.readouterr().err
+    [row] = ResultStore(out).rows()
+    assert row["outcome"] == "ok" and row["validate"], row["reason"]
+    spent = row["wall_breakdown"]
+    assert tuple(spent) == PHASES
+    assert all(seconds >= 0 for seconds in spent.values()), spent
+    assert all(spent[p] > 0 for p in PHASES if p != "other"), spent  # every phase ran and was timed
+    assert sum(spent.values()) == pytest.approx(row["duration_s"], abs=0.01)
+    assert spent["other"] <= 0.05 * row["duration_s"], spent
+    assert "wall" not in row  # the worker's own record is summed, not kept beside the sum
+
+
 def test_cli_bench_unsynced_runs_at_the_synced_rows_micro_batch(tmp_path, capsys):
     out = tmp_path / "results.jsonl"
     c = tiny()  # no fixed micro-batch: a synced bench searches it

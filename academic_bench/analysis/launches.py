@@ -223,3 +223,26 @@ def timing_share(rows: list[dict]) -> pd.DataFrame:
                     "reps": max(len(t["samples"]) for t in r["times"].values()), "timing_s": ran["timing_s"],
                     "duration_s": r["duration_s"], "share": ran["timing_s"] / r["duration_s"]})
     return pd.DataFrame(out, columns=TIMING_SHARE_COLUMNS)
+
+
+def wall_breakdown(rows: list[dict]) -> tuple[pd.DataFrame, int]:
+    """Where the engine's wall time went, per method class (``methods.validation_class``), over the rows (tiny
+    workshop runs left out) that record it (``wall_breakdown``, ``measure.wall.PHASES``): how many configurations,
+    their median wall time, and each phase's share of their summed wall time. Also how many rows have no record:
+    those made before the engine kept one, whose time is known only in total (``duration_s``)."""
+    from ..measure.wall import PHASES
+    from ..results.state import validation_class_of
+
+    counted = [r for r in rows if not (r.get("config") or {}).get("tiny") and r.get("duration_s")]
+    kept = [r for r in counted if r.get("wall_breakdown")]
+    columns = ["method_class", "configurations", "median_s", *PHASES]
+    by: dict[str, list[dict]] = {}
+    for r in kept:
+        by.setdefault(validation_class_of(r), []).append(r)
+    out = []
+    for cls, mine in sorted(by.items()):
+        total = sum(r["duration_s"] for r in mine)
+        out.append({"method_class": cls, "configurations": len(mine),
+                    "median_s": float(pd.Series([r["duration_s"] for r in mine]).median()),
+                    **{p: sum(r["wall_breakdown"].get(p, 0.0) for r in mine) / total for p in PHASES}})
+    return pd.DataFrame(out, columns=columns), len(counted) - len(kept)

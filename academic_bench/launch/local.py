@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from ..catalog.config import Config
 from ..catalog.models.from_config import made_with
+from ..measure.wall import add_launch, breakdown
 from ..results import make_row
 from .forked import ForkedWorker, PreloadError, preload_wanted, running_for, start_forked
 from .outcome import classify, fill_derived
@@ -175,6 +176,7 @@ class Launch:
     t0: float = field(default_factory=time.monotonic)
     logf: BinaryIO | None = None
     running: subprocess.Popen | ForkedWorker | None = None  # killed if we are interrupted
+    spent: dict[str, float] = field(default_factory=dict)  # seconds per phase over the launches (``measure.wall``)
 
     request = property(lambda self: self.tmp / "request.json")
     result = property(lambda self: self.tmp / "result.json")
@@ -206,6 +208,7 @@ class Launch:
         # Each phase's start and end in seconds of the time limit: a timed-out log then says where the time went.
         self.say(f"{self.config.id} {self.config.methods.label()} ({phase}) starts at {self.elapsed():.1f} s of "
                  f"the {self.timeout_s:g} s limit\n# {' '.join(cmd)}")
+        launched_at = time.time()
         self.running = start_worker(self.config, cmd, request_obj, (self.request, self.result, self.log), self.logf,
                                     self.env, self.torchrun, self.worker, left, self.preload)
         try:
@@ -213,6 +216,7 @@ class Launch:
         except subprocess.TimeoutExpired:
             kill_tree(self.running)
             ended = Ended(None, True)
+        self._add_spent(launched_at, time.time())
         # The workers of a torchrun that was killed outlive it (a lone worker leaves none: it is the whole launch).
         strays = kill_strays(str(self.tmp)) if ended.rc and self.torchrun else 0
         if strays:
@@ -220,6 +224,16 @@ class Launch:
         self.say(f"({phase}) {'killed at the time limit' if ended.timed_out else f'exit status {ended.rc}'} at "
                  f"{self.elapsed():.1f} s")
         return ended
+
+    def _add_spent(self, launched_at: float, ended_at: float) -> None:
+        """Add this launch's phases, as its worker recorded them with its result, to ``spent``; a result left by
+        an earlier launch is not this one's."""
+        try:
+            fresh = self.result.stat().st_mtime >= launched_at
+            data = json.loads(self.result.read_text()) if fresh else None
+        except (OSError, json.JSONDecodeError):
+            return
+        add_launch(self.spent, data.get("wall") if isinstance(data, dict) else None, launched_at, ended_at)
 
     def stop(self) -> None:
         """Leave nothing running (after an interruption)."""
@@ -322,4 +336,5 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
             row["log"] = str(launch.log)
         shutil.rmtree(tmp, ignore_errors=True)
         row["duration_s"] = round(time.monotonic() - t0, 3)
+        row["wall_breakdown"] = breakdown(launch.spent, row["duration_s"])
     return row

@@ -14,9 +14,10 @@ from ..catalog.config import Config
 from ..catalog.units import days_for
 
 TAIL_LINES = 30
-# Fields of the row that the parent owns; a worker's result never overrides them.
+# Fields of the row that the parent owns; a worker's result never overrides them. "wall": the worker's record of
+# where its launch's time went, which the launcher sums into the row's "wall_breakdown" (``measure.wall``).
 PARENT_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search", "env", "started_at",
-               "duration_s", "log")
+               "duration_s", "log", "wall", "wall_breakdown")
 
 
 def _read_tail(path: Path, max_bytes: int = 256 * 1024) -> list[str]:

@@ -17,6 +17,7 @@ from ..catalog.config import Config
 from .data import host_batches
 from .stepper import Stepper, free_after_oom, is_oom
 from .timing import any_rank, synchronize
+from .wall import phase
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,8 @@ def find_micro_batch(cfg: Config, device: str, trials: str | None = None, known:
             if held is not None and not reusable(held):  # another size needs the memory this one holds
                 free_after_oom(held, device)
                 held = None
-            ok, peak, held = try_micro_batch(cfg, mbs, device, trials, keep, reuse=held)
+            with phase("trials"):  # the model built for a trial counts as ``build`` (``measure.wall``)
+                ok, peak, held = try_micro_batch(cfg, mbs, device, trials, keep, reuse=held)
             tried[mbs] = (ok, peak)
             oomed = oomed or not ok
         ok, _ = tried[mbs]

@@ -21,6 +21,7 @@ from ..catalog.config import Config
 from ..catalog.models import loss_of
 from . import apply
 from .apply import Ran
+from .wall import phase
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -29,6 +30,10 @@ class Stepper:
     """Builds the model with the configuration's methods (in ``apply``'s order) for one micro-batch size."""
 
     def __init__(self, cfg: Config, micro_batch: int, gas: int, device: str):
+        with phase("build"):  # where a configuration's time goes (``measure.wall``)
+            self._build(cfg, micro_batch, gas, device)
+
+    def _build(self, cfg: Config, micro_batch: int, gas: int, device: str) -> None:
         self.cfg, self.mbs, self.gas, self.device = cfg, micro_batch, gas, device
         self.sizes_fit: set[int] = set()  # the micro-batches that ran the search's full steps on this model
         spec, m = cfg.spec, cfg.methods

@@ -19,6 +19,7 @@ import torch.distributed as dist
 from ..catalog.config import Config
 from .data import host_batches, micro_batches
 from .stepper import Stepper
+from .wall import phase
 
 log = logging.getLogger(__name__)
 
@@ -201,13 +202,15 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
     phases = step_phases(stepper, itertools.cycle(host_batches(cfg, stepper.mbs, 2, seed=1)), block)
     t_start = time.perf_counter()
     warm = None
-    for _ in range(warmup):
-        warm = time_chain(phases, device)
+    with phase("warmup"):  # where a configuration's time goes (``measure.wall``)
+        for _ in range(warmup):
+            warm = time_chain(phases, device)
     timed_reps: list[list[tuple[str, float]]] = []  # the timed repetitions' chains, in the order they ran
     counted = False
     while len(timed_reps) < reps:
         t0 = time.time()
-        chain = time_chain(phases, device)
+        with phase("timed"):
+            chain = time_chain(phases, device)
         timed_reps.append(chain)
         if block > 1 and warm is not None and len(timed_reps) == 1 and reps >= 2:
             w, c = sum(s for _, s in warm), sum(s for _, s in chain)

@@ -33,6 +33,7 @@ from .extrapolation import extrapolate, predicted_memory_gb, rebuilt_step, relat
 from .routing import expert_token_counts
 from .microbatch import alloc_retries, find_micro_batch, peak_memory_gb
 from .stepper import Stepper, free_after_oom, is_oom
+from . import wall
 from .timing import (MIN_REPS, any_rank, several_ranks, time_phases, time_unsynced, validate, validation_fits,
                      would_pass)
 
@@ -266,7 +267,8 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
     t0 = time.perf_counter()
     timing = req.get("timing", "synced")
     if timing == "unsynced":
-        phases = time_unsynced(stepper, cfg, device)
+        with wall.phase("timed"):  # the paper's one warm-up step among them
+            phases = time_unsynced(stepper, cfg, device)
     else:
         stepper.ran.warmup_reps = warmup_reps(req, warm)
         phases = time_phases(stepper, cfg, device, stepper.ran.warmup_reps, max(MIN_REPS, req.get("reps", 5)),
@@ -278,7 +280,8 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
     row["predicted_memory_gb"] = predicted_memory_gb(cfg, mbs)
     k = int(req.get("validate_steps") or 0)
     if k and timing == "synced" and validation_fits(stepper, k, row["step_time_s"], req.get("deadline"), device):
-        sustained = statistics.median(validate(stepper, cfg, device, k))
+        with wall.phase("validation"):
+            sustained = statistics.median(validate(stepper, cfg, device, k))
         predicted = row["step_time_s"]
         row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
                            "rel_error": relative_error(predicted, sustained)}
@@ -331,18 +334,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--request", required=True, type=Path)
     ap.add_argument("--result", required=True, type=Path)
+    entered = time.time()
+    wall.restart()
     args = ap.parse_args(argv)
     # The run's log is this process's output: the launcher keeps it and reads a failure's cause from its tail.
     # Each line says when, in seconds since the worker started: where a configuration's time goes is read from it.
     logging.basicConfig(level=logging.INFO, format="%(elapsed)s %(message)s", stream=sys.stdout, force=True)
     for handler in logging.getLogger().handlers:
         handler.addFilter(Elapsed())
-    req = json.loads(args.request.read_text())
-    if req.get("error_file"):  # one process, started without torchrun (which gives each rank its own file)
-        os.environ.setdefault(ERROR_FILE_ENV, req["error_file"])
-    log.info("imports done; measuring %s", req["config"].get("model"))
-    device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-    rank, _ = init(device, collective_timeout_s(req))
+    with wall.phase("setup"):
+        req = json.loads(args.request.read_text())
+        if req.get("error_file"):  # one process, started without torchrun (which gives each rank its own file)
+            os.environ.setdefault(ERROR_FILE_ENV, req["error_file"])
+        log.info("imports done; measuring %s", req["config"].get("model"))
+        device = req.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        rank, _ = init(device, collective_timeout_s(req))
     try:
         row = measure(req, device, rank)
     except Unsupported as exc:
@@ -353,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         row = {"outcome": "oom", "reason": f"out of memory at the chosen micro-batch: {str(exc)[:300]}",
                "micro_batch": req.get("micro_batch"), "mbs_search": req.get("mbs_search")}
     if rank == 0:
+        # Where this launch's time went (``measure.wall``); the launcher adds what it saw around the process.
+        row["wall"] = wall.worker_record(entered)
         write_atomic(args.result, row)
         log.info("result written")
     if dist.is_initialized():

@@ -75,8 +75,10 @@ ROW_KEYS = ("schema", "config_id", "config", "setup", "timing", "mode", "search"
             "gpu_days", "validate", "mbs_search", "ran", "env", "started_at", "duration_s")
 # Optional keys a row may also carry: "log" (path of the configuration's full log, relative to the store).
 # "engine" (``ENGINE_REVISION`` of the code that made the row). "status" (the run state when written,
-# ``STATUSES``; older rows have none and are read through ``status_of``).
-OPTIONAL_KEYS = ("log", "engine", "status")
+# ``STATUSES``; older rows have none and are read through ``status_of``). "wall_breakdown" (seconds of
+# ``duration_s`` per phase of the configuration's launch, ``measure.wall.PHASES``; rows made before it was recorded
+# have none: it adds a record and changes no measured figure, so the engine revision stays).
+OPTIONAL_KEYS = ("log", "engine", "status", "wall_breakdown")
 NEEDS_REASON = ("invalid", "error", "timeout", "unsupported", "not run")
 NUMBER_KEYS = ("step_time_s", "throughput", "model_flops_per_step", "peak_flops", "mfu", "predicted_memory_gb",
                "days", "gpu_days", "duration_s")
