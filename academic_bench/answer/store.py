@@ -16,7 +16,6 @@ A file whose key differs from the runs' is never read: the answers are computed 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
