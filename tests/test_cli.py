@@ -44,11 +44,17 @@ def test_models_lists_the_catalog(capsys) -> None:
     assert {r["steps"] for r in rows if r["model"].startswith("pythia")} == {143_000}
 
 
-def test_gpus_lists_the_catalog(capsys) -> None:
+def test_gpus_lists_every_gpu_the_answer_knows_the_measured_first(capsys) -> None:
+    from academic_bench.catalog.hardware import every_gpu
+
     rc, out, _ = run(capsys, "gpus")
-    assert rc == 0 and all(key in out for key in gpu_catalog())
+    assert rc == 0 and all(key in out for key in every_gpu())
     rows = run_json(capsys, "gpus")
-    assert {r["gpu"] for r in rows} == set(gpu_catalog())
+    assert {r["gpu"] for r in rows} == set(every_gpu())
+    measured = [r["measured"] == "yes" for r in rows]
+    assert {r["gpu"] for r in rows if r["measured"] == "yes"} == set(gpu_catalog())
+    assert measured == sorted(measured, reverse=True)  # the study's GPUs first
+    assert {r["gpu"]: r["bf16 TFLOP/s"] for r in rows}["v100-32gb"] is None  # no bf16 before Ampere
 
 
 @pytest.mark.parametrize("n,valid,excluded", [(1, 12, 12), (2, 22, 2), (8, 22, 2)])

@@ -31,9 +31,16 @@ def _cmd_models(args: argparse.Namespace) -> None:
 
 
 def _cmd_gpus(args: argparse.Namespace) -> None:
+    """Every GPU the answer knows (data/gpus.csv), the five the study measured first: an answer on any other is
+    predicted from them, and a precision a GPU lacks is an empty rate."""
+    from ..catalog.hardware import every_gpu
+
+    gpus = sorted(every_gpu().values(), key=lambda g: not g.in_study)  # stable: the file's order within each
+    precisions = ("fp32", "tf32", "bf16", "fp16", "fp8")
     rows = [{"gpu": g.key, "name": g.name, "memory GB": g.memory_gb, "arch": g.architecture,
-             **{f"{p} TFLOP/s": v for p, v in g.peak_tflops.items()}, "power W": g.board_power_w,
-             "price USD": g.price_usd} for g in gpu_catalog().values()]
+             **{f"{p} TFLOP/s": (g.fp8_tflops if p == "fp8" else g.peak_tflops.get(p)) for p in precisions},
+             "power W": g.board_power_w, "price USD": g.price_usd, "measured": "yes" if g.in_study else "no"}
+            for g in gpus]
     cli_args.emit(args, rows, lambda: cli_args.table(rows, list(rows[0])))
 
 

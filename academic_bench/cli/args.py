@@ -170,8 +170,12 @@ def answer_lines(a: "Answer", head: str) -> list[str]:
 
 
 def table(rows: list[dict], cols: list[str]) -> str:
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) if rows else len(c) for c in cols}
-    line = lambda r: "  ".join(str(r.get(c, "")).ljust(widths[c]) for c in cols)  # noqa: E731
+    """A plain text table; a missing value (None: a rate the GPU does not have, a price nobody published) is '-'."""
+    def cell(v: object) -> str:
+        return "-" if v is None else str(v)
+
+    widths = {c: max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) if rows else len(c) for c in cols}
+    line = lambda r: "  ".join(cell(r.get(c, "")).ljust(widths[c]) for c in cols)  # noqa: E731
     return "\n".join([line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols}), *map(line, rows)])
 
 
