@@ -37,7 +37,8 @@ def _predicted(gpu: str, source_setup: str) -> Answer:
 
 
 def test_a_prediction_on_a_gpu_never_measured_is_widened_by_its_distance_and_says_so():
-    records = [{"distance": "two or more generations", "points": 7, "median": 1.0, "low": 0.5, "high": 2.0,
+    # Hopper to Ampere is one generation (Ada and Hopper both follow Ampere: published_family.GENERATION_STEP)
+    records = [{"distance": "one generation", "points": 7, "median": 1.0, "low": 0.5, "high": 2.0,
                 "generations": "ampere"}]
     w = widen(_predicted("a100-40gb", "h100x1"), records)
     assert w.days == 100.0  # the transfer model's central value

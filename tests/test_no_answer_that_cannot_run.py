@@ -102,15 +102,15 @@ def test_every_answer_for_llama_31_8b_at_8192_has_settings_that_fit(tmp_path, ca
 
 def test_settings_that_do_not_fit_name_what_would(tmp_path):
     """The refusal's reason: the settings, the memory model's figures, and the methods predicted to fit."""
-    from academic_bench.answer.decoder import _fit_problem
+    from academic_bench.answer.decoder import fit_problem
     from academic_bench.catalog.methods import parse_methods
     from academic_bench.catalog.models.from_config import decoder_spec
 
     key = decoder_spec(_config(tmp_path, "llama-3.1-8b", LLAMA_31_8B), seq_len=8192, tokens=1e12).spec.key
-    why = _fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero1+offload"))
+    why = fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero1+offload"))
     assert why and "do not fit by the memory model" in why and "GiB usable" in why
     assert "predicted to fit instead: --methods" in why
-    assert _fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero3")) is None
+    assert fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero3")) is None
 
 
 def test_torch_dtype_is_storage_the_rule_trains_in_bf16_and_says_so(tmp_path, capsys):

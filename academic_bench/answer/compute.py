@@ -209,21 +209,32 @@ def weighed_prediction(model: str, gpu: str, n_gpus: int, root: str | None = Non
         host_rates = None
     gpu_rate = gpu_optimizer_rate(rows[rows["setup"] == row["setup"]])
     base = replace(src.methods, checkpointing=False, sharding="none", offload=False)
-    found = [first] if first is not None and first.days is not None else []
+    carried = first if first is not None and first.days is not None and _host_fits(model, gpu, n_gpus, first.methods) \
+        else None
+    found = [carried] if carried is not None else []
     for m in search_space(n_gpus, base)[0]:
         if (first is not None and m == first.methods) or (m.offload and host_rates is None):
             continue
         q = predict_with_methods(src, m, gpu, n_gpus, host_rates or {}, gpu_rate)
         if q.days is not None:
             found.append(q)
-    if not found:
-        return first
+    if not found:  # where the carried configuration's offloaded states outgrow the host, say so
+        return first if first is None or carried is not None or first.days is None else \
+            predict_with_methods(src, first.methods, gpu, n_gpus, host_rates or {}, gpu_rate)
     fastest = min(found, key=lambda q: q.days)
-    carried = found[0] if first is not None and first.days is not None else None
     if carried is None or fastest is carried:
         return fastest
     spread = _step_spreads(root).of(carried.methods.offload, fastest.methods.offload)
     return fastest if faster_beyond_spread(fastest.days, carried.days, spread) else carried
+
+
+def _host_fits(model: str, gpu: str, n_gpus: int, methods: Methods) -> bool:
+    """Whether the states ``methods`` offload fit the host of the machine the answer stands for (unknown: yes)."""
+    from ..catalog.config import Config
+    from ..estimate import host_memory_verdict
+
+    host = host_memory_verdict(Config(model, gpu, n_gpus, methods=methods)) if methods.offload else None
+    return host is None or host["fits"] is not False
 
 
 @lru_cache(maxsize=4)
@@ -245,7 +256,8 @@ def smallest_fitting(model: str, gpu: str, n_gpus: int) -> str:
 
     def fitting(g, n: int) -> str | None:
         for m in search_space(n, free_lunch_for(g))[0]:
-            if max_micro_batch(Config(model, g.key, n, methods=m), g.memory_gb) is not None:
+            if max_micro_batch(Config(model, g.key, n, methods=m), g.memory_gb) is not None \
+                    and _host_fits(model, g.key, n, m):
                 return methods_spec(m)
         return None
 

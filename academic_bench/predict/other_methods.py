@@ -93,11 +93,17 @@ def predict_with_methods(src: Source, methods: Methods, gpu: str, n_gpus: int, h
     (``with_methods``), carried by the transfer model at the largest micro-batch the memory model lets
     ``methods`` fit on the target. The basis names both steps."""
     from ..catalog.config import Config
-    from ..estimate import max_micro_batch
+    from ..estimate import host_memory_verdict, max_micro_batch
 
+    target = get_gpu(gpu)
+    # Offloaded states must fit the host of the machine the answer stands for (the paper's machine for that many
+    # GPUs): settings that do not are no answer, however fast they would be.
+    host = host_memory_verdict(Config(src.model, target.key, n_gpus, methods=methods)) if methods.offload else None
+    if host is not None and host["fits"] is False:
+        return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None, None,
+                          None, False, f"{methods.label()}: {host['reason']}", methods)
     if methods == src.methods:
         return predict(src, gpu, n_gpus)
-    target = get_gpu(gpu)
     mbs = max_micro_batch(Config(src.model, target.key, n_gpus, methods=methods), target.memory_gb)
     basis = f"re-priced from {src.methods_label} to {methods.label()} by what each method does"
     if mbs is None:  # the memory model fits none; the source's micro-batch was for other methods
