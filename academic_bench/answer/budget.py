@@ -32,10 +32,10 @@ def today_setups(models: Iterable[str] | None = None, root: str | os.PathLike | 
     study's grid and the catalog's other GPUs)."""
     from ..analysis.facts import setup_label
     from ..cost.prices import today_purchase
-    from .store import grid, other_gpus
+    from .published_ranges import every_answer
 
     wanted = None if models is None else set(models)
-    chosen = (*grid(root), *other_gpus(root)) if answers is None else tuple(answers)
+    chosen = every_answer(root) if answers is None else tuple(answers)  # as answer() gives them: ranges widened
     rows = []
     for a in chosen:
         if not a.answered or (wanted is not None and a.model not in wanted):

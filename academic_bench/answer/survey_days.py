@@ -22,9 +22,10 @@ COLUMNS = ["tier", "generation", "gpu", "memory_gb", "respondents", "share", "wi
 
 
 def _lookup(model: str, root) -> tuple[dict, dict]:
-    from .store import grid, other_gpus, refused
+    from .published_ranges import every_answer
+    from .store import refused
 
-    answers = {(a.gpu, a.n_gpus): a for a in (*grid(root), *other_gpus(root)) if a.model == model}
+    answers = {(a.gpu, a.n_gpus): a for a in every_answer(root) if a.model == model}  # as answer() gives them
     refusals = {(r["gpu"], int(r["n_gpus"])): r["reason"] for r in refused(root) if r["model"] == model}
     return answers, refusals
 
