@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..cost.model import check_gpus, gpu_key
-from ..catalog.hardware import catalog as gpu_catalog
+from ..catalog.hardware import catalog as gpu_catalog, get_gpu
 from ..catalog.units import SECONDS_PER_DAY
 from ..estimate.stats import dense_flops_terms
 from .by_size import SizeMFU, mfu_by_size
@@ -64,7 +64,7 @@ def decoder_flops_per_token(params: float, seq_len: int, layers: int | None = No
 def peak_flops(gpu: str, precision: str) -> float:
     """Dense peak FLOP/s of ``gpu`` for a training precision."""
     # fp32 recipes run at the TF32 rate: the free-lunch methods switch TF32 on (paper Sec 3.2.1).
-    return gpu_catalog()[gpu_key(gpu)].peak_flops(precision, tf32=True)
+    return get_gpu(gpu_key(gpu)).peak_flops(precision, tf32=True)
 
 
 def _positive(label: str, value: float) -> None:

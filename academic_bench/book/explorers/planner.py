@@ -34,7 +34,9 @@ def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> 
     # no row.
     answers = (*grid(root), *other_gpus(root))
     rows = []
-    for g in every_gpu():
+    for g, spec in every_gpu().items():
+        if not spec.supports_bf16:  # the planned decoder trains in bf16, which a GPU before Ampere refuses
+            continue
         for n in GPU_COUNTS:
             for pb in params_b:
                 est = mfu_by_size(answers, g, n, pb * 1e9)
@@ -105,6 +107,9 @@ def _plan_rows(grid: pd.DataFrame, chart: alt.Chart | None = None) -> alt.Chart:
     main = grid[["key", "params_b", "mfu", "mfu_low", "mfu_high", "mfu_source"]]
     setups = grid[["key", "setup", "n_gpus", "peak_flops"]].drop_duplicates("key")
     sizes = grid[["params_b", "flops_base", "flops_per_position"]].drop_duplicates("params_b")
+    # Every size on every catalog GPU is more rows than Altair's default limit for a frame (5,000); the values are
+    # inlined as they are, the same JSON the limit would have let through for fewer GPUs.
+    main = alt.InlineData(values=main.to_dict("records"))
     chart = alt.Chart(main) if chart is None else chart.properties(data=main)
     return chart.transform_filter("abs(datum.params_b - plan_params_b) < 0.05").transform_lookup(
         lookup="key", from_=alt.LookupData(setups, "key", ["setup", "n_gpus", "peak_flops"])
