@@ -22,7 +22,7 @@ from .memory_check import DECODER_RESULTS, decoder_key
 
 CHECK_COLUMNS = ["model", "source", "seq_len", "hidden", "attention_width", "by_hidden", "ours", "library",
                  "difference", "moved"]
-MOVED_COLUMNS = ["setup", "model", "methods_label", "stored_flops", "flops", "stored_mfu", "mfu", "change"]
+MOVED_COLUMNS = ["setup", "on", "model", "methods_label", "stored_flops", "flops", "stored_mfu", "mfu", "change"]
 
 
 def _evidence(root: str | Path | None) -> list[tuple[str, str]]:
@@ -69,6 +69,7 @@ def moved_rows(root: str | Path | None = None) -> pd.DataFrame:
     are not today's count: its stored MFU and the MFU today's count gives (``change`` = mfu / stored_mfu - 1)."""
     from ..catalog.methods import Methods
     from ..results import ResultStore, load_runs, recounted, status_of
+    from .facts import setup_label
 
     _evidence(root)  # the decoders registered, so that their rows can be counted
     rows = list(load_runs(runs_root(root)))
@@ -78,7 +79,8 @@ def moved_rows(root: str | Path | None = None) -> pd.DataFrame:
         again = recounted(row) if status_of(row) == "measured" else {}
         if not again or again["model_flops_per_step"] == row["model_flops_per_step"]:
             continue
-        out.append({"setup": row["setup"], "model": row["config"]["model"].split("@")[0],
+        out.append({"setup": row["setup"], "on": setup_label(row["config"]["gpu"], row["config"]["n_gpus"]),
+                    "model": row["config"]["model"].split("@")[0],
                     "methods_label": Methods.from_dict(row["config"]["methods"]).label(),
                     "stored_flops": float(row["model_flops_per_step"]),
                     "flops": float(again["model_flops_per_step"]), "stored_mfu": float(row["mfu"]),

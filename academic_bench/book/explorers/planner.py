@@ -9,7 +9,7 @@ import pandas as pd
 from ...answer import grid
 from ...answer.by_size import mfu_by_size
 from ...answer.planner import decoder_flops_terms, peak_flops, plan_decoder
-from ...cost import GPU_COUNTS, setup_label
+from ...cost import GPU_COUNTS
 from ...catalog.units import SECONDS_PER_DAY
 from ..charts.narrow import NARROW_COLUMN, with_narrow
 from .common import answer_text, select_param, selected_answer, setup_options, slider_param, wrapped_answer
@@ -43,7 +43,7 @@ def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> 
                 if est is None:
                     break
                 base, per_pos = decoder_flops_terms(pb * 1e9)
-                rows.append({"gpu": g, "n_gpus": n, "key": f"{n} x {g}", "setup": setup_label(g, n),
+                rows.append({"gpu": g, "n_gpus": n, "key": f"{n} x {g}", "setup": _setup_name(g, n),
                              "params_b": float(pb), "mfu": est.mfu, "mfu_low": est.low, "mfu_high": est.high,
                              "mfu_source": est.kind, "flops_base": base, "flops_per_position": per_pos,
                              "peak_flops": peak_flops(g, "bf16")})
@@ -117,11 +117,18 @@ def _plan_rows(grid: pd.DataFrame, chart: alt.Chart | None = None) -> alt.Chart:
         lookup="params_b", from_=alt.LookupData(sizes, "params_b", ["flops_base", "flops_per_position"]))
 
 
+def _setup_name(gpu: str, n_gpus: int) -> str:
+    """'8 x RTX PRO 6000': short enough that every catalog GPU's row fits a phone's column."""
+    from .answer_grid import short_label
+
+    return f"{int(n_gpus)} x {short_label(gpu)}"
+
+
 def plan_answer(params_b: float, tokens_b: float, seq_len: int, setup: str, root: str | None = None) -> str:
     """The planner chart's answer line, from ``answer.planner.plan_decoder`` (the browser tests compare the two)."""
     n, gpu = setup.split(" x ")
     p = plan_decoder(params_b * 1e9, tokens_b * 1e9, gpu, int(n), seq_len, root=root)
     if p.mfu is None:
         return f"No answered decoder on {setup}"
-    return (f"{setup_label(gpu, int(n))}: {p.days:,.1f} days ({p.days_low:,.1f}-{p.days_high:,.1f}), "
+    return (f"{_setup_name(gpu, int(n))}: {p.days:,.1f} days ({p.days_low:,.1f}-{p.days_high:,.1f}), "
             f"MFU {p.mfu.mfu:.0%} ({p.mfu.kind})")
