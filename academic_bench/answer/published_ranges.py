@@ -78,24 +78,27 @@ def write_shipped(root: str | os.PathLike | None = None) -> Path:
 
 
 def _source(a: Answer, root: str | os.PathLike | None) -> tuple[str, int] | None:
-    """(GPU, count) of the measured setup a predicted answer was carried from."""
-    from ..predict.transfer_validation import configurations
+    """(GPU, count) of the measured setup a predicted answer was carried from, read off its label ('h100x1'), as
+    a run folder's name states them (``catalog.hardware.setup_gpus``): no run is read, so that an answer kept for a
+    catalog model is widened without loading the runs."""
+    import re
 
-    c = configurations(None if root is None else str(root))
-    rows = c[c["setup"] == a.source_setup] if a.source_setup and len(c) else c.iloc[0:0]
-    return (str(rows["gpu"].iloc[0]), int(rows["n_gpus"].iloc[0])) if len(rows) else None
+    from ..catalog.hardware import setup_gpus
+
+    gpus = setup_gpus(a.source_setup) if a.source_setup else ()
+    count = re.search(r"x(\d+)(?=$|[-_.])", a.source_setup or "")
+    return (gpus[0], int(count.group(1))) if gpus and count else None
 
 
 def widen(a: Answer, records: tuple[dict, ...] | list[dict], root: str | os.PathLike | None = None) -> Answer:
     """``a`` with its range widened by the published check at its distance (module docstring) and labelled, where
     it is predicted on a GPU the study never measured; any other answer as it is."""
-    from ..catalog.hardware import get_gpu
+    from ..catalog.hardware import catalog as study_gpus, get_gpu
     from ..predict.published_family import distance
-    from ..predict.transfer_validation import configurations
 
     if a.kind != "predicted" or a.days is None:
         return a
-    measured_gpus = set(configurations(None if root is None else str(root))["gpu"].astype(str))
+    measured_gpus = set(study_gpus())  # the GPUs the study measured: their own held-out checks hold there
     source = _source(a, root)
     if a.gpu in measured_gpus or source is None:
         return a
