@@ -65,7 +65,9 @@ def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b
 def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setup: str,
           narrow: bool) -> alt.VConcatChart:
     width = NARROW_COLUMN - 140 if narrow else 520
-    options, labels = setup_options(df)
+    options, _ = setup_options(df)
+    # The menu's labels as the rows name them: a select is as wide as its longest label, and a phone's column is not.
+    labels = [_setup_name(key.split(" x ")[1], int(key.split(" x ")[0])) for key in options]
     params = [slider_param("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
                       "Parameters (billions) "),
               slider_param("plan_tokens_b", tokens_b, 10, 15_000, 10, "Training tokens (billions) "),
