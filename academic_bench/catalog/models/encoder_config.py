@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..json_cache import digest
 from .from_config import (DTYPES, ENCODERS, MADE_WITH, REGISTERED, REQUIRED, ConfigDecoder, ConfigError,
-                          read_json, stated_value)
+                          config_key, config_name, read_json, stated_value)
 from .roberta import MODELS as ROBERTA
 from .spec import ModelSpec, Recipe
 
@@ -116,12 +116,9 @@ def encoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     steps = math.ceil(tokens / (global_batch * seq_len))
     settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
                 "precision": precision, "reader": "encoder"}
-    settings_digest = digest(settings, 10)
     built = {"config": data, "positions": seq_len if extended else None, "reader": "encoder"}
     facts_digest = digest(built, 10)
-    where = path.resolve()
-    name = (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
-    key = f"{name}@{settings_digest}".lower()
+    name, key = config_name(path), config_key(path, settings)
 
     def build(tiny: bool = False, attn: str = "sdpa"):
         import torch

@@ -263,16 +263,11 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     extended = positions is not None and seq_len > positions
     settings = {"config": data, "seq_len": seq_len, "global_batch": global_batch, "steps": steps,
                 "precision": precision}
-    settings_digest = digest(settings, 10)
     # The meta-device facts depend on the file and on the positions the sequence length makes it build, not on the
     # tokens, batch or precision: one set per file and built length (``ModelSpec.facts_key``).
     built = {"config": data, "positions": seq_len if extended else None}
     facts_digest = digest(built, 10)
-    # Named from the resolved path, so that "config.json" given from inside its folder, "../x/config.json" and the
-    # absolute path the workers receive (``made_with``) all name the same key.
-    where = path.resolve()
-    name = (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
-    key = f"{name}@{settings_digest}".lower()
+    name, key = config_name(path), config_key(path, settings)
 
     def build(tiny: bool = False, attn: str = "sdpa"):
         import torch
@@ -317,6 +312,19 @@ def decoder_spec(path: str | Path, *, seq_len: int, tokens: float, global_batch:
     if not _key_file(key).is_file():  # so that the key a command printed names the decoder in the next one
         write_json(_key_file(key), MADE_WITH[key])
     return DECODERS[key]
+
+
+def config_name(path: Path) -> str:
+    """A config.json's name, from the resolved path, so that "config.json" given from inside its folder,
+    "../x/config.json" and the absolute path the workers receive (``made_with``) all name the same model."""
+    where = Path(path).resolve()
+    return (where.parent.name if where.name == "config.json" and where.parent.name else where.stem) or "config"
+
+
+def config_key(path: Path, settings: dict) -> str:
+    """A config.json's key, ``name@digest``: its name and a digest of its content and the settings that made the
+    spec."""
+    return f"{config_name(path)}@{digest(settings, 10)}".lower()
 
 
 def _key_file(key: str) -> Path:
