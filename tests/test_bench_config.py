@@ -7,6 +7,7 @@ import json
 import math
 
 from academic_bench.cli import main
+from academic_bench.catalog.methods import EXPERTS_FAST
 from academic_bench.catalog.models.from_config import decoder_spec, made_with
 from academic_bench.results import ResultStore
 from academic_bench.catalog.units import days_for
@@ -109,6 +110,6 @@ def test_a_mixture_of_experts_config_is_measured_with_its_experts_kernel_and_rou
     assert rc == 0
     (row,) = ResultStore(out).rows()
     assert row["outcome"] == "ok", row["reason"]
-    assert row["ran"]["experts"] == "grouped_mm" and "experts:grouped_mm" in row["ran"]["kernels"]
+    assert row["ran"]["experts"] == EXPERTS_FAST[0] and f"experts:{EXPERTS_FAST[0]}" in row["ran"]["kernels"]
     counts = row["ran"]["expert_tokens"]  # the routing of a timed micro-batch, per mixture layer
     assert len(counts) == 2 and all(len(c) == 4 and sum(c) == 2 * SEQ * 2 for c in counts)

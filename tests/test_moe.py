@@ -15,6 +15,7 @@ from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import parse_methods
 from academic_bench.catalog.models import loss_of
 from academic_bench.catalog.models.from_config import decoder_spec
+from academic_bench.measure import experts
 from academic_bench.measure.apply import Ran, apply_experts_kernel
 from academic_bench.measure.routing import expert_token_counts
 
@@ -121,25 +122,71 @@ def _one_step(spec, kernels_name: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize("kind", ["olmoe", "qwen2_moe"])
 def test_each_experts_kernel_on_the_cpu_trains_the_same_step(tmp_path, kind):
-    """The per-expert loop, batched and grouped products: one step each from the same weights and batch gives the
-    same losses before and after the optimizer step."""
+    """The per-expert loop, batched and grouped products (transformers' and the study's at the autocast dtype): one
+    step each from the same weights and batch gives the same losses before and after the optimizer step."""
+    experts.register()
     spec = _spec(tmp_path, kind)
     reference = _one_step(spec, "eager")
-    for name in ("batched_mm", "grouped_mm"):
+    for name in ("batched_mm", "grouped_mm", experts.NAME):
         assert _one_step(spec, name) == pytest.approx(reference, rel=1e-4), name
+
+
+def _grouped_dtypes(monkeypatch) -> list:
+    """The operand dtypes of every call of torch's grouped GEMM from here on."""
+    seen, real = [], torch.nn.functional.grouped_mm
+
+    def spy(a, b, *args, **kwargs):
+        seen.append((a.dtype, b.dtype))
+        return real(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "grouped_mm", spy)
+    return seen
+
+
+def _autocast_step(spec, name: str, compiled: bool = False):
+    """Output and the experts' weight gradients of one forward and backward under a bf16 autocast, fp32 weights
+    (``compiled``: each experts module traced whole by torch.compile, as the study's compiled blocks hold them)."""
+    torch.manual_seed(0)
+    net = spec.build(False, "sdpa").train()
+    net.set_experts_implementation(name)
+    for m in _experts(net) if compiled else ():
+        m.forward = torch.compile(m.forward, backend="aot_eager", fullgraph=True)
+    batch = spec.make_batch(2, generator=torch.Generator().manual_seed(1))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = loss_of(net, batch)
+    loss.backward()
+    return loss.item(), [m.down_proj.grad for m in _experts(net)]
+
+
+def test_the_fast_experts_kernel_runs_its_products_at_the_autocast_dtype(tmp_path, monkeypatch):
+    """The recipe trains fp32 weights under a bf16 autocast. transformers' grouped_mm casts the products' input to
+    the weights' dtype (fp32 products, and under compile its per-expert loop); the study's kernel runs them in bf16
+    as autocast runs a linear layer, and the gradients reach the fp32 weights as the loop's do."""
+    spec = _spec(tmp_path, "olmoe")
+    experts.register()
+    seen = _grouped_dtypes(monkeypatch)
+    fp32_loss, fp32_grads = _autocast_step(spec, "grouped_mm")
+    assert seen and all(d == (torch.float32, torch.float32) for d in seen)  # why the study has its own
+    seen.clear()
+    loss, grads = _autocast_step(spec, experts.NAME)
+    assert seen and all(d == (torch.bfloat16, torch.bfloat16) for d in seen)
+    assert loss == pytest.approx(fp32_loss, rel=1e-3)
+    for g, ref in zip(grads, fp32_grads):  # the same products, rounded to bf16: the same gradients up to rounding
+        assert g is not None and g.dtype == torch.float32
+        assert float((g - ref).norm() / ref.norm()) < 0.05
+    seen.clear()  # compiled, it stays torch's grouped GEMM in bf16 (transformers' would fall back to its loop)
+    assert _autocast_step(spec, experts.NAME, compiled=True)[0] == pytest.approx(loss, rel=1e-3)
+    assert seen and all(d == (torch.bfloat16, torch.bfloat16) for d in seen)
 
 
 def test_naive_runs_the_loop_and_the_kernels_switch_the_grouped_products(tmp_path):
     spec = _spec(tmp_path, "mixtral")
     net = spec.build()
-    for kernels, expected in ((False, "eager"), (True, "grouped_mm")):
+    for kernels, expected in ((False, "eager"), (True, experts.NAME)):
         ran = Ran()
         apply_experts_kernel(net, kernels, "cpu", ran)
         assert ran.experts == expected and net.config._experts_implementation == expected
         assert f"experts:{expected}" in ran.kernels
-    ran = Ran()
-    apply_experts_kernel(net, True, "cpu", ran, compiled=True)
-    assert any("loop as one operator" in n for n in ran.notes)  # fp32 weights under compile: said in the row
 
 
 def test_a_dense_model_has_no_experts_kernel(tmp_path):

@@ -231,10 +231,9 @@ def weighed_prediction(model: str, gpu: str, n_gpus: int, root: str | None = Non
 def _host_fits(model: str, gpu: str, n_gpus: int, methods: Methods) -> bool:
     """Whether the states ``methods`` offload fit the host of the machine the answer stands for (unknown: yes)."""
     from ..catalog.config import Config
-    from ..estimate import host_memory_verdict
+    from ..estimate import host_fits
 
-    host = host_memory_verdict(Config(model, gpu, n_gpus, methods=methods)) if methods.offload else None
-    return host is None or host["fits"] is not False
+    return host_fits(Config(model, gpu, n_gpus, methods=methods))
 
 
 @lru_cache(maxsize=4)

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import FREE_LUNCH, Methods, parse_methods, validation_class
-from .compute import costs, settings_of
+from .compute import costs, settings_of, smallest_fitting
 from ..predict.ranges import stated_range
 from .types import Answer
 
@@ -139,6 +139,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
             # A mixture of experts keeps every expert's states: where the free-lunch settings alone do not fit,
             # the fastest memory-saving combination the work model predicts is the answer's settings.
             p, methods = _fastest_fitting(key, gpu, n_gpus, points, methods, host_rates, evidence)
+            if p is None:  # the dense decoders' MFU by size says nothing of a mixture that cannot run here
+                return _none(f"no setting of the paper fits the GPUs and, offloading, the host: "
+                             f"{smallest_fitting(key, gpu, n_gpus)}", base)
         if p is not None and p.days is not None:
             profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
             rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,
@@ -182,11 +185,14 @@ def _none(why: str, base: dict) -> Answer:
 
 def _fastest_fitting(key: str, gpu: str, n_gpus: int, points, base: Methods, host_rates, evidence):
     """(the work model's fastest prediction, its methods) over the paper's memory-saving combinations on top of
-    ``base`` (``methods.search_space``), or (None, base) where none fits."""
+    ``base`` (``methods.search_space``) whose offloaded states fit the host (``estimate.host_fits``), or
+    (None, base) where none fits."""
+    from ..catalog.config import Config
     from ..catalog.methods import search_space
+    from ..estimate import host_fits
     from ..predict.decoder_work import predict_decoder
 
-    found = [(p, m) for m in search_space(n_gpus, base)[0]
+    found = [(p, m) for m in search_space(n_gpus, base)[0] if host_fits(Config(key, gpu, n_gpus, methods=m))
              for p in [predict_decoder(key, gpu, n_gpus, points, m, host_rates, evidence=evidence)]
              if p is not None and p.days is not None]
     return min(found, key=lambda pm: pm[0].days) if found else (None, base)

@@ -45,14 +45,17 @@ SWITCH_LABELS = {"bf16w": "bf16 weights", "fused-ce": "fused CE", "fp8-tensorwis
                  "fp8-rowwise": "FP8 rowwise"}
 # A mixture of experts' kernel (transformers' ``set_experts_implementation``), a part of the kernels switch as
 # attention's is: naive runs the per-expert loop ("eager", the default of the paper's era); free-lunch the first of
-# EXPERTS_FAST that runs on the device (``measure.apply.apply_experts_kernel``), else the loop. transformers also
-# offers "batched_mm" (each token's expert weights gathered into a batch: a copy of an expert's weights per routed
-# token, for decoding, not training), "deepgemm" (no backward) and "sonicmoe" (a Hub kernel fetched at run time).
+# EXPERTS_FAST that runs on the device (``measure.apply.apply_experts_kernel``), else the loop. EXPERTS_FAST holds
+# the study's "grouped_mm_autocast": transformers' "grouped_mm" (torch's grouped GEMM) with fp32 weights cast to
+# the autocast dtype as autocast casts a linear layer's (``measure.experts``); transformers' own runs fp32 weights'
+# products in fp32, and under compile as its per-expert loop. transformers also offers "batched_mm" (each token's
+# expert weights gathered into a batch: a copy of an expert's weights per routed token, for decoding, not
+# training), "deepgemm" (no backward) and "sonicmoe" (a Hub kernel fetched at run time).
 EXPERTS_LOOP = "eager"
-EXPERTS_FAST: tuple[str, ...] = ("grouped_mm",)
+EXPERTS_FAST: tuple[str, ...] = ("grouped_mm_autocast",)
 EXPERTS_KERNELS_NOTE = ("mixtures of experts: naive runs the experts' per-expert loop (transformers' \"eager\"); "
-                        "free-lunch runs grouped_mm (torch's grouped GEMM, CUDA compute capability 8.0+ or the "
-                        "CPU) where it runs, else the loop")
+                        "free-lunch runs torch's grouped GEMM (transformers' grouped_mm, its weights at the "
+                        "autocast dtype; CUDA compute capability 8.0+ or the CPU) where it runs, else the loop")
 # Off, each keeps a configuration's dict (and so its id) as it was before the switch existed.
 _BEYOND_OFF = {"bf16_weights": False, "fused_ce": False, "fp8": "none"}
 

@@ -38,6 +38,7 @@ from .memory import (  # noqa: F401
     MemoryEstimate,
     activation_profile,
     host_memory_need,
+    host_fits,
     host_memory_verdict,
     max_micro_batch,
     micro_batch_choices,

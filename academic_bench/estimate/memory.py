@@ -207,6 +207,13 @@ def host_memory_verdict(config: Config, host_memory_gib: float | None = None) ->
                                          "; pass --host-memory GiB for another machine")}
 
 
+def host_fits(config: Config) -> bool:
+    """Whether the states ``config`` offloads fit the host memory of the paper's machine for its GPUs per node
+    (``host_memory_verdict``); True without offloading or where no such machine is known."""
+    host = host_memory_verdict(config)
+    return host is None or host["fits"] is not False
+
+
 def usable_bytes(gpu_memory_gb: float, coeffs: Coefficients = COEFFICIENTS) -> float:
     """Bytes a GPU of the catalog's nominal size offers (the nominal size is read as GiB)."""
     return gpu_memory_gb * GIB * coeffs.usable_fraction

@@ -64,35 +64,35 @@ def attention_impl(spec: ModelSpec, kernels: bool, device: str) -> str:
 
 
 def experts_kernel_runs(name: str, device: str) -> bool:
-    """Whether transformers runs the experts' kernel ``name`` on ``device`` as itself: ``grouped_mm`` where its own
-    test passes (``integrations.moe._can_use_grouped_mm``: torch's grouped GEMM on a CUDA GPU of compute
-    capability 8.0+, or a CPU under torch newer than 2.8); the loop everywhere."""
+    """Whether transformers runs the experts' kernel ``name`` on ``device`` as itself: ``grouped_mm`` (and the
+    study's ``grouped_mm_autocast`` over it, ``measure.experts``) where its own test passes
+    (``integrations.moe._can_use_grouped_mm``: torch's grouped GEMM on a CUDA GPU of compute capability 8.0+, or a
+    CPU under torch newer than 2.8); the loop everywhere."""
     if name == EXPERTS_LOOP:
         return True
     from transformers.integrations import moe as hf_moe
 
-    weight = torch.empty(1, 16, 16, device=device)
+    weight = torch.empty(1, 16, 16, device=device, dtype=torch.bfloat16)
     return bool(hf_moe._can_use_grouped_mm(weight[0], weight, torch.zeros(1, dtype=torch.int32, device=device)))
 
 
-def apply_experts_kernel(model: nn.Module, kernels: bool, device: str, ran: Ran, compiled: bool = False,
-                         bf16_weights: bool = False) -> None:
+def apply_experts_kernel(model: nn.Module, kernels: bool, device: str, ran: Ran) -> None:
     """A mixture of experts' kernel through transformers' ``set_experts_implementation``: without kernels the
     per-expert loop ("eager"), the default of the paper's era (transformers 4.x looped over a layer's experts);
     with them the first of ``EXPERTS_FAST`` that runs on this device, else the loop. transformers 5 defaults to
-    ``grouped_mm``, so naive sets the loop explicitly. Under compile, transformers' grouped_mm takes torch's grouped
-    GEMM only for bf16 weights (fp32 weights under autocast run its loop as one opaque operator instead): the row
-    says so. A dense model is left as it is."""
+    ``grouped_mm``, so naive sets the loop explicitly. The fast kernel is ``grouped_mm_autocast``: torch's grouped
+    GEMM at the autocast dtype whatever the weights' dtype (``measure.experts`` says why). A dense model is left
+    as it is."""
+    from . import experts
+
     can = getattr(model, "_can_set_experts_implementation", None)
     if not any(hasattr(m, "has_gate") and hasattr(m, "num_experts") for m in model.modules()) or not (can and can()):
         return
+    experts.register()
     name = next((k for k in EXPERTS_FAST if experts_kernel_runs(k, device)), EXPERTS_LOOP) if kernels else EXPERTS_LOOP
     model.set_experts_implementation(name)
     ran.experts = name
     ran.kernels.append(f"experts:{name}")
-    if name != EXPERTS_LOOP and compiled and not bf16_weights:
-        ran.notes.append(f"experts' kernel {name} under compile with fp32 weights: transformers runs its "
-                         "per-expert loop as one operator (torch's grouped GEMM takes bf16 weights only)")
 
 
 MAMBA_MODELING = "transformers.models.mamba.modeling_mamba"

@@ -47,9 +47,7 @@ class Stepper:
         self.ran.weights = str(next(model.parameters()).dtype).removeprefix("torch.")
         if self.ran.attention not in ("n/a",):
             self.ran.kernels.append(f"attention:{self.ran.attention}")
-        apply.apply_experts_kernel(model, m.kernels, device, self.ran,
-                                   compiled=m.compile and spec.compiles and m.sharding != "zero3",
-                                   bf16_weights=m.bf16_weights)
+        apply.apply_experts_kernel(model, m.kernels, device, self.ran)
         if m.checkpointing:
             apply.apply_checkpointing(model, self.ran)
         if m.fp8 != "none":  # before compile: the compiled blocks hold the float8 layers

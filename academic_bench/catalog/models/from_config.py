@@ -227,6 +227,8 @@ def _build_shape(path: Path, data: dict) -> dict:
              "blocks": blocks, "mlp": _mlp_kind(net, tuple(blocks)),
              "tied_embeddings": bool(getattr(net.config, "tie_word_embeddings", False)),
              "moe": _read_experts(path, data["model_type"], cfg, net)}
+    if shape["moe"] is not None:  # the experts hold their projections as stacked weights, no nn.Linear modules
+        shape["mlp"] = f"routed experts ({'gated' if shape['moe']['gated'] else 'plain'})"
     return shape
 
 
