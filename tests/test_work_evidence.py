@@ -156,3 +156,24 @@ def test_the_shipped_evidence_reads():
     p = prof[(prof["setup"] == "h100x1") & (prof["model"] == "pythia-2.8b") & (prof["methods_label"] == "free-lunch")]
     if not p.empty and int(p["micro_batch"].iloc[0]) < e.optima[("h100x1", "pythia-2.8b")]:
         assert "pythia-2.8b" not in set(dw.calibration_points(prof, e).query("setup == 'h100x1'")["model"])
+
+
+def test_a_sweep_timed_by_triton_testing_replaces_the_launch_timed_one_of_its_setup(tmp_path):
+    """Where a setup has its sweeps again by triton.testing (``evidence/gemm-triton/``), its curve and output-layer
+    slowness read those, the small products included; the launch-timed files stay where they are, and a setup
+    without the new sweep keeps its own."""
+    runs = tmp_path / "runs"
+    slow, fast = (lambda f: 300e12 * f / (f + 2e10)), (lambda f: 700e12 * f / (f + 2e10))
+    for setup, gpu in (("h100x1", "NVIDIA H100 80GB HBM3"), ("a100x1", "NVIDIA A100-SXM4-80GB")):
+        (runs / setup / "evidence" / "gemm").mkdir(parents=True)
+        _sweep(slow).assign(gpu=gpu).to_json(runs / setup / we.GEMM_FILE, orient="records", lines=True)
+    triton = runs / "h100x1" / "evidence" / "gemm-triton"
+    triton.mkdir()
+    _sweep(fast, floor_s=0.0).assign(timer="do_bench").to_json(triton / "gemm.jsonl", orient="records", lines=True)
+    _output_layer_sweep(3.0).to_json(triton / "gemm-output-layer.jsonl", orient="records", lines=True)
+    curves = we.gemm_curves(str(runs))
+    assert curves["h100-80gb"].source == "h100x1/evidence/gemm-triton/gemm.jsonl"
+    assert curves["h100-80gb"].plateau > 1.5 * curves["a100-80gb"].plateau  # the new sweep's rates, not the old
+    assert curves["h100-80gb"].unaligned == pytest.approx(3.0)
+    assert len(curves["h100-80gb"].flops) == _sweep(fast).assign(f=lambda x: x.m * x.k * x.n)["f"].nunique()
+    assert curves["a100-80gb"].source == "a100x1/evidence/gemm/gemm.jsonl"

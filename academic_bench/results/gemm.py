@@ -21,6 +21,11 @@ from ..catalog.models.from_config import is_unaligned, padded_size
 GEMM_FILE = "evidence/gemm/gemm.jsonl"
 OUTPUT_LAYER_FILE = "evidence/gemm/gemm-output-layer.jsonl"
 MEMORY_FILE = "evidence/gemm/gemm-memory.jsonl"
+# The same sweeps timed by triton.testing (every shape, the small ones included), beside the launch-timed ones,
+# which stay as they were made. A setup's matrix-product curve and output-layer slowness read these where they
+# exist. The memory-bound sweeps are read as a ratio between two GPUs, so both must be timed alike: they stay on
+# ``MEMORY_FILE`` until every GPU's sweep has been made again.
+TRITON_DIR = "evidence/gemm-triton"
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -114,8 +119,15 @@ def unaligned_slowness(lines: pd.DataFrame) -> float:
     return float(statistics.median(ratios)) if ratios else 1.0
 
 
+def sweep_file(setup: Path, name: str) -> Path:
+    """A setup folder's sweep ``name`` (``GEMM_FILE`` or ``OUTPUT_LAYER_FILE``): the one timed by triton.testing
+    (``TRITON_DIR``) where the setup has it, else the launch-timed one."""
+    triton = setup / TRITON_DIR / Path(name).name
+    return triton if triton.exists() else setup / name
+
+
 def gemm_curves(runs: Path) -> dict[str, GemmCurve]:
-    """Every setup's GEMM sweep under the runs folder ``runs`` (``<setup>/evidence/gemm/gemm.jsonl``), by the
+    """Every setup's GEMM sweep under the runs folder ``runs`` (``sweep_file``: by triton.testing where made), by the
     catalog key of the GPU that ran it (the lines name the device), with the output-layer sweep beside it where
     one was made (``unaligned_slowness``); where two setups swept one GPU, the first setup's in name order."""
     import dataclasses
@@ -123,14 +135,17 @@ def gemm_curves(runs: Path) -> dict[str, GemmCurve]:
     import pandas as pd
 
     out: dict[str, GemmCurve] = {}
-    for path in sorted(Path(runs).glob(f"*/{GEMM_FILE}")):
-        lines = pd.read_json(path, lines=True)
+    setups = sorted({p.parents[2] for p in Path(runs).glob(f"*/{GEMM_FILE}")}
+                    | {p.parents[2] for p in Path(runs).glob(f"*/{TRITON_DIR}/{Path(GEMM_FILE).name}")})
+    for setup in setups:
+        path = sweep_file(setup, GEMM_FILE)
+        lines = pd.read_json(path, lines=True) if path.exists() else pd.DataFrame()
         if lines.empty:
             continue
         gpu = match_name(str(lines["gpu"].iloc[0]))
         if gpu is not None and gpu.key not in out:
             curve = gemm_curve(lines, gpu.key, str(path.relative_to(runs)))
-            beside = path.parents[2] / OUTPUT_LAYER_FILE
+            beside = sweep_file(setup, OUTPUT_LAYER_FILE)
             if beside.exists():
                 curve = dataclasses.replace(curve, unaligned=unaligned_slowness(pd.read_json(beside, lines=True)))
             out[gpu.key] = curve
