@@ -60,10 +60,10 @@ _DLE_16G = "NVIDIA DeepLearningExamples BERT for PyTorch README, Pre-training NV
 _GEFORCE_MATMUL = (
     "A GeForce card runs bf16 and fp16 matrix products at about its datasheet rate with fp32 accumulation, while an "
     "H100 SXM reaches about four fifths of its own: in one timing script's table of torch.matmul rates "
-    "(zzc0721/torch-performance-test-data, database.md at commit 9d82827) an RTX 3090 reaches 76.34 bf16 TFLOP/s "
-    "('| NVIDIA RTX 3090 24GB | 24.46 | | 75.64 | 76.34 |'; datasheet 71), an RTX 4090 170.06 "
-    "('| NVIDIA RTX 4090 24GB | 55.01 | | 165.08 | 170.06 |'; datasheet 165.2) and an H100 80GB 797.51 "
-    "('| NVIDIA H100 80GB HBM3 | 51.88 | 402.15 | 760.04 | 797.51 |'; datasheet 989.4). The transfer model scales "
+    "(zzc0721/torch-performance-test-data, database.md at commit 9d82827, its bf16 column) the row 'NVIDIA RTX "
+    "3090 24GB' reaches 76.34 TFLOP/s (datasheet 71), the row 'NVIDIA RTX 4090 24GB' 170.06 (datasheet 165.2) and "
+    "the row 'NVIDIA H100 80GB HBM3' 797.51 (datasheet 989.4); the table's other rows of these cards agree within "
+    "a few percent. The transfer model scales "
     "a step's matrix products by the datasheet peaks, so it carries the H100's fraction of its peak to a card that "
     "reaches more of its own: on these cards the products run about 1.3 times as fast as predicted "
     "((76.34 / 71) / (797.51 / 989.4) on the RTX 3090, (170.06 / 165.2) / (797.51 / 989.4) on the RTX 4090), so "
@@ -96,10 +96,10 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "its A100-80G were SXM cards joined by NVLink, as the catalog's are, or PCIe cards."),
     (_DLE_16G, "v100-16gb"): MissReason(
         "small micro-batches and eager attention on a V100",
-        "The same V100 chip as the README's 32G table, at a quarter and a half of its micro-batch (16 against 64 "
-        "sequences at 128 tokens, 4 against 8 at 512): '|1 | 8 | 16| 128| 33.36 |125.44' against the 32G card's "
-        "'|1 |32 | 64| 128| 40.32 |171.52'. The study carries RoBERTa-large's step at the published micro-batch, "
-        "but the transfer model charges only the GPU's idle time per micro-step, a few percent here. At 512 "
+        "The same V100 chip as the README's 32G table, at half its micro-batch at 512 tokens (and a quarter at 128): "
+        "'|1 | 2| 4| 512| 7.56 |26.64' against the 32G card's '|1 | 4| 8| 512|8.36 |30.08' sequences/s. The study "
+        "carries RoBERTa-large's step at the published micro-batch, but the transfer model charges only the GPU's "
+        "idle time per micro-step, a few percent here. At 512 "
         "tokens the README's modeling.py (commit 23a6382) computes attention eagerly ('attention_scores = "
         "torch.matmul(query_layer, key_layer)', then softmax and dropout on batch x 16 heads x seq x seq scores): "
         "passes over memory that grow with the square of the sequence, which the study's SDPA step never makes; "
