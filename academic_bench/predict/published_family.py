@@ -286,7 +286,8 @@ def explained_misses(frame: pd.DataFrame) -> pd.DataFrame:
     for (source, gpu), g in outside.groupby(["source", "gpu"], sort=False):
         why = MISS_REASONS.get((source, gpu))
         rows.append({"source": source, "gpu": gpu,
-                     "points": "; ".join(f"{o.model} on {o.n_gpus} at {o.seq_len:.0f} tokens ({o.ratio:.2f})"
+                     "points": "; ".join(f"{o.model} on {o.n_gpus} GPU{'s' if o.n_gpus > 1 else ''} at "
+                                         f"{o.seq_len:.0f} tokens ({o.ratio:.2f})"
                                          for o in g.itertuples()),
                      "reason": why.short if why else "no reason found", "evidence": why.evidence if why else ""})
     return pd.DataFrame(rows, columns=MISS_COLUMNS)
