@@ -157,3 +157,41 @@ def test_a_vision_point_in_another_precision_than_the_studys_says_why_it_is_not_
     row = points[points["family"] == "vit"].iloc[0]
     got = pc.predict_point(row)
     assert math.isnan(got["predicted"]) and "not predictable" in got["why_not"] and "fp32" in got["why_not"]
+
+
+def test_an_encoder_point_is_carried_at_its_published_micro_batch(points):
+    """The same BERT-large sequence on the same GPU: a quarter of the micro-batch means four times the micro-steps
+    and the GPU's idle time in each, so fewer sequences per second; the micro-step carried from RoBERTa-large does
+    the same model FLOPs as the published one."""
+    from academic_bench.estimate import flops_per_sample
+    from academic_bench.predict.published_family import (carried_encoder, carried_micro_batch,
+                                                          encoder_flops_per_sequence)
+
+    seq = encoder_flops_per_sequence("BERT-large (pre-training)", 128)
+    assert carried_micro_batch(64, seq) == round(64 * seq / flops_per_sample("roberta-large"))
+    assert carried_micro_batch(1, seq) == 1  # never less than one sequence
+    small, large = (carried_encoder("v100-32gb", 1, seq, micro_batch=m) for m in (16, 64))
+    assert small.carried.micro_batch == carried_micro_batch(16, seq)
+    assert large.carried.micro_batch == carried_micro_batch(64, seq)
+    assert small.sequences_per_s_per_gpu < large.sequences_per_s_per_gpu
+    row = points[(points["gpu"] == "v100-16gb") & (points["n_gpus"] == 1)].iloc[0]
+    got = pc.predict_point(row)
+    assert got["predicted"] == pytest.approx(carried_encoder("v100-16gb", 1, encoder_flops_per_sequence(
+        row["model"], int(row["seq_len"])), micro_batch=int(row["micro_batch"])).sequences_per_s_per_gpu)
+
+
+def test_every_miss_reason_names_a_published_source_and_gpu_and_is_printed_beside_its_points(points):
+    from academic_bench.predict import published_family as pf
+
+    assert set(pf.MISS_REASONS) <= set(zip(points["source"], points["gpu"]))
+    (source, gpu), why = next(iter(pf.MISS_REASONS.items()))
+    frame = pd.DataFrame({"gpu": [gpu, gpu, gpu, "v100-32gb"], "family": "decoder", "model": list("abcd"),
+                          "n_gpus": 8, "seq_len": 2048, "source": [source, source, "elsewhere", "elsewhere"],
+                          "ratio": [0.5, 1.0, 1.6, 0.5]})
+    got = pf.by_generation_and_family(frame).set_index(["by", "group"])
+    assert f"a on 8 x {gpu} (0.50: {why.short})" in got.loc[("family", "decoder"), "outside"]
+    assert f"c on 8 x {gpu} (1.60)" in got.loc[("family", "decoder"), "outside"]  # no reason known: none said
+    misses = pf.explained_misses(frame).set_index(["source", "gpu"])
+    assert misses.loc[(source, gpu), "evidence"] == why.evidence and "b " not in misses.loc[(source, gpu), "points"]
+    assert misses.loc[("elsewhere", gpu), "reason"] == "no reason found"
+    assert len(misses) == 3

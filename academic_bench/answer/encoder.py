@@ -115,7 +115,8 @@ def encoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     unfit = fit_problem(key, gpu, n_gpus, methods)
     if unfit:
         return _none(unfit, base)
-    carried = carried_encoder(gpu, n_gpus, flops_per_sample(spec), where)
+    mbs = max_micro_batch(Config(key, gpu, n_gpus, methods=methods), get_gpu(gpu).memory_gb)
+    carried = carried_encoder(gpu, n_gpus, flops_per_sample(spec), where, micro_batch=mbs)  # at its own micro-batch
     if isinstance(carried, str):
         return _none(f"{source}'s step cannot be carried to {n_gpus} x {gpu}: {carried}", base)
     step_s = r.global_batch / (n_gpus * carried.sequences_per_s_per_gpu)
@@ -129,7 +130,6 @@ def encoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     else:
         basis = "the transfer model's own span (too few published encoder points predicted to check it)"
     mfu = float(flops_per_sample(spec)) * r.global_batch / (step_s * n_gpus * get_gpu(gpu).peak_flops(r.precision))
-    mbs = max_micro_batch(Config(key, gpu, n_gpus, methods=methods), get_gpu(gpu).memory_gb)
     per_gpu = r.global_batch // n_gpus
     rests_on = (f"{source}'s measured step on {carried.source['setup']} (free-lunch, micro-batch "
                 f"{int(carried.source['micro_batch'])}), carried to {n_gpus} x {gpu} ({p.basis}), its sequences per "

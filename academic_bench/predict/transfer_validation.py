@@ -66,10 +66,12 @@ def configurations(root: str | None = None) -> pd.DataFrame:
     return rows if rows.empty else fastest(rows, ["setup", *SETTING, "methods_label"]).reset_index(drop=True)
 
 
-def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, root: str | None = None
-                ) -> tuple[Prediction, str]:
+def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, root: str | None = None,
+                  micro_batch: int | None = None) -> tuple[Prediction, str]:
+    """``row``'s configuration predicted on ``n_gpus`` x ``gpu`` (``transfer.predict``: at ``micro_batch`` where a
+    caller knows the target's, else the memory model's), and the basis of its split."""
     src = source_from_row(row.to_dict(), prof)
-    return predict(src, gpu, n_gpus, runs=root), src.split_basis
+    return predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root), src.split_basis
 
 
 def held_out(source_setup: str, target_setup: str, root: str | None = None) -> pd.DataFrame:
