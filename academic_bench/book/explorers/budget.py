@@ -93,7 +93,7 @@ def _budget(df: pd.DataFrame, model: str, budget_usd: float, deadline_days: floa
             domain=FITS, range=["#2ca02c", "#bbbbbb", "#d62728"])),
         shape=alt.Shape("basis:N", title="days", scale=alt.Scale(
             domain=BASES, range=["circle", "diamond", "square"])), tooltip=tooltip
-    ).properties(name=POINTS)  # its marks carry the class POINTS + "_marks" (the browser tests count them)
+    ).properties(name=POINTS)  # its marks' class names it (the browser tests count them)
     limits = alt.Chart(pd.DataFrame({"one": [1]})).transform_calculate(b="budget_usd", d="budget_deadline")
     rule = limits.mark_rule(color="#2ca02c", strokeDash=[5, 4]).encode(x="b:Q")
     deadline = limits.mark_rule(color="#ff7f0e", strokeDash=[5, 4]).encode(y="d:Q")
