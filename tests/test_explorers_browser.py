@@ -18,6 +18,7 @@ NUMBER = re.compile(r"\d[\d,]*\.?\d*")
 
 # Words that only one explorer's answer line contains.
 BUDGET = ("Fastest within", "Nothing fits")
+DEADLINE = ("Cheapest within", "Nothing finishes within")
 COST = (" per run (hardware ", "No days for ")
 PLAN = ("), MFU ", "No answered decoder on ")
 
@@ -60,27 +61,74 @@ def setups():
     return explorers.explorer_setups()
 
 
+@pytest.fixture(scope="module")
+def machines():
+    return explorers.budget_setups()
+
+
 def test_explorers_page_loads_offline_with_three_charts(open_page):
     visit = open_page(PAGE, width=1400)  # the desktop rendering (a phone gets each answer on lines)
     assert not visit.problems, visit.problems
     assert visit.page.eval_on_selector_all(".ab-chart svg", "els => els.length") >= 3
     names = visit.page.eval_on_selector_all(".vega-bind [name]", "els => els.map(e => e.getAttribute('name'))")
-    for name in ("budget_usd", "budget_model", "cost_lifespan", "cost_kwh", "cost_gpu_pct", "cost_cloud_pct",
+    for name in ("budget_usd", "budget_model", "budget_prices", "budget_deadline", "cost_lifespan", "cost_kwh", "cost_gpu_pct", "cost_cloud_pct",
                  "cost_setup", "plan_params_b", "plan_tokens_b", "plan_setup"):
         assert name in names
 
 
-def test_budget_slider_names_the_fastest_setup_that_fits(open_page, setups):
+def test_budget_slider_names_the_fastest_setup_that_fits(open_page, machines):
     visit = open_page(PAGE, width=1400)  # the desktop rendering (a phone gets each answer on lines)
     first = _answer(visit.page, BUDGET)
-    # The study's answers by default: the same days the intro and `academic-bench plan` give.
-    _same(first, explorers.budget_answer(setups, "pythia-1b", "answer", 40_000))
+    # Today's prices and the study's answers by default: the 2026 budget table's machines, labels and ranges.
+    _same(first, explorers.budget_answer(machines, "pythia-1b", "today", "answer", 40_000))
+    in_time = _answer(visit.page, DEADLINE)
+    _same(in_time, explorers.deadline_answer(machines, "pythia-1b", "today", "answer", 30))
     _set(visit.page, "budget_usd", 150_000)
     now = _wait_changed(visit.page, BUDGET, first)
-    _same(now, explorers.budget_answer(setups, "pythia-1b", "answer", 150_000))
-    _set(visit.page, "budget_days_from", "paper")  # the paper's Section 4.1 example, for comparison
+    _same(now, explorers.budget_answer(machines, "pythia-1b", "today", "answer", 150_000))
+    _set(visit.page, "budget_deadline", 100)
+    _same(_wait_changed(visit.page, DEADLINE, in_time),
+          explorers.deadline_answer(machines, "pythia-1b", "today", "answer", 100))
+    # The paper's 2024 quotes and its Table 1 days: Section 4.1's question as the paper asked it, for comparison.
+    _set(visit.page, "budget_prices", "paper")
+    now = _wait_changed(visit.page, BUDGET, now)
+    _same(now, explorers.budget_answer(machines, "pythia-1b", "paper", "answer", 150_000))
+    _set(visit.page, "budget_days_from", "paper")
     _set(visit.page, "budget_usd", 40_000)
-    _same(_wait_changed(visit.page, BUDGET, now), explorers.budget_answer(setups, "pythia-1b", "paper", 40_000))
+    _same(_wait_changed(visit.page, BUDGET, now), explorers.budget_answer(machines, "pythia-1b", "paper", "paper",
+                                                                          40_000))
+    assert not visit.problems, visit.problems
+
+
+def test_the_budget_explorer_shows_every_machine_of_todays_prices(open_page, machines):
+    """Every machine of the model at today's prices is a point, a GPU the paper never priced among them, and its
+    tooltip says whether its days are measured or predicted, and their range."""
+    from academic_bench.book.explorers.budget import POINTS
+
+    visit = open_page(PAGE, width=1400)
+    mine = machines[(machines["model"] == "pythia-1b") & (machines["prices"] == "today")
+                    & (machines["days_from"] == "answer")]
+    # Each point's tooltip as vega computed it (the scenegraph item vega keeps on the SVG element it drew).
+    tips = visit.page.eval_on_selector_all(f'.ab-chart g.mark-symbol[class*="{POINTS}"] path',
+                                           "els => els.map(e => e.__data__ && e.__data__.tooltip)")
+    assert len(tips) == len(mine) and all(tips), tips
+    assert sorted(t["setup"] for t in tips) == sorted(mine["setup"])
+    for r in mine.itertuples():
+        t = next(t for t in tips if t["setup"] == r.setup)
+        assert (t["range, label"], t["days from"]) == (r.about, r.label)
+    r = mine[mine["setup"].str.contains("RTX 4090")].iloc[0]
+    assert r["basis"] == "predicted" and r["label"].startswith("predicted")
+    # And a reader hovering a point sees it (a point under a ring or a rule may not take the pointer: the next).
+    seen = ""
+    for mark in visit.page.query_selector_all(f'.ab-chart g.mark-symbol[class*="{POINTS}"] path'):
+        mark.scroll_into_view_if_needed()
+        box = mark.bounding_box()
+        visit.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        seen = visit.page.evaluate("""() => { const t = document.getElementById('vg-tooltip-element');
+                                              return t && t.classList.contains('visible') ? t.innerText : ''; }""")
+        if "range, label" in seen:
+            break
+    assert "range, label" in seen and "price rests on" in seen, seen
     assert not visit.problems, visit.problems
 
 

@@ -120,8 +120,14 @@ def _setups() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _budget_setups() -> pd.DataFrame:
+    return _setups().assign(prices="today", days_from="answer", label="measured", basis="measured", days_low=9.0,
+                            days_high=11.0, about="9.0-11.0, measured", price_basis="b", implied_mfu=0.3,
+                            implausible=False)
+
+
 def test_explorer_menus_show_display_labels_and_models_by_size():
-    binds = _binds(explorers.budget_chart(_setups(), model="pythia-1b").to_dict()) | _binds(
+    binds = _binds(explorers.budget_chart(_budget_setups(), model="pythia-1b").to_dict()) | _binds(
         explorers.cost_chart(_setups(), model="pythia-1b", setup="4 x h100-80gb").to_dict())
     for name in ("budget_model", "cost_model"):
         assert binds[name]["options"] == ["pythia-410m", "pythia-1b", "pythia-2.8b"]  # values stay keys

@@ -5,7 +5,8 @@ Each candidate is a machine of 1, 2, 4 or 8 GPUs of a catalog GPU with a price o
 days the study's one answer on it (measured, predicted, or the paper's plausible cell; ``store.grid`` and
 ``store.other_gpus``, kept in answers.json so that the table computes in seconds). For each model the table names
 the fastest machine within each budget and the cheapest machine that finishes within each deadline, with the
-answer's label and range and what the price rests on.
+answer's label and range and what the price rests on. The same machines at the paper's 2024 quotes, and the paper's
+own days at either prices, stay beside them (``priced_setups``, which the book's budget explorer shows).
 """
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from .types import Answer
 
 BUDGETS_USD = (10_000, 40_000, 100_000, 250_000)
 DEADLINES_DAYS = (30, 100)
+PRICES = ("today", "paper")  # today's dated prices; the paper's Appendix H quotes of 2024 (``priced_setups``)
+DAYS = ("answer", "paper")  # the study's one answer; the paper's Table 1, a comparison
 SETUP_COLUMNS = ["model", "gpu", "n_gpus", "setup", "kind", "label", "days", "days_low", "days_high",
-                 "purchase_usd", "price_basis", "rests_on"]
+                 "implied_mfu", "purchase_usd", "price_basis", "rests_on"]
 TABLE_COLUMNS = ["model", "question", "limit", "setup", "gpu", "n_gpus", "kind", "label", "days", "days_low",
                  "days_high", "purchase_usd", "price_basis", "why"]
 
@@ -30,25 +33,50 @@ def today_setups(models: Iterable[str] | None = None, root: str | os.PathLike | 
     """Every answered (model, GPU, count) whose GPU has a price of today, bought at that price
     (``cost.today_purchase``): ``SETUP_COLUMNS``, one row each. ``answers`` default to every kept answer (the
     study's grid and the catalog's other GPUs)."""
+    return priced_setups("today", "answer", models, root, answers)
+
+
+def priced_setups(prices: str = "today", days: str = "answer", models: Iterable[str] | None = None,
+                  root: str | os.PathLike | None = None, answers: Iterable[Answer] | None = None) -> pd.DataFrame:
+    """Every machine with days whose GPU has a price of the kind asked: ``SETUP_COLUMNS``, one row each.
+
+    ``prices``: "today" (``cost.today_purchase``: the newest price dated from ``cost.TODAY_FROM`` on) or "paper"
+    (``cost.paper_purchase``: the paper's Appendix H quotes of 2024, for the GPUs it priced). ``days``: "answer"
+    (the study's one answer, ``answers`` defaulting to every kept answer) or "paper" (the paper's Table 1 as a
+    comparison, every cell with days, its implausible ones included: the questions pass over those)."""
     from ..analysis.facts import setup_label
-    from ..cost.prices import today_purchase
+    from ..cost import paper_days
+    from ..cost.prices import paper_purchase, today_purchase
+
+    if prices not in PRICES or days not in DAYS:
+        raise ValueError(f"prices must be one of {', '.join(PRICES)} and days one of {', '.join(DAYS)}; "
+                         f"got {prices!r}, {days!r}")
+    buy = today_purchase if prices == "today" else paper_purchase
+    wanted = None if models is None else set(models)
+    rows = []
+    for r in (_answer_days(root, answers) if days == "answer" else _paper_days(paper_days())):
+        bought = buy(r["gpu"], r["n_gpus"]) if wanted is None or r["model"] in wanted else None
+        if bought is not None:
+            rows.append({**r, "setup": setup_label(r["gpu"], r["n_gpus"]), "purchase_usd": bought.usd,
+                         "price_basis": bought.basis})
+    return pd.DataFrame(rows, columns=SETUP_COLUMNS)
+
+
+def _answer_days(root: str | os.PathLike | None, answers: Iterable[Answer] | None) -> list[dict]:
     from .published_ranges import every_answer
 
-    wanted = None if models is None else set(models)
     chosen = every_answer(root) if answers is None else tuple(answers)  # as answer() gives them: ranges widened
-    rows = []
-    for a in chosen:
-        if not a.answered or (wanted is not None and a.model not in wanted):
-            continue
-        bought = today_purchase(a.gpu, a.n_gpus)
-        if bought is None:
-            continue
-        rows.append({"model": a.model, "gpu": a.gpu, "n_gpus": a.n_gpus, "setup": setup_label(a.gpu, a.n_gpus),
-                     "kind": a.kind, "label": days_source(a), "days": a.days,
-                     "days_low": a.days_low if a.days_low is not None else a.days,
-                     "days_high": a.days_high if a.days_high is not None else a.days,
-                     "purchase_usd": bought.usd, "price_basis": bought.basis, "rests_on": a.rests_on})
-    return pd.DataFrame(rows, columns=SETUP_COLUMNS)
+    return [{"model": a.model, "gpu": a.gpu, "n_gpus": a.n_gpus, "kind": a.kind, "label": days_source(a),
+             "days": a.days, "days_low": a.days_low if a.days_low is not None else a.days,
+             "days_high": a.days_high if a.days_high is not None else a.days, "implied_mfu": a.mfu,
+             "rests_on": a.rests_on} for a in chosen if a.answered]
+
+
+def _paper_days(cells: pd.DataFrame) -> list[dict]:
+    return [{"model": r.model, "gpu": r.gpu, "n_gpus": int(r.n_gpus), "kind": "paper", "label": r.days_source,
+             "days": float(r.days), "days_low": float(r.days), "days_high": float(r.days),
+             "implied_mfu": float(r.implied_mfu), "rests_on": "the paper's Table 1 (a comparison, not the study's answer)"}
+            for r in cells.itertuples()]
 
 
 def _pick(model: str, question: str, limit: float, found: pd.DataFrame, why: str) -> dict:

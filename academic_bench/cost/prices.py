@@ -7,7 +7,7 @@ Two files hold them:
 - ``data/purchase_prices.csv``: prices published since, each with its date, page and quoted line, for one card
   (``what`` = card) or a whole machine of ``n_gpus`` (``what`` = machine, which replaces cards plus chassis).
 
-``dated_prices`` is both as one table. *Today's* prices are those dated from ``TODAY_FROM`` on, the newest per GPU
+``dated_prices`` is both as one table; ``today_purchase`` and ``paper_purchase`` price a machine at each. *Today's* prices are those dated from ``TODAY_FROM`` on, the newest per GPU
 (``today_card_prices``): a GPU with only a 2024 quote has no price of today and is left out of the 2026 budget
 questions rather than priced at a two-year-old quote. The machine that holds the cards stays the paper's desktop or
 server (Appendix H Tables 6-7, 2024): no later quote of such a chassis was found, and ``price_basis`` says so
@@ -114,3 +114,19 @@ def _chassis_date(size: int) -> str:
 
     df = load_machine_costs()
     return str(df.loc[df["n_gpus"] == size, "date"].iloc[0])
+
+
+def paper_purchase(gpu: str, n_gpus: int, assumptions: Assumptions | None = None) -> Purchase | None:
+    """``n_gpus`` x ``gpu`` at the paper's prices of September 2024: its Appendix H Table 5 quote per card plus its
+    chassis (Tables 6-7), Section 4.1's arithmetic; None for a GPU the paper did not price."""
+    from ..catalog.paper import load_prices
+
+    a = assumptions or Assumptions()
+    n = check_gpus(n_gpus)
+    quotes = load_prices().set_index("gpu")
+    if gpu not in quotes.index:
+        return None
+    card, chassis = float(quotes.loc[gpu, "price_usd"]), a.machine_cost(n)
+    return Purchase(gpu, n, n * card + chassis,
+                    f"{n} x ${card:,.0f} (paper Table 5, {quotes.loc[gpu, 'date']}) + ${chassis:,.0f} "
+                    f"{'desktop' if a.machine_size(n) <= 2 else 'server'} (paper, {_chassis_date(a.machine_size(n))})")

@@ -11,7 +11,7 @@ for JupyterLab, Voila and workshops; they need a running kernel.
 | module | holds |
 | --- | --- |
 | ``common`` | the setups table (with each setup's implied MFU), bound controls, the answer line |
-| ``budget`` | the budget explorer and the cost explorer, with their answers computed in Python |
+| ``budget`` | the budget explorer (every machine at today's dated prices or the paper's 2024 quotes), the cost explorer, their answers computed in Python |
 | ``planner`` | the planner: days for a decoder of any size |
 | ``answer_grid`` | every model x GPU x count: days, what they rest on (measured, predicted, the paper's), cost |
 | ``live`` | the ipywidgets explorers |
@@ -19,7 +19,8 @@ for JupyterLab, Voila and workshops; they need a running kernel.
 from __future__ import annotations
 
 from .answer_grid import GRID_COLUMNS, GRID_LABELS, answer_grid_chart, answer_grid_frame  # noqa: F401
-from .budget import COST_SLIDERS, budget_answer, budget_chart, cost_answer, cost_chart  # noqa: F401
+from .budget import (COST_SLIDERS, PRICE_KINDS, budget_answer, budget_chart, budget_setups,  # noqa: F401
+                     cost_answer, cost_chart, deadline_answer)
 from .common import (DEFAULT_MODEL, SOURCE_KINDS, assumptions_table, cloud_prices_table,  # noqa: F401
                      explorer_setups)
 from .live import CostExplorer, PlanExplorer, cost_explorer, plan_explorer  # noqa: F401

@@ -1,86 +1,173 @@
-"""The budget and cost explorers: which setups fit a budget and which is fastest; what one run costs, owned or
-rented, with the prices as sliders. Each has an answer line the browser tests compare with ``budget_answer`` and
-``cost_answer``, which compute the same in Python."""
+"""The budget and cost explorers: which machines fit a budget or a deadline and which is fastest or cheapest, at
+today's dated prices or the paper's 2024 quotes; what one run costs, owned or rented, with the prices as sliders.
+Each has answer lines the browser tests compare with ``budget_answer``, ``deadline_answer`` and ``cost_answer``,
+which compute the same in Python."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
 from ...analysis import MFU_IMPLAUSIBLE, model_label
-from ...cost import DAYS_PER_YEAR, Assumptions, cost_of, fastest_within_budget
+from ...cost import (DAYS_PER_YEAR, TODAY_FROM, Assumptions, cheapest_within_deadline, cost_of,
+                     fastest_within_budget, plausibility)
 from ..charts.narrow import NARROW_COLUMN, with_narrow
 from .common import (DEFAULT_MODEL, SOURCE_KINDS, answer_text, explorer_setups, select_param, selected_answer,
                      setup_options, slider_param, wrapped_answer)
 
 NARROW_WIDTH = NARROW_COLUMN - 80  # a phone's plot, beside its axis
+# Whose prices a machine is bought at (``answer.budget.PRICES``), today's the default.
+PRICE_KINDS = {"today": f"today's (dated {TODAY_FROM} on)", "paper": "the paper's (September 2024)"}
+FITS = ["within budget", "over budget", f"implausible days (MFU above {MFU_IMPLAUSIBLE:.2f}): never picked"]
+BASES = ["measured", "predicted", "the paper's days"]  # what a machine's days rest on, as the legend says it
+POINTS = "budget_machines"
+BUDGET_COLUMNS = ["model", "prices", "days_from", "setup", "n_gpus", "label", "basis", "days", "days_low",
+                  "days_high", "about", "purchase_usd", "price_basis", "implied_mfu", "implausible"]
 
 
-# --- (1) budget: which setups fit, and the fastest of them -------------------------------------------------
+# --- (1) budget: which machines fit a budget or a deadline, and the fastest or cheapest of them -------------
 
-def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
-                 budget_usd: float = 40_000) -> alt.VConcatChart:
-    """Purchase cost vs days for one model; a budget slider marks what fits and names the fastest. On a phone:
-    a narrower plot and the answer on several lines."""
-    df = explorer_setups() if setups is None else setups
-    return with_narrow(_budget(df, model, budget_usd, False), _budget(df, model, budget_usd, True))
+def budget_setups(root: str | None = None) -> pd.DataFrame:
+    """Every machine the budget explorer shows: ``answer.budget.priced_setups`` for each kind of prices (today's,
+    the paper's 2024 quotes) and of days (the study's answer, the paper's Table 1), so every catalog GPU with a
+    dated price is in it; with ``BUDGET_COLUMNS`` (``setup`` in the short GPU names that fit a phone, ``basis``
+    the label in a word, ``about`` the range and label as the answer lines say them)."""
+    from ...answer.budget import DAYS, PRICES, priced_setups
+    from ...answer.published_ranges import every_answer
+    from .answer_grid import short_label
+
+    answers = every_answer(root)
+    parts = [priced_setups(p, d, root=root, answers=answers).assign(prices=p, days_from=d)
+             for p in PRICES for d in DAYS]
+    df = plausibility(pd.concat([p for p in parts if not p.empty], ignore_index=True))
+    df["implausible"] = df["implausible"].astype(bool)
+    df["setup"] = [f"{int(n)} x {short_label(g)}" for g, n in zip(df["gpu"], df["n_gpus"])]
+    df["basis"] = [BASES[0] if k == "measured" else BASES[1] if k == "predicted" else BASES[2] for k in df["kind"]]
+    df["about"] = [f"{b}, no range" if k == "paper" else f"{lo:,.1f}-{hi:,.1f}, {b}"
+                   for k, b, lo, hi in zip(df["kind"], df["basis"], df["days_low"], df["days_high"])]
+    return df[BUDGET_COLUMNS]
 
 
-def _budget(df: pd.DataFrame, model: str, budget_usd: float, narrow: bool) -> alt.VConcatChart:
+def budget_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL, budget_usd: float = 40_000,
+                 deadline_days: float = 30) -> alt.VConcatChart:
+    """Purchase cost vs days for one model; a budget slider names the fastest machine that fits and a deadline
+    slider the cheapest that finishes in time, at today's prices or the paper's. On a phone: a narrower plot and
+    the answers on several lines."""
+    df = budget_setups() if setups is None else setups
+    return with_narrow(_budget(df, model, budget_usd, deadline_days, False),
+                       _budget(df, model, budget_usd, deadline_days, True))
+
+
+CHOSEN = "datum.model == budget_model && datum.prices == budget_prices && datum.days_from == budget_days_from"
+
+
+def _budget(df: pd.DataFrame, model: str, budget_usd: float, deadline_days: float,
+            narrow: bool) -> alt.VConcatChart:
     width = NARROW_WIDTH if narrow else 520
     from ...catalog.models import model_rank  # the catalog loads torch: only when a chart is drawn
 
     models = sorted(df["model"].unique(), key=model_rank)
-    kinds = [k for k in SOURCE_KINDS if k in set(df["kind"])]
-    p_model = select_param("budget_model", models, model, "Model ", [model_label(m) for m in models])
-    p_budget = slider_param("budget_usd", budget_usd, 1_000, 260_000, 1_000, "Budget (USD) ")
-    p_kind = select_param("budget_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds])
-    base = alt.Chart(df).transform_filter("datum.model == budget_model && datum.kind == budget_days_from")
+    prices = [k for k in PRICE_KINDS if k in set(df["prices"])]
+    kinds = [k for k in SOURCE_KINDS if k in set(df["days_from"])]
+    params = [select_param("budget_model", models, model, "Model ", [model_label(m) for m in models]),
+              select_param("budget_prices", prices, prices[0], "Prices ", [PRICE_KINDS[k] for k in prices]),
+              select_param("budget_days_from", kinds, kinds[0], "Days from ", [SOURCE_KINDS[k] for k in kinds]),
+              slider_param("budget_usd", budget_usd, 1_000, 520_000, 1_000, "Budget (USD) "),
+              slider_param("budget_deadline", deadline_days, 1, 365, 1, "Deadline (days) ")]
+    base = alt.Chart(df).transform_filter(CHOSEN)
+    tooltip = ["setup:N", alt.Tooltip("days:Q", format=",.1f"), alt.Tooltip("about:N", title="range, label"),
+               alt.Tooltip("label:N", title="days from"), alt.Tooltip("purchase_usd:Q", format="$,.0f",
+                                                                      title="purchase"),
+               alt.Tooltip("price_basis:N", title="price rests on"),
+               alt.Tooltip("implied_mfu:Q", format=".2f", title="implied MFU")]
+    x = alt.X("purchase_usd:Q", title="purchase cost (USD, log scale)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(format="$,.0f"))
+    days_title, log = "training days (log scale)", alt.Scale(type="log")
+    y = alt.Y("days:Q", title=days_title, scale=log)
+    # Each machine's range (a prediction's, as wide as the study's checks observed), under its point.
+    ranges = base.mark_rule(color="#999", opacity=0.6).encode(
+        x=x, y=alt.Y("days_low:Q", title=days_title, scale=log), y2="days_high:Q")
     points = base.transform_calculate(
-        fits="datum.implausible ? 'implausible days (MFU above " + f"{MFU_IMPLAUSIBLE:.2f}" + "): never picked' : "
-             "(datum.purchase_usd <= budget_usd ? 'within budget' : 'over budget')"
-    ).mark_circle(size=90, opacity=0.85).encode(
-        x=alt.X("purchase_usd:Q", title="purchase cost (USD, log scale)", scale=alt.Scale(type="log"),
-                axis=alt.Axis(format="$,.0f")),
-        y=alt.Y("days:Q", title="training days (log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("fits:N", title=None, scale=alt.Scale(
-            domain=["within budget", "over budget", f"implausible days (MFU above {MFU_IMPLAUSIBLE:.2f}): never picked"],
-            range=["#2ca02c", "#bbbbbb", "#d62728"])),
-        shape=alt.condition("datum.implausible", alt.value("cross"), alt.value("circle")),
-        tooltip=["setup:N", alt.Tooltip("days:Q", format=",.1f"), "days_source:N",
-                 alt.Tooltip("implied_mfu:Q", format=".2f", title="implied MFU"),
-                 alt.Tooltip("purchase_usd:Q", format="$,.0f", title="purchase")])
-    rule = alt.Chart(pd.DataFrame({"one": [1]})).transform_calculate(b="budget_usd").mark_rule(
-        color="#2ca02c", strokeDash=[5, 4]).encode(x="b:Q")
-    # The answer: fitting setups first (fastest, then cheapest), else the cheapest of all.
-    answer = answer_text(df, width, narrow).transform_filter("datum.model == budget_model && datum.kind == budget_days_from"
-                                                    " && !datum.implausible").transform_calculate(
+        fits=f"datum.implausible ? '{FITS[2]}' : (datum.purchase_usd <= budget_usd ? '{FITS[0]}' : '{FITS[1]}')"
+    ).mark_point(size=80, filled=True, opacity=0.85).encode(
+        x=x, y=y, color=alt.Color("fits:N", title=None, scale=alt.Scale(
+            domain=FITS, range=["#2ca02c", "#bbbbbb", "#d62728"])),
+        shape=alt.Shape("basis:N", title="days", scale=alt.Scale(
+            domain=BASES, range=["circle", "diamond", "square"])), tooltip=tooltip
+    ).properties(name=POINTS)  # its marks' class names it (the browser tests count them)
+    limits = alt.Chart(pd.DataFrame({"one": [1]})).transform_calculate(b="budget_usd", d="budget_deadline")
+    rule = limits.mark_rule(color="#2ca02c", strokeDash=[5, 4]).encode(x="b:Q")
+    deadline = limits.mark_rule(color="#ff7f0e", strokeDash=[5, 4]).encode(y="d:Q")
+    within = _within_budget(answer_text(df, width, narrow))
+    in_time = _within_deadline(answer_text(df, width, narrow))
+    rings = [within.mark_point(size=320, strokeWidth=2, color="#222").encode(x=x, y=y, text=alt.Undefined),
+             in_time.mark_square(size=420, strokeWidth=2, filled=False, color="#ff7f0e").encode(
+                 x=x, y=y, text=alt.Undefined)]
+    plot = alt.layer(ranges, rule, deadline, points, *rings).properties(width=width, height=260 if narrow else 300)
+    lines = [wrapped_answer(within), wrapped_answer(in_time)] if narrow else [within, in_time]
+    return alt.vconcat(*lines, plot).add_params(*params).properties(title=alt.Title(
+        "What a budget buys, and what a deadline costs",
+        subtitle=["Purchase = GPUs at the prices picked + the machine that holds them (paper Appendix H, 2024),",
+                  "or a whole machine's quote. Bars: a machine's range. Hover a point for its label, range and price.",
+                  f"Red: days implying an MFU above {MFU_IMPLAUSIBLE:.2f}, too fast to be real; never picked."]))
+
+
+def _within_budget(answer: alt.Chart) -> alt.Chart:
+    """The fastest plausible machine within the budget (ties: cheaper, fewer GPUs), else the cheapest of all."""
+    return answer.transform_filter(CHOSEN + " && !datum.implausible").transform_calculate(
         fits="datum.purchase_usd <= budget_usd ? 0 : 1",
         key="datum.purchase_usd <= budget_usd ? datum.days : datum.purchase_usd",
-    ).transform_window(rank="row_number()", sort=[alt.SortField("fits"), alt.SortField("key"),
-                                                  alt.SortField("purchase_usd")]
+        then="datum.purchase_usd <= budget_usd ? datum.purchase_usd : datum.days",
+    ).transform_window(rank="row_number()", sort=[alt.SortField(f) for f in ("fits", "key", "then", "n_gpus")]
                        ).transform_filter("datum.rank == 1").transform_calculate(
         label="datum.fits == 0 ? 'Fastest within ' + format(budget_usd, '$,.0f') + ': ' + datum.setup + ', ' + "
-              "format(datum.days, ',.1f') + ' days (' + format(datum.purchase_usd, '$,.0f') + ')' : "
+              "format(datum.days, ',.1f') + ' days (' + datum.about + '), ' + format(datum.purchase_usd, '$,.0f') : "
               "'Nothing fits ' + format(budget_usd, '$,.0f') + '; the cheapest is ' + datum.setup + ' at ' + "
               "format(datum.purchase_usd, '$,.0f')")
-    ring = answer.mark_point(size=320, strokeWidth=2, color="#222").encode(
-        x="purchase_usd:Q", y="days:Q", text=alt.Undefined)
-    plot = alt.layer(rule, points, ring).properties(width=width, height=260 if narrow else 300)
-    return alt.vconcat(wrapped_answer(answer) if narrow else answer, plot).add_params(p_model, p_budget, p_kind).properties(title=alt.Title(
-        "Which setups fit a budget, and which is fastest",
-        subtitle=["Purchase = GPUs + the machine that holds them (paper Appendix H). Hover a point for its setup.",
-                  f"Red crosses: days implying an MFU above {MFU_IMPLAUSIBLE:.2f}, too fast to be real; never recommended."]))
 
 
-def budget_answer(setups: pd.DataFrame, model: str, kind: str, budget_usd: float) -> str:
-    """The budget chart's answer line, computed in Python (the browser tests compare the two)."""
-    df = setups[(setups["model"] == model) & (setups["kind"] == kind) & ~setups["implausible"].astype(bool)]
+def _within_deadline(answer: alt.Chart) -> alt.Chart:
+    """The cheapest plausible machine that finishes within the deadline (ties: faster, fewer GPUs), else the
+    fastest of all."""
+    return answer.transform_filter(CHOSEN + " && !datum.implausible").transform_calculate(
+        fits="datum.days <= budget_deadline ? 0 : 1",
+        key="datum.days <= budget_deadline ? datum.purchase_usd : datum.days",
+        then="datum.days <= budget_deadline ? datum.days : datum.purchase_usd",
+    ).transform_window(rank="row_number()", sort=[alt.SortField(f) for f in ("fits", "key", "then", "n_gpus")]
+                       ).transform_filter("datum.rank == 1").transform_calculate(
+        label="datum.fits == 0 ? 'Cheapest within ' + format(budget_deadline, ',.0f') + ' days: ' + datum.setup + "
+              "', ' + format(datum.purchase_usd, '$,.0f') + ', ' + format(datum.days, ',.1f') + ' days (' + "
+              "datum.about + ')' : 'Nothing finishes within ' + format(budget_deadline, ',.0f') + ' days; the "
+              "fastest is ' + datum.setup + ' at ' + format(datum.days, ',.1f') + ' days'")
+
+
+def _chosen(setups: pd.DataFrame, model: str, prices: str, days_from: str) -> pd.DataFrame:
+    return setups[(setups["model"] == model) & (setups["prices"] == prices) & (setups["days_from"] == days_from)
+                  & ~setups["implausible"].astype(bool)]
+
+
+def budget_answer(setups: pd.DataFrame, model: str, prices: str, days_from: str, budget_usd: float) -> str:
+    """The budget line of the budget chart, from ``cost.fastest_within_budget`` (the question the 2026 budget
+    table asks; the browser tests compare the two)."""
+    df = _chosen(setups, model, prices, days_from)
     fits = fastest_within_budget(df, budget_usd, plausible_only=True)
     if len(fits):
         r = fits.iloc[0]
-        return f"Fastest within ${budget_usd:,.0f}: {r['setup']}, {r['days']:,.1f} days (${r['purchase_usd']:,.0f})"
-    r = df.sort_values(["purchase_usd", "days"]).iloc[0]
+        return (f"Fastest within ${budget_usd:,.0f}: {r['setup']}, {r['days']:,.1f} days ({r['about']}), "
+                f"${r['purchase_usd']:,.0f}")
+    r = df.sort_values(["purchase_usd", "days", "n_gpus"]).iloc[0]
     return f"Nothing fits ${budget_usd:,.0f}; the cheapest is {r['setup']} at ${r['purchase_usd']:,.0f}"
+
+
+def deadline_answer(setups: pd.DataFrame, model: str, prices: str, days_from: str, deadline_days: float) -> str:
+    """The deadline line of the budget chart, from ``cost.cheapest_within_deadline``."""
+    df = _chosen(setups, model, prices, days_from)
+    ok = cheapest_within_deadline(df, deadline_days, plausible_only=True)
+    if len(ok):
+        r = ok.iloc[0]
+        return (f"Cheapest within {deadline_days:,.0f} days: {r['setup']}, ${r['purchase_usd']:,.0f}, "
+                f"{r['days']:,.1f} days ({r['about']})")
+    r = df.sort_values(["days", "purchase_usd", "n_gpus"]).iloc[0]
+    return f"Nothing finishes within {deadline_days:,.0f} days; the fastest is {r['setup']} at {r['days']:,.1f} days"
 
 
 # --- (2) cost per experiment: owning vs renting, with the prices as sliders ----------------------------------
