@@ -38,9 +38,22 @@ GENERATION_STEP = {"volta": 0, "turing": 1, "ampere": 2, "ada": 3, "hopper": 3, 
 TARGET_MEDIAN = (0.90, 1.10)
 TARGET_WORST = (0.75, 1.33)
 MIN_POINTS = 3
-# Why a point misses, where the evidence is known (keyed by source, then by model): set beside the point in the
-# table, never used to change a prediction.
-MISS_REASONS: dict[str, str] = {}
+# Why a point misses, where the evidence is known (keyed by the point's source): set beside the point in the
+# table, never used to change a prediction. Each reason rests on the source's own files (the csv's notes).
+MISS_REASONS: dict[str, str] = {
+    # NVIDIA-NeMo/Automodel, branch blog/transformers-v5-automodel: bench_v5.py and benchmark_results.md.
+    "NeMo AutoModel blog benchmark, Transformers v5 (FSDP2, no expert parallelism)": (
+        "published slower than predicted: transformers runs eagerly there (no torch.compile, where the study "
+        "predicts free-lunch's compiled step) and its pretrained router sees random tokens with no balanced "
+        "routing forced (an earlier run of the same script spread from 2,476 to 3,817 tokens/s per GPU over its "
+        "timed steps), where the study charges each expert the tokens balanced routing sends it"),
+    # bench_automodel.py: ep_size 8, dispatcher deepep, fake_balanced_gate True, TransformerEngine attention and linear.
+    "NeMo AutoModel blog benchmark, NeMo AutoModel (expert parallelism 8, DeepEP, TransformerEngine)": (
+        "published faster than predicted: expert parallelism keeps 16 of the 128 experts on each GPU and sends the "
+        "tokens to them (DeepEP), where the study, which has no expert parallelism, predicts FSDP full-shard and "
+        "charges the all-gather of every expert's weights in each step, about half the predicted step at one "
+        "sequence per GPU; TransformerEngine's kernels besides"),
+}
 
 
 def generation(gpu: str) -> str:
