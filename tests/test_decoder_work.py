@@ -205,3 +205,21 @@ def test_by_kind_sets_each_kind_of_the_work_model_beside_a_decoders_profile(tmp_
     assert err.loc[("slow", "matmul"), "error"] == pytest.approx(0.0, abs=1e-9)
     assert err.loc[("slow", "step"), "error"] < 0
     assert wv.by_kind(same, {}, points).empty  # a profile whose decoder is not known is left out
+
+
+def test_zero_and_fsdp_step_each_gpus_shard_of_the_optimizer(tmp_path):
+    """The profiles' optimizer rate is per parameter: with ZeRO or FSDP each of 8 GPUs steps an eighth of the
+    parameters, with plain data parallelism every GPU steps them all, on the profiled GPU and elsewhere alike."""
+    from academic_bench.catalog.methods import parse_methods
+
+    prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64)])
+    points = dw.calibration_points(prof)
+    key = _decoder(tmp_path, "d")
+    whole = dw.work(key, 1, 1).optimizer * RATES["optimizer"]
+    for gpu in ("h100-80gb", "a100-80gb"):
+        ddp = dw.predict_decoder(key, gpu, 8, points, parse_methods("free-lunch"), micro_batch=1)
+        for sharding in ("zero1", "fsdp_full_shard"):
+            sharded = dw.predict_decoder(key, gpu, 8, points, parse_methods(f"free-lunch+{sharding}"), micro_batch=1)
+            assert sharded.optimizer_s == pytest.approx(ddp.optimizer_s / 8)
+        if gpu == "h100-80gb":  # the profiled GPU: the rate itself
+            assert ddp.optimizer_s == pytest.approx(whole)

@@ -94,10 +94,22 @@ def test_a_step_time_becomes_tokens_per_second_per_gpu(points):
 
 
 def test_a_stated_memory_is_the_cell_of_its_quoted_row(points):
-    """``memory_gib`` is read from the quoted line: its ``quote_memory`` cell, the number in it."""
+    """``memory_gib`` is read from the quoted line: its ``quote_memory`` cell (a table row's), or the words of the
+    quoted sentence, the number in it."""
     stated = points[points["memory_gib"].notna()]
     assert len(stated) > 0
     for _, r in stated.iterrows():
-        assert r["quote_memory"] in [c.strip() for c in r["quote"].strip("|").split("|")], r.to_dict()
+        table = r["quote"].startswith("|")
+        cells = [c.strip() for c in r["quote"].strip("|").split("|")]
+        assert r["quote_memory"] in cells if table else r["quote_memory"] in r["quote"], r.to_dict()
         assert float(re.sub(r"[^0-9.]", "", r["quote_memory"])) == pytest.approx(float(r["memory_gib"]))
     assert points.loc[points["memory_gib"].isna(), "quote_memory"].isna().all()
+
+
+def test_a_figure_of_forward_and_backward_alone_is_per_gpu_and_says_the_optimizer_is_left_out(points):
+    """NeMo AutoModel's blog benchmark timed forward, loss and backward alone, the optimizer step apart: its
+    figure is tokens per second per GPU, marked so that the prediction leaves its optimizer step out too."""
+    apart = points[points["figure"] == "tokens_per_s_per_gpu_fwd_bwd"]
+    assert len(apart) >= 2 and apart["optimizer_excluded"].all()
+    assert (apart["tokens_per_s_per_gpu"] == apart["value"]).all()
+    assert not points.loc[points["figure"] != "tokens_per_s_per_gpu_fwd_bwd", "optimizer_excluded"].any()

@@ -39,6 +39,28 @@ def test_a_published_mixture_of_experts_is_predicted_or_says_what_the_study_lack
     assert oss["kind"] == "none" and "eager" in oss["why_not"]
 
 
+def test_a_figure_without_the_optimizer_step_is_predicted_without_it(points):
+    """The blog's Transformers v5 point timed forward and backward alone: its prediction is the same answer's step
+    less the optimizer step the work model charged in it (each GPU's eighth of the parameters under FSDP)."""
+    from academic_bench.answer.store import work_model
+    from academic_bench.catalog.models.from_config import decoder_spec
+    from academic_bench.predict.decoder_work import predict_decoder
+
+    row = points[points["optimizer_excluded"] & (points["method"] == "fsdp_full_shard+bf16w")].iloc[0]
+    whole_row = row.copy()
+    whole_row["figure"], whole_row["optimizer_excluded"] = "tokens_per_s_per_gpu", False
+    apart, whole = pc.predict_point(row), pc.predict_point(whole_row)
+    assert apart["by"] == whole["by"] == "work model" and not apart["why_not"]
+    tokens = int(row["micro_batch"]) * int(row["grad_accum"]) * int(row["seq_len"])
+    key = decoder_spec(config_path(row["model"]), seq_len=int(row["seq_len"]), tokens=tokens * 8,
+                       global_batch=int(row["micro_batch"]) * int(row["grad_accum"]) * 8, precision="bf16").spec.key
+    points_, host, evidence = work_model(None)
+    fsdp = predict_decoder(key, "h100-80gb", 8, points_, pc.methods_of(row["method"], 8)[0], host,
+                           micro_batch=int(row["micro_batch"]), evidence=evidence)
+    assert fsdp.optimizer_s > 0
+    assert tokens / whole["predicted"] - tokens / apart["predicted"] == pytest.approx(fsdp.optimizer_s)
+
+
 def test_the_target_per_gpu_type_needs_three_points_a_median_near_one_and_no_point_far():
     frame = pd.DataFrame({"gpu": ["a"] * 3 + ["b"] * 3 + ["c"] * 2 + ["d"],
                           "ratio": [0.97, 1.0, 1.2, 0.99, 1.0, 1.3, 1.0, 1.0, math.nan]})

@@ -7,7 +7,9 @@ micro-batch rather than the one the memory model would choose. Nothing is fitted
 knows them only by their shape and settings.
 
 ``ratio`` is the predicted time per token over the published one (published tokens per second per GPU over the
-predicted): above 1 the study predicts too slow, below 1 too fast. The target per GPU type with at least
+predicted): above 1 the study predicts too slow, below 1 too fast. Where the published figure leaves the optimizer
+step out (``optimizer_excluded``: forward and backward alone), the predicted step leaves out the optimizer step the
+work model charged in it. The target per GPU type with at least
 ``MIN_POINTS`` points: median within ``TARGET_MEDIAN``, every point within ``TARGET_WORST``.
 
 A point is not predicted, and says why, where its GPU is not in data/gpus.csv, its shape has no config or one the
@@ -111,11 +113,31 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
     if a.days is None:
         return {**out, "kind": a.kind, "why_not": a.rests_on}
     step_s = a.days * 86400 / spec.spec.recipe.steps
+    if row.get("optimizer_excluded", False):  # the published figure timed forward and backward alone
+        optimizer = _optimizer_s(a, methods, mbs, root)
+        if optimizer is None:
+            return {**out, "kind": a.kind, "why_not": "its figure leaves the optimizer step out, and only the work "
+                                                      "model's answer parts the step's optimizer out"}
+        step_s -= optimizer
     predicted = mbs * gas * seq / step_s
     # The published point's own MFU, on the answer's basis: the answer's MFU scales with its tokens per second.
     return {**out, "predicted": predicted, "ratio": out["published"] / predicted, "kind": a.kind, "by": a.by or "",
             "predicted_mfu": a.mfu, "published_mfu": a.mfu * out["published"] / predicted,
             "source_gpu": _setup_gpu(a.source_setup, root)}
+
+
+def _optimizer_s(a, methods: Methods, micro_batch: int, root: str | os.PathLike | None) -> float | None:
+    """The optimizer step's seconds inside the step of a work model answer ``a`` (``decoder_answer`` with
+    ``methods`` at ``micro_batch``), or None for an answer of another kind."""
+    from ..predict.decoder_work import predict_decoder
+    from .store import work_model
+
+    if a.by != "work model":
+        return None
+    points, host_rates, evidence = work_model(root)
+    p = predict_decoder(a.model, a.gpu, a.n_gpus, points, methods, host_rates, micro_batch=micro_batch,
+                        evidence=evidence)
+    return None if p is None or p.optimizer_s is None else float(p.optimizer_s)
 
 
 def _setup_gpu(setup: str | None, root: str | os.PathLike | None) -> str:

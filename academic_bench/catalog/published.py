@@ -2,10 +2,12 @@
 
 Each row is one single-node training configuration (GPU type and count, model shape, sequence length, batch,
 method) with the figure its source reports (tokens per second per GPU, tokens per second of all the GPUs
-together, or the time of one optimizer step), the source's address and the line quoted from it that holds the
-figure. Where the source also states the GPU memory the run took (whyNLP/tinyllama's README, its "GPU Memory"
-column: GiB for its DDP rows, "G" for its DeepSpeed rows, read as GiB), ``memory_gib`` holds it and
-``quote_memory`` the cell it was read from. The study predicts each with the same shape and settings
+together, or the time of one optimizer step; tokens per second per GPU over the forward and backward passes
+alone, ``tokens_per_s_per_gpu_fwd_bwd``, where the source timed the optimizer step apart and left it out), the
+source's address and the line quoted from it that holds the figure. Where the source also states the GPU memory
+the run took (whyNLP/tinyllama's README, its "GPU Memory" column: GiB for its DDP rows, "G" for its DeepSpeed rows,
+read as GiB; the NeMo AutoModel blog's peak memory), ``memory_gib`` holds it and ``quote_memory`` the cell it was
+read from. The study predicts each with the same shape and settings
 (``answer.published_check``) to check its predictions against measurements it did not make; each model's shape
 is a Hugging Face config in data/published_configs/ (``config_path``).
 
@@ -32,13 +34,20 @@ read off a chart: "~8000"), and whyNLP/tinyllama's README (TinyLlama-1.1B and LL
 transformers Trainer on 1-8 x RTX 3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed
 ZeRO-2), NeMo AutoModel's pre-training performance summary (mixtures of experts: Qwen3-30B-A3B with expert
 parallelism over FSDP, in two revisions of the table, and GPT-OSS-20B under FSDP, each on 8 x H100 in bf16 with
-balanced routing forced). No single-node H200 training throughput in bf16 was found. Mixtures of experts left out:
-Megatron-Bridge's single-node Qwen3-30B-A3B rows (FP8 on B200, GB200 and GB300; its H100 row is 16 GPUs in FP8),
-torchtitan's DeepSeek-V3 16B notes (MFU on B200, no throughput), OLMoE's own run (256 H100s, several nodes).
+balanced routing forced), the benchmark behind the Hugging Face blog on NeMo AutoModel (Qwen3-30B-A3B on 8 x H100
+at micro-batch 1: Transformers v5 under FSDP2 with its grouped_mm experts, and NeMo AutoModel with expert
+parallelism, each over forward and backward alone) and Megatron-Bridge's Qwen3-30B-A3B on 8 x B200 in MXFP8 (kept
+unpredicted: the study has no MXFP8). No single-node H200 training throughput in bf16 was found. Mixtures of experts
+left out: Megatron-Bridge's other single-node Qwen3-30B-A3B rows (MXFP8 on GB200, GB300 and B300, GPUs outside the
+check; its H100 rows are 16 GPUs in FP8), the Mamba-2 hybrids (Nemotron 3 Nano in NeMo AutoModel's summary and the
+same blog: the work model of a config.json does not count a state-space scan), torchtitan's DeepSeek-V3 16B notes
+(MFU on B200, no throughput), OLMoE's own run (256 H100s, several nodes), MegaBlocks' paper (its dMoE models are
+GPT-2 blocks with non-gated experts, a layout transformers builds no decoder of) and runs in pull-request threads
+whose settings are not stated beside their figure.
 Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt,
 fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
-its batch-size file). No Mamba or Blackwell training throughput with its settings stated was found.
+its batch-size file). No Mamba training throughput, nor Blackwell's in bf16, with its settings stated was found.
 """
 from __future__ import annotations
 
@@ -49,7 +58,7 @@ from pathlib import Path
 import pandas as pd
 
 # What a row's ``value`` may be: tokens per second per GPU, of all the GPUs together, or one optimizer step's time.
-FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms", "samples_per_s")
+FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms", "samples_per_s", "tokens_per_s_per_gpu_fwd_bwd")
 COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch", "grad_accum", "global_batch",
            "precision", "method", "framework", "figure", "value", "quote_figure", "source", "url", "quote", "notes",
            "memory_gib", "quote_memory", "family")
@@ -70,7 +79,8 @@ CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m":
 def load_published_throughput() -> pd.DataFrame:
     """Every published point, with ``tokens_per_s_per_gpu`` filled in for the rows that give all the GPUs'
     tokens (over the GPU count) or a step's time (micro-batch x accumulation steps x sequence length per GPU,
-    over the step), and ``samples_per_s_per_gpu`` for the rows that give sequences or images per second."""
+    over the step), ``samples_per_s_per_gpu`` for the rows that give sequences or images per second, and
+    ``optimizer_excluded`` true for the rows whose figure leaves the optimizer step out."""
     text = resources.files("academic_bench").joinpath("data/published_throughput.csv").read_text()
     df = pd.read_csv(io.StringIO(text), dtype={"quote_figure": str, "quote": str, "quote_memory": str})
     unknown = sorted(set(df["figure"]) - set(FIGURES))
@@ -85,6 +95,7 @@ def load_published_throughput() -> pd.DataFrame:
     samples = df["figure"] == "samples_per_s"
     df["samples_per_s_per_gpu"] = (df["value"] / df["n_gpus"]).where(samples)
     df.loc[samples, "tokens_per_s_per_gpu"] = df["samples_per_s_per_gpu"] * df["seq_len"]
+    df["optimizer_excluded"] = df["figure"] == "tokens_per_s_per_gpu_fwd_bwd"  # per GPU, as tokens_per_s_per_gpu
     bad = sorted(set(df["family"]) - set(FAMILIES))
     if bad:
         raise ValueError(f"data/published_throughput.csv: unknown family {bad}; choose one of: {', '.join(FAMILIES)}")

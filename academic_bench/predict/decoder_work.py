@@ -22,7 +22,7 @@ sequence length. Here a decoder's training step is counted in units of work per 
   states none). The two widths are weighted alike: the Pythia decoders the rates come from all have an MLP four
   times the hidden size, so their profiles cannot tell the two apart;
 - **the GPU's idle time** (host work, kernel launches): per micro-step and layer;
-- **the optimizer step**: per parameter.
+- **the optimizer step**: per parameter (each GPU's shard of the parameters under ZeRO and FSDP).
 
 The seconds per unit of each kind come from the kernel profiles of the catalog's transformer decoders (Pythia)
 measured on one GPU with the free-lunch settings (``analysis.profiles``), each taken at or above the micro-batch
@@ -46,7 +46,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
-from .method_costs import collective_s, measured_host_rates, method_s, recompute_s
+from .method_costs import collective_s, measured_host_rates, method_s, optimizer_shards, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
 from ..catalog.models.from_config import is_unaligned
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
@@ -272,7 +272,9 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence)
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
     seconds = with_switches(model, seconds, methods, evidence.switches)
-    gpu_optimizer = 0.0 if methods.offload else seconds["optimizer"]  # offloaded: the host runs it (below)
+    # The profiles' optimizer rate is per parameter: ZeRO and FSDP step each GPU's shard alone; offloaded, the host
+    # runs it (below).
+    gpu_optimizer = 0.0 if methods.offload else seconds["optimizer"] / optimizer_shards(methods, n_gpus)
     seconds["optimizer"] = gpu_optimizer
     scale = sum(seconds.values()) / step.step_s
     spec = get_model(model)
@@ -280,6 +282,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     flops = float(model_flops_per_step(spec))
     basis = (f"work model: the {', '.join(step.calibration)} profiles on {step.setup} "
              "(seconds per unit of each kind of work)")
+    optimizer = gpu_optimizer
     if target.key == source_gpu:
         central, low, high = sum(seconds.values()), step.low_s * scale, step.high_s * scale
     else:
@@ -293,6 +296,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
                      split_basis="work model", copies_in_step=False)
         p = predict(src, target.key, n_gpus, micro_batch=mbs)
         basis += "; " + p.basis
+        optimizer = p.optimizer_s
         # The transfer's own range, widened by the work model's relative range on the source GPU.
         central, low, high = p.step_time_s, p.step_low_s * step.low_s / step.step_s, \
             p.step_high_s * step.high_s / step.step_s
@@ -325,4 +329,4 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     mfu = flops / (central * n_gpus * target.peak_flops(precision, methods.tf32))
     days = [days_for(spec.recipe.steps, s) for s in (central, low, high)]
     return Prediction(model, step.setup, target.key, n_gpus, mbs, gas, central, low, high, *days, mfu, capped,
-                      basis, methods)
+                      basis, methods, optimizer)

@@ -251,6 +251,12 @@ def host_copy_s(m: Methods, n_gpus: int, gpu: GPU, params: float, dtype_bytes: i
     return moved / (gpu.pcie_gbps * 1e9)
 
 
+def optimizer_shards(m: Methods, n_gpus: int) -> int:
+    """Over how many GPUs ``m`` splits the optimizer step: all of them with sharding (ZeRO and FSDP keep each GPU's
+    shard of the optimizer states and step it alone), none without (each GPU steps every parameter)."""
+    return n_gpus if m.sharding != "none" else 1
+
+
 def host_optimizer_s(m: Methods, n_gpus: int, params: float, rates: Mapping[str, float]) -> float:
     """Seconds of the optimizer step on the host with offloading (0 without): each GPU's shard of the
     parameters at ``rates[engine]`` seconds per parameter (``measured_host_rates``)."""

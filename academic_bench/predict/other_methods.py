@@ -20,7 +20,7 @@ import pandas as pd
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods
 from ..estimate.stats import RECOMPUTE_FRACTION, recomputed_share
-from .method_costs import collective_s, host_copy_s, host_optimizer_s
+from .method_costs import collective_s, host_copy_s, host_optimizer_s, optimizer_shards
 from .transfer import Prediction, Source, accumulation, methods_of_row, predict, source_from_row
 
 
@@ -37,13 +37,8 @@ def gpu_optimizer_rate(rows: pd.DataFrame) -> float | None:
     rows = rows[~rows["offload"].astype(bool) & rows["optimizer_median_s"].notna()]
     if rows.empty:
         return None
-    shards = rows["n_gpus"].where(rows["sharding"] != "none", 1).astype(float)  # as _shards
+    shards = rows["n_gpus"].where(rows["sharding"] != "none", 1).astype(float)  # as optimizer_shards
     return float((rows["optimizer_median_s"] * shards / rows["model"].map(lambda k: model_stats(k).params)).median())
-
-
-def _shards(m: Methods, n_gpus: int) -> int:
-    """Over how many GPUs ``m`` splits the optimizer step: all with sharding, none (each steps it all) without."""
-    return n_gpus if m.sharding != "none" else 1
 
 
 def _extras_s(src: Source, m: Methods, gas: int) -> float:
@@ -78,9 +73,10 @@ def with_methods(src: Source, methods: Methods, host_rates: Mapping[str, float],
     if methods.offload:
         optimizer = host_optimizer_s(methods, src.n_gpus, params, host_rates)
     elif not src.methods.offload:  # the GPU's optimizer step measured, each GPU stepping its shard
-        optimizer = src.optimizer_s * _shards(src.methods, src.n_gpus) / _shards(methods, src.n_gpus)
+        optimizer = (src.optimizer_s * optimizer_shards(src.methods, src.n_gpus)
+                     / optimizer_shards(methods, src.n_gpus))
     else:
-        optimizer = (gpu_rate or 0.0) * params / _shards(methods, src.n_gpus)
+        optimizer = (gpu_rate or 0.0) * params / optimizer_shards(methods, src.n_gpus)
     extras = _extras_s(src, methods, gas or src.gas)
     # The re-priced micro-steps hold no copies: all of them are in the extras, for the target's micro-steps.
     return replace(src, methods=methods, step_time_s=compute + optimizer + extras, optimizer_s=optimizer,

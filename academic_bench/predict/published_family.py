@@ -105,6 +105,21 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "passes over memory that grow with the square of the sequence, which the study's SDPA step never makes; "
         "the 32G table's 512-token points are its lowest two as well. The 16G table was timed 'over a predefined "
         "number of training iterations', the 32G table 'over an entire training epoch'."),
+    # NVIDIA-NeMo/Automodel, branch blog/transformers-v5-automodel: bench_v5.py and benchmark_results.md.
+    ("NeMo AutoModel blog benchmark, Transformers v5 (FSDP2, no expert parallelism)", "h100-80gb"): MissReason(
+        "eager transformers, unbalanced routing",
+        "Published slower than predicted: transformers runs eagerly there (no torch.compile, where the study "
+        "predicts free-lunch's compiled step) and its pretrained router sees random tokens with no balanced "
+        "routing forced (an earlier run of the same script spread from 2,476 to 3,817 tokens/s per GPU over its "
+        "timed steps), where the study charges each expert the tokens balanced routing sends it."),
+    # bench_automodel.py: ep_size 8, dispatcher deepep, fake_balanced_gate True, TransformerEngine attention and linear.
+    ("NeMo AutoModel blog benchmark, NeMo AutoModel (expert parallelism 8, DeepEP, TransformerEngine)",
+     "h100-80gb"): MissReason(
+        "expert parallelism, which the study predicts as FSDP",
+        "Published faster than predicted: expert parallelism keeps 16 of the 128 experts on each GPU and sends the "
+        "tokens to them (DeepEP), where the study, which has no expert parallelism, predicts FSDP full-shard and "
+        "charges the all-gather of every expert's weights in each step, about half the predicted step at one "
+        "sequence per GPU; TransformerEngine's kernels besides."),
 }
 
 

@@ -104,6 +104,7 @@ class Prediction:
     capped: bool  # the scaled step implied an MFU above MFU_CAP: the step was raised to it (a lower bound)
     basis: str  # what it rests on, in words
     methods: Methods | None = None  # the methods the predicted configuration uses (the source's)
+    optimizer_s: float | None = None  # the optimizer step on the GPU, inside step_time_s (where it is parted out)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -331,7 +332,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     if capped:
         basis += f"; capped at {MFU_CAP:.0%} MFU (the scaled step was shorter: a lower bound)"
     return Prediction(src.model, src.setup, target.key, n_gpus, mbs, gas, step, low, high, days_for(steps, step),
-                      days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods)
+                      days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods, opt)
 
 
 def _ratio(source: GPU, target: GPU, field: str) -> float:
