@@ -221,3 +221,22 @@ def test_the_work_model_charges_each_expert_at_its_share_of_the_tokens(tmp_path)
     assert w.matmul == pytest.approx(6 * active * 2 * SEQ)
     dense_width = 2 * (64 + TINY["qwen2_moe"]["intermediate_size"])  # what a dense decoder of its config would stream
     assert w.memory > dense_width * 2 * SEQ  # top-k experts, the shared expert and the routing's gathers
+
+
+def test_the_work_model_charges_a_layers_experts_at_the_rate_of_their_grouped_product(tmp_path):
+    """Free-lunch's grouped GEMM runs every expert of a layer in one launch: under a rate that grows with a
+    product's size, the experts' products cost what one product of all their FLOPs costs per FLOP, so a mixture
+    of many small experts is charged no more per FLOP than one of few large ones of the same active FLOPs."""
+    from academic_bench.predict import decoder_work as dw
+    from academic_bench.results.gemm import GemmCurve
+
+    spec = _spec(tmp_path, "qwen2_moe", precision="bf16")
+    m, mb = spec.moe, 2
+    curve = GemmCurve("h100-80gb", (1e6, 1e9, 1e12), (1e12, 100e12, 700e12), "test")
+    got = dw.work(spec.key, mb, 1, curve).matmul
+    expected = sum(6.0 * size * share * mb * SEQ
+                   * curve.slowness(2.0 * mb * SEQ * share * size * (m.experts if share < 1 else 1))
+                   for size, share in est.moe.matrix_products(spec, est.model_stats(spec).matrix_sizes))
+    per_expert = sum(6.0 * size * share * mb * SEQ * curve.slowness(2.0 * mb * SEQ * share * size)
+                     for size, share in est.moe.matrix_products(spec, est.model_stats(spec).matrix_sizes))
+    assert got == pytest.approx(expected) and got < per_expert

@@ -150,7 +150,12 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
         # An LM head of a vocabulary no multiple of 8 (the one matrix of hidden x vocabulary elements: a tied head
         # is counted once, the embedding table not at all) runs on the slower kernels for unaligned sizes.
         head = hidden * vocab if is_unaligned(vocab) else None
-        matmul = sum(6.0 * size * share * tokens * curve.slowness(2.0 * micro_batch * seq * share * size)
+        # Free-lunch runs a layer's routed experts as one grouped GEMM (``measure.experts``): its tiles fill the
+        # GPU as one product of every expert's FLOPs would, so each expert's product runs at the rate of that
+        # size, not at its own (a small product alone leaves most of the GPU's SMs without a tile).
+        grouped = spec.moe.experts if spec.moe is not None else 1
+        matmul = sum(6.0 * size * share * tokens
+                     * curve.slowness(2.0 * micro_batch * seq * share * size * (grouped if share < 1 else 1))
                      * (curve.unaligned if size == head else 1.0) for size, share in products)
     streamed = layers * (hidden + width)
     if spec.moe is not None:  # a mixture's attention widths, MLP width and routing (``estimate.moe``)
