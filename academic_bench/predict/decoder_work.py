@@ -309,8 +309,10 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
         basis += "; checkpointing recomputes the blocks' forward"
     if spec.moe is not None:
         basis += (f"; a mixture of experts: each of the {spec.moe.experts} experts' products at the "
-                  f"{spec.moe.per_token}/{spec.moe.experts} of the tokens balanced routing sends it, the routing's "
-                  "gathers as memory-bound work (no measured mixture of experts calibrates them yet)")
+                  f"{spec.moe.per_token}/{spec.moe.experts} of the tokens balanced routing sends it, at the rate of "
+                  "the layer's grouped product, the routing's gathers as memory-bound work (calibrated on dense "
+                  "decoders' profiles; the mixtures measured on one H100 check it: "
+                  "notebooks/runs/h100x1/evidence/moe/)")
     fitted = [s for s in methods.beyond_switches() if s in evidence.switches]
     if fitted:
         basis += (f"; {', '.join(fitted)} charged as fitted to the study's measured rows of "
