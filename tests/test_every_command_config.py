@@ -122,7 +122,8 @@ def _nearest(params: int, family: str) -> str:
 
 @pytest.mark.parametrize("name, family, says", [("Gemma2Config", "pythia", "SDPA"),
                                                 ("Mamba2Config", "mamba", "state-space"),
-                                                ("MambaConfig", "mamba", "state-space")])
+                                                ("MambaConfig", "mamba", "state-space"),
+                                                ("NemotronHConfig", "mamba", "state-space")])
 @pytest.mark.parametrize("command", ["estimate", "cost", "export"])
 def test_decoders_the_study_does_not_answer_are_refused_with_its_reason_and_the_nearest_catalog_model(
         tmp_path, capsys, name, family, says, command):

@@ -181,6 +181,29 @@ def test_a_vision_point_in_another_precision_than_the_studys_says_why_it_is_not_
     assert math.isnan(got["predicted"]) and "not predictable" in got["why_not"] and "fp32" in got["why_not"]
 
 
+def test_a_state_space_point_says_why_it_is_not_predicted(points):
+    """A Mamba-2 hybrid is kept with the study's reason (no state-space scan in the work model of a config.json),
+    its published tokens per second per GPU beside it."""
+    rows = points[points["family"] == "ssm"]
+    assert len(rows) >= 1
+    for _, row in rows.iterrows():
+        got = pc.predict_point(row)
+        assert math.isnan(got["predicted"]) and "state-space" in got["why_not"] and "mamba-2.8b" in got["why_not"]
+        assert got["published"] == pytest.approx(float(row["tokens_per_s_per_gpu"]))
+
+
+def test_a_point_on_blackwell_in_bf16_is_predicted_by_the_work_model(points):
+    """The one answer reaches Blackwell: a decoder on 8 x B200 in bf16 with data parallelism and the sharded
+    optimizer (ZeRO-1) is predicted by the work model, from the GPU of a measured setup."""
+    from academic_bench.predict.published_family import generation
+
+    row = points[(points["gpu"] == "b200") & (points["family"] == "decoder") & (points["method"] == "zero1")].iloc[0]
+    assert generation(row["gpu"]) == "blackwell"
+    got = pc.predict_point(row)
+    assert got["kind"] == "predicted" and got["by"] == "work model" and got["predicted"] > 0
+    assert got["source_gpu"] != ""
+
+
 def test_an_encoder_point_is_carried_at_its_published_micro_batch(points):
     """The same BERT-large sequence on the same GPU: a quarter of the micro-batch means four times the micro-steps
     and the GPU's idle time in each, so fewer sequences per second; the micro-step carried from RoBERTa-large does

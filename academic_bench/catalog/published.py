@@ -39,15 +39,22 @@ at micro-batch 1: Transformers v5 under FSDP2 with its grouped_mm experts, and N
 parallelism, each over forward and backward alone) and Megatron-Bridge's Qwen3-30B-A3B on 8 x B200 in MXFP8 (kept
 unpredicted: the study has no MXFP8). No single-node H200 training throughput in bf16 was found. Mixtures of experts
 left out: Megatron-Bridge's other single-node Qwen3-30B-A3B rows (MXFP8 on GB200, GB300 and B300, GPUs outside the
-check; its H100 rows are 16 GPUs in FP8), the Mamba-2 hybrids (Nemotron 3 Nano in NeMo AutoModel's summary and the
-same blog: the work model of a config.json does not count a state-space scan), torchtitan's DeepSeek-V3 16B notes
+check; its H100 rows are 16 GPUs in FP8), torchtitan's DeepSeek-V3 16B notes
 (MFU on B200, no throughput), OLMoE's own run (256 H100s, several nodes), MegaBlocks' paper (its dMoE models are
 GPT-2 blocks with non-gated experts, a layout transformers builds no decoder of) and runs in pull-request threads
 whose settings are not stated beside their figure.
 Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt,
 fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
-its batch-size file). No Mamba training throughput, nor Blackwell's in bf16, with its settings stated was found.
+its batch-size file).
+Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
+at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
+BERT-large SQuAD rows on 1, 2, 4 and 8 x B200 (fp16), and a torchtitan run of Qwen3-30B-A3B on 8 x B200 reported in
+mlc-ai/pith-train issue 79 (FSDP with selective checkpointing: kept unpredicted). Megatron-Bridge's summaries hold
+Llama 3 8B on 8 x B200 in FP8 only (no bf16 row at 8 GPUs or fewer). State-space models (``family`` ``ssm``, kept
+unpredicted): Nemotron 3 Nano 30B-A3B, a Mamba-2 hybrid, on 8 x H100 in bf16 (NeMo AutoModel's summary) and on
+8 x B200 in MXFP8 (Megatron-Bridge's). No training throughput of a pure Mamba or Mamba-2 model with its shape and
+settings stated beside the figure was found.
 """
 from __future__ import annotations
 
@@ -64,15 +71,17 @@ COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch"
            "memory_gib", "quote_memory", "family")
 # A point's model family: ``decoder`` (GPT-style, predicted from its own shape by the work model), or one the study
 # predicts from a catalog model of the family (``answer.published_check.FAMILY_MODEL``): ``encoder`` (BERT/RoBERTa),
-# ``vit``, ``convnext``.
-FAMILIES = ("decoder", "encoder", "vit", "convnext")
+# ``vit``, ``convnext``; ``ssm``: a model built of state-space layers (Mamba, Mamba-2 and their hybrids), kept with
+# the reason the study does not predict it (``predict.published_family.STATE_SPACE_WHY``).
+FAMILIES = ("decoder", "encoder", "vit", "convnext", "ssm")
 # The Hugging Face config of each model's shape (data/published_configs/). llm-foundry's MPT is written as a GPT-2
 # of the same widths, depth, MLP (4 x d_model, not gated), vocabulary and tied head: transformers builds MPT only
-# with eager attention, and the study's work counts (``predict.decoder_work``) are the same for both.
+# with eager attention, and the study's work counts (``predict.decoder_work``) are the same for both. NeMo's Llama 3
+# 8B has the widths of Llama 3.1 8B; 3.1's rescaled rotary frequencies change no work.
 CONFIGS = {"MPT-125m": "mpt-125m.json", "MPT-350m": "mpt-350m.json", "MPT-760m": "mpt-760m.json",
            "MPT-1b": "mpt-1b.json", "MPT-3b": "mpt-3b.json", "MPT-7b": "mpt-7b.json", "MPT-13b": "mpt-13b.json",
            "GPT-2 124M (nanoGPT)": "gpt2-124m-nanogpt.json", "TinyLlama-1.1B": "tinyllama-1.1b.json",
-           "LLaMA-7B": "llama-7b.json", "Llama 3.1 8B": "llama-3.1-8b.json",
+           "LLaMA-7B": "llama-7b.json", "Llama 3.1 8B": "llama-3.1-8b.json", "Llama 3 8B": "llama-3.1-8b.json",
            "Qwen3-30B-A3B": "qwen3-30b-a3b.json", "GPT-OSS-20B": "gpt-oss-20b.json"}
 
 

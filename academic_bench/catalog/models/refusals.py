@@ -12,8 +12,11 @@ class Refused(ValueError):
 
 
 # Decoders built of state-space layers rather than attention heads (Mamba, Mamba-2), alone or with attention
-# layers between them (the hybrids): transformers' model types.
-STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "bamba", "jamba", "zamba", "zamba2")
+# layers between them (the hybrids): transformers' model types. Nemotron-H (Nemotron 3 Nano among them), Granite 4.0's
+# hybrid and Falcon-H1 interleave Mamba-2 layers with attention: read as decoders, the work model would count their
+# attention and MLP layers and none of their scans.
+STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "bamba", "jamba", "zamba", "zamba2", "nemotron_h",
+               "granitemoehybrid", "falcon_h1")
 
 
 def nearest_catalog_model(params: float, state_space: bool) -> str:
