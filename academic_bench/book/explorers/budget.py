@@ -113,31 +113,31 @@ def _budget(df: pd.DataFrame, model: str, budget_usd: float, deadline_days: floa
 
 def _within_budget(answer: alt.Chart) -> alt.Chart:
     """The fastest plausible machine within the budget (ties: cheaper, fewer GPUs), else the cheapest of all."""
-    return answer.transform_filter(CHOSEN + " && !datum.implausible").transform_calculate(
-        fits="datum.purchase_usd <= budget_usd ? 0 : 1",
-        key="datum.purchase_usd <= budget_usd ? datum.days : datum.purchase_usd",
-        then="datum.purchase_usd <= budget_usd ? datum.purchase_usd : datum.days",
-    ).transform_window(rank="row_number()", sort=[alt.SortField(f) for f in ("fits", "key", "then", "n_gpus")]
-                       ).transform_filter("datum.rank == 1").transform_calculate(
-        label="datum.fits == 0 ? 'Fastest within ' + format(budget_usd, '$,.0f') + ': ' + datum.setup + ', ' + "
-              "format(datum.days, ',.1f') + ' days (' + datum.about + '), ' + format(datum.purchase_usd, '$,.0f') : "
-              "'Nothing fits ' + format(budget_usd, '$,.0f') + '; the cheapest is ' + datum.setup + ' at ' + "
-              "format(datum.purchase_usd, '$,.0f')")
+    return _best(answer, "datum.purchase_usd <= budget_usd", "days", "purchase_usd",
+                 "datum.fits == 0 ? 'Fastest within ' + format(budget_usd, '$,.0f') + ': ' + datum.setup + ', ' + "
+                 "format(datum.days, ',.1f') + ' days (' + datum.about + '), ' + format(datum.purchase_usd, '$,.0f') : "
+                 "'Nothing fits ' + format(budget_usd, '$,.0f') + '; the cheapest is ' + datum.setup + ' at ' + "
+                 "format(datum.purchase_usd, '$,.0f')")
 
 
 def _within_deadline(answer: alt.Chart) -> alt.Chart:
     """The cheapest plausible machine that finishes within the deadline (ties: faster, fewer GPUs), else the
     fastest of all."""
+    return _best(answer, "datum.days <= budget_deadline", "purchase_usd", "days",
+                 "datum.fits == 0 ? 'Cheapest within ' + format(budget_deadline, ',.0f') + ' days: ' + datum.setup + "
+                 "', ' + format(datum.purchase_usd, '$,.0f') + ', ' + format(datum.days, ',.1f') + ' days (' + "
+                 "datum.about + ')' : 'Nothing finishes within ' + format(budget_deadline, ',.0f') + ' days; the "
+                 "fastest is ' + datum.setup + ' at ' + format(datum.days, ',.1f') + ' days'")
+
+
+def _best(answer: alt.Chart, fits: str, least: str, then: str, label: str) -> alt.Chart:
+    """The one plausible machine for which ``fits`` holds with the least ``least`` (ties: the least ``then``, then
+    fewer GPUs); where none fits, the one of least ``then`` of all. ``label`` (a Vega expression) says which."""
     return answer.transform_filter(CHOSEN + " && !datum.implausible").transform_calculate(
-        fits="datum.days <= budget_deadline ? 0 : 1",
-        key="datum.days <= budget_deadline ? datum.purchase_usd : datum.days",
-        then="datum.days <= budget_deadline ? datum.days : datum.purchase_usd",
+        fits=f"{fits} ? 0 : 1", key=f"{fits} ? datum.{least} : datum.{then}",
+        then=f"{fits} ? datum.{then} : datum.{least}",
     ).transform_window(rank="row_number()", sort=[alt.SortField(f) for f in ("fits", "key", "then", "n_gpus")]
-                       ).transform_filter("datum.rank == 1").transform_calculate(
-        label="datum.fits == 0 ? 'Cheapest within ' + format(budget_deadline, ',.0f') + ' days: ' + datum.setup + "
-              "', ' + format(datum.purchase_usd, '$,.0f') + ', ' + format(datum.days, ',.1f') + ' days (' + "
-              "datum.about + ')' : 'Nothing finishes within ' + format(budget_deadline, ',.0f') + ' days; the "
-              "fastest is ' + datum.setup + ' at ' + format(datum.days, ',.1f') + ' days'")
+                       ).transform_filter("datum.rank == 1").transform_calculate(label=label)
 
 
 def _chosen(setups: pd.DataFrame, model: str, prices: str, days_from: str) -> pd.DataFrame:
