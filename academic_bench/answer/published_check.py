@@ -168,16 +168,13 @@ def published_check(root: str | None = None) -> pd.DataFrame:
 def by_gpu(frame: pd.DataFrame) -> pd.DataFrame:
     """Per GPU type: points published and predicted, the median ratio, its lowest and highest, the worst (the
     farthest from 1, either way) and whether the target holds (``met``, ``missed``, or too few points)."""
+    from ..predict.published_family import target_verdict
+
     rows = []
     for gpu, g in frame.groupby("gpu", sort=False):
         r = g["ratio"].dropna()
         worst = float(r.loc[(r.map(math.log)).abs().idxmax()]) if len(r) else math.nan
-        if len(r) < MIN_POINTS:
-            target = f"fewer than {MIN_POINTS} points"
-        else:
-            held = (TARGET_MEDIAN[0] <= r.median() <= TARGET_MEDIAN[1]
-                    and TARGET_WORST[0] <= r.min() and r.max() <= TARGET_WORST[1])
-            target = "met" if held else "missed"
+        target = target_verdict(r, TARGET_MEDIAN, TARGET_WORST, MIN_POINTS)
         rows.append({"gpu": gpu, "points": len(g), "predicted": len(r),
                      "median": float(r.median()) if len(r) else math.nan,
                      "low": float(r.min()) if len(r) else math.nan, "high": float(r.max()) if len(r) else math.nan,

@@ -276,15 +276,20 @@ def carried_micro_batch(micro_batch: int, flops_per_sequence: float) -> int:
 TABLE_COLUMNS = ["by", "group", "points", "predicted", "median", "low", "high", "target", "outside"]
 
 
+def target_verdict(ratios: pd.Series, median: tuple[float, float], worst: tuple[float, float],
+                   min_points: int = MIN_POINTS) -> str:
+    """Whether predicted/published ``ratios`` meet a target: their median within ``median`` and every ratio
+    within ``worst`` ("met" or "missed"), or "fewer than N points" below ``min_points``."""
+    if len(ratios) < min_points:
+        return f"fewer than {min_points} points"
+    held = (median[0] <= ratios.median() <= median[1] and worst[0] <= ratios.min() and ratios.max() <= worst[1])
+    return "met" if held else "missed"
+
+
 def _summary(by: str, group: str, g: pd.DataFrame) -> dict:
     r = g[g["ratio"].notna()]
     ratios = r["ratio"].astype(float)
-    if len(r) < MIN_POINTS:
-        target = f"fewer than {MIN_POINTS} points"
-    else:
-        held = (TARGET_MEDIAN[0] <= ratios.median() <= TARGET_MEDIAN[1]
-                and TARGET_WORST[0] <= ratios.min() and ratios.max() <= TARGET_WORST[1])
-        target = "met" if held else "missed"
+    target = target_verdict(ratios, TARGET_MEDIAN, TARGET_WORST)
     outside = r[(ratios < TARGET_WORST[0]) | (ratios > TARGET_WORST[1])]
     words = [f"{o.model} on {o.n_gpus} x {o.gpu} ({o.ratio:.2f}"
              + (f": {why.short}" if (why := MISS_REASONS.get((o.source, o.gpu))) else "") + ")"
