@@ -23,7 +23,7 @@ from importlib import resources
 import pandas as pd
 
 from ..catalog.hardware import every_gpu
-from .model import Assumptions, check_gpus
+from .model import Assumptions, check_gpus, gpu_key, purchase_cost
 
 TODAY_FROM = "2025"  # prices dated from 2025 on are today's (ISO dates compare as text)
 PRICE_COLUMNS = ["gpu", "what", "n_gpus", "usd", "low_usd", "high_usd", "condition", "date", "source", "quoted"]
@@ -100,11 +100,17 @@ def today_purchase(gpu: str, n_gpus: int, assumptions: Assumptions | None = None
     card = today_card_prices().get(gpu)
     if card is None:
         return None
-    chassis = a.machine_cost(n)
     kind = f"{card['condition']} " if card["condition"] else ""
-    return Purchase(gpu, n, n * float(card["usd"]) + chassis,
-                    f"{n} x ${card['usd']:,.0f} ({kind}card, {card['date']}) + ${chassis:,.0f} "
-                    f"{'desktop' if a.machine_size(n) <= 2 else 'server'} (paper, {_chassis_date(a.machine_size(n))})")
+    return _cards_in_chassis(gpu, n, float(card["usd"]), f"{kind}card, {card['date']}", a)
+
+
+def _cards_in_chassis(gpu: str, n: int, card_usd: float, card_words: str, a: Assumptions) -> Purchase:
+    """``n`` cards at ``card_usd`` each (``card_words``: whose price) in the paper's machine for them (Appendix H,
+    Tables 6-7), priced by Section 4.1's arithmetic (``model.purchase_cost``)."""
+    size = a.machine_size(n)
+    return Purchase(gpu, n, purchase_cost(gpu, n, a.with_overrides(gpu_price_usd={gpu_key(gpu): card_usd})),
+                    f"{n} x ${card_usd:,.0f} ({card_words}) + ${a.machine_cost(n):,.0f} "
+                    f"{'desktop' if size <= 2 else 'server'} (paper, {_chassis_date(size)})")
 
 
 @lru_cache(maxsize=None)
@@ -126,7 +132,5 @@ def paper_purchase(gpu: str, n_gpus: int, assumptions: Assumptions | None = None
     quotes = load_prices().set_index("gpu")
     if gpu not in quotes.index:
         return None
-    card, chassis = float(quotes.loc[gpu, "price_usd"]), a.machine_cost(n)
-    return Purchase(gpu, n, n * card + chassis,
-                    f"{n} x ${card:,.0f} (paper Table 5, {quotes.loc[gpu, 'date']}) + ${chassis:,.0f} "
-                    f"{'desktop' if a.machine_size(n) <= 2 else 'server'} (paper, {_chassis_date(a.machine_size(n))})")
+    return _cards_in_chassis(gpu, n, float(quotes.loc[gpu, "price_usd"]), f"paper Table 5, {quotes.loc[gpu, 'date']}",
+                             a)
