@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from transformers.integrations import moe as hf_moe
 
 NAME = "grouped_mm_autocast"
 # The experts' stacked weight matrices, under the names transformers' experts interface reads.
@@ -40,8 +41,6 @@ def autocast_dtype(device_type: str) -> torch.dtype | None:
 def grouped_mm_autocast_forward(self: nn.Module, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
                                 top_k_weights: torch.Tensor) -> torch.Tensor:
     """transformers' ``grouped_mm`` experts forward, with fp32 weights cast to the autocast dtype first."""
-    from transformers.integrations import moe as hf_moe
-
     dtype = autocast_dtype(hidden_states.device.type)
     weight = getattr(self, "gate_up_proj", None) if self.has_gate else getattr(self, "up_proj", None)
     target = self if dtype is None or weight is None or weight.dtype == dtype else _CastWeights(self, dtype)
@@ -50,7 +49,5 @@ def grouped_mm_autocast_forward(self: nn.Module, hidden_states: torch.Tensor, to
 
 def register() -> str:
     """Registers ``grouped_mm_autocast`` with transformers' experts interface (idempotent); returns its name."""
-    from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
-
-    ALL_EXPERTS_FUNCTIONS.register(NAME, grouped_mm_autocast_forward)
+    hf_moe.ALL_EXPERTS_FUNCTIONS.register(NAME, grouped_mm_autocast_forward)
     return NAME
