@@ -56,7 +56,7 @@ def moe_measured(root: str | os.PathLike | None = None) -> pd.DataFrame:
                         "experts": ran.get("experts"), "weights": ran.get("weights"),
                         "micro_batch": r.get("micro_batch"), "measured_step_s": step,
                         "validated_error": validate.get("rel_error"),
-                        **({k: est.get(k) for k in COLUMNS[9:13]} if speaks else {}),
+                        **(est if speaks else {}),
                         "error": est["estimated_step_s"] / step - 1 if speaks and step else None,
                         "outcome": r["outcome"], "reason": r.get("reason") or ""})
     return pd.DataFrame(out, columns=COLUMNS)
