@@ -219,7 +219,7 @@ def weighed_prediction(model: str, gpu: str, n_gpus: int, root: str | None = Non
         if q.days is not None:
             found.append(q)
     if not found:  # where the carried configuration's offloaded states outgrow the host, say so
-        return first if first is None or carried is not None or first.days is None else \
+        return first if first is None or first.days is None else \
             predict_with_methods(src, first.methods, gpu, n_gpus, host_rates or {}, gpu_rate)
     fastest = min(found, key=lambda q: q.days)
     if carried is None or fastest is carried:
