@@ -34,8 +34,10 @@ attention's per-token part (``work_evidence``). The decoders outside the catalog
 (``work_validation.config_decoders``) test it; those measured before these two were added are no longer
 held out for them. A target other than a
 profiled setup's GPU is reached by the transfer model (``transfer.predict``), from the predicted step on a
-profiled GPU. A mixture of experts (only some experts run per token) is not modelled, nor a precision other than
-the profiles' (``modelled``).
+profiled GPU. A mixture of experts is charged for the experts a token runs: each routed expert's matrices at its
+share of the tokens under balanced routing (``estimate.moe.matrix_products``), at the rate of the layer's grouped
+product, and the routing's gathers as memory-bound work. A precision other than the profiles' is not modelled
+(``not_modelled``).
 """
 from __future__ import annotations
 
