@@ -23,9 +23,11 @@ RATES = {"matmul": 1.4e-15, "attention": 2.2e-14, "loss": 1.1e-11, "memory": 1.3
 
 def _profile(model: str, micro_batch: int, gas: int, setup: str = "h100x1", gpu: str = "h100-80gb",
              rates: dict = RATES, config_id: str | None = None) -> pd.DataFrame:
-    """One configuration's profile rows whose every kind takes ``rates`` x the model's units of work."""
+    """One configuration's profile rows whose every kind takes ``rates`` x the model's units of work, the
+    memory-bound kernels also the micro-steps' passes over the fp32 weights at the datasheet's bandwidth."""
     w = dw.work(model, micro_batch, gas)
     seconds = {kind: rates[k] * w.get(k) for kind, k in KINDS.items()}
+    seconds["elementwise and other"] += dw.weight_passes_s(model, gas, gpu)
     busy = sum(seconds.values())
     wall = busy + rates["idle"] * w.idle
     rows = [{"model": model, "gpu": gpu, "n_gpus": 1, "setup": setup, "config_id": config_id or f"{model}-{setup}",
@@ -82,15 +84,38 @@ def test_a_decoder_of_another_shape_is_predicted_from_the_rates_alone(tmp_path):
     key = _decoder(tmp_path, "other", vocab_size=8000)
     p = dw.predict_on_setup(key, "h100x1", points, 8, 8)
     w = dw.work(key, 8, 8)
-    assert p.step_s == pytest.approx(sum(RATES[k] * w.get(k) for k in dw.KINDS))
+    passes = dw.weight_passes_s(key, 8, "h100-80gb")
+    assert p.step_s == pytest.approx(sum(RATES[k] * w.get(k) for k in dw.KINDS) + passes)
     assert p.low_s == pytest.approx(p.step_s) and p.high_s == pytest.approx(p.step_s)
+
+
+def test_each_micro_step_passes_over_every_weight_at_the_swept_bandwidth(tmp_path):
+    """Per micro-step, fp32 weights are cast, their gradients cast back and accumulated (24 bytes a parameter),
+    16-bit weights' gradients only accumulated (6): the time grows with parameters x micro-steps, at the
+    bandwidth of the GPU's sweep where there is one, else its datasheet's; calibration takes it out of the
+    profiles' memory-bound seconds, so a decoder at more micro-steps pays for its weights, not for more tokens."""
+    from academic_bench.catalog.hardware import get_gpu
+    from academic_bench.predict.work_evidence import Evidence
+
+    key = _decoder(tmp_path, "d")
+    params = dw._shape(key)[6]
+    sheet = get_gpu("h100-80gb").memory_bandwidth_gbps * 1e9
+    assert dw.weight_passes_s(key, 8, "h100-80gb") == pytest.approx(params * 8 * 24 / sheet)
+    assert dw.weight_passes_s(key, 8, "h100-80gb", weights="bfloat16") == pytest.approx(params * 8 * 6 / sheet)
+    swept = Evidence(bandwidth={"h100-80gb": sheet / 2})
+    assert dw.weight_passes_s(key, 8, "h100-80gb", swept) == pytest.approx(2 * dw.weight_passes_s(key, 8, "h100-80gb"))
+    points = dw.calibration_points(_profile("pythia-160m", 32, 32))
+    few, many = (dw.predict_on_setup(key, "h100x1", points, mb, 64 // mb) for mb in (8, 2))
+    extra = dw.weight_passes_s(key, 32, "h100-80gb") - dw.weight_passes_s(key, 8, "h100-80gb")
+    assert many.seconds["memory"] - few.seconds["memory"] == pytest.approx(extra)
 
 
 def test_the_range_spans_the_lowest_and_highest_rates():
     slow = {k: 2 * v for k, v in RATES.items()}
     prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64, rates=slow)])
     p = dw.predict_on_setup("pythia-1b", "h100x1", dw.calibration_points(prof), 16, 64)
-    assert p.high_s == pytest.approx(2 * p.low_s) and p.low_s < p.step_s < p.high_s
+    passes = dw.weight_passes_s("pythia-1b", 64, "h100-80gb")  # at the bandwidth, not a calibrated rate
+    assert p.high_s - passes == pytest.approx(2 * (p.low_s - passes)) and p.low_s < p.step_s < p.high_s
 
 
 def test_on_the_profiled_gpu_the_days_are_the_steps_days_and_elsewhere_the_transfer_models(tmp_path):
@@ -201,7 +226,9 @@ def test_by_kind_sets_each_kind_of_the_work_model_beside_a_decoders_profile(tmp_
     assert list(got.columns) == wv.BY_KIND_COLUMNS and set(got["kind"]) == {*dw.KINDS, "step"}
     err = got.assign(m=[m for m in ("same", "slow") for _ in range(len(dw.KINDS) + 1)]).set_index(["m", "kind"])
     assert err.loc["same", "error"].abs().max() == pytest.approx(0.0, abs=1e-9)
-    assert err.loc[("slow", "memory"), "error"] == pytest.approx(-0.5)
+    # Twice the memory-bound kernels' rate; the passes over the weights, at the bandwidth, the same.
+    units, passes = dw.work(key, 4, 16).memory * RATES["memory"], dw.weight_passes_s(key, 16, "h100-80gb")
+    assert err.loc[("slow", "memory"), "error"] == pytest.approx((units + passes) / (2 * units + passes) - 1)
     assert err.loc[("slow", "matmul"), "error"] == pytest.approx(0.0, abs=1e-9)
     assert err.loc[("slow", "step"), "error"] < 0
     assert wv.by_kind(same, {}, points).empty  # a profile whose decoder is not known is left out

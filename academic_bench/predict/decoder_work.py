@@ -21,6 +21,14 @@ sequence length. Here a decoder's training step is counted in units of work per 
   write in every layer (the MLP width is the config's intermediate size, four times the hidden size where it
   states none). The two widths are weighted alike: the Pythia decoders the rates come from all have an MLP four
   times the hidden size, so their profiles cannot tell the two apart;
+- **the passes over every weight that each micro-step makes** (``weight_passes_s``): under bf16 autocast with
+  fp32 weights, every micro-step casts each weight to bf16 (read 4 bytes, write 2), casts its gradient back to
+  fp32 (read 2, write 4) and adds it to the accumulated gradient (read 4 + 4, write 4): ``WEIGHT_BYTES`` a
+  parameter, at the GPU's streaming bandwidth from its sweep (``work_evidence.Evidence.bandwidth``), not
+  calibrated. It is memory-bound time, taken out of the profiles' memory-bound seconds before their per-token
+  rate is taken. A decoder of billions of parameters at a few thousand tokens a micro-step spends a quarter of
+  its memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B at 4,096 and Qwen2.5-3B, where the
+  accumulation's fp32 add was the largest memory-bound kernel); Pythia at its optima, a few per cent;
 - **the GPU's idle time** (host work, kernel launches): per micro-step and layer;
 - **the optimizer step**: per parameter (each GPU's shard of the parameters under ZeRO and FSDP).
 
@@ -62,6 +70,9 @@ PROFILE_KINDS = {"matmul": ("matrix multiplication",), "attention": ("attention"
                  "memory": ("elementwise and other", "normalisation", "memory copy"), "optimizer": ("optimizer",)}
 # The part of transfer.Source's split each kind scales with on another GPU (idle and optimizer aside).
 SPLIT_OF = {"matmul": "flop", "attention": "flop", "loss": "memory", "memory": "memory", "idle": "idle"}
+# Bytes a parameter a micro-step, by the dtype the weights are built in: fp32 weights under autocast are cast,
+# their gradients cast back and accumulated (4 + 2, 2 + 4, 4 + 4 + 4); 16-bit weights' gradients only accumulate.
+WEIGHT_BYTES = {"float32": 24, "bfloat16": 6, "float16": 6}
 CALIBRATION_FAMILY = "pythia"  # the catalog's transformer decoders: the profiles the rates come from
 CALIBRATION_PRECISION = "bf16"  # the precision they train in (paper Table 3), the only one the rates are for
 
@@ -167,6 +178,12 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
                 idle=float(layers * gas), optimizer=float(params))
 
 
+def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32") -> float:
+    """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight (module
+    docstring) built in ``weights``, at ``gpu``'s streaming bandwidth."""
+    return _shape(model)[6] * gas * WEIGHT_BYTES[weights] / evidence.bandwidth_for(gpu)
+
+
 def calibration_points(profiles: pd.DataFrame, evidence: Evidence = PLAIN) -> pd.DataFrame:
     """Seconds per unit of work, per kind, for every profile of a catalog decoder on one GPU with free-lunch
     settings at or above its measured optimum's micro-batch (``evidence.optima``; a model without one is kept):
@@ -190,6 +207,8 @@ def calibration_points(profiles: pd.DataFrame, evidence: Evidence = PLAIN) -> pd
                "step_wall_s": float(first["step_wall_s"])}
         for kind, names in PROFILE_KINDS.items():
             row[kind] = float(seconds.reindex(list(names)).fillna(0).sum()) / w.get(kind)
+        passes = weight_passes_s(first["model"], int(first["gas"]), str(first["gpu"]), evidence)
+        row["memory"] = max(0.0, row["memory"] - passes / w.memory)
         row["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"])) / w.idle
         rows.append(row)
     return pd.DataFrame(rows, columns=["setup", "gpu", "model", "config_id", "micro_batch", "gas", "step_wall_s",
@@ -204,17 +223,22 @@ def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
 
 
 def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: int, gas: int,
-                     leave_out: str | None = None, evidence: Evidence = PLAIN) -> StepPrediction:
+                     leave_out: str | None = None, evidence: Evidence = PLAIN,
+                     weights: str = "float32") -> StepPrediction:
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
     ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at the
-    median rate; the range sums each kind's lowest and highest rate."""
+    median rate; the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
+    in (``WEIGHT_BYTES``)."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:
         raise ValueError(f"no profiled {CALIBRATION_FAMILY} decoder on {setup!r} to calibrate the work model")
-    w = work(model, micro_batch, gas, evidence.curve_for(str(mine["gpu"].iloc[0])), evidence.attention_offset)
+    gpu = str(mine["gpu"].iloc[0])
+    w = work(model, micro_batch, gas, evidence.curve_for(gpu), evidence.attention_offset)
+    passes = weight_passes_s(model, gas, gpu, evidence, weights)
     seconds = {k: float(mine[k].median()) * w.get(k) for k in KINDS}
-    low = sum(float(mine[k].min()) * w.get(k) for k in KINDS)
-    high = sum(float(mine[k].max()) * w.get(k) for k in KINDS)
+    seconds["memory"] += passes
+    low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)
+    high = passes + sum(float(mine[k].max()) * w.get(k) for k in KINDS)
     return StepPrediction(setup, str(mine["gpu"].iloc[0]), micro_batch, gas, seconds, low, high,
                           tuple(sorted(mine["model"].unique())))
 
@@ -245,7 +269,7 @@ def with_recompute(model: str, seconds: dict) -> dict:
 
 def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
                     host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None,
-                    evidence: Evidence = PLAIN) -> Prediction | None:
+                    evidence: Evidence = PLAIN, weights: str = "float32") -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
     (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
     calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
@@ -260,7 +284,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     the shipped runs' are kept with the points, ``store.work_model``). None
     where no profile calibrates it, the work model does not model it (``not_modelled``, or free-lunch is not on)
     or no micro-batch fits. ``micro_batch`` replaces the memory model's (a measured run's, to check the step
-    alone)."""
+    alone); ``weights``, the dtype of the weights a measured run was built in (the study builds fp32)."""
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
@@ -276,7 +300,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     if fit is None:
         return None
     mbs, gas = fit
-    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence)
+    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence, weights=weights)
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
     seconds = with_switches(model, seconds, methods, evidence.switches)
     # The profiles' optimizer rate is per parameter: ZeRO and FSDP step each GPU's shard alone; offloaded, the host

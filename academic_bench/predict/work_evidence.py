@@ -18,7 +18,10 @@ command produced:
   to its FLOPs (layers x width x sequence x tokens): reading and writing the queries, keys, values, outputs and
   their gradients, and the diagonal blocks of the causal mask, grow with the tokens alone. Profiles of one
   decoder shape at two sequence lengths on one setup separate the two: the time per token goes as
-  ``sequence + offset``, with the offset in tokens of sequence.
+  ``sequence + offset``, with the offset in tokens of sequence;
+- **the GPU's streaming bandwidth** (``bandwidth``): bytes per second of the large element-wise kernels in the
+  sweep of memory-bound kernels (``results.gemm.streaming_bandwidth``), at which the work model charges the
+  passes over every weight that each micro-step makes (``decoder_work.weight_passes_s``).
 
 ``PLAIN`` is none of these (one rate whatever a product's size, all of attention in proportion to its FLOPs, every
 profile used): the work model as it was before them.
@@ -32,6 +35,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from ..catalog.hardware import get_gpu
 from ..catalog.methods import FREE_LUNCH
 from ..results.gemm import (GEMM_FILE, LAUNCH_BOUND, OUTPUT_LAYER_FILE, GemmCurve, curve_for,  # noqa: F401
                             gemm_curve, unaligned_slowness)  # (re-exported)
@@ -49,6 +53,17 @@ class Evidence:
     attention_offset: float = 0.0  # tokens of sequence
     # switch -> what it changes in the step (``switch_work.fit_switches``), fitted after the calibration points
     switches: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    bandwidth: Mapping[str, float] = field(default_factory=dict)  # catalog GPU key -> streaming bytes/s
+
+    def bandwidth_for(self, gpu: str) -> float:
+        """``gpu``'s streaming bandwidth from its sweep, else its datasheet's (which no kernel reaches: the
+        passes over the weights come out shorter than they run)."""
+        if gpu in self.bandwidth:
+            return float(self.bandwidth[gpu])
+        sheet = get_gpu(gpu).memory_bandwidth_gbps
+        if sheet is None:
+            raise ValueError(f"{gpu!r} has neither a sweep of memory-bound kernels nor a datasheet bandwidth")
+        return float(sheet) * 1e9
 
     def curve_for(self, gpu: str) -> GemmCurve | None:
         """The sweep of ``gpu`` itself, else of a GPU of the same architecture (H200 has H100's chip: the same SMs
@@ -143,7 +158,16 @@ def runs_evidence(root: str | None = None) -> Evidence:
 
     frame, _, shapes = decoder_profiles(root)
     return Evidence(gemm=gemm_curves(root), optima=measured_optima(runs_frame(root)),
-                    attention_offset=attention_offset(frame, shapes))
+                    attention_offset=attention_offset(frame, shapes), bandwidth=streaming_bandwidths(root))
+
+
+def streaming_bandwidths(root: str | Path | None = None) -> dict[str, float]:
+    """Catalog GPU key -> the streaming bandwidth of its sweep of memory-bound kernels under the runs ``root``."""
+    from ..analysis import runs_root
+    from ..results.gemm import memory_sweeps, streaming_bandwidth
+
+    found = {gpu: streaming_bandwidth(lines) for gpu, lines in memory_sweeps(runs_root(root)).items()}
+    return {gpu: b for gpu, b in found.items() if b is not None}
 
 
 def evidence_record(e: Evidence) -> dict:
@@ -152,7 +176,8 @@ def evidence_record(e: Evidence) -> dict:
                          "unaligned": float(c.unaligned)} for k, c in sorted(e.gemm.items())},
             "optima": [[s, m, int(b)] for (s, m), b in sorted(e.optima.items())],
             "attention_offset": float(e.attention_offset),
-            "switches": {k: dict(v) for k, v in sorted(e.switches.items())}}
+            "switches": {k: dict(v) for k, v in sorted(e.switches.items())},
+            "bandwidth": {k: float(v) for k, v in sorted(e.bandwidth.items())}}
 
 
 def evidence_of(record: Mapping | None) -> Evidence:
@@ -163,4 +188,5 @@ def evidence_of(record: Mapping | None) -> Evidence:
                                        float(c.get("unaligned", 1.0))) for k, c in record["gemm"].items()},
                     optima={(s, m): int(b) for s, m, b in record["optima"]},
                     attention_offset=float(record["attention_offset"]),
-                    switches={k: dict(v) for k, v in record.get("switches", {}).items()})
+                    switches={k: dict(v) for k, v in record.get("switches", {}).items()},
+                    bandwidth={k: float(v) for k, v in record.get("bandwidth", {}).items()})

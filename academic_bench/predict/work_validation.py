@@ -76,8 +76,10 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             a = e["architecture"]
             key = decoder_key(estimate.with_name("config.json"), a)
             ran = Methods.from_dict(row["config"]["methods"])
+            config = estimate.with_name("config.json")
+            weights = built_weights(row, json.loads(config.read_text()) if config.exists() else None)
             now = predict_decoder(key, e["gpu"], e["n_gpus"], points, ran, evidence=evidence,
-                                  micro_batch=int(row["micro_batch"])) if key else None
+                                  micro_batch=int(row["micro_batch"]), weights=weights) if key else None
             made_by, estimated_mfu = _made_by(e)
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
@@ -95,9 +97,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                         # Today's memory model at the micro-batch that ran, with the weights it ran with, beside
                         # the peak the run allocated.
                         "predicted_memory_gb": memory_gb(key, row["config"]["gpu"], row["config"]["n_gpus"], ran,
-                                                         row["micro_batch"], built_weights(
-                                                             row, json.loads(estimate.with_name("config.json")
-                                                                             .read_text()))) if key else None,
+                                                         row["micro_batch"], weights) if key else None,
                         "measured_memory_gb": max((p for p in row.get("peak_memory_gb") or [] if p is not None),
                                                   default=None)})
     if not out:

@@ -186,6 +186,18 @@ def memory_sweeps(runs: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
+STREAMING_OPS = ("add", "cast")  # the memory sweep's kernels that only stream their operands (no reduction)
+STREAMING_BYTES = 256 * 2**20  # kernels this large run at the GPU's sustained bandwidth, however they were timed
+
+
+def streaming_bandwidth(lines: pd.DataFrame) -> float | None:
+    """The bytes per second at which a GPU streams large tensors: the median over the memory sweep's (``lines``)
+    element-wise adds and casts of ``STREAMING_BYTES`` or more (each reads and writes every element once, as a
+    weight's cast or a gradient's accumulation does). None where the sweep has none."""
+    big = lines[lines["op"].isin(STREAMING_OPS) & (lines["bytes"] >= STREAMING_BYTES)]
+    return float((big["bytes"] / big["seconds"]).median()) if len(big) else None
+
+
 def memory_time_ratio(source: pd.DataFrame, target: pd.DataFrame) -> float | None:
     """How many times as long the same memory-bound kernels took on the GPU of ``target``'s sweep as on that of
     ``source``'s (``memory_sweeps``): the median over the (op, m, k) both timed of target seconds over source
