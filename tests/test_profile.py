@@ -174,6 +174,35 @@ def test_gpu_kernel_time_counts_each_kernel_once(tmp_path):
     assert _busy_times(prof, on_gpu=False) == {"aten::mm": 0.00004}
 
 
+def test_every_profiled_accumulating_micro_step_adds_into_gradients(monkeypatch):
+    """A step's accumulating micro-steps (all but the first after an optimizer step) add their gradients into
+    those held; so must each one the profiler times, else it leaves out the accumulation over every weight."""
+    from academic_bench.measure import profile
+
+    seen = []
+    real = profile.Stepper.micro_step
+
+    def watch(self, batch, sync):
+        if not sync:
+            seen.append(all(p.grad is not None for p in self.model.parameters() if p.requires_grad))
+        return real(self, batch, sync)
+
+    profiled = []
+    real_profiled = profile._profiled
+
+    def count(run, device, reps):
+        start = len(seen)
+        out = real_profiled(run, device, reps)
+        profiled.append(seen[start:])
+        return out
+
+    monkeypatch.setattr(profile.Stepper, "micro_step", watch)
+    monkeypatch.setattr(profile, "_profiled", count)
+    cfg = Config("pythia-160m", "cpu", 1, methods=NAIVE, tiny=True)
+    profile.profile_step(cfg, cfg.per_gpu_batch // 4, "cpu", reps=2, warmup=1)
+    assert profiled[0] and all(profiled[0]), "the accumulating phase, timed first"
+
+
 def test_the_phases_are_weighted_as_one_step_runs_them():
     """(GAS - 1) accumulating micro-steps and one boundary micro-step with the optimizer step."""
     from academic_bench.measure.profile import _one_step
