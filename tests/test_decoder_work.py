@@ -108,6 +108,12 @@ def test_each_micro_step_passes_over_every_weight_at_the_swept_bandwidth(tmp_pat
     few, many = (dw.predict_on_setup(key, "h100x1", points, mb, 64 // mb) for mb in (8, 2))
     extra = dw.weight_passes_s(key, 32, "h100-80gb") - dw.weight_passes_s(key, 8, "h100-80gb")
     assert many.seconds["memory"] - few.seconds["memory"] == pytest.approx(extra)
+    # DeepSpeed's bf16 mode and bf16 weights keep 16-bit weights; autocast (alone, under DDP or FSDP) fp32 ones.
+    from academic_bench.catalog.methods import parse_methods
+    kept = {m: dw.built_in(parse_methods(m)) for m in ("free-lunch", "free-lunch+zero2", "free-lunch+bf16w",
+                                                       "free-lunch+fsdp_full_shard")}
+    assert kept == {"free-lunch": "float32", "free-lunch+zero2": "bfloat16", "free-lunch+bf16w": "bfloat16",
+                    "free-lunch+fsdp_full_shard": "float32"}
 
 
 def test_the_range_spans_the_lowest_and_highest_rates():

@@ -178,6 +178,12 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
                 idle=float(layers * gas), optimizer=float(params))
 
 
+def built_in(methods: Methods) -> str:
+    """The dtype ``methods`` keep the weights in while they train: 16-bit under DeepSpeed (its bf16 mode) and with
+    bf16 weights (``bf16w``), whose gradients only accumulate; else fp32 under autocast (FSDP casts its shards)."""
+    return "bfloat16" if methods.bf16_weights or methods.uses_deepspeed else "float32"
+
+
 def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32") -> float:
     """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight (module
     docstring) built in ``weights``, at ``gpu``'s streaming bandwidth."""
@@ -269,7 +275,7 @@ def with_recompute(model: str, seconds: dict) -> dict:
 
 def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
                     host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None,
-                    evidence: Evidence = PLAIN, weights: str = "float32") -> Prediction | None:
+                    evidence: Evidence = PLAIN, weights: str | None = None) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
     (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
     calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
@@ -284,7 +290,8 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     the shipped runs' are kept with the points, ``store.work_model``). None
     where no profile calibrates it, the work model does not model it (``not_modelled``, or free-lunch is not on)
     or no micro-batch fits. ``micro_batch`` replaces the memory model's (a measured run's, to check the step
-    alone); ``weights``, the dtype of the weights a measured run was built in (the study builds fp32)."""
+    alone); ``weights``, the dtype of the weights a measured run was built in, where it is not the one ``methods``
+    keep (``built_in``)."""
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
@@ -300,7 +307,8 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     if fit is None:
         return None
     mbs, gas = fit
-    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence, weights=weights)
+    step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence,
+                            weights=weights or built_in(methods))
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
     seconds = with_switches(model, seconds, methods, evidence.switches)
     # The profiles' optimizer rate is per parameter: ZeRO and FSDP step each GPU's shard alone; offloaded, the host
