@@ -46,7 +46,10 @@ whose settings are not stated beside their figure.
 Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt,
 fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
-its batch-size file).
+its batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
+naming its per-GPU batch). Left out of that table: its rows of two to eight RTX 2080 Ti (each reads 6.0 sequences/s
+whatever the count; the two-card run's log, results/2x2080Ti_trt, launches one process of run_squad.py at batch 2
+without --fp16), and its Titan RTX, Quadro RTX 6000 and RTX 8000 rows (Turing cards outside data/gpus.csv).
 Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
 at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
 BERT-large SQuAD rows on 1, 2, 4 and 8 x B200 (fp16), and a torchtitan run of Qwen3-30B-A3B on 8 x B200 reported in
@@ -54,7 +57,10 @@ mlc-ai/pith-train issue 79 (FSDP with selective checkpointing: kept unpredicted)
 Llama 3 8B on 8 x B200 in FP8 only (no bf16 row at 8 GPUs or fewer). State-space models (``family`` ``ssm``, kept
 unpredicted): Nemotron 3 Nano 30B-A3B, a Mamba-2 hybrid, on 8 x H100 in bf16 (NeMo AutoModel's summary) and on
 8 x B200 in MXFP8 (Megatron-Bridge's). No training throughput of a pure Mamba or Mamba-2 model with its shape and
-settings stated beside the figure was found.
+settings stated beside the figure was found: flash-linear-attention issue 32 (2024-07-13) tables fla's Mamba at its
+default config through benchmarks/benchmark_training_throughput.py, but its reporter notes that fla neither asks for
+mamba_ssm and causal_conv1d nor warns when Mamba runs without their kernels, and the thread as read does not say
+which path its later table (an A100 and an H100 column, the H100's form unnamed) timed.
 """
 from __future__ import annotations
 
