@@ -504,3 +504,31 @@ def test_memory_bound_kernels_scale_as_two_gpus_memory_sweeps_timed_them_where_b
     p = transfer.predict(_source({"memory": 1.0}), "h200", 1)
     bandwidth = h100.memory_bandwidth_gbps / h200.memory_bandwidth_gbps
     assert p.step_time_s == pytest.approx(bandwidth * 10) and "memory sweeps" not in p.basis
+
+
+def test_matrix_products_between_architectures_follow_the_rates_others_measured():
+    """Between two architectures a step's matrix products scale by the rates a public torch.matmul table measured
+    on both GPUs (the median of each GPU's rows), not by the datasheets; within one architecture, or where the
+    table lacks a GPU, by the datasheets' dense peaks."""
+    import csv
+    import statistics
+    from importlib import resources
+
+    from academic_bench.catalog.hardware import get_gpu
+    from academic_bench.predict.transfer import flop_ratio
+
+    text = resources.files("academic_bench").joinpath("data/matmul_rates.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+
+    def median(gpu):
+        return statistics.median(float(r["tflops"]) for r in rows if (r["gpu"], r["precision"]) == (gpu, "bf16"))
+
+    h100, rtx3090, h200, a10 = (get_gpu(k) for k in ("h100-80gb", "rtx3090", "h200", "a10"))
+    assert flop_ratio(h100, rtx3090, "bf16", True) == (pytest.approx(median("h100-80gb") / median("rtx3090")),
+                                                       "measured")
+    assert flop_ratio(h100, h200, "bf16", True) == (pytest.approx(1.0), "datasheet")  # one architecture
+    assert flop_ratio(h100, a10, "bf16", True)[1] == "datasheet"  # the table has no A10
+    # Every row names a catalog GPU, a precision the catalog gives it, the table at one commit, and its line.
+    for r in rows:
+        assert r["precision"] in get_gpu(r["gpu"]).peak_tflops and r["tflops"] in r["quote"]
+        assert r["url"].startswith("https://github.com/") and "/blob/" in r["url"] and r["device"] in r["quote"]

@@ -63,19 +63,6 @@ _TINYLLAMA = "whyNLP/tinyllama README, Benchmark"
 _TINYLLAMA_DS = "whyNLP/tinyllama README, Deepspeed Results"
 _LAMBDA = "Lambda deeplearning-benchmark PyTorch, bert_large_squad FP16"
 _DLE_16G = "NVIDIA DeepLearningExamples BERT for PyTorch README, Pre-training NVIDIA DGX-1 With 16G"
-# One timing script's table of plain matrix products (torch.matmul, square sizes) on many GPUs: the rate each card
-# reaches, beside its datasheet's. github.com/zzc0721/torch-performance-test-data, database.md at commit 9d82827.
-_GEFORCE_MATMUL = (
-    "A GeForce card runs bf16 and fp16 matrix products at about its datasheet rate with fp32 accumulation, while an "
-    "H100 SXM reaches about four fifths of its own: in one timing script's table of torch.matmul rates "
-    "(zzc0721/torch-performance-test-data, database.md at commit 9d82827, its bf16 column) the row 'NVIDIA RTX "
-    "3090 24GB' reaches 76.34 TFLOP/s (datasheet 71), the row 'NVIDIA RTX 4090 24GB' 170.06 (datasheet 165.2) and "
-    "the row 'NVIDIA H100 80GB HBM3' 797.51 (datasheet 989.4); the table's other rows of these cards agree within "
-    "a few percent. The transfer model scales "
-    "a step's matrix products by the datasheet peaks, so it carries the H100's fraction of its peak to a card that "
-    "reaches more of its own: on these cards the products run about 1.3 times as fast as predicted "
-    "((76.34 / 71) / (797.51 / 989.4) on the RTX 3090, (170.06 / 165.2) / (797.51 / 989.4) on the RTX 4090), so "
-    "the prediction is too slow. The study measured no GeForce card and does not model the difference.")
 # Why a point misses, where the evidence is known, by (source, GPU): set beside the point in the table, never used
 # to change a prediction. Every key names a source and a GPU of data/published_throughput.csv (tested).
 MISS_REASONS: dict[tuple[str, str], MissReason] = {
@@ -89,10 +76,6 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "study's H100 step runs PyTorch's SDPA attention. The points outside are small models at long sequences, "
         "where attention's share of the model FLOPs is largest, and the ratio falls as that share grows; the same "
         "shapes in the README's A100 tables, made with the same script and default, are inside the range."),
-    (_TINYLLAMA, "rtx3090"): MissReason("GeForce reaches more of its datasheet rate", _GEFORCE_MATMUL),
-    (_TINYLLAMA, "rtx4090"): MissReason("GeForce reaches more of its datasheet rate", _GEFORCE_MATMUL),
-    (_LAMBDA, "rtx3090"): MissReason("GeForce reaches more of its datasheet rate", _GEFORCE_MATMUL),
-    (_LAMBDA, "rtx4090"): MissReason("GeForce reaches more of its datasheet rate", _GEFORCE_MATMUL),
     # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-fp16.csv at commit 0551cb7, and
     # zzc0721/torch-performance-test-data, database.md at commit 9d82827.
     (_LAMBDA, "rtx6000-ada"): MissReason(

@@ -3,8 +3,11 @@
 A measured step is split into parts by the kind of work its GPU time went to (``analysis.profiles``), and each
 part is scaled by the target GPU's capability that bounds it:
 
-- **matrix products, attention, convolution** (``catalog.kernels.FLOP_KINDS``): by the ratio of dense peak FLOP/s
-  at the precision that ran (fp32 at the TF32 rate where TF32 was on);
+- **matrix products, attention, convolution** (``catalog.kernels.FLOP_KINDS``): between two architectures, by the
+  ratio of the rates their large matrix products reached in a public table of ``torch.matmul`` rates
+  (``catalog.matmul_rates``) where it has both GPUs at the precision that ran (``flop_ratio``): GPUs reach
+  different fractions of their datasheets; else by the ratio of dense peak FLOP/s at that precision (fp32 at the
+  TF32 rate where TF32 was on);
 - **the state-space scan** (Mamba): by the ratio of fp32 (CUDA-core) peaks: its fused kernel keeps the state in
   on-chip memory and reads each input once (Gu & Dao 2023, Sec. 3.3.2), so its arithmetic, not the memory
   bandwidth, bounds it. This is the one choice made after a first comparison with the held-out H200 (which
@@ -259,6 +262,8 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
     if b_basis == "sweep":
         basis += "; memory-bound kernels as the two GPUs' memory sweeps timed them"
+    if flop_ratio(source, target, precision, src.methods.tf32)[1] == "measured":
+        basis += "; matrix products at the rates others measured on the two GPUs"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
                           None, None, False, basis + "; no micro-batch fits the target's memory", src.methods)
@@ -350,8 +355,23 @@ def part_ratios(source: GPU, target: GPU, precision: str, tf32: bool, runs: str 
     ``flop`` by the dense peaks at ``precision``, ``scan`` by the fp32 peaks, ``memory`` by ``memory_ratio``
     (whose basis comes second)."""
     memory, basis = memory_ratio(source, target, runs)
-    return {"flop": source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32),
+    return {"flop": flop_ratio(source, target, precision, tf32)[0],
             "scan": source.peak_flops("fp32") / target.peak_flops("fp32"), "memory": memory}, basis
+
+
+def flop_ratio(source: GPU, target: GPU, precision: str, tf32: bool) -> tuple[float, str]:
+    """How many times as long a matrix product takes on ``target`` as on ``source``, and what it rests on:
+    ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision``, where the two are of
+    different architectures (one architecture's GPUs reach about one fraction of their datasheets; the table's
+    rows of H100 and H200, the GPUs the study measures, agree within a percent); else ``"datasheet"``, the ratio
+    of their dense peaks."""
+    from ..catalog.matmul_rates import matmul_tflops
+
+    if source.architecture != target.architecture and not (precision == "fp32" and tf32):
+        rates = matmul_tflops(source.key, precision), matmul_tflops(target.key, precision)
+        if None not in rates:
+            return rates[0] / rates[1], "measured"
+    return source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32), "datasheet"
 
 
 def memory_ratio(source: GPU, target: GPU, runs: str | None = None) -> tuple[float, str]:

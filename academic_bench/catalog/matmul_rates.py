@@ -1,0 +1,35 @@
+"""The rates at which GPUs ran large matrix products, as others measured them (``data/matmul_rates.csv``).
+
+A datasheet's dense peak is not what a GPU's matrix products reach, and the fraction reached differs between
+GPUs: a GeForce card runs bf16 and fp16 products at about its datasheet rate with fp32 accumulation, an H100 SXM
+at about four fifths of its own, an L40S at about three quarters. The file keeps, per catalog GPU and precision,
+each row of one public table of ``torch.matmul`` rates (zzc0721/torch-performance-test-data, ``database.md``: the
+best TFLOP/s of square products from 1,024 to 10,240, timed by its ``test.py`` with CUDA synchronisation), each with
+the table's line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s,
+laptop parts, V100S and PCIe A100s are other cards), and not the T4's bf16 column (it has no bf16 tensor cores: the
+figure times an emulation). The transfer model scales a step's matrix products between two architectures by these
+rates where both GPUs have them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own
+GEMM sweeps (``results.gemm``) time the H100 and H200 it trains on.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from functools import lru_cache
+from importlib import resources
+
+
+@lru_cache(maxsize=1)
+def _rates() -> dict[tuple[str, str], float]:
+    text = resources.files("academic_bench").joinpath("data/matmul_rates.csv").read_text(encoding="utf-8")
+    rows: dict[tuple[str, str], list[float]] = {}
+    for r in csv.DictReader(io.StringIO(text)):
+        rows.setdefault((r["gpu"], r["precision"]), []).append(float(r["tflops"]))
+    return {k: statistics.median(v) for k, v in rows.items()}
+
+
+def matmul_tflops(gpu: str, precision: str) -> float | None:
+    """The median over the table's rows of ``gpu`` (a catalog key) of its ``precision`` column (bf16 or fp16), in
+    TFLOP/s; None where it has none."""
+    return _rates().get((gpu, precision))
