@@ -90,8 +90,9 @@ def test_a_decoder_of_another_shape_is_predicted_from_the_rates_alone(tmp_path):
 
 
 def test_each_micro_step_passes_over_every_weight_at_the_swept_bandwidth(tmp_path):
-    """Per micro-step, fp32 weights are cast, their gradients cast back and accumulated (24 bytes a parameter),
-    16-bit weights' gradients only accumulated (6): the time grows with parameters x micro-steps, at the
+    """Per micro-step, fp32 weights are cast and their gradients cast back (12 bytes a parameter), and each gradient
+    after the step's first is added to the one held (12 more); 16-bit weights' gradients are only added (6): the
+    time grows with parameters x micro-steps, at the
     bandwidth of the GPU's sweep where there is one, else its datasheet's; calibration takes it out of the
     profiles' memory-bound seconds, so a decoder at more micro-steps pays for its weights, not for more tokens."""
     from academic_bench.catalog.hardware import get_gpu
@@ -100,15 +101,16 @@ def test_each_micro_step_passes_over_every_weight_at_the_swept_bandwidth(tmp_pat
     key = _decoder(tmp_path, "d")
     params = dw._shape(key)[6]
     sheet = get_gpu("h100-80gb").memory_bandwidth_gbps * 1e9
-    assert dw.weight_passes_s(key, 8, "h100-80gb") == pytest.approx(params * 8 * 24 / sheet)
-    assert dw.weight_passes_s(key, 8, "h100-80gb", weights="bfloat16") == pytest.approx(params * 8 * 6 / sheet)
+    assert dw.weight_passes_s(key, 8, "h100-80gb") == pytest.approx(params * (8 * 12 + 7 * 12) / sheet)
+    assert dw.weight_passes_s(key, 8, "h100-80gb", weights="bfloat16") == pytest.approx(params * 7 * 6 / sheet)
+    assert dw.weight_passes_s(key, 1, "h100-80gb", weights="bfloat16") == 0.0  # one micro-step adds nothing
     swept = Evidence(bandwidth={"h100-80gb": sheet / 2})
     assert dw.weight_passes_s(key, 8, "h100-80gb", swept) == pytest.approx(2 * dw.weight_passes_s(key, 8, "h100-80gb"))
     points = dw.calibration_points(_profile("pythia-160m", 32, 32))
     few, many = (dw.predict_on_setup(key, "h100x1", points, mb, 64 // mb) for mb in (8, 2))
     extra = dw.weight_passes_s(key, 32, "h100-80gb") - dw.weight_passes_s(key, 8, "h100-80gb")
     assert many.seconds["memory"] - few.seconds["memory"] == pytest.approx(extra)
-    # DeepSpeed's bf16 mode and bf16 weights keep 16-bit weights; autocast (alone, under DDP or FSDP) fp32 ones.
+    # DeepSpeed's bf16 mode and bf16 weights run on 16-bit weights; autocast (alone, DDP, FSDP) on fp32 ones.
     from academic_bench.catalog.methods import parse_methods
     kept = {m: dw.built_in(parse_methods(m)) for m in ("free-lunch", "free-lunch+zero2", "free-lunch+bf16w",
                                                        "free-lunch+fsdp_full_shard")}

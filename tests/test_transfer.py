@@ -467,7 +467,9 @@ def test_the_profiles_of_one_configuration_on_two_gpus_set_each_part_beside_the_
     assert set(got.index) == {"flop", "memory"} and (frame["model"] == "pythia-160m").all()
     assert got.loc["flop", "ratio"] == pytest.approx(1.0) and got.loc["memory", "ratio"] == pytest.approx(0.8)
     bandwidth = get_gpu("h100-80gb").memory_bandwidth_gbps / get_gpu("h200").memory_bandwidth_gbps
-    assert got.loc["memory", "model_ratio"] == pytest.approx(bandwidth) and got.loc["flop", "model_ratio"] == 1.0
+    # One chip: the two GPUs' measured matrix-product rates agree within a percent (data/matmul_rates.csv).
+    assert got.loc["memory", "model_ratio"] == pytest.approx(bandwidth)
+    assert got.loc["flop", "model_ratio"] == pytest.approx(1.0, rel=0.01)
     assert (got.loc["memory", "source_micro_batch"], got.loc["memory", "target_micro_batch"]) == (32, 64)
     summary = tv.kinds_summary(frame)["memory"]
     assert summary["median"] == pytest.approx(0.8) and summary["configurations"] == 1
@@ -506,10 +508,9 @@ def test_memory_bound_kernels_scale_as_two_gpus_memory_sweeps_timed_them_where_b
     assert p.step_time_s == pytest.approx(bandwidth * 10) and "memory sweeps" not in p.basis
 
 
-def test_matrix_products_between_architectures_follow_the_rates_others_measured():
-    """Between two architectures a step's matrix products scale by the rates a public torch.matmul table measured
-    on both GPUs (the median of each GPU's rows), not by the datasheets; within one architecture, or where the
-    table lacks a GPU, by the datasheets' dense peaks."""
+def test_matrix_products_follow_the_rates_others_measured():
+    """A step's matrix products scale by the rates a public torch.matmul table measured on both GPUs (the median of
+    each GPU's rows), not by the datasheets; where the table lacks a GPU, by the datasheets' dense peaks."""
     import csv
     import statistics
     from importlib import resources
@@ -526,7 +527,8 @@ def test_matrix_products_between_architectures_follow_the_rates_others_measured(
     h100, rtx3090, h200, a10 = (get_gpu(k) for k in ("h100-80gb", "rtx3090", "h200", "a10"))
     assert flop_ratio(h100, rtx3090, "bf16", True) == (pytest.approx(median("h100-80gb") / median("rtx3090")),
                                                        "measured")
-    assert flop_ratio(h100, h200, "bf16", True) == (pytest.approx(1.0), "datasheet")  # one architecture
+    assert flop_ratio(h100, h200, "bf16", True) == (pytest.approx(median("h100-80gb") / median("h200")), "measured")
+    assert flop_ratio(h100, h100, "bf16", True) == (1.0, "datasheet")
     assert flop_ratio(h100, a10, "bf16", True)[1] == "datasheet"  # the table has no A10
     # Every row names a catalog GPU, a precision the catalog gives it, the table at one commit, and its line.
     for r in rows:

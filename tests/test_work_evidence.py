@@ -8,6 +8,7 @@ import pytest
 
 from academic_bench.predict import decoder_work as dw
 from academic_bench.predict import work_evidence as we
+from academic_bench.catalog.hardware import get_gpu
 
 from test_decoder_work import RATES, _decoder, _profile
 
@@ -177,3 +178,22 @@ def test_a_sweep_timed_by_triton_testing_replaces_the_launch_timed_one_of_its_se
     assert curves["h100-80gb"].unaligned == pytest.approx(3.0)
     assert len(curves["h100-80gb"].flops) == _sweep(fast).assign(f=lambda x: x.m * x.k * x.n)["f"].nunique()
     assert curves["a100-80gb"].source == "a100x1/evidence/gemm/gemm.jsonl"
+
+
+def test_the_streaming_bandwidth_is_read_from_the_large_streaming_kernels_and_kept_with_the_evidence():
+    """The bandwidth the passes over the weights are charged at: the median bytes per second of the memory sweep's
+    adds and casts of 256 MiB or more (smaller ones, and kernels that reduce, left out), kept through
+    ``evidence_record`` and ``evidence_of`` as every other piece of the work model's evidence."""
+    from academic_bench.results.gemm import STREAMING_BYTES, streaming_bandwidth
+
+    big, small = STREAMING_BYTES, STREAMING_BYTES // 8
+    lines = pd.DataFrame([{"op": "add", "bytes": big, "seconds": big / 3e12},
+                          {"op": "cast", "bytes": 2 * big, "seconds": 2 * big / 2e12},
+                          {"op": "cast", "bytes": 4 * big, "seconds": 4 * big / 2.5e12},
+                          {"op": "add", "bytes": small, "seconds": small / 1e12},
+                          {"op": "softmax", "bytes": big, "seconds": big / 1e12}])
+    assert streaming_bandwidth(lines) == pytest.approx(2.5e12)
+    assert streaming_bandwidth(lines[lines["op"] == "softmax"]) is None
+    kept = we.evidence_of(we.evidence_record(we.Evidence(bandwidth={"h100-80gb": 3.1e12})))
+    assert kept.bandwidth_for("h100-80gb") == pytest.approx(3.1e12)
+    assert kept.bandwidth_for("a100-80gb") == pytest.approx(get_gpu("a100-80gb").memory_bandwidth_gbps * 1e9)

@@ -7,8 +7,8 @@ each row of one public table of ``torch.matmul`` rates (zzc0721/torch-performanc
 best TFLOP/s of square products from 1,024 to 10,240, timed by its ``test.py`` with CUDA synchronisation), each with
 the table's line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s,
 laptop parts, V100S and PCIe A100s are other cards), and not the T4's bf16 column (it has no bf16 tensor cores: the
-figure times an emulation). The transfer model scales a step's matrix products between two architectures by these
-rates where both GPUs have them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own
+figure times an emulation). The transfer model scales a step's matrix products between two GPUs by these rates
+where both have them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own
 GEMM sweeps (``results.gemm``) time the H100 and H200 it trains on.
 """
 from __future__ import annotations

@@ -99,9 +99,11 @@ def profile_step(cfg: Config, micro_batch: int, device: str, reps: int = 3, warm
         for _ in range(warmup):  # compiles, allocates the optimizer's states
             accumulate()
             boundary_and_optimizer()
-        # The optimizer step left no gradients: this micro-step assigns them, so that each profiled one adds into
-        # them (the fp32 accumulation over every weight) as the step's accumulating micro-steps after it do.
-        accumulate()
+        # The optimizer step left no gradients: this micro-step assigns them, so that each profiled accumulating one
+        # adds into them (the fp32 accumulation over every weight) as a step's micro-steps after its first do.
+        # (The boundary phase still starts from none after each repetition's optimizer step.)
+        if gas > 1:
+            accumulate()
         parts = [(gas - 1, *_profiled(accumulate, device, reps))] if gas > 1 else []
         parts.append((1, *_profiled(boundary_and_optimizer, device, reps)))
         ran = dict(vars(stepper.ran))

@@ -23,12 +23,12 @@ sequence length. Here a decoder's training step is counted in units of work per 
   times the hidden size, so their profiles cannot tell the two apart;
 - **the passes over every weight that each micro-step makes** (``weight_passes_s``): under bf16 autocast with
   fp32 weights, every micro-step casts each weight to bf16 (read 4 bytes, write 2), casts its gradient back to
-  fp32 (read 2, write 4) and adds it to the accumulated gradient (read 4 + 4, write 4): ``WEIGHT_BYTES`` a
-  parameter, at the GPU's streaming bandwidth from its sweep (``work_evidence.Evidence.bandwidth``), not
+  fp32 (read 2, write 4) and, after the step's first, adds it to the gradient held (read 4 + 4, write 4):
+  ``WEIGHT_BYTES`` a parameter, at the GPU's streaming bandwidth from its sweep (``work_evidence.Evidence.bandwidth``), not
   calibrated. It is memory-bound time, taken out of the profiles' memory-bound seconds before their per-token
-  rate is taken. A decoder of billions of parameters at a few thousand tokens a micro-step spends a quarter of
-  its memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B at 4,096 and Qwen2.5-3B, where the
-  accumulation's fp32 add was the largest memory-bound kernel); Pythia at its optima, a few per cent;
+  rate is taken. A decoder of billions of parameters at a few thousand tokens a micro-step spends much of its
+  memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B at 4,096 and Qwen2.5-3B, where the
+  accumulation's fp32 add was the largest memory-bound kernel); the Pythia profiles at their optima, less;
 - **the GPU's idle time** (host work, kernel launches): per micro-step and layer;
 - **the optimizer step**: per parameter (each GPU's shard of the parameters under ZeRO and FSDP).
 
@@ -70,9 +70,11 @@ PROFILE_KINDS = {"matmul": ("matrix multiplication",), "attention": ("attention"
                  "memory": ("elementwise and other", "normalisation", "memory copy"), "optimizer": ("optimizer",)}
 # The part of transfer.Source's split each kind scales with on another GPU (idle and optimizer aside).
 SPLIT_OF = {"matmul": "flop", "attention": "flop", "loss": "memory", "memory": "memory", "idle": "idle"}
-# Bytes a parameter a micro-step, by the dtype the weights are built in: fp32 weights under autocast are cast,
-# their gradients cast back and accumulated (4 + 2, 2 + 4, 4 + 4 + 4); 16-bit weights' gradients only accumulate.
-WEIGHT_BYTES = {"float32": 24, "bfloat16": 6, "float16": 6}
+# Bytes a parameter, by the dtype of the weights a micro-step runs on: (in every micro-step, in every micro-step
+# but the first of a step). fp32 weights under autocast are cast to bf16 (read 4, write 2) and their gradients
+# cast back (read 2, write 4) in every micro-step, and each gradient after the first is added to the one held
+# (read 4 + 4, write 4); 16-bit weights' gradients are only added (read 2 + 2, write 2).
+WEIGHT_BYTES = {"float32": (12, 12), "bfloat16": (0, 6), "float16": (0, 6)}
 CALIBRATION_FAMILY = "pythia"  # the catalog's transformer decoders: the profiles the rates come from
 CALIBRATION_PRECISION = "bf16"  # the precision they train in (paper Table 3), the only one the rates are for
 
@@ -179,15 +181,17 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
 
 
 def built_in(methods: Methods) -> str:
-    """The dtype ``methods`` keep the weights in while they train: 16-bit under DeepSpeed (its bf16 mode) and with
-    bf16 weights (``bf16w``), whose gradients only accumulate; else fp32 under autocast (FSDP casts its shards)."""
+    """The dtype of the weights ``methods`` run a micro-step on: 16-bit under DeepSpeed (its bf16 mode) and with bf16
+    weights (``bf16w``), where the gradients are only added; else fp32 weights under autocast (alone, with DDP, or
+    with FSDP, counted as DDP: it casts only each GPU's shard but upcasts the whole gradient to reduce in fp32)."""
     return "bfloat16" if methods.bf16_weights or methods.uses_deepspeed else "float32"
 
 
 def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32") -> float:
     """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight (module
     docstring) built in ``weights``, at ``gpu``'s streaming bandwidth."""
-    return _shape(model)[6] * gas * WEIGHT_BYTES[weights] / evidence.bandwidth_for(gpu)
+    every, after_first = WEIGHT_BYTES[weights]
+    return _shape(model)[6] * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
 
 
 def calibration_points(profiles: pd.DataFrame, evidence: Evidence = PLAIN) -> pd.DataFrame:

@@ -86,8 +86,9 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "1301.0), where data/gpus.csv gives it 2.2 times the RTX 4090's fp16 tensor rate (364.2 against 165.2 "
         "TFLOP/s). That rate is derived, not read: the card's datasheet gives only a sparse FP8 figure, of which "
         "data/gpus.csv takes a quarter, the ratio of the L40S datasheet, at 300 W where the L40S draws 350 W. "
-        "Where the same AD102 chip was timed, it reaches less of its datasheet than the H100 the prediction is "
-        "carried from: in one timing script's table of torch.matmul rates (zzc0721/torch-performance-test-data, "
+        "The L40S, a data-centre card of the same AD102 chip rated with full-rate fp32 accumulation (the "
+        "RTX 4090, also AD102, is rated at half that rate and reaches all of it), reaches less of its datasheet "
+        "than the H100 the prediction is carried from: in one timing script's table of torch.matmul rates (zzc0721/torch-performance-test-data, "
         "database.md at commit 9d82827, its bf16 column) the row 'NVIDIA L40S' reaches 269.15 TFLOP/s of its "
         "362.05 and the row 'NVIDIA H100 80GB HBM3' 797.51 of its 989.4 (0.74 of the datasheet against 0.81), "
         "which accounts for a part of the gap only. No matrix-product rate of the RTX 6000 Ada itself was found, "
@@ -120,9 +121,10 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "reads 350.0 BERT-large sequences/s (batch 192, its benchmark.para: 'GLOBAL_BATCH 192') against the "
         "1 x B200 row's 523.0 (batch 256): 1.49 times as fast, where the datasheet bf16 tensor rates (data/gpus.csv: "
         "2250 against 989.4 TFLOP/s) are 2.27 times; its 8 x B200 row (4620.0) against 8 x H200 (2674.0) is 1.73 "
-        "times. The transfer model carries the study's H200 step by the datasheet rates, so it carries the H200's "
-        "fraction of its peak to the B200, which this benchmark's apex amp O2 run of DeepLearningExamples' "
-        "run_squad.py (its log: 'apex.amp is deprecated') does not reach there. The study measured no B200."),
+        "times. The transfer model carries the study's H200 step by the rates of plain matrix products on the two GPUs "
+        "(data/matmul_rates.csv: 1627.64 against 759.40 TFLOP/s in fp16, 2.14 times), which this benchmark's apex "
+        "amp O2 run of DeepLearningExamples' run_squad.py (its log: 'apex.amp is deprecated') does not reach on "
+        "the B200. The study measured no B200."),
     # NVIDIA-NeMo/Automodel, branch blog/transformers-v5-automodel: bench_v5.py and benchmark_results.md.
     ("NeMo AutoModel blog benchmark, Transformers v5 (FSDP2, no expert parallelism)", "h100-80gb"): MissReason(
         "eager transformers, unbalanced routing",

@@ -3,8 +3,8 @@
 A measured step is split into parts by the kind of work its GPU time went to (``analysis.profiles``), and each
 part is scaled by the target GPU's capability that bounds it:
 
-- **matrix products, attention, convolution** (``catalog.kernels.FLOP_KINDS``): between two architectures, by the
-  ratio of the rates their large matrix products reached in a public table of ``torch.matmul`` rates
+- **matrix products, attention, convolution** (``catalog.kernels.FLOP_KINDS``): by the ratio of the rates the two
+  GPUs' large matrix products reached in a public table of ``torch.matmul`` rates
   (``catalog.matmul_rates``) where it has both GPUs at the precision that ran (``flop_ratio``): GPUs reach
   different fractions of their datasheets; else by the ratio of dense peak FLOP/s at that precision (fp32 at the
   TF32 rate where TF32 was on);
@@ -29,8 +29,8 @@ part is scaled by the target GPU's capability that bounds it:
   (``method_costs.collective_s``).
 
 Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
-The model fits nothing: it uses the source row, the source setup's profile, datasheet numbers and kernel sweeps
-that time no training step, so a held-out measurement on the target (``validation``) tests it rather than tunes it.
+The model fits nothing: it uses the source row, the source setup's profile, datasheet numbers, kernel sweeps and a
+public table of matrix-product rates that time no training step, so a held-out measurement on the target (``validation``) tests it rather than tunes it.
 """
 from __future__ import annotations
 
@@ -352,7 +352,8 @@ def _ratio(source: GPU, target: GPU, field: str) -> float:
 def part_ratios(source: GPU, target: GPU, precision: str, tf32: bool, runs: str | None = None
                 ) -> tuple[dict[str, float], str]:
     """How many times as long each part of a step (``part_of``) is taken to run on ``target`` as on ``source``:
-    ``flop`` by the dense peaks at ``precision``, ``scan`` by the fp32 peaks, ``memory`` by ``memory_ratio``
+    ``flop`` by ``flop_ratio`` (measured matrix-product rates, else the dense peaks), ``scan`` by the fp32
+    peaks, ``memory`` by ``memory_ratio``
     (whose basis comes second)."""
     memory, basis = memory_ratio(source, target, runs)
     return {"flop": flop_ratio(source, target, precision, tf32)[0],
@@ -361,13 +362,12 @@ def part_ratios(source: GPU, target: GPU, precision: str, tf32: bool, runs: str 
 
 def flop_ratio(source: GPU, target: GPU, precision: str, tf32: bool) -> tuple[float, str]:
     """How many times as long a matrix product takes on ``target`` as on ``source``, and what it rests on:
-    ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision``, where the two are of
-    different architectures (one architecture's GPUs reach about one fraction of their datasheets; the table's
-    rows of H100 and H200, the GPUs the study measures, agree within a percent); else ``"datasheet"``, the ratio
-    of their dense peaks."""
+    ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision`` (bf16 or fp16): GPUs reach
+    different fractions of their datasheets, within an architecture too (the table's H100 PCIe reaches about two
+    thirds of its own, the H100 SXM four fifths); else ``"datasheet"``, the ratio of their dense peaks."""
     from ..catalog.matmul_rates import matmul_tflops
 
-    if source.architecture != target.architecture and not (precision == "fp32" and tf32):
+    if source.key != target.key and precision in ("bf16", "fp16"):
         rates = matmul_tflops(source.key, precision), matmul_tflops(target.key, precision)
         if None not in rates:
             return rates[0] / rates[1], "measured"

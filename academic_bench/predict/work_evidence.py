@@ -110,11 +110,12 @@ def offset_from(pairs: list[tuple[float, float, float, float]]) -> float:
 def decoder_profiles(root: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, str], dict[str, dict]]:
     """The profiles of decoders outside the catalog (``<setup>/evidence/decoders/profiles.jsonl``, the latest of each
     configuration, ``analysis.profiles``' columns), the registered key of each profile's model (from the
-    config.json and the settings its estimate.json was made with), and each model's estimate architecture."""
+    config.json and the settings its estimate.json was made with), and each model's estimate architecture, with
+    its config (``config``) and the dtype its profiled weights were built in (``weights``)."""
     import json
 
     from ..analysis import profile_frame, runs_root
-    from ..analysis.memory_check import decoder_key
+    from ..analysis.memory_check import built_weights, decoder_key
     from ..results import read_lines
 
     frames, keys, shapes = [], {}, {}
@@ -130,7 +131,9 @@ def decoder_profiles(root: str | Path | None = None) -> tuple[pd.DataFrame, dict
             if key is None:
                 continue
             keys[model] = key
-            shapes[model] = {**a, "config": json.loads(estimate.with_name("config.json").read_text())}
+            config = json.loads(estimate.with_name("config.json").read_text())
+            entry = next(p for p in entries if p["config"]["model"] == model)
+            shapes[model] = {**a, "config": config, "weights": built_weights(entry, config)}
     frame = pd.concat(frames) if frames else profile_frame([])
     return frame, keys, shapes
 

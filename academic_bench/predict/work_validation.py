@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Mapping
 
 import pandas as pd
 
@@ -252,11 +253,12 @@ BY_KIND_COLUMNS = ["decoder", "setup", "micro_batch", "kind", "predicted_s", "pr
 
 
 def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.DataFrame,
-            evidence: Evidence = PLAIN) -> pd.DataFrame:
+            evidence: Evidence = PLAIN, weights: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Each profiled decoder's step, kind of work by kind (``decoder_work.KINDS``, and ``step``): the work model's
     seconds (``predict_on_setup`` at the profile's micro-batch, from ``points`` made with ``evidence``) beside the
     profile's. ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the
-    registered decoder key the work model counts."""
+    registered decoder key the work model counts; ``weights`` the dtype each profile's model was built in (fp32
+    where it names none)."""
     from .decoder_work import KINDS, PROFILE_KINDS, predict_on_setup
 
     rows = []
@@ -265,7 +267,7 @@ def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.Dat
         if model not in keys or not (points["setup"] == setup).any():
             continue
         pred = predict_on_setup(keys[model], setup, points, int(first["micro_batch"]), int(first["gas"]),
-                                evidence=evidence)
+                                evidence=evidence, weights=(weights or {}).get(model, "float32"))
         seconds = g.groupby("kind")["seconds"].sum()
         profiled = {k: float(seconds.reindex(list(names)).fillna(0).sum()) for k, names in PROFILE_KINDS.items()}
         profiled["idle"] = max(0.0, float(first["step_wall_s"]) - float(first["busy_s"]))
@@ -286,11 +288,12 @@ def work_model_by_kind(root: str | None = None) -> pd.DataFrame:
     from .decoder_work import calibration_points
     from .work_evidence import decoder_profiles, runs_evidence
 
-    frame, keys, _ = decoder_profiles(root)
+    frame, keys, shapes = decoder_profiles(root)
     if frame.empty:
         return pd.DataFrame(columns=BY_KIND_COLUMNS)
     evidence = runs_evidence(None if root is None else str(root))
-    return by_kind(frame, keys, calibration_points(profiles(root), evidence), evidence)
+    return by_kind(frame, keys, calibration_points(profiles(root), evidence), evidence,
+                   {m: s["weights"] for m, s in shapes.items()})
 
 
 SWITCH_CHECK_COLUMNS = ["decoder", "setup", "gpu", "methods_label", "micro_batch", "predicted_step_s",
