@@ -24,8 +24,8 @@ sequence length. Here a decoder's training step is counted in units of work per 
 - **the passes over every weight that each micro-step makes** (``weight_passes_s``): under bf16 autocast with
   fp32 weights, every micro-step casts each weight to bf16 (read 4 bytes, write 2), casts its gradient back to
   fp32 (read 2, write 4) and, after the step's first, adds it to the gradient held (read 4 + 4, write 4):
-  ``WEIGHT_BYTES`` a parameter, at the GPU's streaming bandwidth from its sweep (``work_evidence.Evidence.bandwidth``), not
-  calibrated. It is memory-bound time, taken out of the profiles' memory-bound seconds before their per-token
+  ``WEIGHT_BYTES`` a parameter, at the GPU's streaming bandwidth from its sweep
+  (``work_evidence.Evidence.bandwidth``), not calibrated. It is memory-bound time, taken out of the profiles' memory-bound seconds before their per-token
   rate is taken. A decoder of billions of parameters at a few thousand tokens a micro-step spends much of its
   memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B at 4,096 and Qwen2.5-3B, where the
   accumulation's fp32 add was the largest memory-bound kernel); the Pythia profiles at their optima, less;
@@ -180,10 +180,13 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
                 idle=float(layers * gas), optimizer=float(params))
 
 
-def built_in(methods: Methods) -> str:
-    """The dtype of the weights ``methods`` run a micro-step on: 16-bit under DeepSpeed (its bf16 mode) and with bf16
-    weights (``bf16w``), where the gradients are only added; else fp32 weights under autocast (alone, with DDP, or
-    with FSDP, counted as DDP: it casts only each GPU's shard but upcasts the whole gradient to reduce in fp32)."""
+def built_in(methods: Methods, built: str = "float32") -> str:
+    """The dtype of the weights a micro-step of a model built in ``built`` runs on with ``methods``: a 16-bit build
+    stays 16-bit; an fp32 build turns 16-bit under DeepSpeed (its bf16 mode) and with bf16 weights (``bf16w``),
+    where the gradients are only added, and else stays fp32 under autocast (alone, with DDP, or with FSDP, counted
+    as DDP: it casts only each GPU's shard but upcasts the whole gradient to reduce in fp32)."""
+    if built != "float32":
+        return built
     return "bfloat16" if methods.bf16_weights or methods.uses_deepspeed else "float32"
 
 
@@ -249,7 +252,7 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
     seconds["memory"] += passes
     low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)
     high = passes + sum(float(mine[k].max()) * w.get(k) for k in KINDS)
-    return StepPrediction(setup, str(mine["gpu"].iloc[0]), micro_batch, gas, seconds, low, high,
+    return StepPrediction(setup, gpu, micro_batch, gas, seconds, low, high,
                           tuple(sorted(mine["model"].unique())))
 
 
@@ -279,7 +282,7 @@ def with_recompute(model: str, seconds: dict) -> dict:
 
 def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
                     host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None,
-                    evidence: Evidence = PLAIN, weights: str | None = None) -> Prediction | None:
+                    evidence: Evidence = PLAIN, weights: str = "float32") -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
     (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
     calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
@@ -294,8 +297,8 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     the shipped runs' are kept with the points, ``store.work_model``). None
     where no profile calibrates it, the work model does not model it (``not_modelled``, or free-lunch is not on)
     or no micro-batch fits. ``micro_batch`` replaces the memory model's (a measured run's, to check the step
-    alone); ``weights``, the dtype of the weights a measured run was built in, where it is not the one ``methods``
-    keep (``built_in``)."""
+    alone); ``weights``, the dtype the model is built in (a measured run's; the study builds fp32), which
+    ``methods`` may turn 16-bit (``built_in``)."""
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
@@ -312,7 +315,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
         return None
     mbs, gas = fit
     step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence,
-                            weights=weights or built_in(methods))
+                            weights=built_in(methods, weights))
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
     seconds = with_switches(model, seconds, methods, evidence.switches)
     # The profiles' optimizer rate is per parameter: ZeRO and FSDP step each GPU's shard alone; offloaded, the host

@@ -30,7 +30,8 @@ part is scaled by the target GPU's capability that bounds it:
 
 Every GPU does ``source GPUs / target GPUs`` times the source's per-GPU work (the global batch never changes).
 The model fits nothing: it uses the source row, the source setup's profile, datasheet numbers, kernel sweeps and a
-public table of matrix-product rates that time no training step, so a held-out measurement on the target (``validation``) tests it rather than tunes it.
+public table of matrix-product rates that time no training step, so a held-out measurement on the target
+(``validation``) tests it rather than tunes it.
 """
 from __future__ import annotations
 
@@ -255,14 +256,14 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         raise ValueError(f"the GPU count must be at least 1, got {n_gpus!r}")
     n_gpus = int(n_gpus)
     precision = _precision(src.model)
-    ratios, b_basis = part_ratios(source, target, precision, src.methods.tf32, runs)
+    ratios, bases = part_ratios(source, target, precision, src.methods.tf32, runs)
     p_ratio, b_ratio, cuda_ratio = ratios["flop"], ratios["memory"], ratios["scan"]
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
     mbs = target_micro_batch(src, target.key, n_gpus) if micro_batch is None else micro_batch
     basis = f"scaled from {src.setup} ({src.methods_label}; {SPLIT_WORDS[src.split_basis]})"
-    if b_basis == "sweep":
+    if bases["memory"] == "sweep":
         basis += "; memory-bound kernels as the two GPUs' memory sweeps timed them"
-    if flop_ratio(source, target, precision, src.methods.tf32)[1] == "measured":
+    if bases["flop"] == "measured":
         basis += "; matrix products at the rates others measured on the two GPUs"
     if mbs is None:
         return Prediction(src.model, src.setup, target.key, n_gpus, None, None, None, None, None, None, None,
@@ -350,24 +351,25 @@ def _ratio(source: GPU, target: GPU, field: str) -> float:
 
 
 def part_ratios(source: GPU, target: GPU, precision: str, tf32: bool, runs: str | None = None
-                ) -> tuple[dict[str, float], str]:
+                ) -> tuple[dict[str, float], dict[str, str]]:
     """How many times as long each part of a step (``part_of``) is taken to run on ``target`` as on ``source``:
     ``flop`` by ``flop_ratio`` (measured matrix-product rates, else the dense peaks), ``scan`` by the fp32
-    peaks, ``memory`` by ``memory_ratio``
-    (whose basis comes second)."""
-    memory, basis = memory_ratio(source, target, runs)
-    return {"flop": flop_ratio(source, target, precision, tf32)[0],
-            "scan": source.peak_flops("fp32") / target.peak_flops("fp32"), "memory": memory}, basis
+    peaks, ``memory`` by ``memory_ratio``; and what the ``flop`` and ``memory`` ratios rest on."""
+    flop, flop_basis = flop_ratio(source, target, precision, tf32)
+    memory, memory_basis = memory_ratio(source, target, runs)
+    return ({"flop": flop, "scan": source.peak_flops("fp32") / target.peak_flops("fp32"), "memory": memory},
+            {"flop": flop_basis, "memory": memory_basis})
 
 
 def flop_ratio(source: GPU, target: GPU, precision: str, tf32: bool) -> tuple[float, str]:
     """How many times as long a matrix product takes on ``target`` as on ``source``, and what it rests on:
-    ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision`` (bf16 or fp16): GPUs reach
-    different fractions of their datasheets, within an architecture too (the table's H100 PCIe reaches about two
-    thirds of its own, the H100 SXM four fifths); else ``"datasheet"``, the ratio of their dense peaks."""
+    ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision`` (it has bf16 and fp16
+    only): GPUs reach different fractions of their datasheets, within an architecture too (the table's H100 PCIe
+    reaches about two thirds of its own, the H100 SXM four fifths); else ``"datasheet"``, the ratio of their
+    dense peaks."""
     from ..catalog.matmul_rates import matmul_tflops
 
-    if source.key != target.key and precision in ("bf16", "fp16"):
+    if source.key != target.key:
         rates = matmul_tflops(source.key, precision), matmul_tflops(target.key, precision)
         if None not in rates:
             return rates[0] / rates[1], "measured"

@@ -79,11 +79,8 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
             ran = Methods.from_dict(row["config"]["methods"])
             config = estimate.with_name("config.json")
             weights = built_weights(row, json.loads(config.read_text()) if config.exists() else None)
-            # A build in 16 bits trains in 16 bits; an fp32 build keeps the dtype its methods keep (DeepSpeed's
-            # bf16 mode converts it), which ``predict_decoder`` takes from them.
             now = predict_decoder(key, e["gpu"], e["n_gpus"], points, ran, evidence=evidence,
-                                  micro_batch=int(row["micro_batch"]),
-                                  weights=None if weights == "float32" else weights) if key else None
+                                  micro_batch=int(row["micro_batch"]), weights=weights) if key else None
             made_by, estimated_mfu = _made_by(e)
             method = WORK_MODEL if made_by.startswith(WORK_MODEL) else "MFU interpolated in parameters"
             out.append({"decoder": name, "architecture": a["model_type"], "params": e["params"],
