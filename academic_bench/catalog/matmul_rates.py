@@ -1,8 +1,8 @@
 """The rates at which GPUs ran large matrix products, as others measured them (``data/matmul_rates.csv``).
 
 A datasheet's dense peak is not what a GPU's matrix products reach, and the fraction reached differs between
-GPUs: a GeForce card runs bf16 and fp16 products at about its datasheet rate with fp32 accumulation, an H100 SXM
-at about four fifths of its own, an L40S at about three quarters. The file keeps, per catalog GPU and precision,
+GPUs: in the table below a GeForce card runs bf16 and fp16 products at about its datasheet rate with fp32
+accumulation, an H100 SXM or an L40S well below its own. The file keeps, per catalog GPU and precision,
 each row of one public table of ``torch.matmul`` rates (zzc0721/torch-performance-test-data, ``database.md``: the
 best TFLOP/s of square products from 1,024 to 10,240, timed by its ``test.py`` with CUDA synchronisation), each with
 the table's line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s,

@@ -365,7 +365,7 @@ def flop_ratio(source: GPU, target: GPU, precision: str, tf32: bool) -> tuple[fl
     """How many times as long a matrix product takes on ``target`` as on ``source``, and what it rests on:
     ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision`` (it has bf16 and fp16
     only): GPUs reach different fractions of their datasheets, within an architecture too (the table's H100 PCIe
-    reaches about two thirds of its own, the H100 SXM four fifths); else ``"datasheet"``, the ratio of their
+    reaches less of its own than the H100 SXM); else ``"datasheet"``, the ratio of their
     dense peaks."""
     from ..catalog.matmul_rates import matmul_tflops
 
