@@ -26,7 +26,7 @@ def test_a_published_method_becomes_the_studys_methods_or_says_why_not():
                                                                                   "of the study")
     assert pc.methods_of("none", 8)[0] is None  # eight GPUs need a data-parallel method named
     assert pc.methods_of("none", 1)[0] == FREE_LUNCH
-    # A mixture of experts' expert parallelism is predicted as the sharding it runs beside.
+    # A mixture of experts' expert parallelism: the sharding it runs beside (predict_point spreads the experts).
     assert pc.methods_of("fsdp_full_shard+ep", 8)[0] == parse_methods("free-lunch+fsdp_full_shard")
 
 
@@ -240,3 +240,12 @@ def test_every_miss_reason_names_a_published_source_and_gpu_and_is_printed_besid
     assert misses.loc[(source, gpu), "evidence"] == why.evidence and "b " not in misses.loc[(source, gpu), "points"]
     assert misses.loc[("elsewhere", gpu), "reason"] == "no reason found"
     assert len(misses) == 3
+
+
+def test_a_point_with_expert_parallelism_is_predicted_with_the_experts_spread(points):
+    """The blog's NeMo AutoModel run spread Qwen3-30B-A3B's experts over its 8 GPUs at one sequence per GPU: with
+    them spread, no GPU gathers every expert's weights in each step, so it is predicted faster than as FSDP alone."""
+    row = points[points["method"] == "fsdp_full_shard+bf16w+ep"].iloc[0]
+    spread = pc.predict_point(row)
+    gathered = pc.predict_point(pd.concat([row.drop("method"), pd.Series({"method": "fsdp_full_shard+bf16w"})]))
+    assert spread["predicted"] > gathered["predicted"] > 0

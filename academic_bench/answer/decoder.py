@@ -103,12 +103,13 @@ def fit_problem(key: str, gpu: str, n_gpus: int, methods: Methods) -> str | None
 
 
 def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None,
-                   facts: dict | None = None, methods: Methods = FREE_LUNCH, micro_batch: int | None = None
-                   ) -> Answer:
+                   facts: dict | None = None, methods: Methods = FREE_LUNCH, micro_batch: int | None = None,
+                   expert_parallel: bool = False) -> Answer:
     """The answer for the registered decoder ``key`` (``models.from_config.decoder_spec(...).spec.key``) on
     ``n_gpus`` x ``gpu`` with ``methods`` (free-lunch, and any memory-saving methods on top, each charged by the
     work model: ``decoder_work.predict_decoder``, ``method_costs``), at ``micro_batch`` per GPU where it is given,
-    else at the largest the memory model fits."""
+    else at the largest the memory model fits. ``expert_parallel``: a mixture's experts spread over the GPUs, as a
+    published run had them (``predict.expert_parallel``: only to predict such a run)."""
     from ..predict.decoder_work import not_modelled, predict_decoder
     from ..predict.switch_work import why_not_charged
     from ..estimate import analytic_days, model_stats
@@ -133,7 +134,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
     why_not_work = why_not_work or why_not_charged(methods, evidence.switches)
     if why_not_work is None:
         p = predict_decoder(key, gpu, n_gpus, points, methods, host_rates, micro_batch=micro_batch,
-                            evidence=evidence)
+                            evidence=evidence, expert_parallel=expert_parallel)
         if p is None and spec.moe is not None and micro_batch is None and not any(methods.memory_saving[::2]) \
                 and methods.sharding == "none":
             # A mixture of experts keeps every expert's states: where the free-lunch settings alone do not fit,

@@ -15,7 +15,8 @@ work model charged in it. The target per GPU type with at least
 A point is not predicted, and says why, where its GPU is not in data/gpus.csv, its shape has no config or one the
 study refuses (``catalog.models.from_config.ConfigError``: GPT-OSS's eager-only attention), or its method has a
 switch the study has no method for. A mixture of experts' expert parallelism (``ep``) is predicted as the sharding
-it runs beside (``methods_of``).
+it runs beside with the experts spread over the GPUs (``predict.expert_parallel``: held whole, never gathered nor
+reduced, the tokens sent to them and back), which the study has as no method of its own.
 """
 from __future__ import annotations
 
@@ -56,9 +57,7 @@ def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
         elif part == "compile":
             continue  # free-lunch compiles already
         elif part == "ep":
-            # Expert parallelism over the GPUs the sharding spans: each GPU keeps its share of the experts' states
-            # either way; the study has no all-to-all of tokens and predicts the point as the sharding alone.
-            continue
+            continue  # the experts spread over the GPUs the sharding spans: predict_point charges it
         else:
             return None, f"{part!r} is no method of the study"
     if n_gpus > 1 and m.sharding == "none" and "ddp" not in str(spec):
@@ -109,12 +108,14 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
         return {**out, "why_not": setting}
     gpu, methods, spec = setting
     out["mixture"] = spec.spec.moe is not None  # a mixture of experts: its ratios are summed up apart too
-    a = decoder_answer(spec.spec.key, gpu.key, n, root, facts=spec.facts, methods=methods, micro_batch=mbs)
+    spread = "ep" in str(row["method"]).split("+")
+    a = decoder_answer(spec.spec.key, gpu.key, n, root, facts=spec.facts, methods=methods, micro_batch=mbs,
+                       expert_parallel=spread)
     if a.days is None:
         return {**out, "kind": a.kind, "why_not": a.rests_on}
     step_s = a.days * 86400 / spec.spec.recipe.steps
     if row.get("optimizer_excluded", False):  # the published figure timed forward and backward alone
-        optimizer = _optimizer_s(a, methods, mbs, root)
+        optimizer = _optimizer_s(a, methods, mbs, root, spread)
         if optimizer is None:
             return {**out, "kind": a.kind, "why_not": "its figure leaves the optimizer step out, and only the work "
                                                       "model's answer parts the step's optimizer out"}
@@ -126,7 +127,8 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
             "source_gpu": _setup_gpu(a.source_setup, root)}
 
 
-def _optimizer_s(a, methods: Methods, micro_batch: int, root: str | os.PathLike | None) -> float | None:
+def _optimizer_s(a, methods: Methods, micro_batch: int, root: str | os.PathLike | None,
+                 expert_parallel: bool = False) -> float | None:
     """The optimizer step's seconds inside the step of a work model answer ``a`` (``decoder_answer`` with
     ``methods`` at ``micro_batch``), or None for an answer of another kind."""
     from ..predict.decoder_work import predict_decoder
@@ -136,7 +138,7 @@ def _optimizer_s(a, methods: Methods, micro_batch: int, root: str | os.PathLike 
         return None
     points, host_rates, evidence = work_model(root)
     p = predict_decoder(a.model, a.gpu, a.n_gpus, points, methods, host_rates, micro_batch=micro_batch,
-                        evidence=evidence)
+                        evidence=evidence, expert_parallel=expert_parallel)
     return None if p is None or p.optimizer_s is None else float(p.optimizer_s)
 
 

@@ -56,6 +56,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
+from . import expert_parallel as ep
 from .method_costs import collective_s, measured_host_rates, method_s, optimizer_shards, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
 from ..catalog.models.from_config import is_unaligned
@@ -190,11 +191,13 @@ def built_in(methods: Methods, built: str = "float32") -> str:
     return "bfloat16" if methods.bf16_weights or methods.uses_deepspeed else "float32"
 
 
-def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32") -> float:
-    """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight (module
-    docstring) built in ``weights``, at ``gpu``'s streaming bandwidth."""
+def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32",
+                    elsewhere: float = 0.0) -> float:
+    """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight it holds
+    (module docstring; all but ``elsewhere``, the weights other GPUs hold whole: ``expert_parallel``) built in
+    ``weights``, at ``gpu``'s streaming bandwidth."""
     every, after_first = WEIGHT_BYTES[weights]
-    return _shape(model)[6] * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
+    return (_shape(model)[6] - elsewhere) * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
 
 
 def calibration_points(profiles: pd.DataFrame, evidence: Evidence = PLAIN) -> pd.DataFrame:
@@ -237,17 +240,17 @@ def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
 
 def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: int, gas: int,
                      leave_out: str | None = None, evidence: Evidence = PLAIN,
-                     weights: str = "float32") -> StepPrediction:
+                     weights: str = "float32", elsewhere: float = 0.0) -> StepPrediction:
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
     ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at the
     median rate; the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
-    in (``WEIGHT_BYTES``)."""
+    in (``WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold (``weight_passes_s``)."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:
         raise ValueError(f"no profiled {CALIBRATION_FAMILY} decoder on {setup!r} to calibrate the work model")
     gpu = str(mine["gpu"].iloc[0])
     w = work(model, micro_batch, gas, evidence.curve_for(gpu), evidence.attention_offset)
-    passes = weight_passes_s(model, gas, gpu, evidence, weights)
+    passes = weight_passes_s(model, gas, gpu, evidence, weights, elsewhere)
     seconds = {k: float(mine[k].median()) * w.get(k) for k in KINDS}
     seconds["memory"] += passes
     low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)
@@ -282,7 +285,8 @@ def with_recompute(model: str, seconds: dict) -> dict:
 
 def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, methods: Methods = FREE_LUNCH,
                     host_rates: Mapping[str, float] | None = None, micro_batch: int | None = None,
-                    evidence: Evidence = PLAIN, weights: str = "float32") -> Prediction | None:
+                    evidence: Evidence = PLAIN, weights: str = "float32",
+                    expert_parallel: bool = False) -> Prediction | None:
     """Step, days (with a range) and MFU of ``model`` (a registered or catalog decoder key) with ``methods``
     (free-lunch, with any memory-saving methods on top) on ``n_gpus`` x ``gpu``, from the work model's
     calibration ``points`` (``calibration_points``; the shipped runs' are kept, ``store.work_model``), each GPU at
@@ -298,13 +302,17 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     where no profile calibrates it, the work model does not model it (``not_modelled``, or free-lunch is not on)
     or no micro-batch fits. ``micro_batch`` replaces the memory model's (a measured run's, to check the step
     alone); ``weights``, the dtype the model is built in (a measured run's; the study builds fp32), which
-    ``methods`` may turn 16-bit (``built_in``)."""
+    ``methods`` may turn 16-bit (``built_in``). ``expert_parallel``: a mixture's routed experts spread over the
+    GPUs, as a published run had them (``expert_parallel``; no method of the study, and never with offloading)."""
     from ..estimate import BYTES, model_flops_per_step, model_stats
     from ..catalog.models import get_model
 
     setups = profiled_setups(points)
     if not setups or not_modelled(model) or not methods.free_lunch or why_not_charged(methods, evidence.switches):
         return None
+    if expert_parallel and methods.offload:
+        raise ValueError("expert parallelism is charged only beside a sharding on the GPUs, not with offloading")
+    elsewhere = ep.experts_elsewhere(model, n_gpus) if expert_parallel else 0.0
     target = get_gpu(gpu)
     # As transfer_validation.choose_source ranks measured setups: the same GPU, the same architecture, then the
     # nearest memory size.
@@ -315,7 +323,7 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
         return None
     mbs, gas = fit
     step = predict_on_setup(model, setups[source_gpu], points, mbs, gas, evidence=evidence,
-                            weights=built_in(methods, weights))
+                            weights=built_in(methods, weights), elsewhere=elsewhere)
     seconds = with_recompute(model, step.seconds) if methods.checkpointing else dict(step.seconds)
     seconds = with_switches(model, seconds, methods, evidence.switches)
     # The profiles' optimizer rate is per parameter: ZeRO and FSDP step each GPU's shard alone; offloaded, the host
@@ -359,13 +367,22 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
         basis += (f"; {', '.join(fitted)} charged as fitted to the study's measured rows of "
                   f"{'each' if len(fitted) > 1 else 'it'} alone on the catalog decoders")
     rates = host_rates if host_rates is not None or not methods.offload else measured_host_rates()
-    params, dtype_bytes = float(model_stats(model).params), BYTES[precision]
+    # Experts spread over the GPUs are neither gathered nor reduced: the collectives cover the other weights.
+    params = float(model_stats(model).params) - (ep.routed_experts(model) if expert_parallel else 0.0)
+    dtype_bytes = BYTES[precision]
     costs = method_s(methods, n_gpus, target, params, dtype_bytes, gas, rates or {})
+    if expert_parallel:
+        costs["expert all-to-all"] = ep.all_to_all_s(model, target.key, n_gpus, mbs * gas * spec.recipe.seq_len,
+                                                     methods.checkpointing)
+        basis += (f"; the routed experts spread over the {n_gpus} GPUs (expert parallelism, as the run had them: "
+                  "never gathered nor reduced, the tokens sent to them and back)")
     charged = [f"{k} {v:.3g} s" for k, v in costs.items() if v]
     if charged:
         basis += "; per step: " + ", ".join(charged)
     hidden = collective_s(methods, n_gpus, target, params, dtype_bytes, gas, max(0.0, central - gpu_optimizer) / gas)
-    comm, copies, host = costs["collectives"], costs["host copies"], costs["host optimizer"]
+    hidden += costs.get("expert all-to-all", 0.0)  # the experts wait for their tokens: nothing hides it
+    comm = costs["collectives"] + costs.get("expert all-to-all", 0.0)
+    copies, host = costs["host copies"], costs["host optimizer"]
     central, low, high = (central + comm + copies + host, low + hidden + 0.5 * copies + 0.8 * host,
                           high + 2.0 * (comm + copies) + 1.25 * host)
     # No answer, nor either end of its range, claims more than MFU_CAP (a lower bound then).

@@ -1,0 +1,58 @@
+"""Expert parallelism as published mixture-of-experts runs use it, charged only to predict those runs.
+
+The study has no expert-parallel method and measures none (``catalog.methods``); published single-node runs of
+mixtures of experts use it (``catalog.published``: a method with ``ep``), with the experts spread over the same GPUs
+as the FSDP sharding beside it (NeMo AutoModel's ``ep_size`` equal to the GPU count). Predicting them as FSDP of
+every weight charged what such a run never does: gathering and reducing every expert's weights, and passing over
+all of them in each micro-step. Here, with ``n`` GPUs:
+
+- each GPU holds 1/n of the routed experts whole (``experts_elsewhere``): it neither gathers nor reduces them (the
+  FSDP collectives cover the other weights alone) and its micro-steps pass over its own experts only;
+- the tokens travel to the GPUs of the experts they are routed to and back (``all_to_all_s``): for each token, its
+  hidden state to each of its top-k experts (dispatch) and the expert's output back (combine), in the forward
+  pass and again in the backward pass (and in the recompute of a checkpointed forward), the share (n - 1) / n of
+  them leaving the GPU, at the rate a ring collective gets over the link (``method_costs.ring_gbps``), none of it
+  hidden: the experts wait for their tokens. DeepEP's kernels, which those runs use, are faster than a ring;
+  that is left as it is rather than guessed.
+
+These charges are checked only by the published points themselves, which is the reason the study offers no
+expert-parallel answer of its own.
+"""
+from __future__ import annotations
+
+from ..catalog.hardware import get_gpu
+from .method_costs import ring_gbps
+
+BF16 = 2  # the tokens' hidden states travel in the training dtype
+
+
+def experts_elsewhere(model: str, n_gpus: int) -> float:
+    """Routed experts' weights of ``model`` that the other GPUs hold when its experts are spread over ``n_gpus``
+    (0 for a dense decoder or one GPU)."""
+    from ..catalog.models import get_model
+
+    moe = get_model(model).moe
+    return 0.0 if moe is None or n_gpus <= 1 else moe.expert_params * (n_gpus - 1) / n_gpus
+
+
+def routed_experts(model: str) -> float:
+    """Every routed expert's weights of ``model`` (0 for a dense decoder)."""
+    from ..catalog.models import get_model
+
+    moe = get_model(model).moe
+    return 0.0 if moe is None else float(moe.expert_params)
+
+
+def all_to_all_s(model: str, gpu: str, n_gpus: int, tokens: int, checkpointing: bool = False) -> float:
+    """Seconds per optimizer step one GPU spends sending its ``tokens`` (per step) to the experts of ``model``
+    on the other GPUs and back (module docstring); 0 for a dense decoder, one GPU or a GPU without a link."""
+    from ..catalog.models import get_model
+
+    spec = get_model(model)
+    link = ring_gbps(get_gpu(gpu), n_gpus)
+    if spec.moe is None or n_gpus <= 1 or not link:
+        return 0.0
+    _, hidden = spec.transformer_shape(False)
+    passes = 3 if checkpointing else 2  # forward, backward, and the checkpointed forward's recompute
+    sent = tokens * spec.moe.per_token * hidden * BF16 * (n_gpus - 1) / n_gpus
+    return spec.moe.moe_layers * passes * 2 * sent / (link * 1e9)  # dispatch and combine in each pass
