@@ -123,7 +123,28 @@ def test_the_range_spans_the_lowest_and_highest_rates():
     prof = pd.concat([_profile("pythia-160m", 32, 32), _profile("pythia-410m", 16, 64, rates=slow)])
     p = dw.predict_on_setup("pythia-1b", "h100x1", dw.calibration_points(prof), 16, 64)
     passes = dw.weight_passes_s("pythia-1b", 64, "h100-80gb")  # at the bandwidth, not a calibrated rate
-    assert p.high_s - passes == pytest.approx(2 * (p.low_s - passes)) and p.low_s < p.step_s < p.high_s
+    assert p.high_s - passes == pytest.approx(2 * (p.low_s - passes))
+    # Wider than both, Pythia-1B gets the widest one's rates: here the slow ones, the top of the range.
+    assert p.step_s == pytest.approx(p.high_s)
+
+
+def test_each_kinds_rate_follows_the_hidden_size_between_the_profiled_decoders():
+    """Pythia-160M (hidden 768) at twice Pythia-410M's (1024) rates: a decoder as wide as one gets its rates, one in
+    between a rate between them (in the logarithm of the width), one narrower or wider the nearest one's."""
+    import math
+
+    fast = {k: 2 * v for k, v in RATES.items()}
+    points = dw.calibration_points(pd.concat([_profile("pythia-160m", 32, 32, rates=fast),
+                                              _profile("pythia-410m", 16, 64)]))
+    for kind in ("matmul", "memory", "idle"):
+        small, large = (float(points.loc[points["model"] == m, kind].iloc[0]) for m in ("pythia-160m", "pythia-410m"))
+        assert small == pytest.approx(2 * large, rel=0.05)
+        assert dw.rate_at(points, kind, 768) == pytest.approx(small)
+        assert dw.rate_at(points, kind, 1024) == pytest.approx(large)
+        share = math.log(896 / 768) / math.log(1024 / 768)
+        assert dw.rate_at(points, kind, 896) == pytest.approx(small + share * (large - small))
+        assert dw.rate_at(points, kind, 512) == pytest.approx(small)
+        assert dw.rate_at(points, kind, 4096) == pytest.approx(large)
 
 
 def test_on_the_profiled_gpu_the_days_are_the_steps_days_and_elsewhere_the_transfer_models(tmp_path):

@@ -35,8 +35,10 @@ sequence length. Here a decoder's training step is counted in units of work per 
 The seconds per unit of each kind come from the kernel profiles of the catalog's transformer decoders (Pythia)
 measured on one GPU with the free-lunch settings (``analysis.profiles``), each taken at or above the micro-batch
 its measured optimum ran at (``work_evidence.measured_optima``: a profile at a smaller one has more idle and
-memory-bound time per unit and made every prediction too slow): the central value is their median, the range
-their lowest and highest. So the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a
+memory-bound time per unit and made every prediction too slow): the central value is the rate at the decoder's
+hidden size (``rate_at``: narrower tensors run each kind less efficiently, most of all the memory-bound kernels,
+whose seconds per unit in Pythia-160M's profiles are above the wider Pythias'), the range their lowest and
+highest. So the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a
 matrix's size changes its rate, and the profiles of decoders outside the catalog at two sequence lengths set
 attention's per-token part (``work_evidence``). The decoders outside the catalog that the study measured
 (``work_validation.config_decoders``) test it; those measured before these two were added are no longer
@@ -49,10 +51,12 @@ product, and the routing's gathers as memory-bound work. A precision other than 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
@@ -238,12 +242,22 @@ def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
     return dict(counts.drop_duplicates("gpu")[["gpu", "setup"]].itertuples(index=False, name=None))
 
 
+def rate_at(points: pd.DataFrame, kind: str, hidden: int) -> float:
+    """Seconds per unit of ``kind`` at a decoder of ``hidden`` width, from one setup's calibration ``points``:
+    each profiled decoder's (the median of its profiles), interpolated in the logarithm of their hidden sizes and
+    held at the smallest's and the largest's beyond them. Nothing is fitted: a decoder as wide as a profiled one
+    gets that one's rate."""
+    per_model = points.groupby("model")[kind].median()
+    widths = pd.Series({m: math.log(_shape(m)[3]) for m in per_model.index}).sort_values()
+    return float(np.interp(math.log(hidden), widths.to_numpy(), per_model[widths.index].to_numpy()))
+
+
 def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: int, gas: int,
                      leave_out: str | None = None, evidence: Evidence = PLAIN,
                      weights: str = "float32", elsewhere: float = 0.0) -> StepPrediction:
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
     ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at the
-    median rate; the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
+    rate at its hidden size (``rate_at``); the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
     in (``WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold (``weight_passes_s``)."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:
@@ -251,7 +265,8 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
     gpu = str(mine["gpu"].iloc[0])
     w = work(model, micro_batch, gas, evidence.curve_for(gpu), evidence.attention_offset)
     passes = weight_passes_s(model, gas, gpu, evidence, weights, elsewhere)
-    seconds = {k: float(mine[k].median()) * w.get(k) for k in KINDS}
+    hidden = _shape(model)[3]
+    seconds = {k: rate_at(mine, k, hidden) * w.get(k) for k in KINDS}
     seconds["memory"] += passes
     low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)
     high = passes + sum(float(mine[k].max()) * w.get(k) for k in KINDS)
