@@ -145,6 +145,10 @@ def test_each_kinds_rate_follows_the_hidden_size_between_the_profiled_decoders()
         assert dw.rate_at(points, kind, 896) == pytest.approx(small + share * (large - small))
         assert dw.rate_at(points, kind, 512) == pytest.approx(small)
         assert dw.rate_at(points, kind, 4096) == pytest.approx(large)
+    # A profile that says nothing of a kind leaves the rate to the others.
+    gap = points.assign(memory=[float("nan") if m == "pythia-410m" else v
+                                for m, v in zip(points["model"], points["memory"])])
+    assert dw.rate_at(gap, "memory", 1024) == pytest.approx(dw.rate_at(points, "memory", 768))
 
 
 def test_on_the_profiled_gpu_the_days_are_the_steps_days_and_elsewhere_the_transfer_models(tmp_path):

@@ -33,6 +33,31 @@ def test_each_gpu_holds_its_share_of_the_routed_experts(qwen):
     assert ep.experts_elsewhere("pythia-1b", 8) == 0.0 and ep.routed_experts("pythia-1b") == 0.0
 
 
+def test_a_token_reaches_the_gpus_its_uniformly_chosen_experts_sit_on():
+    """Counted over every choice of 2 of 8 experts spread over 4 GPUs (2 each): the other GPUs a token reaches."""
+    from itertools import combinations
+
+    choices = list(combinations(range(8), 2))
+    # The token sits on GPU 0; expert e is on GPU e // 2.
+    reached = sum(len({e // 2 for e in c} - {0}) for c in choices) / len(choices)
+    assert ep.remote_gpus(8, 2, 4) == pytest.approx(reached)
+    assert ep.remote_gpus(8, 8, 4) == pytest.approx(3)  # every expert: every other GPU
+
+
+def test_the_all_to_all_sends_each_token_to_the_gpus_it_reaches_in_every_pass(qwen):
+    """From Qwen3-30B-A3B's config.json: per mixture layer and pass, each token's hidden state in bf16 out to the
+    other GPUs its 8 of 128 experts sit on and back, at the ring rate of 8 H100s."""
+    import json
+
+    from academic_bench.predict.method_costs import ring_gbps
+
+    c = json.loads(config_path("Qwen3-30B-A3B").read_text())
+    link = ring_gbps(get_gpu("h100-80gb"), 8) * 1e9
+    reach = ep.remote_gpus(c["num_experts"], c["num_experts_per_tok"], 8)
+    per_pass = c["num_hidden_layers"] * 2 * 4096 * reach * c["hidden_size"] * 2 / link
+    assert ep.all_to_all_s(qwen, "h100-80gb", 8, 4096) == pytest.approx(2 * per_pass)
+
+
 def test_the_tokens_all_to_all_grows_with_the_tokens_and_the_recompute(qwen):
     one = ep.all_to_all_s(qwen, "h100-80gb", 8, 4096)
     assert one > 0

@@ -28,6 +28,7 @@ def test_a_published_method_becomes_the_studys_methods_or_says_why_not():
     assert pc.methods_of("none", 1)[0] == FREE_LUNCH
     # A mixture of experts' expert parallelism: the sharding it runs beside (predict_point spreads the experts).
     assert pc.methods_of("fsdp_full_shard+ep", 8)[0] == parse_methods("free-lunch+fsdp_full_shard")
+    assert pc.methods_of("ddp+ep", 8)[0] is None  # spread experts are charged beside a sharding alone
 
 
 def test_a_published_mixture_of_experts_is_predicted_or_says_what_the_study_lacks(points):

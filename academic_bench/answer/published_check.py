@@ -43,7 +43,8 @@ def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
     fused kernels, TF32: the study's class closest to a tuned training stack), or None and the switch the study
     has no method for."""
     m = FREE_LUNCH
-    for part in (p.strip() for p in str(spec).split("+") if p.strip()):
+    parts = [p.strip() for p in str(spec).split("+") if p.strip()]
+    for part in parts:
         if part in ("none", "ddp"):
             m = replace(m, sharding="none")
         elif part in SHARDINGS:
@@ -62,6 +63,9 @@ def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
             return None, f"{part!r} is no method of the study"
     if n_gpus > 1 and m.sharding == "none" and "ddp" not in str(spec):
         return None, f"{n_gpus} GPUs without a data-parallel method named"
+    if "ep" in parts and (m.sharding == "none" or m.offload):
+        # Spread experts are charged beside a sharding on the GPUs alone (predict.expert_parallel).
+        return None, "expert parallelism without a sharding of the other weights, or with offloading"
     return m, None
 
 

@@ -36,9 +36,8 @@ The seconds per unit of each kind come from the kernel profiles of the catalog's
 measured on one GPU with the free-lunch settings (``analysis.profiles``), each taken at or above the micro-batch
 its measured optimum ran at (``work_evidence.measured_optima``: a profile at a smaller one has more idle and
 memory-bound time per unit and made every prediction too slow): the central value is the rate at the decoder's
-hidden size (``rate_at``: narrower tensors run each kind less efficiently, most of all the memory-bound kernels,
-whose seconds per unit in Pythia-160M's profiles are above the wider Pythias'), the range their lowest and
-highest. So the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a
+hidden size (``rate_at``: the profiles' seconds per unit differ with the width, most of all the memory-bound
+kernels', higher in Pythia-160M's profiles than in the wider Pythias'), the range their lowest and highest. So the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a
 matrix's size changes its rate, and the profiles of decoders outside the catalog at two sequence lengths set
 attention's per-token part (``work_evidence``). The decoders outside the catalog that the study measured
 (``work_validation.config_decoders``) test it; those measured before these two were added are no longer
@@ -247,7 +246,7 @@ def rate_at(points: pd.DataFrame, kind: str, hidden: int) -> float:
     each profiled decoder's (the median of its profiles), interpolated in the logarithm of their hidden sizes and
     held at the smallest's and the largest's beyond them. Nothing is fitted: a decoder as wide as a profiled one
     gets that one's rate."""
-    per_model = points.groupby("model")[kind].median()
+    per_model = points.groupby("model")[kind].median().dropna()
     widths = pd.Series({m: math.log(_shape(m)[3]) for m in per_model.index}).sort_values()
     return float(np.interp(math.log(hidden), widths.to_numpy(), per_model[widths.index].to_numpy()))
 
@@ -256,8 +255,8 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
                      leave_out: str | None = None, evidence: Evidence = PLAIN,
                      weights: str = "float32", elsewhere: float = 0.0) -> StepPrediction:
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
-    ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at the
-    rate at its hidden size (``rate_at``); the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
+    ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at
+    the rate at its hidden size (``rate_at``); the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
     in (``WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold (``weight_passes_s``)."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:

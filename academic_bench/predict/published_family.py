@@ -133,17 +133,21 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "predicts free-lunch's compiled step) and its pretrained router sees random tokens with no balanced "
         "routing forced (an earlier run of the same script spread from 2,476 to 3,817 tokens/s per GPU over its "
         "timed steps), where the study charges each expert the tokens balanced routing sends it."),
-    # NVIDIA-NeMo/Automodel examples/benchmark/configs/qwen3_moe_30b_te_deepep.yaml at the commits the rows cite.
+    # NVIDIA-NeMo/Automodel examples/benchmark/configs/qwen3_moe_30b_te_deepep.yaml at the commits the rows cite;
+    # components/moe/layers.py's FakeBalancedGate at 01926a5c.
     ("NeMo AutoModel performance summary, Pre-Training, DGX-H100 BF16", "h100-80gb"): MissReason(
-        "TransformerEngine's kernels, under a recomputed forward",
-        "Published faster than predicted. The run's config (examples/benchmark/configs/qwen3_moe_30b_te_deepep.yaml "
-        "at the commit each row cites) recomputes every decoder block's forward ('activation_checkpointing: true': "
+        "a gate that keeps each token's experts on one GPU, under a recomputed forward (not measured apart)",
+        "Published faster than predicted. Its config (examples/benchmark/configs/qwen3_moe_30b_te_deepep.yaml at the "
+        "commit each row cites) recomputes every decoder block's forward ('activation_checkpointing: true': "
         "components/moe/parallelizer.py's apply_ac wraps each block in checkpoint_wrapper), which the prediction "
-        "charges, and runs TransformerEngine's attention, linear layers and RMSNorm ('attn: te', 'linear: te', "
-        "'rms_norm: te') and DeepEP's dispatch, with the balanced routing the prediction assumes too (the summary: "
-        "'Fake balanced gate is enabled to simulate ideal expert routing'). The study's rates are those of its own compiled step of transformers' modules, which its "
-        "mixtures measured on one H100 check (notebooks/runs/h100x1/evidence/moe/), not TransformerEngine's; the "
-        "blog's run of the same library with expert parallelism and no recompute is within the target."),
+        "charges, and runs 4 sequences a micro-step over 16 accumulation steps where the blog's run of the same "
+        "library (TransformerEngine, DeepEP, expert parallelism 8), within the target, runs one and none. Both use "
+        "'fake_balanced_gate: true', whose FakeBalancedGate (components/moe/layers.py) routes token t to experts "
+        "'torch.arange(x.size(0) * a_exp, device=x.device).view(-1, a_exp) % available_experts', eight consecutive "
+        "experts, which lie on one GPU, since each GPU holds a run of consecutive experts (layers.py: "
+        "'experts_start_idx = ep_rank * n_local_experts'): each token's all-to-all reaches at most one other GPU, where the prediction charges the GPUs uniformly routed experts would reach "
+        "(predict/expert_parallel.py), a charge repeated in the recompute. Which of the two makes the gap is not "
+        "measured."),
 }
 
 
