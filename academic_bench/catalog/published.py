@@ -47,9 +47,14 @@ Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 trai
 fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
 its batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
-naming its per-GPU batch). Left out of that table: its rows of two to eight RTX 2080 Ti (each reads 6.0 sequences/s
-whatever the count; the two-card run's log, results/2x2080Ti_trt, launches one process of run_squad.py at batch 2
-without --fp16), and its Titan RTX, Quadro RTX 6000 and RTX 8000 rows (Turing cards outside data/gpus.csv).
+naming its per-GPU batch; the Titan RTX and Quadro RTX 6000 on one GPU from its first table, the Quadro RTX 8000 on
+one GPU from its later table and on 2, 4 and 8 GPUs joined by NVLink bridges from its first). Left out of that
+table: its rows of two to eight RTX 2080 Ti (each reads 6.0 sequences/s whatever the count; the two-card run's log,
+results/2x2080Ti_trt, launches one process of run_squad.py at batch 2 without --fp16), its 2, 4 and 8 x RTX 8000
+rows without the bridges (data/gpus.csv has the card's bridged pairs), the first table's one-GPU RTX 8000 row
+(an earlier run of the card the later table holds), and its cloud rows of 2 and 4 Quadro RTX 6000 ('Lambda Cloud',
+'Linode Cloud': virtual machines whose board and links the source does not state; the card is also sold as a
+passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W).
 Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
 at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
 BERT-large SQuAD rows on 1, 2, 4 and 8 x B200 (fp16), and a torchtitan run of Qwen3-30B-A3B on 8 x B200 reported in
