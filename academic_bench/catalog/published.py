@@ -48,10 +48,14 @@ fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
 its batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
 naming its per-GPU batch; the Titan RTX and Quadro RTX 6000 on one GPU from its first table, the Quadro RTX 8000 on
-one GPU from its later table and on 2, 4 and 8 GPUs joined by NVLink bridges from its first). Left out of that
-table: its rows of two to eight RTX 2080 Ti (each reads 6.0 sequences/s whatever the count; the two-card run's log,
-results/2x2080Ti_trt, launches one process of run_squad.py at batch 2 without --fp16), its 2, 4 and 8 x RTX 8000
-rows without the bridges (data/gpus.csv has the card's bridged pairs), the first table's one-GPU RTX 8000 row
+one GPU from its later table). Left out of that table: its rows of two to eight RTX 2080 Ti (each reads 6.0
+sequences/s whatever the count; the two-card run's log, results/2x2080Ti_trt, launches one process of run_squad.py
+at batch 2 without --fp16), its 2, 4 and 8 x RTX 8000 rows without the bridges (data/gpus.csv has the card's
+bridged pairs) and with them (each figure is scripts/patch/run_squad.sh's count of steps x GPUs x batch over the
+progress bar's mean seconds per epoch over both epochs, and these epochs are short, 29, 15 and 8 steps per GPU at
+batch 36, so the first epoch's warm-up weighs on the figure: on 8 GPUs, results/8xQuadroRTX8000NVlink_trt2, the
+first step takes about 6 seconds, '1/8 [00:06<00:42,  6.11s/it]', both epochs 19, '2/2 [00:19<00:00, 10.98s/it]',
+where the second epoch's 8 steps took 6 to 7, '8/8 [00:06<00:00'), the first table's one-GPU RTX 8000 row
 (an earlier run of the card the later table holds), and its cloud rows of 2 and 4 Quadro RTX 6000 ('Lambda Cloud',
 'Linode Cloud': virtual machines whose board and links the source does not state; the card is also sold as a
 passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W).

@@ -111,21 +111,6 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "and the study measured no Ada workstation card."),
     (_LAMBDA, "titan-rtx"): _TU102_2020,
     (_LAMBDA, "quadro-rtx-6000"): _TU102_2020,
-    (_LAMBDA, "quadro-rtx-8000"): MissReason(
-        "2020 runs, their short epochs timed with the first one's warm-up",
-        "Published slower than predicted on 2, 4 and 8 GPUs, the more so the more GPUs (the 1-GPU row, a 2022 run at "
-        "batch 64, is within the target). These rows are the first campaign's (results/<n>xQuadroRTX8000NVlink_trt2, "
-        "batch 36 per GPU), slower like its other full TU102 boards (see the Titan RTX's reason), and their figure "
-        "is the log's ' training throughput', which scripts/patch/run_squad.sh works out as its count of steps x "
-        "GPUs x batch over the last seconds per epoch the progress bar prints ('grep -E 'Epoch.*[0-9.]+(s/it)' ... "
-        "| tail -1'): tqdm's average over both epochs. The epochs are short ('Iteration: 100%|...| 29/29', "
-        "'15/15' and '8/8' steps per GPU on 2, 4 and 8 GPUs, against 58 on one), so the first one's "
-        "warm-up weighs on it: on 8 GPUs the first step takes about 6 seconds ('1/8 [00:06<00:42,  6.11s/it]'), "
-        "the first epoch 12.5 ('Epoch:  50%|...| 1/2 [00:12<00:12, 12.50s/it]'), both 19 ('2/2 [00:19<00:00, "
-        "10.98s/it]'), and the script counts 7 of the 8 steps (the lines after its 'xxxx' marker: '7', '8', '36', "
-        "'10.98'): 7 x 8 x 36 / 10.98 = 183.6 sequences/s, where the second epoch's 8 steps of 288 sequences took "
-        "6 to 7 seconds ('8/8 [00:06<00:00'). The same campaign's 1-GPU run (results/QuadroRTX8000: 58 steps of 36, "
-        "'Epoch: 100%|...| 2/2 [01:36<00:00, 48.37s/it]') has no such warm-up share."),
     (_TINYLLAMA_DS, "a100-80gb"): MissReason(
         "the README's DeepSpeed runs are slower than its own others",
         "A run of the README's first, DeepSpeed version (commit 7b8c83c: run_clm.sh launches 'deepspeed' with "
