@@ -52,20 +52,20 @@ SURVEY_COLUMNS: tuple[str, ...] = (
 assert len(SURVEY_COLUMNS) == 34, len(SURVEY_COLUMNS)
 
 # The catalog GPUs (data/gpus.csv) each generation choice of Q7, Q10 and Q13 names, by tier; a choice whose GPUs the
-# catalog does not hold (Pascal, the Titan V, Quadro RTX, Radeon) maps to none. AMD's Instinct MI is answered only
+# catalog does not hold (Pascal, the Titan V, Radeon) maps to none. AMD's Instinct MI is answered only
 # where the answer can be checked against a published point (``catalog.hardware``).
 GENERATION_GPUS: dict[str, dict[str, tuple[str, ...]]] = {
     "desktop": {
         "Pascal (GTX 1000 series / Titan X Pascal / Titan Xp)": (),
         "Volta (Titan V)": (),
-        "Turing (GTX 1600 series / RTX 2000 series / Titan RTX)": ("rtx2080ti",),
+        "Turing (GTX 1600 series / RTX 2000 series / Titan RTX)": ("rtx2080ti", "titan-rtx"),
         "Ampere (RTX 3000 series)": ("rtx3090",),
         "Lovelace (RTX 4000 series)": ("rtx4090",),
         "[AMD] Radeon VII": (),
         "[AMD] Radeon RX 7900 XT / XTX": (),
     },
     "workstation": {
-        "Turing (Quadro RTX series)": (),
+        "Turing (Quadro RTX series)": ("quadro-rtx-6000", "quadro-rtx-8000"),
         "Ampere (RTX A2000 / A4000 / ... / A6000)": ("a6000",),
         "Lovelace (RTX 4000 Ada / 5000 Ada / ... / 6000 Ada)": ("rtx6000-ada",),
         "[AMD] Radeon PRO VII": (),
