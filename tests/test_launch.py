@@ -53,20 +53,11 @@ def private_tmp(tmp_path, monkeypatch) -> str:
 
 
 def leftovers(mark: str) -> list[str]:
-    """Processes still running whose command line mentions ``mark``, and workers forked by the preloading process
-    (``launch.forked``: their command line is the preloading process's) that are still running."""
-    from academic_bench.launch import forked
-
+    """Processes still running whose command line mentions ``mark``."""
     found = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         if any(mark in part for part in (p.info["cmdline"] or [])):
             found.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'])[:200]}")
-    for server in forked._server:
-        try:
-            found += [f"{c.pid}: forked by the preloading process" for c in psutil.Process(server.proc.pid).children()
-                      if c.status() != psutil.STATUS_ZOMBIE]
-        except psutil.NoSuchProcess:
-            pass
     return found
 
 

@@ -89,7 +89,6 @@ def run(config: Config, *, executor: str = "local", folder: str | os.PathLike | 
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     folder = folder or Path(tempfile.gettempdir()) / "academic-bench-submitit"
-    kwargs["preload"] = False  # a job runs one configuration in a process of its own: nothing to share a start with
     return run_config_submitit(config, executor=executor, folder=folder, slurm_params=slurm_params, **kwargs)
 
 

@@ -18,7 +18,6 @@ from ..catalog.config import Config
 from ..catalog.models.from_config import made_with
 from ..measure.wall import add_launch, breakdown
 from ..results import make_row
-from .forked import ForkedWorker, PreloadError, preload_wanted, running_for, start_forked
 from .outcome import classify, fill_derived
 from .processes import (WORKER_MODULE, Rendezvous, child_env, default_device, kill_strays, kill_tree,
                         error_folder, launch_env_record, one_process, uses_torchrun, with_parent_death_signal,
@@ -128,30 +127,6 @@ def _halve_after_timed_oom(req: dict, result: Path, per_gpu_batch: int, launch: 
     return True
 
 
-def start_worker(config: Config, cmd: list[str], req: dict, paths: tuple[Path, Path, Path], logf: BinaryIO,
-                 env: dict[str, str], torchrun: bool, worker: str, left_s: float,
-                 preload: bool = False) -> subprocess.Popen | ForkedWorker:
-    """Start one launch's worker: on one GPU, with ``preload`` or where this launcher's preloading process already
-    runs, forked from that process (``launch.forked``), which imported the libraries once for the whole sweep;
-    otherwise, under torchrun, or when preloading is switched off or fails (the log says why), as ``cmd`` in a
-    fresh process. Either way its output goes to the log. ``paths``: the request, result and log files; ``left_s``:
-    what is left of the time limit, which starting the preloading process counts in."""
-    if (preload or running_for(env)) and not torchrun and preload_wanted(env):
-        request, result, log = paths
-        try:
-            started = start_forked(config, worker, ["--request", str(request), "--result", str(result)], log, env,
-                                   req.get("model_config"), req["device"], timeout=left_s)
-            logf.write(f"# run as the command above, forked from the preloading process as pid {started.pid}\n"
-                       .encode())
-            logf.flush()
-            return started
-        except PreloadError as exc:
-            logf.write(f"# {exc}: the worker starts afresh\n".encode())
-            logf.flush()
-    return subprocess.Popen(with_parent_death_signal(cmd), stdout=logf, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-
-
 @dataclass
 class Ended:
     """How one launch ended: the exit status of its process (None when killed at the time limit)."""
@@ -172,10 +147,9 @@ class Launch:
     timeout_s: float
     rdzv: Rendezvous | None = None
     worker: str = WORKER_MODULE
-    preload: bool = False
     t0: float = field(default_factory=time.monotonic)
     logf: BinaryIO | None = None
-    running: subprocess.Popen | ForkedWorker | None = None  # killed if we are interrupted
+    running: subprocess.Popen | None = None  # killed if we are interrupted
     spent: dict[str, float] = field(default_factory=dict)  # seconds per phase over the launches (``measure.wall``)
 
     request = property(lambda self: self.tmp / "request.json")
@@ -209,8 +183,8 @@ class Launch:
         self.say(f"{self.config.id} {self.config.methods.label()} ({phase}) starts at {self.elapsed():.1f} s of "
                  f"the {self.timeout_s:g} s limit\n# {' '.join(cmd)}")
         launched_at = time.time()
-        self.running = start_worker(self.config, cmd, request_obj, (self.request, self.result, self.log), self.logf,
-                                    self.env, self.torchrun, self.worker, left, self.preload)
+        self.running = subprocess.Popen(with_parent_death_signal(cmd), stdout=self.logf, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
         try:
             ended = Ended(self.running.wait(timeout=max(1.0, self.timeout_s - self.elapsed())), False)
         except subprocess.TimeoutExpired:
@@ -278,17 +252,14 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
                log_path: str | os.PathLike | None = None, rdzv: Rendezvous | None = None,
                warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
                extra_env: dict[str, str] | None = None, worker: str = WORKER_MODULE,
-               micro_batch: int | None = None, fresh_after_oom: bool = False, preload: bool = False) -> dict | None:
+               micro_batch: int | None = None, fresh_after_oom: bool = False) -> dict | None:
     """Measure one configuration in fresh processes; always returns a row (None on nodes other than 0).
 
     The engine follows from the configuration: a micro-batch it fixes, or ``micro_batch`` (the size an earlier
     search of this same configuration found, e.g. its synced twin's, for an unsynced timing; the row keeps the
     configuration's id), is timed afresh (``time_afresh``); otherwise one GPU searches and times in one process
     (``search_and_time_in_one_process``, ``fresh_after_oom`` passed on) and several search then time afresh
-    (``search_then_time_afresh``). ``preload``: fork one-GPU workers from the launcher's preloading process
-    (``launch.forked``), which a sweep asks for when it has several configurations to run: its start, the
-    imports it runs once and their checks, take longer than one worker's imports, so one configuration alone is
-    started afresh, unless that process runs already (``start_worker``).
+    (``search_then_time_afresh``).
 
     Never raises for what happens inside the run (crash, NCCL error, out of memory, hang): those become the
     row's outcome. Ctrl-C or SIGTERM kill the run's processes and propagate.
@@ -305,8 +276,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"academic-bench-{config.id}-"))
     env = child_env(config, extra_env)
-    launch = Launch(config, tmp, Path(log_path) if log_path else tmp / "run.log", env, timeout_s, rdzv, worker,
-                    preload, t0)
+    launch = Launch(config, tmp, Path(log_path) if log_path else tmp / "run.log", env, timeout_s, rdzv, worker, t0)
     req = build_request(config, timing=timing, validate=validate, device=device, warmup=warmup, reps=reps)
     # The timing, kept as soon as it is taken (``measure.worker.keep_timing``); the error file of a worker started
     # without torchrun (torchrun gives each of its workers one under ``--log-dir``).
@@ -317,8 +287,7 @@ def run_config(config: Config, *, setup: str, search: str = "single", timing: st
     # device it ran on names a tiny run where it ran (``results.run_label``), never by the GPU its config names.
     row["env"] = {**row["env"], "device": device, "launch": launch_env_record(env)}
     try:
-        launch.log.write_bytes(b"")
-        with open(launch.log, "ab") as launch.logf:  # appended to: a forked worker writes into it too
+        with open(launch.log, "wb") as launch.logf:
             if config.micro_batch is not None or micro_batch:
                 ended = time_afresh(launch, req)
             elif one_process(config):

@@ -5,8 +5,7 @@ The phases, in the order a configuration meets them:
   launcher    the launcher's own work around its launches: recording the environment, writing the request,
               reading the result
   start       the launcher starting the worker's process (torchrun's agent included) up to the worker's entry
-              point: the interpreter's start and the libraries' imports (none for a worker forked from a process
-              that imported them)
+              point: the interpreter's start and the libraries' imports
   setup       reading the request and joining the process group
   build       building the model with its methods (every model built: a trial's, the timed one's)
   trials      the micro-batch search's trial steps (a fresh model compiles in its first one)

@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import psutil
 import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
@@ -305,28 +304,11 @@ def write_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def started_at() -> float:
-    """When this process started, in ``time.time()`` seconds: on Linux from its start in clock ticks since boot
-    (``psutil``'s creation time counts from a boot time rounded to the second), elsewhere from psutil."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return psutil.Process().create_time()
-
-
-class Elapsed(logging.Filter):
-    """Gives each log record ``elapsed``: "[  12.3 s]", seconds since this process started (a worker forked from
-    the preloading process, ``measure.preload``, starts with its libraries imported)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.started = started_at()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.elapsed = f"[{record.created - self.started:6.1f} s]"
-        return True
+def stamp_elapsed(record: logging.LogRecord) -> bool:
+    """Give a log record ``elapsed``: "[  12.3 s]", seconds since the logging module was loaded (one of the
+    worker's first imports, before torch's)."""
+    record.elapsed = f"[{record.relativeCreated / 1000:6.1f} s]"
+    return True
 
 
 @record  # the exception that ends this rank goes to its error file, where the launcher reads the first failure
@@ -341,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     # Each line says when, in seconds since the worker started: where a configuration's time goes is read from it.
     logging.basicConfig(level=logging.INFO, format="%(elapsed)s %(message)s", stream=sys.stdout, force=True)
     for handler in logging.getLogger().handlers:
-        handler.addFilter(Elapsed())
+        handler.addFilter(stamp_elapsed)
     with wall.phase("setup"):
         req = json.loads(args.request.read_text())
         if req.get("error_file"):  # one process, started without torchrun (which gives each rank its own file)

@@ -266,11 +266,9 @@ def _run_plan(plan: SweepPlan, sift: SweepFilter, store: ResultStore, out: Path,
     """Launch each configuration the filter lets through, its row into the store, its outcome into ``summary``."""
     todo = plan.to_measure()
     bar = Progress(len(todo), progress, sift.budget_s)
-    # A preloading process pays for its start only across several configurations (``launch.run_config``'s
-    # ``preload``): those still to measure that start a worker at all (an invalid one is refused before any).
     launches = dict(setup=setup, search=options.search, timing=options.timing, validate=options.validate,
                     timeout_s=options.timeout_s, device=options.device, warmup=options.warmup, reps=options.reps,
-                    rdzv=options.rdzv, preload=sum(c.refusal() is None for c in todo) > 1, worker=options.worker)
+                    rdzv=options.rdzv, worker=options.worker)
     try:
         with _sigterm_as_interrupt():
             for i, c in enumerate(todo):
