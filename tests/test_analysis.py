@@ -617,6 +617,31 @@ def test_a_same_machine_check_of_whole_searches_gives_each_folders_commit_count_
     assert analysis.check_searches("none", tmp_path).empty
 
 
+
+def test_the_forked_worker_ab_reads_each_sides_wall_and_configurations(tmp_path):
+    """The launcher's A/B: each search's wall from walls.txt (the rule's line beside them ignored) and the
+    configurations each side measured."""
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import parse_methods
+    from academic_bench.results import make_row
+
+    def row(methods, duration):
+        c = Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(methods))
+        r = make_row(c, setup="h100x1", outcome="ok", reason=None, step_time_s=6.1, micro_batch=32, gas=32)
+        return {**r, "duration_s": duration}
+
+    ab = tmp_path / "h100x1" / "evidence" / "engine" / "forked-ab"
+    for side, durations in (("on", (20.0, 30.0)), ("off", (25.0, 35.0))):
+        (ab / side).mkdir(parents=True)
+        rows = [row("free-lunch", durations[0]), row("free-lunch+zero1+offload", durations[1])]
+        (ab / side / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (ab / "walls.txt").write_text("pythia-160m on exhaustive rc=0 wall_s=55\npythia-160m off exhaustive rc=0 "
+                                  "wall_s=66\nwith the forked-worker launcher 55 s, without 66 s: 16.7% saved\n")
+    got = analysis.forked_ab(tmp_path).set_index("side")
+    assert got.loc["on", ["wall_s", "configurations", "total_s"]].tolist() == [55.0, 2, 50.0]
+    assert got.loc["off", ["wall_s", "configurations", "median_s"]].tolist() == [66.0, 2, 30.0]
+    assert analysis.forked_ab(tmp_path / "none").empty
+
 def test_a_run_folder_name_in_a_sentence_is_given_as_its_hardware():
     names = {"h200x1": "1 x H200 141GB SXM"}
     said = analysis.setups_in_words("on h200x1 (scaled from h200x1); h200x1-tiny stays", names)

@@ -44,9 +44,9 @@ from .counted import (  # noqa: F401
     validation_verdicts,
     validations,
 )
-from .launches import (CHECK_SEARCH_COLUMNS, ENGINE_CHANGE_COLUMNS, LAUNCH_CHECK_COLUMNS,  # noqa: F401
-                       SEARCH_COST_COLUMNS, check_searches, engine_changes, launch_check, search_cost,
-                       wall_breakdown)
+from .launches import (CHECK_SEARCH_COLUMNS, ENGINE_CHANGE_COLUMNS, FORKED_AB_COLUMNS,  # noqa: F401
+                       LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, check_searches, engine_changes, forked_ab,
+                       launch_check, search_cost, wall_breakdown)
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,
     ENGINE_COST_COLUMNS,

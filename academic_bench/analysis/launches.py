@@ -108,6 +108,31 @@ def check_searches(check: str, root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=CHECK_SEARCH_COLUMNS)
 
 
+FORKED_AB_COLUMNS = ["setup", "model", "side", "wall_s", "configurations", "median_s", "total_s"]
+
+
+def forked_ab(root: str | Path | None = None) -> pd.DataFrame:
+    """The forked-worker launcher's A/B (``evidence/engine/forked-ab/``: each model's whole exhaustive search with
+    workers forked from one preloading process, ``on``, and started afresh, ``off``, on one machine): the search's
+    wall time as its ``walls.txt`` line gives it, and the configurations it measured with their median and total
+    wall times."""
+    from ..results import ResultStore
+
+    out = []
+    for walls in sorted(runs_root(root).glob("*/evidence/engine/forked-ab/walls.txt")):
+        for line in walls.read_text().splitlines():
+            parts = line.split()  # "MODEL on|off exhaustive rc=0 wall_s=425"
+            if len(parts) != 5 or parts[2] != "exhaustive":
+                continue
+            model, side, wall = parts[0], parts[1], float(parts[4].split("=")[1])
+            d = _synced_steps(ResultStore(walls.parent / side / "results.jsonl").rows(), ("ok", "oom"))
+            d = d[d["model"] == model] if not d.empty else d
+            out.append({"setup": walls.parents[3].name, "model": model, "side": side, "wall_s": wall,
+                        "configurations": len(d), "median_s": d["duration_s"].median() if len(d) else float("nan"),
+                        "total_s": d["duration_s"].sum() if len(d) else 0.0})
+    return pd.DataFrame(out, columns=FORKED_AB_COLUMNS)
+
+
 ENGINE_CHANGE_COLUMNS = ["setup", "check", "model", "methods_label", "micro_batch", "before", "after", "before_s",
                          "after_s", "before_step_s", "after_step_s", "step_change"]
 
