@@ -1,5 +1,5 @@
-# h100x1, one background job on one H100: what complete/plan-5.sh left unstarted or unwritten when its machine's
-# time ended (its A/B part is done and the launcher it compared is gone, so it is not repeated):
+# h100x1, one background job on one H100: what complete/plan-5.sh left unstarted or unwritten when its machine
+# stopped (its A/B part is done and the launcher it compared is gone, so it is not repeated):
 #  1. Mamba-2.8B's two rows from older engine revisions, measured again (`remeasure`): predicted-stop now selects
 #     FSDP shard-grad-op + offload alone (ZeRO-2 + offload was measured again by plan-5.sh), unvalidated selects
 #     free-lunch + ckpt (engine revision 1, whose checkpointing was never validated here). They need the mamba-ssm
