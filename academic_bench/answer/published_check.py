@@ -38,12 +38,17 @@ POINT_COLUMNS = ["gpu", "n_gpus", "model", "seq_len", "micro_batch", "grad_accum
 GPU_COLUMNS = ["gpu", "points", "predicted", "median", "low", "high", "worst", "target"]
 
 
+def method_parts(spec: str) -> list[str]:
+    """The switches of a published ``method`` (``catalog.published``: joined by ``+``)."""
+    return [p.strip() for p in str(spec).split("+") if p.strip()]
+
+
 def methods_of(spec: str, n_gpus: int) -> tuple[Methods | None, str | None]:
     """The study's methods for a published ``method`` (``catalog.published``), on top of free-lunch (compiled,
     fused kernels, TF32: the study's class closest to a tuned training stack), or None and the switch the study
     has no method for."""
     m = FREE_LUNCH
-    parts = [p.strip() for p in str(spec).split("+") if p.strip()]
+    parts = method_parts(spec)
     for part in parts:
         if part in ("none", "ddp"):
             m = replace(m, sharding="none")
@@ -112,7 +117,7 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
         return {**out, "why_not": setting}
     gpu, methods, spec = setting
     out["mixture"] = spec.spec.moe is not None  # a mixture of experts: its ratios are summed up apart too
-    spread = "ep" in str(row["method"]).split("+")
+    spread = "ep" in method_parts(row["method"])  # the experts spread over the GPUs (predict.expert_parallel)
     a = decoder_answer(spec.spec.key, gpu.key, n, root, facts=spec.facts, methods=methods, micro_batch=mbs,
                        expert_parallel=spread)
     if a.days is None:

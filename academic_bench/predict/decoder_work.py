@@ -25,10 +25,11 @@ sequence length. Here a decoder's training step is counted in units of work per 
   fp32 weights, every micro-step casts each weight to bf16 (read 4 bytes, write 2), casts its gradient back to
   fp32 (read 2, write 4) and, after the step's first, adds it to the gradient held (read 4 + 4, write 4):
   ``WEIGHT_BYTES`` a parameter, at the GPU's streaming bandwidth from its sweep
-  (``work_evidence.Evidence.bandwidth``), not calibrated. It is memory-bound time, taken out of the profiles' memory-bound seconds before their per-token
-  rate is taken. A decoder of billions of parameters at a few thousand tokens a micro-step spends much of its
-  memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B at 4,096 and Qwen2.5-3B, where the
-  accumulation's fp32 add was the largest memory-bound kernel); the Pythia profiles at their optima, less;
+  (``work_evidence.Evidence.bandwidth``), not calibrated. It is memory-bound time, taken out of the profiles'
+  memory-bound seconds before their per-token rate is taken. A decoder of billions of parameters at a few
+  thousand tokens a micro-step spends much of its memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B
+  at 4,096 and Qwen2.5-3B, where the accumulation's fp32 add was the largest memory-bound kernel); the Pythia
+  profiles at their optima, less;
 - **the GPU's idle time** (host work, kernel launches): per micro-step and layer;
 - **the optimizer step**: per parameter (each GPU's shard of the parameters under ZeRO and FSDP).
 
@@ -36,12 +37,12 @@ The seconds per unit of each kind come from the kernel profiles of the catalog's
 measured on one GPU with the free-lunch settings (``analysis.profiles``), each taken at or above the micro-batch
 its measured optimum ran at (``work_evidence.measured_optima``: a profile at a smaller one has more idle and
 memory-bound time per unit and made every prediction too slow): the central value is the rate at the decoder's
-hidden size (``rate_at``: the profiles' seconds per unit differ with the width, most of all the memory-bound
-kernels', higher in Pythia-160M's profiles than in the wider Pythias'), the range their lowest and highest. So the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a
-matrix's size changes its rate, and the profiles of decoders outside the catalog at two sequence lengths set
-attention's per-token part (``work_evidence``). The decoders outside the catalog that the study measured
-(``work_validation.config_decoders``) test it; those measured before these two were added are no longer
-held out for them. A target other than a
+hidden size (``rates_at``: the profiles' seconds per unit differ with the width, most of all the memory-bound
+kernels', higher in Pythia-160M's profiles than in the wider Pythias'), the range their lowest and highest. So
+the rates are calibrated on the catalog's decoders only; the GEMM sweep sets how a matrix's size changes its
+rate, and the profiles of decoders outside the catalog at two sequence lengths set attention's per-token part
+(``work_evidence``). The decoders outside the catalog that the study measured (``work_validation.config_decoders``)
+test it; those measured before these two were added are no longer held out for them. A target other than a
 profiled setup's GPU is reached by the transfer model (``transfer.predict``), from the predicted step on a
 profiled GPU. A mixture of experts is charged for the experts a token runs: each routed expert's matrices at its
 share of the tokens under balanced routing (``estimate.moe.matrix_products``), at the rate of the layer's grouped
@@ -241,14 +242,20 @@ def profiled_setups(points: pd.DataFrame) -> dict[str, str]:
     return dict(counts.drop_duplicates("gpu")[["gpu", "setup"]].itertuples(index=False, name=None))
 
 
+def rates_at(points: pd.DataFrame, hidden: int) -> dict[str, float]:
+    """Seconds per unit of each kind (``KINDS``) at a decoder of ``hidden`` width, from one setup's calibration
+    ``points``: each profiled decoder's (the median of its profiles; one without a rate of a kind left out of that
+    kind), interpolated in the logarithm of their hidden sizes and held at the smallest's and the largest's beyond
+    them. Nothing is fitted: a decoder as wide as a profiled one gets that one's rates."""
+    per_model = points.groupby("model")[list(KINDS)].median()
+    per_model = per_model.assign(width=[math.log(_shape(m)[3]) for m in per_model.index]).sort_values("width")
+    x = math.log(hidden)
+    return {k: float(np.interp(x, *per_model[["width", k]].dropna().to_numpy().T)) for k in KINDS}
+
+
 def rate_at(points: pd.DataFrame, kind: str, hidden: int) -> float:
-    """Seconds per unit of ``kind`` at a decoder of ``hidden`` width, from one setup's calibration ``points``:
-    each profiled decoder's (the median of its profiles), interpolated in the logarithm of their hidden sizes and
-    held at the smallest's and the largest's beyond them. Nothing is fitted: a decoder as wide as a profiled one
-    gets that one's rate."""
-    per_model = points.groupby("model")[kind].median().dropna()
-    widths = pd.Series({m: math.log(_shape(m)[3]) for m in per_model.index}).sort_values()
-    return float(np.interp(math.log(hidden), widths.to_numpy(), per_model[widths.index].to_numpy()))
+    """Seconds per unit of ``kind`` at a decoder of ``hidden`` width (``rates_at``)."""
+    return rates_at(points, hidden)[kind]
 
 
 def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: int, gas: int,
@@ -256,16 +263,17 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
                      weights: str = "float32", elsewhere: float = 0.0) -> StepPrediction:
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
     ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at
-    the rate at its hidden size (``rate_at``); the range sums each kind's lowest and highest rate. ``weights``: the dtype the weights are built
-    in (``WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold (``weight_passes_s``)."""
+    the rates at its hidden size (``rates_at``); the range sums each kind's lowest and highest rate. ``weights``:
+    the dtype the weights are built in (``WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold
+    (``weight_passes_s``)."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:
         raise ValueError(f"no profiled {CALIBRATION_FAMILY} decoder on {setup!r} to calibrate the work model")
     gpu = str(mine["gpu"].iloc[0])
     w = work(model, micro_batch, gas, evidence.curve_for(gpu), evidence.attention_offset)
     passes = weight_passes_s(model, gas, gpu, evidence, weights, elsewhere)
-    hidden = _shape(model)[3]
-    seconds = {k: rate_at(mine, k, hidden) * w.get(k) for k in KINDS}
+    rates = rates_at(mine, _shape(model)[3])
+    seconds = {k: rates[k] * w.get(k) for k in KINDS}
     seconds["memory"] += passes
     low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)
     high = passes + sum(float(mine[k].max()) * w.get(k) for k in KINDS)

@@ -27,21 +27,18 @@ from ..catalog.hardware import get_gpu
 from .method_costs import ring_gbps
 
 
-def experts_elsewhere(model: str, n_gpus: int) -> float:
-    """Routed experts' weights of ``model`` that the other GPUs hold when its experts are spread over ``n_gpus``
-    (0 for a dense decoder or one GPU)."""
-    from ..catalog.models import get_model
-
-    moe = get_model(model).moe
-    return 0.0 if moe is None or n_gpus <= 1 else moe.expert_params * (n_gpus - 1) / n_gpus
-
-
 def routed_experts(model: str) -> float:
     """Every routed expert's weights of ``model`` (0 for a dense decoder)."""
     from ..catalog.models import get_model
 
     moe = get_model(model).moe
     return 0.0 if moe is None else float(moe.expert_params)
+
+
+def experts_elsewhere(model: str, n_gpus: int) -> float:
+    """Routed experts' weights of ``model`` that the other GPUs hold when its experts are spread over ``n_gpus``
+    (0 for a dense decoder or one GPU)."""
+    return routed_experts(model) * (n_gpus - 1) / n_gpus
 
 
 def remote_gpus(experts: int, per_token: int, n_gpus: int) -> float:
