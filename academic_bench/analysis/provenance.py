@@ -35,9 +35,10 @@ _DATA_ORIGINS = (
      "`academic_bench.catalog.published` and tests/test_published.py; what it leaves out, and why, is in that "
      "module's docstring"),
     ("academic_bench/data/matmul_rates.csv", "transcribed from one public table of torch.matmul rates "
-     "(zzc0721/torch-performance-test-data, database.md at a pinned commit): each row of a catalog GPU with the "
-     "table's line that holds its figure; read by `academic_bench.catalog.matmul_rates` for the transfer model's "
-     "matrix products between architectures; tests/test_transfer.py checks each row"),
+     "(zzc0721/torch-performance-test-data, database.md at a pinned commit, or the issue a run of its script "
+     "posted): each row of a catalog GPU with the line that holds its figure; read by "
+     "`academic_bench.catalog.matmul_rates` for the transfer model's matrix products between architectures; "
+     "tests/test_transfer.py checks each row"),
     ("academic_bench/data/model_facts.json", "computed: every catalog model's parameter counts, counted FLOPs and "
      "saved activations from a meta-device build (`academic_bench.estimate.kept.write_shipped`, run by `make book`; "
      "tests/test_estimate.py checks it equals a fresh computation)"),

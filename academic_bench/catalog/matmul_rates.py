@@ -1,15 +1,19 @@
 """The rates at which GPUs ran large matrix products, as others measured them (``data/matmul_rates.csv``).
 
-A datasheet's dense peak is not what a GPU's matrix products reach, and the fraction reached differs between
-GPUs: in the table below a GeForce card runs bf16 and fp16 products at about its datasheet rate with fp32
-accumulation, an H100 SXM or an L40S well below its own. The file keeps, per catalog GPU and precision,
-each row of one public table of ``torch.matmul`` rates (zzc0721/torch-performance-test-data, ``database.md``: the
-best TFLOP/s of square products from 1,024 to 10,240, timed by its ``test.py`` with CUDA synchronisation), each with
-the table's line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s,
-laptop parts, V100S and PCIe A100s are other cards), and not the T4's bf16 column (it has no bf16 tensor cores: the
-figure times an emulation). The transfer model scales a step's matrix products between two GPUs by these rates
-where both have them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own
-GEMM sweeps (``results.gemm``) time the H100 and H200 it trains on.
+A datasheet's dense peak is not what a GPU's matrix products reach, and the fraction reached differs between GPUs:
+in the table below a GeForce card runs bf16 and fp16 products at about its datasheet rate with fp32 accumulation, an
+H100 SXM or an L40S well below its own. The file keeps, per catalog GPU and precision, the ``torch.matmul`` rates of
+one public benchmark (zzc0721/torch-performance-test-data): its ``test.py`` times 30 products of square matrices at
+each of five sizes from 1,024 to 10,240 after a warm-up, with CUDA synchronisation (CUDA events since October 2025),
+in PyTorch's default fp32 accumulation, and reports the best size's TFLOP/s (on a power-limited card such as the L4
+a small size's short burst). A row cites either ``database.md`` at a pinned commit or the issue in which a run of
+``test.py`` posted its row (the script writes that issue's text; such rows were later merged into the table), each
+with the line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s and 22 GB
+RTX 2080 Ti, laptop parts, V100S, A10G and PCIe A100s are other cards; a V100 SXM2 16GB is not taken for the 32GB),
+and not the bf16 columns of the V100, the T4 and the Turing cards (they have no bf16 tensor cores: the figure times
+an emulation). The transfer model scales a step's matrix products between two GPUs by these rates where both have
+them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own GEMM sweeps
+(``results.gemm``) time the H100 and H200 it trains on.
 """
 from __future__ import annotations
 
