@@ -9,8 +9,11 @@ in PyTorch's default fp32 accumulation, and reports the best size's TFLOP/s (on 
 a small size's short burst). A row cites either ``database.md`` at a pinned commit or the issue in which a run of
 ``test.py`` posted its row (the script writes that issue's text; such rows were later merged into the table), each
 with the line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s and 22 GB
-RTX 2080 Ti, laptop parts, V100S, A10G and PCIe A100s are other cards; a V100 SXM2 16GB is not taken for the 32GB),
-and not the bf16 columns of the V100, the T4 and the Turing cards (they have no bf16 tensor cores: the figure times
+RTX 2080 Ti, laptop parts, V100S, A10G and PCIe A100s are other cards). The V100 SXM2 32GB takes the rows measured
+on the 16GB: the same GV100 at the same clocks and board power (data/gpus.csv), only the memory differs; its rows name
+the card that ran. Every posted run of a catalog card is kept by the same rule, the TITAN RTX's (issue 127) too,
+though its sizes ran from 40 to 66 TFLOP/s in no order (the RTX 2080 Ti's from 26 to 57). Not kept are the bf16
+columns of the V100, the T4 and the Turing cards (they have no bf16 tensor cores: the figure times
 an emulation). The transfer model scales a step's matrix products between two GPUs by these rates where both have
 them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own GEMM sweeps
 (``results.gemm``) time the H100 and H200 it trains on.
