@@ -1,7 +1,7 @@
 # h100x1, one background job on one H100: the engine's cost, broken down (what a configuration's wall time goes to:
 # start and imports, build, compile, micro-batch trials, timed repetitions, validation, teardown; each row keeps it
 # in `wall_breakdown`), on Pythia-1B's whole exhaustive search (12 configurations) from scratch, into
-# engine/cost/results.jsonl, with compile caches of its own, empty at its start (as a first run on a fresh machine),
+# engine/results-one-launch.cost.jsonl (read with the engine's other searches by analysis.search_cost), with compile caches of its own, empty at its start (as a first run on a fresh machine),
 # at the engine without the forked-worker launcher. Pythia-160M's whole exhaustive search at that engine is
 # forked-ab/off/ (453 s). Then complete/plan-6.sh (its own header), which needs the mamba-ssm kernels installed by
 # the two calls it names before this job starts.
@@ -23,6 +23,7 @@ rm -rf /tmp/cc-cost /tmp/triton-cost
 s=$SECONDS
 ACADEMIC_BENCH_COMPILE_CACHE=/tmp/cc-cost TRITON_CACHE_DIR=/tmp/triton-cost \
   python3 -m academic_bench sweep --model pythia-1b --gpu h100-80gb --gpus 1 --preset exhaustive --setup h100x1 \
-  --timeout 420 --no-progress --out $E/results.jsonl > $E/sweep-pythia-1b.log 2>&1
+  --timeout 420 --no-progress --out notebooks/runs/h100x1/evidence/engine/results-one-launch.cost.jsonl \
+  > $E/sweep-pythia-1b.log 2>&1
 echo "pythia-1b exhaustive rc=$? wall_s=$((SECONDS - s))" | tee -a $E/walls.txt
 bash notebooks/runs/h100x1/evidence/complete/plan-6.sh
