@@ -531,10 +531,15 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
                        ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)]),
                        # the same model searched again by a later engine, later the same day (its commit sorts
                        # before the first's, its file name too)
-                       ("results-one-launch-2.jsonl", [row(m, step, s, commit="1" * 40 + "+dirty",
-                                                           started_at="2026-01-01T09:00:00+00:00")
-                                                       for m, step, s in (("free-lunch", 10.0, 40.0),
-                                                                          ("free-lunch+zero3+offload", 12.0, 90.0))])):
+                       # (this engine keeps where each row's wall time went)
+                       ("results-one-launch-2.jsonl", [{**row(m, step, s, commit="1" * 40 + "+dirty",
+                                                              started_at="2026-01-01T09:00:00+00:00"),
+                                                        "wall_breakdown": spent}
+                                                       for m, step, s, spent in (
+                                                           ("free-lunch", 10.0, 40.0,
+                                                            {"start": 24.0, "trials": 10.0, "timed": 6.0}),
+                                                           ("free-lunch+zero3+offload", 12.0, 90.0,
+                                                            {"build": 54.0, "trials": 20.0, "timed": 16.0}))])):
         (engine / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     check = analysis.launch_check(tmp_path)
     assert len(check) == 1 and check.loc[0, "methods_label"] == "free-lunch"
@@ -546,6 +551,9 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
         ["pythia-1b", "fffffff", "2026-01-01", 3, 12, 120.0, 330.0, "free-lunch + ZeRO-3 + offload", 150.0, True],
         ["pythia-1b", "1111111+dirty", "2026-01-01", 2, 12, 65.0, 130.0, "free-lunch + ZeRO-3 + offload", 90.0,
          True]], "one row per commit of the engine, in the order they ran; a commit's configuration counts once"
+    assert math.isnan(spent.loc[0, "measured_share"]), "a search whose rows record no breakdown has no share"
+    assert spent.loc[1, "measured_share"] == pytest.approx((10 + 6 + 20 + 16) / 130), (
+        "the share of the search's wall time that was trial steps and timed repetitions")
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 
 

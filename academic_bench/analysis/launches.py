@@ -6,6 +6,7 @@ own files under ``notebooks/runs/<setup>/evidence/engine/`` (outside the setup's
 (``bench`` and ``sweep`` as they run now) and ``results-two-launch.jsonl`` (``bench --fresh-after-oom``)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,11 @@ TWO_LAUNCH = "results-two-launch.jsonl"
 LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_step_s", "two_step_s", "step_change",
                         "one_s", "two_s"]
 SEARCH_COST_COLUMNS = ["setup", "model", "commit", "date", "ended_at", "configurations", "of", "median_s", "total_s",
-                       "slowest", "slowest_s", "slowest_in_blocks"]
+                       "slowest", "slowest_s", "slowest_in_blocks", "measured_share"]
+# The phases of a configuration's wall time (``measure.wall.PHASES``) that are measured GPU work: the micro-batch
+# search's trial steps and the timed repetitions. The rest (start, imports, build, warm-up, teardown) is the
+# engine's overhead.
+GPU_WORK_PHASES = ("trials", "timed")
 
 
 def engine_evidence_rows(pattern: str, root: str | Path | None = None) -> list[dict]:
@@ -64,8 +69,10 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     later commit is a row of its own, so that the engine's cost can be followed from one to the next): how many of
     the exhaustive search's valid configurations ran (``of``: ``search.exhaustive_ids``), the median and the total
     wall time of one configuration (launch, search, build, compile and timing), the costliest configuration, its
-    time and whether its steady phase was timed as whole blocks (``timed_as_blocks``), and when the last one
-    started (``date``: its day; ``ended_at``: the time the rows are in order of). Within one commit a configuration
+    time and whether its steady phase was timed as whole blocks (``timed_as_blocks``), when the last one
+    started (``date``: its day; ``ended_at``: the time the rows are in order of), and the share of the summed wall
+    time that was measured GPU work (``measured_share``: ``GPU_WORK_PHASES`` of each row's ``wall_breakdown``; NaN
+    where a row of the search records none). Within one commit a configuration
     counts once, as its first row (files in name order: a search resumed on a second machine adds only what the
     first did not measure); a search resumed by another commit is two partial ones."""
     rows = engine_evidence_rows(ONE_LAUNCH, root)
@@ -74,6 +81,12 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
     blocks = {(r.get("setup"), _commit_of(r), r["config_id"]) for r in rows
               if r["outcome"] == "ok" and timed_as_blocks(r)}
+    work: dict[tuple, float] = {}  # the first row of each configuration, as below
+    for r in rows:
+        key = (r.get("setup"), _commit_of(r), r["config_id"])
+        if key not in work:
+            spent = r.get("wall_breakdown")
+            work[key] = sum(spent.get(p, 0.0) for p in GPU_WORK_PHASES) if spent else math.nan
     one = one.drop_duplicates(["setup", "commit", "config_id"])
     out = []
     for (setup, model, commit, gpu, n_gpus), d in one.groupby(["setup", "model", "commit", "gpu", "n_gpus"],
@@ -84,7 +97,8 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
                     "configurations": len(d), "of": len(exhaustive_ids(model, gpu, n_gpus)),
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum(),
                     "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"],
-                    "slowest_in_blocks": (setup, commit, slowest["config_id"]) in blocks})
+                    "slowest_in_blocks": (setup, commit, slowest["config_id"]) in blocks,
+                    "measured_share": sum(work[(setup, commit, c)] for c in d["config_id"]) / d["duration_s"].sum()})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS).sort_values(["setup", "model", "ended_at"], kind="stable",
                                                                       ignore_index=True)
 
