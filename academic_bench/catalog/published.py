@@ -41,8 +41,13 @@ unpredicted: the study has no MXFP8). No single-node H200 training throughput in
 left out: Megatron-Bridge's other single-node Qwen3-30B-A3B rows (MXFP8 on GB200, GB300 and B300, GPUs outside the
 check; its H100 rows are 16 GPUs in FP8), torchtitan's DeepSeek-V3 16B notes
 (MFU on B200, no throughput), OLMoE's own run (256 H100s, several nodes), MegaBlocks' paper (its dMoE models are
-GPT-2 blocks with non-gated experts, a layout transformers builds no decoder of) and runs in pull-request threads
-whose settings are not stated beside their figure.
+GPT-2 blocks with non-gated experts, a layout transformers builds no decoder of), runs in pull-request threads
+whose settings are not stated beside their figure (torchtitan pull request 4605, Qwen3-30B-A3B sweeps on 8 x B200
+that give TFLOPS alone; torchtitan issue 1789, DeepSeek-V3 16B on 8 x H100 under selective checkpointing, its
+lowered batch not stated beside the figure), Megatron-MoE-ModelZoo's tables (16 nodes or more), ms-swift's Megatron
+examples (Qwen1.5-MoE-A2.7B, Moonlight-16B-A3B and Qwen3-30B-A3B on 8 GPUs of a kind they do not name, with pipeline
+parallelism and packed sequences) and OLMo-core's throughput table (dense models only); no revision of NeMo
+AutoModel's summary holds another mixture on 8 GPUs or fewer.
 Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt,
 fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
@@ -62,7 +67,12 @@ passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W)
 Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
 at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
 BERT-large SQuAD rows on 1, 2, 4 and 8 x B200 (fp16), and a torchtitan run of Qwen3-30B-A3B on 8 x B200 reported in
-mlc-ai/pith-train issue 79 (FSDP with selective checkpointing: kept unpredicted). Megatron-Bridge's summaries hold
+mlc-ai/pith-train issue 79 (FSDP with selective checkpointing: kept unpredicted); torchtitan's DeepEP expert
+parallelism, on a branch of Nous Research's fork proposed to pytorch/torchtitan (Qwen3-30B-A3B on 8 x B200 in bf16:
+FSDP with expert parallelism 8, full checkpointing, compiled, routing forced balanced; the figure its config file
+states, 'should get: tps: 14,768', kept, and not again its README's 1-node row of the same setting, 14,796; the
+README's 9,930 for torchtitan's default expert parallelism left out, its batch, checkpointing and routing unstated).
+Megatron-Bridge's summaries hold
 Llama 3 8B on 8 x B200 in FP8 only (no bf16 row at 8 GPUs or fewer). State-space models (``family`` ``ssm``, kept
 unpredicted): Nemotron 3 Nano 30B-A3B, a Mamba-2 hybrid, on 8 x H100 in bf16 (NeMo AutoModel's summary) and on
 8 x B200 in MXFP8 (Megatron-Bridge's). No training throughput of a pure Mamba or Mamba-2 model with its shape and
