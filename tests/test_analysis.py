@@ -531,21 +531,33 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
                        ("results-one-launch.second-machine.jsonl", [row("free-lunch", 12.0, 1.0)]),
                        # the same model searched again by a later engine, later the same day (its commit sorts
                        # before the first's, its file name too)
-                       # (this engine keeps where each row's wall time went)
-                       ("results-one-launch-2.jsonl", [{**row(m, step, s, commit="1" * 40 + "+dirty",
+                       # (this engine keeps where each row's wall time went; its first try of free-lunch failed)
+                       ("results-one-launch-2.jsonl", [{**row(m, step, s, outcome=outcome, commit="1" * 40 + "+dirty",
                                                               started_at="2026-01-01T09:00:00+00:00"),
                                                         "wall_breakdown": spent}
-                                                       for m, step, s, spent in (
-                                                           ("free-lunch", 10.0, 40.0,
+                                                       for m, step, s, outcome, spent in (
+                                                           ("free-lunch", None, 300.0, "error",
+                                                            {"trials": 290.0, "teardown": 10.0}),
+                                                           ("free-lunch", 10.0, 40.0, "ok",
                                                             {"start": 24.0, "trials": 10.0, "timed": 6.0}),
-                                                           ("free-lunch+zero3+offload", 12.0, 90.0,
-                                                            {"build": 54.0, "trials": 20.0, "timed": 16.0}))])):
+                                                           ("free-lunch+zero3+offload", 12.0, 90.0, "ok",
+                                                            {"build": 54.0, "trials": 20.0, "timed": 16.0}))]),
+                       # a search of which one row records where its time went and one does not
+                       ("results-one-launch-3.jsonl", [{**row("free-lunch", 10.0, 40.0, commit="2" * 40,
+                                                              started_at="2026-01-02T00:00:00+00:00"),
+                                                        "wall_breakdown": {"trials": 30.0, "timed": 10.0}},
+                                                       row("free-lunch+zero3+offload", 12.0, 90.0, commit="2" * 40,
+                                                           started_at="2026-01-02T00:00:00+00:00")])):
         (engine / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     check = analysis.launch_check(tmp_path)
     assert len(check) == 1 and check.loc[0, "methods_label"] == "free-lunch"
     assert check.loc[0, "step_change"] == pytest.approx(0.01) and (check.loc[0, "one_s"], check.loc[0, "two_s"]) == (
         60.0, 90.0), "the row of the twin's commit is the one taken beside it, not a later engine's"
     spent = analysis.search_cost(tmp_path)
+    half = spent[spent["commit"] == "2222222"]
+    assert len(half) == 1 and math.isnan(half["measured_share"].iloc[0]), (
+        "a search with a row that records no breakdown has no share")
+    spent = spent[spent["commit"] != "2222222"].reset_index(drop=True)
     assert spent[["model", "commit", "date", "configurations", "of", "median_s", "total_s", "slowest", "slowest_s",
                   "slowest_in_blocks"]].values.tolist() == [
         ["pythia-1b", "fffffff", "2026-01-01", 3, 12, 120.0, 330.0, "free-lunch + ZeRO-3 + offload", 150.0, True],
@@ -553,7 +565,8 @@ def test_the_one_launch_check_pairs_each_configuration_timed_both_ways_and_count
          True]], "one row per commit of the engine, in the order they ran; a commit's configuration counts once"
     assert math.isnan(spent.loc[0, "measured_share"]), "a search whose rows record no breakdown has no share"
     assert spent.loc[1, "measured_share"] == pytest.approx((10 + 6 + 20 + 16) / 130), (
-        "the share of the search's wall time that was trial steps and timed repetitions")
+        "the share of the search's wall time that was trial steps and timed repetitions, from the rows it counts "
+        "(not the failed try before one of them)")
     assert analysis.launch_check(tmp_path / "none").empty and analysis.search_cost(tmp_path / "none").empty
 
 

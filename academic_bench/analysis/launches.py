@@ -21,8 +21,8 @@ LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_s
 SEARCH_COST_COLUMNS = ["setup", "model", "commit", "date", "ended_at", "configurations", "of", "median_s", "total_s",
                        "slowest", "slowest_s", "slowest_in_blocks", "measured_share"]
 # The phases of a configuration's wall time (``measure.wall.PHASES``) that are measured GPU work: the micro-batch
-# search's trial steps and the timed repetitions. The rest (start, imports, build, warm-up, teardown) is the
-# engine's overhead.
+# search's trial steps (the first of which compiles a fresh model) and the timed repetitions. The rest (start and
+# imports, build, warm-up, teardown) is the engine's overhead.
 GPU_WORK_PHASES = ("trials", "timed")
 
 
@@ -39,11 +39,20 @@ def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
     return _synced_steps(engine_evidence_rows(pattern, root), ("ok", "oom"))
 
 
+def _gpu_work_s(row: dict) -> float:
+    """The seconds of a row's wall time that were measured GPU work (``GPU_WORK_PHASES`` of its
+    ``wall_breakdown``), or NaN where it records none."""
+    spent = row.get("wall_breakdown")
+    return sum(spent.get(p, 0.0) for p in GPU_WORK_PHASES) if spent else math.nan
+
+
 def _synced_steps(rows: list[dict], outcomes: tuple[str, ...]) -> pd.DataFrame:
-    """The synchronized step rows among ``rows`` whose outcome is one of ``outcomes``, as a frame."""
+    """The synchronized step rows among ``rows`` whose outcome is one of ``outcomes``, as a frame, with the engine's
+    commit and the seconds of measured GPU work of each (``_gpu_work_s``)."""
     if not rows:
         return pd.DataFrame()
-    df = frame_from_rows(rows).assign(commit=[_commit_of(r) for r in rows])
+    df = frame_from_rows(rows).assign(commit=[_commit_of(r) for r in rows],
+                                      gpu_work_s=[_gpu_work_s(r) for r in rows])
     return df[(df["timing"] == "synced") & (df["mode"] == "step") & df["outcome"].isin(outcomes)]
 
 
@@ -71,8 +80,8 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
     wall time of one configuration (launch, search, build, compile and timing), the costliest configuration, its
     time and whether its steady phase was timed as whole blocks (``timed_as_blocks``), when the last one
     started (``date``: its day; ``ended_at``: the time the rows are in order of), and the share of the summed wall
-    time that was measured GPU work (``measured_share``: ``GPU_WORK_PHASES`` of each row's ``wall_breakdown``; NaN
-    where a row of the search records none). Within one commit a configuration
+    time that was measured GPU work (``measured_share``: ``_gpu_work_s`` of the rows counted; NaN where one of them
+    records no breakdown). Within one commit a configuration
     counts once, as its first row (files in name order: a search resumed on a second machine adds only what the
     first did not measure); a search resumed by another commit is two partial ones."""
     rows = engine_evidence_rows(ONE_LAUNCH, root)
@@ -81,12 +90,6 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=SEARCH_COST_COLUMNS)
     blocks = {(r.get("setup"), _commit_of(r), r["config_id"]) for r in rows
               if r["outcome"] == "ok" and timed_as_blocks(r)}
-    work: dict[tuple, float] = {}  # the first row of each configuration, as below
-    for r in rows:
-        key = (r.get("setup"), _commit_of(r), r["config_id"])
-        if key not in work:
-            spent = r.get("wall_breakdown")
-            work[key] = sum(spent.get(p, 0.0) for p in GPU_WORK_PHASES) if spent else math.nan
     one = one.drop_duplicates(["setup", "commit", "config_id"])
     out = []
     for (setup, model, commit, gpu, n_gpus), d in one.groupby(["setup", "model", "commit", "gpu", "n_gpus"],
@@ -98,7 +101,8 @@ def search_cost(root: str | Path | None = None) -> pd.DataFrame:
                     "median_s": d["duration_s"].median(), "total_s": d["duration_s"].sum(),
                     "slowest": slowest["methods_label"], "slowest_s": slowest["duration_s"],
                     "slowest_in_blocks": (setup, commit, slowest["config_id"]) in blocks,
-                    "measured_share": sum(work[(setup, commit, c)] for c in d["config_id"]) / d["duration_s"].sum()})
+                    # NaN where a row of the search records no breakdown (a sum with NaN is NaN)
+                    "measured_share": d["gpu_work_s"].sum(skipna=False) / d["duration_s"].sum()})
     return pd.DataFrame(out, columns=SEARCH_COST_COLUMNS).sort_values(["setup", "model", "ended_at"], kind="stable",
                                                                       ignore_index=True)
 

@@ -66,27 +66,31 @@ _DLE_16G = "NVIDIA DeepLearningExamples BERT for PyTorch README, Pre-training NV
 # lambdal/deeplearning-benchmark at commit 000bc82 (pytorch-train-throughput-fp16.csv, results/, scripts/) and at
 # 0551cb7 (pytorch/pytorch-train-throughput-fp16.csv, pytorch/results/QuadroRTX8000_v1).
 _TU102_2020 = MissReason(
-    "a TU102 board carried at its datasheet rate, of which the one TU102 board timed reached half",
+    "a TU102 board of the 2020 campaign, carried at its datasheet rate",
     "Published slower than predicted. The row is of the table's first campaign, whose logs begin 'Container nvidia "
     "build =  9332039' (scripts/compile_results_pytorch_throughput.py: 'version: 0 for pytorch:20.01-py3'): Quadro "
     "RTX 6000 39.0 and Titan RTX 40.0 BERT-large sequences/s at batch 16 ('RTX 6000,1.0,179.0,121.0,39.0,...', "
     "'Titan RTX,1.0,181.0,123.0,40.0,...'), boards of the same TU102 configuration (4,608 CUDA cores, 576 tensor "
     "cores, 16.3 TFLOPS FP32) and datasheet tensor rate (130.5 TFLOP/s, data/gpus.csv). The Titan RTX's point is "
     "within the target: data/matmul_rates.csv holds a run of that card (zzc0721/torch-performance-test-data issue "
-    "127: 66.32 TFLOP/s in fp16 at its best size, 40.35 to 62.55 at the others), and the transfer model carries the "
-    "step by it. The Quadro RTX 6000 has no run of its own and is carried by the datasheet rate, twice the Titan "
-    "RTX's measured one. The benchmark's later run of the Quadro RTX 8000 (pytorch/results/QuadroRTX8000_v1, "
-    "2022-12-14, batch 64) reads 50.0 ('Quadro RTX 8000,1.0,260.0,6037.5,182.0,146.0,50.0,...') and is within "
-    "the target at the same datasheet rate.")
+    "127: 66.32 TFLOP/s in fp16 at its best size, 40.35 to 62.55 at the others), the one full TU102 board timed, "
+    "and the transfer model carries the step by it. The Quadro RTX 6000 has no run of its own and is carried by the "
+    "datasheet rate, twice the Titan RTX's measured one. Yet the datasheet rate is not the whole of it: the same "
+    "campaign's Quadro RTX 8000 read 41.0 at batch 36 ('RTX 8000,1.0,180.0,124.0,41.0,...'), and the benchmark's "
+    "later run of that card (pytorch/results/QuadroRTX8000_v1, 2022-12-14, 'Container nvidia build =  46164382', "
+    "batch 64) reads 50.0 ('Quadro RTX 8000,1.0,260.0,6037.5,182.0,146.0,50.0,...') and is within the target at "
+    "the same datasheet rate. What made the 2020 runs slower (the container, the smaller batch) is not in the "
+    "source.")
 _RTX2080TI = MissReason(
     "a micro-batch of 4 sequences on an 11 GB card",
     "Published slower than predicted. The row ('RTX 2080Ti,1.0,139.0,88.0,23.0,...', the 2020 campaign) ran "
     "batch 4 (pytorch-train-bs-fp16.csv: 'RTX 2080Ti,1,56,20,4,...'), a quarter of the same campaign's TU102 "
     "boards' 16. The transfer model carries the study's RoBERTa-large step at its per-sequence rate and charges "
-    "a small micro-batch only the GPU's idle time per micro-step. On one chip a smaller batch runs fewer "
-    "sequences a second per GPU in the published tables: DeepLearningExamples' V100 16G rows at half the 32G "
-    "rows' micro-batch ('|1 | 2| 4| 512| 7.56 |26.64' against '|1 | 4| 8| 512|8.36 |30.08'; see the V100 16G "
-    "reason). The card's matrix products (zzc0721/torch-performance-test-data issue 181, the rate the "
+    "a small micro-batch only the GPU's idle time per micro-step. A smaller batch may run fewer sequences a "
+    "second on one chip than that carries: DeepLearningExamples' V100 16G pre-training rows at half the 32G rows' "
+    "micro-batch read less ('|1 | 2| 4| 512| 7.56 |26.64' against '|1 | 4| 8| 512|8.36 |30.08'), though the two "
+    "tables were also timed differently (see the V100 16G reason) and are pre-training at 512 tokens, not SQuAD at "
+    "384. The card's matrix products (zzc0721/torch-performance-test-data issue 181, the rate the "
     "transfer model takes) reach 56.78 TFLOP/s at size 2,048 and 47.96 to 50.94 at 4,096 and larger.")
 # Why a point misses, where the evidence is known, by (source, GPU): set beside the point in the table, never used
 # to change a prediction. Every key names a source and a GPU of data/published_throughput.csv (tested).
