@@ -11,10 +11,10 @@ a small size's short burst). A row cites either ``database.md`` at a pinned comm
 with the line as written. Only the cards the catalog holds are kept (the table's modified 48 GB RTX 4090s and 22 GB
 RTX 2080 Ti, laptop parts, V100S, A10G and PCIe A100s are other cards). The V100 SXM2 32GB takes the rows measured
 on the 16GB: the same GV100 at the same clocks and board power (data/gpus.csv), only the memory differs; its rows name
-the card that ran. The runs posted for catalog cards that had no row (V100 SXM2 16GB, RTX 2080 Ti, TITAN RTX, A40) are
-kept by one rule, the TITAN RTX's (issue 127) too, though its sizes ran from 40 to 66 TFLOP/s in no order (the RTX
-2080 Ti's from 26 to 57); cards that had rows keep those (the table's further RTX 4090 and RTX 5090 rows are not
-copied in). Not kept are the bf16 columns of the V100, the T4 and the Turing cards (they have no bf16 tensor cores: the figure times
+the card that ran. Every row of the pinned table for a catalog card is kept, and so are the runs posted for catalog cards
+it lacks (V100 SXM2 16GB, RTX 2080 Ti, TITAN RTX, A40), by one rule, the TITAN RTX's (issue 127) too, though its
+sizes ran from 40 to 66 TFLOP/s in no order (the RTX 2080 Ti's from 26 to 57); runs posted for cards the table
+already holds are not added. Not kept are the bf16 columns of the V100, the T4 and the Turing cards (they have no bf16 tensor cores: the figure times
 an emulation). The transfer model scales a step's matrix products between two GPUs by these rates where both have
 them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own GEMM sweeps
 (``results.gemm``) time the H100 and H200 it trains on.
