@@ -53,7 +53,9 @@ fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V
 and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
 its batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
 naming its per-GPU batch; the Titan RTX and Quadro RTX 6000 on one GPU from its first table, the Quadro RTX 8000 on
-one GPU from its later table). Left out of that table: its rows of two to eight RTX 2080 Ti (each reads 6.0
+one GPU from its later table; the one-GPU Lambda Cloud V100 16GB row of its later table, a board its compiling
+script gives 300 W, the SXM2 board's power, where the PCIe V100 is a 250 W board). Left out of that table: its
+rows of two to eight RTX 2080 Ti (each reads 6.0
 sequences/s whatever the count; the two-card run's log, results/2x2080Ti_trt, launches one process of run_squad.py
 at batch 2 without --fp16), its 2, 4 and 8 x RTX 8000 rows without the bridges (data/gpus.csv has the card's
 bridged pairs) and with them (each figure is scripts/patch/run_squad.sh's count of steps x GPUs x batch over the
@@ -63,7 +65,18 @@ first step takes about 6 seconds, '1/8 [00:06<00:42,  6.11s/it]', both epochs 19
 where the second epoch's 8 steps took 6 to 7, '8/8 [00:06<00:00'), the first table's one-GPU RTX 8000 row
 (an earlier run of the card the later table holds), and its cloud rows of 2 and 4 Quadro RTX 6000 ('Lambda Cloud',
 'Linode Cloud': virtual machines whose board and links the source does not state; the card is also sold as a
-passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W).
+passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W), its 2, 4 and 8 x Lambda Cloud
+V100 16GB rows (virtual machines whose links between the GPUs the source does not state; two GPUs give 1.5 times
+one's figure) and its first table's V100 32GB rows on 1 to 8 GPUs (the board, SXM2 or PCIe, is not stated; the
+multi-GPU figures are again the epoch-timed ones of 43, 21 and 11 steps per GPU). A GPT-2 124M on Ada:
+tyler-romero/nanogpt-speedrun's initial baseline (llm.c's PyTorch trainer, 2 x RTX 4090 under DDP in bf16 autocast,
+compiled, micro-batch 32 of 1,024 tokens, 4 accumulation steps, its run log's mean step time); its later records
+(rotary embeddings, ReLU squared, Muon) left out. Left out as well: nanoGPT issue 215 (GPT-2 124M on one V100 32G
+in fp16: its accumulation per step is not stated, train.py dividing config/train_gpt2.py's 40 steps among the
+GPUs, and the issue names neither the host's GPU count nor the board), nanoGPT issue 179 (one RTX 4090 at
+nanoGPT's defaults: its log is not in the stored copy of the thread), single-GPU RTX 4090 speedruns with Muon, FP8 or a changed
+architecture (nanoGPT_1GPU_SPEEDRUN), and cramming's BERT on an RTX 2080 Ti (a changed BERT-base: no head or shape
+the study predicts).
 Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
 at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
 BERT-large SQuAD rows on 1, 2, 4 and 8 x B200 (fp16), and a torchtitan run of Qwen3-30B-A3B on 8 x B200 reported in
