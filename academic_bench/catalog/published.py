@@ -74,8 +74,8 @@ compiled, micro-batch 32 of 1,024 tokens, 4 accumulation steps, its run log's me
 (rotary embeddings, ReLU squared, Muon) left out. Left out as well: nanoGPT issue 215 (GPT-2 124M on one V100 32G
 in fp16: its accumulation per step is not stated, train.py dividing config/train_gpt2.py's 40 steps among the
 GPUs, and the issue names neither the host's GPU count nor the board), nanoGPT issue 179 (one RTX 4090 at
-nanoGPT's defaults: its log is not in the stored copy of the thread), single-GPU RTX 4090 speedruns with Muon, FP8 or a changed
-architecture (nanoGPT_1GPU_SPEEDRUN), and cramming's BERT on an RTX 2080 Ti (a changed BERT-base: no head or shape
+nanoGPT's defaults: its log is not in the stored copy of the thread), single-GPU RTX 4090 speedruns with Muon,
+FP8 or a changed architecture (nanoGPT_1GPU_SPEEDRUN), and cramming's BERT on an RTX 2080 Ti (a changed BERT-base: no head or shape
 the study predicts).
 Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
 at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
