@@ -43,7 +43,9 @@ def profiled_build(cfg, micro_batch: int, out: str):
 
 def main(argv: list[str]) -> int:
     model, methods, micro_batch, prefix = argv[0], argv[1], int(argv[2]), argv[3]
-    os.environ.setdefault("WORLD_SIZE", "1")  # the launcher's one process: a group of one (``worker.init``)
+    # The launcher's one process: a group of one (``worker.init``); DeepSpeed asserts LOCAL_RANK is set.
+    for var in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        os.environ.setdefault(var, "1" if var == "WORLD_SIZE" else "0")
     from academic_bench.catalog.config import Config
     from academic_bench.catalog.methods import parse_methods
     from academic_bench.measure import worker
