@@ -156,6 +156,20 @@ def test_a_later_set_aside_validation_does_not_hide_a_missed_one(tmp_path):
 
 
 
+def test_a_validation_a_budget_never_started_is_replaced_by_its_later_run():
+    """A validation a notebook's budget never started validated nothing: once the same configuration is validated,
+    readers see that run alone, not a 'not run' row of an earlier revision beside it."""
+    from academic_bench.results import NOT_RUN_PREFIX, rows_to_read
+
+    never = {**_validation("naive", 1, 0.0, "2026-01-01T00:00:00+00:00", "v"), "outcome": "timeout",
+             "reason": NOT_RUN_PREFIX + " the notebook's time budget was spent", "validate": None}
+    del never["engine"]  # as a budget's placeholder row carries no revision
+    ran = _validation("naive", 6, -0.004, "2026-01-02T00:00:00+00:00", "v")
+    assert rows_to_read([never, ran]) == [ran]
+    missed = _validation("naive", 4, -0.05, "2026-01-01T12:00:00+00:00", "v")
+    assert rows_to_read([never, missed, ran]) == [ran, missed], "a missed validation still stays a miss"
+
+
 def test_a_set_aside_row_supersedes_an_earlier_valid_one_so_that_the_configuration_is_measured_again():
     """Revision 5 re-measured validated configurations and its offloading rows are void: the configuration has no
     valid measurement by a current engine, so the book says 'not validated' and a resumed sweep measures it."""

@@ -194,13 +194,14 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
 def rows_to_read(rows: Iterable[dict]) -> list[dict]:
     """What readers read: ``latest_rows``, plus each configuration's latest validation by every earlier engine
     revision. A validation speaks for the revision that made it, so a later row of the same configuration (a
-    validation set aside, or one by a newer engine) must not hide it: a missed validation stays a miss."""
+    validation set aside, or one by a newer engine) must not hide it: a missed validation stays a miss. A validation
+    a budget never started validated nothing and speaks for no revision: a later run of it replaces it."""
     rows = list(rows)
     latest = latest_rows(rows)
     kept = {id(r) for r in latest}
     last: dict[tuple, dict] = {}
     for r in rows:
-        if r["mode"] == "validate":
+        if r["mode"] == "validate" and status_of(r) != "not run":
             last[(r.get("setup"), r["config_id"], r["timing"], engine_revision(r))] = r
     shown = {(r.get("setup"), r["config_id"], r["timing"], engine_revision(r))
              for r in latest if r["mode"] == "validate"}
