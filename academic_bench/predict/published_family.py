@@ -63,35 +63,6 @@ _TINYLLAMA = "whyNLP/tinyllama README, Benchmark"
 _TINYLLAMA_DS = "whyNLP/tinyllama README, Deepspeed Results"
 _LAMBDA = "Lambda deeplearning-benchmark PyTorch, bert_large_squad FP16"
 _DLE_16G = "NVIDIA DeepLearningExamples BERT for PyTorch README, Pre-training NVIDIA DGX-1 With 16G"
-# lambdal/deeplearning-benchmark at commit 000bc82 (pytorch-train-throughput-fp16.csv, results/, scripts/) and at
-# 0551cb7 (pytorch/pytorch-train-throughput-fp16.csv, pytorch/results/QuadroRTX8000_v1).
-_TU102_2020 = MissReason(
-    "a TU102 board of the 2020 campaign, carried at its datasheet rate",
-    "Published slower than predicted. The row is of the table's first campaign, whose logs begin 'Container nvidia "
-    "build =  9332039' (scripts/compile_results_pytorch_throughput.py: 'version: 0 for pytorch:20.01-py3'): Quadro "
-    "RTX 6000 39.0 and Titan RTX 40.0 BERT-large sequences/s at batch 16 ('RTX 6000,1.0,179.0,121.0,39.0,...', "
-    "'Titan RTX,1.0,181.0,123.0,40.0,...'), boards of the same TU102 configuration (4,608 CUDA cores, 576 tensor "
-    "cores, 16.3 TFLOPS FP32) and datasheet tensor rate (130.5 TFLOP/s, data/gpus.csv). The Titan RTX's point is "
-    "within the target: data/matmul_rates.csv holds a run of that card (zzc0721/torch-performance-test-data issue "
-    "127: 66.32 TFLOP/s in fp16 at its best size, 40.35 to 62.55 at the others), the one full TU102 board timed, "
-    "and the transfer model carries the step by it. The Quadro RTX 6000 has no run of its own and is carried by the "
-    "datasheet rate, twice the Titan RTX's measured one. Yet the datasheet rate is not the whole of it: the same "
-    "campaign's Quadro RTX 8000 read 41.0 at batch 36 ('RTX 8000,1.0,180.0,124.0,41.0,...'), and the benchmark's "
-    "later run of that card (pytorch/results/QuadroRTX8000_v1, 2022-12-14, 'Container nvidia build =  46164382', "
-    "batch 64) reads 50.0 ('Quadro RTX 8000,1.0,260.0,6037.5,182.0,146.0,50.0,...') and is within the target at "
-    "the same datasheet rate. What made the 2020 runs slower (the container, the smaller batch) is not in the "
-    "source.")
-_RTX2080TI = MissReason(
-    "a micro-batch of 4 sequences on an 11 GB card",
-    "Published slower than predicted. The row ('RTX 2080Ti,1.0,139.0,88.0,23.0,...', the 2020 campaign) ran "
-    "batch 4 (pytorch-train-bs-fp16.csv: 'RTX 2080Ti,1,56,20,4,...'), a quarter of the same campaign's TU102 "
-    "boards' 16. The transfer model carries the study's RoBERTa-large step at its per-sequence rate and charges "
-    "a small micro-batch only the GPU's idle time per micro-step. A smaller batch may run fewer sequences a "
-    "second on one chip than that carries: DeepLearningExamples' V100 16G pre-training rows at half the 32G rows' "
-    "micro-batch read less ('|1 | 2| 4| 512| 7.56 |26.64' against '|1 | 4| 8| 512|8.36 |30.08'), though the two "
-    "tables were also timed differently (see the V100 16G reason) and are pre-training at 512 tokens, not SQuAD at "
-    "384. The card's matrix products (zzc0721/torch-performance-test-data issue 181, the rate the "
-    "transfer model takes) reach 56.78 TFLOP/s at size 2,048 and 47.96 to 50.94 at 4,096 and larger.")
 # Why a point misses, where the evidence is known, by (source, GPU): set beside the point in the table, never used
 # to change a prediction. Every key names a source and a GPU of data/published_throughput.csv (tested).
 MISS_REASONS: dict[tuple[str, str], MissReason] = {
@@ -123,8 +94,6 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "362.05 and the row 'NVIDIA H100 80GB HBM3' 797.51 of its 989.4 (0.74 of the datasheet against 0.81), "
         "which accounts for a part of the gap only. No matrix-product rate of the RTX 6000 Ada itself was found, "
         "and the study measured no Ada workstation card."),
-    (_LAMBDA, "quadro-rtx-6000"): _TU102_2020,
-    (_LAMBDA, "rtx2080ti"): _RTX2080TI,
     (_TINYLLAMA_DS, "a100-80gb"): MissReason(
         "the README's DeepSpeed runs are slower than its own others",
         "A run of the README's first, DeepSpeed version (commit 7b8c83c: run_clm.sh launches 'deepspeed' with "
@@ -135,16 +104,17 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "micro-batch faster; what made that DeepSpeed version slower is not in it. The README does not say whether "
         "its A100-80G were SXM cards joined by NVLink, as the catalog's are, or PCIe cards."),
     (_DLE_16G, "v100-16gb"): MissReason(
-        "small micro-batches and eager attention on a V100",
-        "The same V100 chip as the README's 32G table, at half its micro-batch at 512 tokens (and a quarter at 128): "
-        "'|1 | 2| 4| 512| 7.56 |26.64' against the 32G card's '|1 | 4| 8| 512|8.36 |30.08' sequences/s. The study "
-        "carries RoBERTa-large's step at the published micro-batch, but the transfer model charges only the GPU's "
-        "idle time per micro-step, a few percent here. At 512 "
-        "tokens the README's modeling.py (commit 23a6382) computes attention eagerly ('attention_scores = "
-        "torch.matmul(query_layer, key_layer)', then softmax and dropout on batch x 16 heads x seq x seq scores): "
-        "passes over memory that grow with the square of the sequence, which the study's SDPA step never makes; "
-        "the 32G table's 512-token points are its lowest two as well. The 16G table was timed 'over a predefined "
-        "number of training iterations', the 32G table 'over an entire training epoch'."),
+        "an H100 loses more to a small micro-batch than a V100",
+        "Published faster than predicted. The row ('|1 | 8 | 16| 128| 33.36 |125.44 |3.76 |1.00 | 1.00') runs "
+        "micro-batch 16 at 128 tokens, the work of 4 RoBERTa-large sequences of 512, and the study carries its H100 "
+        "step measured at that micro-batch (notebooks/runs/h100x1/evidence/encoders/results-microbatch.jsonl; the "
+        "book's table of those steps), more than twice as long per sequence as its step at micro-batch 16, the work "
+        "of the 32G table's 64. On the V100 the README's two tables differ far less: the same chip runs 125.44 "
+        "sequences/s at micro-batch 16 against 171.52 at 64 ('|1 |32 | 64| 128| 40.32 |171.52| 4.25| 1.0| 1.0'), "
+        "1.37 times. A GPU with more and faster streaming multiprocessors (132 on the H100, 80 on the V100) needs "
+        "more work per kernel to stay busy, so the H100's loss at a small micro-batch overstates the V100's. The "
+        "study measured no V100, and the 16G table was timed 'over a predefined number of training iterations', "
+        "the 32G table 'over an entire training epoch'."),
     # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-v2-fp16.csv at commit 200af3b (which added
     # the B200 rows) and the run folders' benchmark.para files beside it.
     ("Lambda deeplearning-benchmark PyTorch v2, bert_large_squad FP16, B200", "b200"): MissReason(
@@ -286,7 +256,9 @@ def carried_encoder(gpu: str, n_gpus: int, flops_per_sequence: float, root: str 
 
     ``micro_batch``: the encoder's sequences per micro-step where they are known (a published run's, an answer's
     settings). RoBERTa-large's step is then carried at the micro-batch of as many model FLOPs (``carried_micro_batch``),
-    since the transfer model charges the GPU's idle time per micro-step; without it, at the memory model's."""
+    from its measured step at the nearest micro-batch where there are several (``prediction_of``: a small
+    micro-batch runs its kernels less efficiently), the transfer model charging the GPU's idle time per micro-step
+    for the rest; without it, at the memory model's."""
     from ..catalog.models import get_model
     from ..estimate import flops_per_sample
     from .transfer_validation import prediction_of, measured

@@ -19,7 +19,7 @@ from functools import lru_cache
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
-from .transfer import Prediction, methods_of_row, predict, source_from_row
+from .transfer import Prediction, methods_of_row, predict, source_from_row, target_micro_batch
 
 VALIDATION_COLUMNS = ["model", "source_setup", "target_setup", "source_methods", "target_methods", "split_basis",
                       "predicted_micro_batch", "measured_micro_batch", "predicted_step_s", "measured_step_s",
@@ -69,8 +69,18 @@ def configurations(root: str | None = None) -> pd.DataFrame:
 def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, root: str | None = None,
                   micro_batch: int | None = None) -> tuple[Prediction, str]:
     """``row``'s configuration predicted on ``n_gpus`` x ``gpu`` (``transfer.predict``: at ``micro_batch`` where a
-    caller knows the target's, else the memory model's), and the basis of its split."""
+    caller knows the target's, else the memory model's), and the basis of its split. Where the study measured the
+    configuration at fixed micro-batches too, the step is carried from the one nearest the target's
+    (``fixed_micro_batch.nearest_measured``)."""
+    from .fixed_micro_batch import nearest_measured
+
     src = source_from_row(row.to_dict(), prof)
+    if micro_batch is None and isinstance(n_gpus, int) and n_gpus >= 1:
+        micro_batch = target_micro_batch(src, gpu, n_gpus)
+    if micro_batch is not None:
+        near = nearest_measured(row, micro_batch, root)
+        if near is not row:
+            src = source_from_row(near.to_dict(), prof)
     return predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root), src.split_basis
 
 

@@ -1,0 +1,79 @@
+"""Steps the study measured at fixed micro-batches below a search's optimum, and the one a carried step starts from.
+
+A search keeps the micro-batch that gives the shortest step, and the transfer model carries that step to another
+GPU and micro-batch by charging the GPU's idle time per micro-step (``transfer.predict``). A smaller micro-batch
+also runs its kernels less efficiently, which that charge does not count: on one H100, RoBERTa-large's free-lunch
+step at micro-batch 4 took more than twice its step at the search's 64, where the idle-time charge adds about a third
+(``notebooks/runs/h100x1/evidence/encoders/plan-microbatch.sh`` states both before it ran).
+
+Rows of ``academic-bench bench --micro-batch M`` kept apart from a setup's search (``<setup>/MICRO_BATCH_FILE``)
+are such steps. A step carried to a published run's micro-batch starts from the measured row of the same setup,
+model and methods whose micro-batch is nearest it (``nearest_measured``), and the idle-time charge covers only the
+difference left. The rule was fixed before any prediction made with it was compared with a published point.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import pandas as pd
+
+MICRO_BATCH_FILE = "evidence/encoders/results-microbatch.jsonl"
+
+
+@lru_cache(maxsize=8)
+def fixed_micro_batch_rows(root: str | None = None) -> pd.DataFrame:
+    """The rows of every setup's ``MICRO_BATCH_FILE`` that count as results (``analysis.results``: read beside the
+    setup's own rows, so that its validations of the method class speak for them), in the frame of
+    ``analysis.runs_frame``."""
+    from ..analysis import frame_from_rows, results, runs_frame, runs_root
+    from ..results import ResultStore, rows_to_read
+
+    extra = [r for path in sorted(runs_root(root).glob(f"*/{MICRO_BATCH_FILE}"))
+             for r in rows_to_read(ResultStore(path).rows())]
+    if not extra:
+        return frame_from_rows([])
+    ids = {r["config_id"] for r in extra}
+    both = pd.concat([runs_frame(root), frame_from_rows(extra, checked=True)], ignore_index=True)
+    counted = results(both)
+    return counted[counted["config_id"].isin(ids)].reset_index(drop=True)
+
+
+def nearest_measured(src: pd.Series, micro_batch: int, root: str | None = None) -> pd.Series:
+    """``src`` (a search's row) or the fixed-micro-batch row of the same setup, model and methods whose micro-batch is
+    nearest ``micro_batch`` by ratio (a tie goes to the larger, the search's side)."""
+    rows = fixed_micro_batch_rows(root)
+    same = rows[(rows["setup"] == src["setup"]) & (rows["model"] == src["model"])
+                & (rows["methods_label"] == src["methods_label"]) & (rows["n_gpus"] == src["n_gpus"])]
+    candidates = [src, *(r for _, r in same.iterrows())]
+    return min(candidates, key=lambda r: (abs(math.log(int(r["micro_batch"]) / micro_batch)),
+                                          -int(r["micro_batch"])))
+
+
+CHECK_COLUMNS = ["setup", "model", "methods", "micro_batch", "measured_step_s", "search_micro_batch",
+                 "idle_charge_step_s", "idle_charge_error"]
+
+
+def idle_charge_check(root: str | None = None) -> pd.DataFrame:
+    """Each fixed-micro-batch row beside the step the transfer model carries to it from the search's row of the same
+    setup, model and methods on the same GPU, which charges the smaller micro-batch only the GPU's idle time per
+    micro-step (``idle_charge_error`` = that step / the measured one - 1): what the rule above corrects."""
+    from .transfer import predict, source_from_row
+    from .transfer_validation import configurations, measured
+
+    rows, searched, prof = fixed_micro_batch_rows(root), configurations(root), measured(root)[1]
+    out = []
+    for _, r in rows.iterrows():
+        same = searched[(searched["setup"] == r["setup"]) & (searched["model"] == r["model"])
+                        & (searched["methods_label"] == r["methods_label"]) & (searched["n_gpus"] == r["n_gpus"])]
+        if same.empty:
+            continue
+        s = same.iloc[0]
+        carried = predict(source_from_row(s.to_dict(), prof), str(r["gpu"]), int(r["n_gpus"]),
+                          micro_batch=int(r["micro_batch"]), runs=root).step_time_s
+        out.append({"setup": r["setup"], "model": r["model"], "methods": r["methods_label"],
+                    "micro_batch": int(r["micro_batch"]), "measured_step_s": float(r["step_time_s"]),
+                    "search_micro_batch": int(s["micro_batch"]), "idle_charge_step_s": carried,
+                    "idle_charge_error": carried / float(r["step_time_s"]) - 1})
+    return pd.DataFrame(out, columns=CHECK_COLUMNS).sort_values(["setup", "model", "micro_batch"], ignore_index=True)
+

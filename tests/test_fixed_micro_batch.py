@@ -1,0 +1,83 @@
+"""A step carried to a small micro-batch starts from the step the study measured nearest it
+(``predict.fixed_micro_batch``): the search's, or a row timed at a fixed micro-batch on the same setup."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pandas as pd
+import pytest
+
+from academic_bench.analysis import runs_root
+from academic_bench.predict import fixed_micro_batch as fmb
+from academic_bench.predict.transfer_validation import configurations, measured, prediction_of
+
+
+def _search_row(model: str = "roberta-large", setup: str = "h100x1") -> pd.Series:
+    c = configurations(None)
+    return c[(c["setup"] == setup) & (c["model"] == model) & (c["methods_label"] == "free-lunch")
+             & (c["n_gpus"] == 1)].iloc[0]
+
+
+def test_a_step_carried_to_a_measured_micro_batch_on_its_own_gpu_is_that_measurement():
+    """What a user relies on: asked for RoBERTa-large at a micro-batch the study timed on that GPU, the answer is
+    the timing, not the search's step plus a charge."""
+    fixed = fmb.fixed_micro_batch_rows(None)
+    assert not fixed.empty, "the shipped runs hold RoBERTa-large timed at fixed micro-batches on one H100"
+    src, prof = _search_row(), measured(None)[1]
+    for _, r in fixed.iterrows():
+        p = prediction_of(src, prof, str(r["gpu"]), 1, micro_batch=int(r["micro_batch"]))[0]
+        assert p.micro_batch == int(r["micro_batch"])
+        assert p.step_time_s == pytest.approx(float(r["step_time_s"]), rel=1e-3)
+
+
+def test_the_search_step_alone_undercharges_every_smaller_micro_batch_and_the_v100_reason_says_how_much():
+    """The table the book shows: each fixed micro-batch's step carried from the search's micro-batch is shorter
+    than measured, and the V100 miss reason's words ('more than twice as long per sequence' at micro-batch 4 as
+    at 16) hold for the shipped rows."""
+    from academic_bench.predict.published_family import MISS_REASONS
+
+    check = fmb.idle_charge_check(None)
+    assert len(check) == len(fmb.fixed_micro_batch_rows(None))
+    assert (check["micro_batch"] < check["search_micro_batch"]).all()
+    assert (check["idle_charge_error"] < 0).all()
+    step = dict(zip(check["micro_batch"], check["measured_step_s"]))
+    assert step[4] > 2 * step[16]
+    assert any("more than twice as long per sequence" in r.evidence for r in MISS_REASONS.values())
+
+
+def test_between_measured_micro_batches_the_nearest_by_ratio_is_carried(monkeypatch):
+    src = pd.Series({"setup": "s", "model": "m", "methods_label": "free-lunch", "n_gpus": 1, "micro_batch": 64})
+    rows = pd.DataFrame({"setup": "s", "model": "m", "methods_label": "free-lunch", "n_gpus": 1,
+                         "micro_batch": [4, 16]})
+    monkeypatch.setattr(fmb, "fixed_micro_batch_rows", lambda root=None: rows)
+    nearest = lambda m: int(fmb.nearest_measured(src, m).loc["micro_batch"])  # noqa: E731
+    assert [nearest(m) for m in (1, 4, 5, 7, 16, 30, 33, 128)] == [4, 4, 4, 4, 16, 16, 64, 64]
+    assert nearest(8) == 16, "a tie goes to the larger micro-batch"
+    assert fmb.nearest_measured(src, 64) is src
+    other = src.copy()
+    other["model"] = "n"
+    assert fmb.nearest_measured(other, 4) is other, "rows of another model are never a source"
+
+
+def test_a_fixed_micro_batch_row_counts_only_where_its_setup_validated_its_method_class(tmp_path):
+    """The same rule as every result: rows of an engine revision the setup never validated are no source."""
+    src_root = runs_root(None)
+    setup = tmp_path / "h100x1"
+    (setup / "evidence" / "encoders").mkdir(parents=True)
+    shutil.copy(src_root / "h100x1" / "results.jsonl", setup / "results.jsonl")
+    rows = [json.loads(line) for line in (src_root / "h100x1" / fmb.MICRO_BATCH_FILE).read_text().splitlines()]
+    assert rows
+    kept = fmb.fixed_micro_batch_rows(str(tmp_path))
+    assert kept.empty, "no micro-batch file in that folder yet"
+    fmb.fixed_micro_batch_rows.cache_clear()
+    with open(setup / fmb.MICRO_BATCH_FILE, "w") as f:
+        f.writelines(json.dumps({**r, "engine": 99}) + "\n" for r in rows)
+    assert fmb.fixed_micro_batch_rows(str(tmp_path)).empty
+    fmb.fixed_micro_batch_rows.cache_clear()
+    with open(setup / fmb.MICRO_BATCH_FILE, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    got = fmb.fixed_micro_batch_rows(str(tmp_path))
+    assert sorted(got["micro_batch"]) == sorted(r["micro_batch"] for r in rows)
+    assert all(math.isfinite(s) for s in got["step_time_s"])
