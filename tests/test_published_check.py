@@ -152,6 +152,18 @@ def test_each_generation_and_family_with_three_points_is_judged_and_its_far_poin
     assert got.loc[("generation", "ampere"), "outside"] == "f on 1 x rtx3090 (1.50)"
     assert got.loc[("generation", "hopper"), "predicted"] == 0
     assert got.loc[("family", "decoder"), "points"] == 4 and got.loc[("family", "decoder"), "predicted"] == 3
+    # A point outside whose miss the book explains with evidence (MISS_REASONS) meets the target's second half;
+    # the median must still hold, and an unexplained point beside it still misses.
+    (source, gpu), _ = next((k, v) for k, v in pf.MISS_REASONS.items() if k[1] == "h100-80gb")
+    hopper = pd.DataFrame({"gpu": "h100-80gb", "family": "decoder", "model": list("abcd"), "n_gpus": 8,
+                           "source": [source, "s", "s", "s"], "ratio": [0.5, 0.95, 1.0, 1.05]})
+    got = pf.by_generation_and_family(hopper).set_index(["by", "group"])
+    assert got.loc[("generation", "hopper"), "target"] == "met, 1 outside 0.75 – 1.33 explained"
+    got = pf.by_generation_and_family(hopper.assign(source=[source, "s", "s", "s"], ratio=[0.5, 0.5, 1.0, 1.05]))
+    assert got.set_index(["by", "group"]).loc[("generation", "hopper"), "target"] == "missed"
+    low_median = hopper.assign(source=source, ratio=[0.5, 0.6, 0.8, 1.0])
+    got = pf.by_generation_and_family(low_median).set_index(["by", "group"])
+    assert got.loc[("generation", "hopper"), "target"] == "missed", "an explained point does not lift a median"
 
 
 def test_the_distance_a_prediction_carries_is_counted_in_generations_and_vendors():
