@@ -11,7 +11,7 @@ import pytest
 
 from academic_bench.analysis import runs_root
 from academic_bench.predict import fixed_micro_batch as fmb
-from academic_bench.predict.transfer_validation import configurations, measured, prediction_of
+from academic_bench.predict.transfer_validation import configurations, idle_charge_check, measured, prediction_of
 
 
 def _search_row(model: str = "roberta-large", setup: str = "h100x1") -> pd.Series:
@@ -38,7 +38,7 @@ def test_the_search_step_alone_undercharges_every_smaller_micro_batch_and_the_v1
     at 16) hold for the shipped rows."""
     from academic_bench.predict.published_family import MISS_REASONS
 
-    check = fmb.idle_charge_check(None)
+    check = idle_charge_check(None)
     assert len(check) == len(fmb.fixed_micro_batch_rows(None))
     assert (check["micro_batch"] < check["search_micro_batch"]).all()
     assert (check["idle_charge_error"] < 0).all()

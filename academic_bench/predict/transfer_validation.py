@@ -316,3 +316,33 @@ def at_micro_batches(row: dict, names: dict[str, str] | None = None) -> str:
     """A ``kinds_across_gpus`` row in words: the model and the micro-batches it was profiled at on each GPU."""
     name = (names or {}).get(row["model"], row["model"])
     return f"{name} at micro-batches {int(row['source_micro_batch'])} and {int(row['target_micro_batch'])}"
+
+
+MICRO_BATCH_CHECK_COLUMNS = ["setup", "model", "methods", "micro_batch", "measured_step_s", "search_micro_batch",
+                             "idle_charge_step_s", "idle_charge_error"]
+
+
+def idle_charge_check(root: str | None = None) -> pd.DataFrame:
+    """Each fixed-micro-batch row beside the step the transfer model carries to it from the search's row of the same
+    setup, model and methods on the same GPU, which charges the smaller micro-batch only the GPU's idle time per
+    micro-step (``idle_charge_error`` = that step / the measured one - 1): what ``prediction_of``'s start from the
+    nearest measured micro-batch corrects."""
+    from .fixed_micro_batch import fixed_micro_batch_rows
+
+    rows, searched, prof = fixed_micro_batch_rows(root), configurations(root), measured(root)[1]
+    out = []
+    for _, r in rows.iterrows():
+        same = searched[(searched["setup"] == r["setup"]) & (searched["model"] == r["model"])
+                        & (searched["methods_label"] == r["methods_label"]) & (searched["n_gpus"] == r["n_gpus"])]
+        if same.empty:
+            continue
+        s = same.iloc[0]
+        carried = predict(source_from_row(s.to_dict(), prof), str(r["gpu"]), int(r["n_gpus"]),
+                          micro_batch=int(r["micro_batch"]), runs=root).step_time_s
+        out.append({"setup": r["setup"], "model": r["model"], "methods": r["methods_label"],
+                    "micro_batch": int(r["micro_batch"]), "measured_step_s": float(r["step_time_s"]),
+                    "search_micro_batch": int(s["micro_batch"]), "idle_charge_step_s": carried,
+                    "idle_charge_error": carried / float(r["step_time_s"]) - 1})
+    out = pd.DataFrame(out, columns=MICRO_BATCH_CHECK_COLUMNS)
+    return out.sort_values(["setup", "model", "micro_batch"], ignore_index=True)
+
