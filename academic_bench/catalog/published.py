@@ -27,56 +27,68 @@ same README) and user reports their own thread diagnoses as a fault (whyNLP/tiny
 1.8k tokens/s, where the maintainer answers that his 2 x RTX 3090 run 'is still much faster than the results').
 
 Sources: llm-foundry's MPT benchmark tables (H100 80GB, A100 80GB, A100 40GB; FSDP full-shard, with and without
-activation checkpointing; the rows of 8 GPUs or fewer, sequences up to 8,192 and models up to 13B), torchtitan's
-Llama 3.1 8B on 8 x H100 (96 GB at 500 W: not the catalog's H100; Float8 rows left out), a nanoGPT iteration log on
-8 x A100 (memory size not stated), accelerate's FSDP2 example (Llama 3.1 8B on 8 x H100 SXM in bf16, its figure
-read off a chart: "~8000"), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the
-transformers Trainer on 1-8 x RTX 3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed
-ZeRO-2), NeMo AutoModel's pre-training performance summary (mixtures of experts: Qwen3-30B-A3B with expert
-parallelism over FSDP, in two revisions of the table, and GPT-OSS-20B under FSDP, each on 8 x H100 in bf16 with
-balanced routing forced), the benchmark behind the Hugging Face blog on NeMo AutoModel (Qwen3-30B-A3B on 8 x H100
-at micro-batch 1: Transformers v5 under FSDP2 with its grouped_mm experts, and NeMo AutoModel with expert
-parallelism, each over forward and backward alone) and Megatron-Bridge's Qwen3-30B-A3B on 8 x B200 in MXFP8 (kept
-unpredicted: the study has no MXFP8). No single-node H200 training throughput in bf16 was found. Mixtures of experts
-left out: Megatron-Bridge's other single-node Qwen3-30B-A3B rows (MXFP8 on GB200, GB300 and B300, GPUs outside the
-check; its H100 rows are 16 GPUs in FP8), torchtitan's DeepSeek-V3 16B notes
-(MFU on B200, no throughput), OLMoE's own run (256 H100s, several nodes), MegaBlocks' paper (its dMoE models are
-GPT-2 blocks with non-gated experts, a layout transformers builds no decoder of), runs in pull-request threads
-whose settings are not stated beside their figure (torchtitan pull request 4605, Qwen3-30B-A3B sweeps on 8 x B200
-that give TFLOPS alone; torchtitan issue 1789, DeepSeek-V3 16B on 8 x H100 under selective checkpointing, its
-lowered batch not stated beside the figure), Megatron-MoE-ModelZoo's tables (16 nodes or more), ms-swift's Megatron
-examples (Qwen1.5-MoE-A2.7B, Moonlight-16B-A3B and Qwen3-30B-A3B on 8 GPUs of a kind they do not name, with pipeline
-parallelism and packed sequences) and OLMo-core's throughput table (dense models only); no revision of NeMo
-AutoModel's summary holds another mixture on 8 GPUs or fewer.
-Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt,
-fp16 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision),
-and Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, each batch from
-its batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
+activation checkpointing; the rows of 8 GPUs or fewer, sequences up to 8,192 and models up to 13B), torchtitan's Llama
+3.1 8B on 8 x H100 (96 GB at 500 W: not the catalog's H100; Float8 rows left out), a nanoGPT iteration log on 8 x A100
+(memory size not stated), accelerate's FSDP2 example (Llama 3.1 8B on 8 x H100 SXM in bf16, its figure read off a
+chart: "~8000"), and whyNLP/tinyllama's README (TinyLlama-1.1B and LLaMA-7B with the transformers Trainer on 1-8 x RTX
+3090, RTX 4090, RTX A6000 and A100 80GB, under accelerate's DDP and DeepSpeed ZeRO-2), NeMo AutoModel's pre-training
+performance summary (mixtures of experts: Qwen3-30B-A3B with expert parallelism over FSDP, in two revisions of the
+table, and GPT-OSS-20B under FSDP, each on 8 x H100 in bf16 with balanced routing forced), the benchmark behind the
+Hugging Face blog on NeMo AutoModel (Qwen3-30B-A3B on 8 x H100 at micro-batch 1: Transformers v5 under FSDP2 with its
+grouped_mm experts, and NeMo AutoModel with expert parallelism, each over forward and backward alone) and
+Megatron-Bridge's Qwen3-30B-A3B on 8 x B200 in MXFP8 (kept unpredicted: the study has no MXFP8). No single-node H200
+training throughput of a decoder in bf16 was found (Lambda's v2 table gives BERT-large on 1 and 8 x H200 in fp16,
+below). Mixtures of experts left out: Megatron-Bridge's other single-node Qwen3-30B-A3B rows (MXFP8 on GB200, GB300
+and B300, GPUs outside the check; its H100 rows are 16 GPUs in FP8), torchtitan's DeepSeek-V3 16B notes (MFU on B200,
+no throughput), OLMoE's own run (256 H100s, several nodes), MegaBlocks' paper (its dMoE models are GPT-2 blocks with
+non-gated experts, a layout transformers builds no decoder of), runs in pull-request threads whose settings are not
+stated beside their figure (torchtitan pull request 4605, Qwen3-30B-A3B sweeps on 8 x B200 that give TFLOPS alone;
+torchtitan issue 1789, DeepSeek-V3 16B on 8 x H100 under selective checkpointing, its lowered batch not stated beside
+the figure), Megatron-MoE-ModelZoo's tables (16 nodes or more), ms-swift's Megatron examples (Qwen1.5-MoE-A2.7B,
+Moonlight-16B-A3B and Qwen3-30B-A3B on 8 GPUs of a kind they do not name, with pipeline parallelism and packed
+sequences) and OLMo-core's throughput table (dense models only); no revision of NeMo AutoModel's summary holds another
+mixture on 8 GPUs or fewer.
+Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt, fp16
+autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision), and
+Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, and Lambda's own H100
+80GB SXM5 rows on 1, 2, 4 and 8 GPUs, its folder's sys_pytorch.txt naming 'NVIDIA_H100_80GB_HBM3', each batch from its
+batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
 naming its per-GPU batch; the Titan RTX and Quadro RTX 6000 on one GPU from its first table, the Quadro RTX 8000 on
-one GPU from its later table; the one-GPU Lambda Cloud V100 16GB row of its later table, a board its compiling
-script gives 300 W, the SXM2 board's power, where the PCIe V100 is a 250 W board). Left out of that table: its
-rows of two to eight RTX 2080 Ti (each reads 6.0
-sequences/s whatever the count; the two-card run's log, results/2x2080Ti_trt, launches one process of run_squad.py
-at batch 2 without --fp16), its 2, 4 and 8 x RTX 8000 rows without the bridges (data/gpus.csv has the card's
-bridged pairs) and with them (each figure is scripts/patch/run_squad.sh's count of steps x GPUs x batch over the
-progress bar's mean seconds per epoch over both epochs, and these epochs are short, 29, 15 and 8 steps per GPU at
-batch 36, so the first epoch's warm-up weighs on the figure: on 8 GPUs, results/8xQuadroRTX8000NVlink_trt2, the
-first step takes about 6 seconds, '1/8 [00:06<00:42,  6.11s/it]', both epochs 19, '2/2 [00:19<00:00, 10.98s/it]',
-where the second epoch's 8 steps took 6 to 7, '8/8 [00:06<00:00'), the first table's one-GPU RTX 8000 row
-(an earlier run of the card the later table holds), and its cloud rows of 2 and 4 Quadro RTX 6000 ('Lambda Cloud',
-'Linode Cloud': virtual machines whose board and links the source does not state; the card is also sold as a
-passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W), its 2, 4 and 8 x Lambda Cloud
-V100 16GB rows (virtual machines whose links between the GPUs the source does not state; two GPUs give 1.5 times
-one's figure) and its first table's V100 32GB rows on 1 to 8 GPUs (the board, SXM2 or PCIe, is not stated; the
-multi-GPU figures are again the epoch-timed ones of 43, 21 and 11 steps per GPU). A GPT-2 124M on Ada:
-tyler-romero/nanogpt-speedrun's initial baseline (llm.c's PyTorch trainer, 2 x RTX 4090 under DDP in bf16 autocast,
-compiled, micro-batch 32 of 1,024 tokens, 4 accumulation steps, its run log's mean step time); its later records
-(rotary embeddings, ReLU squared, Muon) left out. Left out as well: nanoGPT issue 215 (GPT-2 124M on one V100 32G
-in fp16: its accumulation per step is not stated, train.py dividing config/train_gpt2.py's 40 steps among the
-GPUs, and the issue names neither the host's GPU count nor the board), nanoGPT issue 179 (one RTX 4090 at
-nanoGPT's defaults: its log is not in the stored copy of the thread), single-GPU RTX 4090 speedruns with Muon,
-FP8 or a changed architecture (nanoGPT_1GPU_SPEEDRUN), and cramming's BERT on an RTX 2080 Ti (a changed BERT-base: no head or shape
-the study predicts).
+one GPU from its later table; the one-GPU Lambda Cloud V100 16GB row of its later table, a board its compiling script
+gives 300 W, the SXM2 board's power, where the PCIe V100 is a 250 W board). Left out of that table: its rows of two to
+eight RTX 2080 Ti (each reads 6.0 sequences/s whatever the count; the two-card run's log, results/2x2080Ti_trt,
+launches one process of run_squad.py at batch 2 without --fp16), its 2, 4 and 8 x RTX 8000 rows without the bridges
+(data/gpus.csv has the card's bridged pairs) and with them (each figure is scripts/patch/run_squad.sh's count of steps
+x GPUs x batch over the progress bar's mean seconds per epoch over both epochs, and these epochs are short, 29, 15 and
+8 steps per GPU at batch 36, so the first epoch's warm-up weighs on the figure: on 8 GPUs,
+results/8xQuadroRTX8000NVlink_trt2, the first step takes about 6 seconds, '1/8 [00:06<00:42,  6.11s/it]', both epochs
+19, '2/2 [00:19<00:00, 10.98s/it]', where the second epoch's 8 steps took 6 to 7, '8/8 [00:06<00:00'), the first
+table's one-GPU RTX 8000 row (an earlier run of the card the later table holds), and its cloud rows of 2 and 4 Quadro
+RTX 6000 ('Lambda Cloud', 'Linode Cloud': virtual machines whose board and links the source does not state; the card
+is also sold as a passive server board of other clocks: Leadtek's lists 14.9 TFLOPS FP32 at 250 W), its 2, 4 and 8 x
+Lambda Cloud V100 16GB rows (virtual machines whose links between the GPUs the source does not state; two GPUs give
+1.5 times one's figure) and its first table's V100 32GB rows on 1 to 8 GPUs (the board, SXM2 or PCIe, is not stated;
+the multi-GPU figures are again the epoch-timed ones of 43, 21 and 11 steps per GPU). Its v2 table's H200 rows on 1
+and 8 GPUs from the host LambdaBM_ENG04 (each figure the mean of its folder's three runs, cut to a whole number); the
+same table's other hosts of the same count (its HTOff twin, ASUS, LENNOVO and SMC 8 x H200, the LambdaOD H100 SXM5
+rows) and the first table's other vendors' H100 SXM5 rows (Dell, DellTexas, SMC, 1CC, RAIDZ1, LambdaCloud) left out as
+repeats of a configuration already kept, and its 2, 4 and 8 x H100 PCIe rows left out: the card pairs over NVLink
+bridges (data/gpus.csv) and the runs' files name no bridge. nanoGPT on one RTX 4090: pull request 225's log of
+config/train_gpt2.py (GPT-2 124M, micro-batch 12 of 1,024 tokens, 40 accumulation steps at that commit, bf16 autocast,
+compiled, fused AdamW). A GPT-2 124M on Ada: tyler-romero/nanogpt-speedrun's initial baseline (llm.c's PyTorch
+trainer, 2 x RTX 4090 under DDP in bf16 autocast, compiled, micro-batch 32 of 1,024 tokens, 4 accumulation steps, its
+run log's mean step time); its later records (rotary embeddings, ReLU squared, Muon) left out. Left out as well:
+nanoGPT issue 215 (GPT-2 124M on one V100 32G in fp16: its accumulation per step is not stated, train.py dividing
+config/train_gpt2.py's 40 steps among the GPUs, and the issue names neither the host's GPU count nor the board),
+nanoGPT issue 179 (one RTX 4090 at nanoGPT's defaults: its log is not in the stored copy of the thread), single-GPU
+RTX 4090 speedruns with Muon, FP8 or a changed architecture (nanoGPT_1GPU_SPEEDRUN), and cramming's BERT on an RTX
+2080 Ti (a changed BERT-base: no head or shape the study predicts), and ljm565/universal-llm-trainer's
+docs/gpu_test.md (Llama 3.1 8B and Phi-3-mini full fine-tuning on one 'H100' and one 'RTX Pro 6000' at batch 2 of
+8,192 tokens: neither board is named, H100 SXM or PCIe, RTX PRO 6000 Workstation, Server or 300 W Max-Q, and its note
+says both checkpointing methods were tried beside one figure). Left out for Blackwell and Ada besides: LoRA and QLoRA
+benchmarks (Exxact's RTX PRO 6000 Server Edition, Fixstars' Max-Q, gigagpu.com: no method of the study), RTX 5090
+GPT-2 notes with FP8, grouped-query attention or QK-norm (yxanul/testing_dense) and modded-nanogpt's 2024-06-06 AdamW
+record on 8 x H100 (rotary embeddings, as the later records above).
 Blackwell: NeMo's Llama 3 8B on 8 x B200 in bf16 (vuiseng9/nemo-perf-nvfp4's README, NeMo 25.09's performance script
 at its recommended settings: data parallelism with the distributed optimizer, micro-batch 2), Lambda's v2 table's
 BERT-large SQuAD rows on 1, 2, 4 and 8 x B200 (fp16), and a torchtitan run of Qwen3-30B-A3B on 8 x B200 reported in
