@@ -115,6 +115,16 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "more work per kernel to stay busy, so the H100's loss at a small micro-batch overstates the V100's. The "
         "study measured no V100, and the 16G table was timed 'over a predefined number of training iterations', "
         "the 32G table 'over an entire training epoch'."),
+    # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-fp16.csv at commit 0551cb7.
+    (_LAMBDA, "h100-80gb"): MissReason(
+        "the benchmark's 8 x H100 run keeps 0.90 of eight single GPUs",
+        "Published slower than predicted on 8 GPUs only. The same table's one-GPU row reads 301.0 BERT-large "
+        "sequences/s ('H100 80GB SXM5,1.0,700.0,36718.75,782.0,812.0,301.0,...') and the eight-GPU row 2167.0 "
+        "('8x H100 80GB SXM5,8.0,5600.0,293750.0,6206.0,9176.0,2167.0,...'), at the same 112 sequences per GPU: "
+        "0.90 of eight times one GPU, where the 2- and 4-GPU rows keep 0.98 and 0.97 (592.0 and 1171.0). The study "
+        "charges plain data parallelism its gradients' all-reduce over NVLink, overlapped with the backward pass, "
+        "and its one-, two- and four-GPU points are within the target. What costs the eight-GPU run the rest "
+        "(its data loading, apex's DDP, the all-reduce's overlap in that run) is not in the source."),
     # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-v2-fp16.csv at commit 200af3b (which added
     # the B200 rows) and the run folders' benchmark.para files beside it.
     ("Lambda deeplearning-benchmark PyTorch v2, bert_large_squad FP16, B200", "b200"): MissReason(
