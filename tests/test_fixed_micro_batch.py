@@ -64,20 +64,45 @@ def test_between_measured_micro_batches_the_nearest_by_ratio_is_carried(monkeypa
 def test_a_fixed_micro_batch_row_counts_only_where_its_setup_validated_its_method_class(tmp_path):
     """The same rule as every result: rows of an engine revision the setup never validated are no source."""
     src_root = runs_root(None)
-    setup = tmp_path / "h100x1"
-    (setup / "evidence" / "encoders").mkdir(parents=True)
-    shutil.copy(src_root / "h100x1" / "results.jsonl", setup / "results.jsonl")
     rows = [json.loads(line) for line in (src_root / "h100x1" / fmb.MICRO_BATCH_FILE).read_text().splitlines()]
     assert rows
-    kept = fmb.fixed_micro_batch_rows(str(tmp_path))
-    assert kept.empty, "no micro-batch file in that folder yet"
-    fmb.fixed_micro_batch_rows.cache_clear()
-    with open(setup / fmb.MICRO_BATCH_FILE, "w") as f:
-        f.writelines(json.dumps({**r, "engine": 99}) + "\n" for r in rows)
-    assert fmb.fixed_micro_batch_rows(str(tmp_path)).empty
-    fmb.fixed_micro_batch_rows.cache_clear()
-    with open(setup / fmb.MICRO_BATCH_FILE, "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in rows)
-    got = fmb.fixed_micro_batch_rows(str(tmp_path))
+
+    def runs(name: str, lines: list[dict] | None) -> str:
+        setup = tmp_path / name / "h100x1"
+        (setup / "evidence" / "encoders").mkdir(parents=True)
+        shutil.copy(src_root / "h100x1" / "results.jsonl", setup / "results.jsonl")
+        if lines is not None:
+            (setup / fmb.MICRO_BATCH_FILE).write_text("".join(json.dumps(r) + "\n" for r in lines))
+        return str(tmp_path / name)
+
+    assert fmb.fixed_micro_batch_rows(runs("none", None)).empty, "no micro-batch file in that folder"
+    assert fmb.fixed_micro_batch_rows(runs("unvalidated", [{**r, "engine": 99} for r in rows])).empty
+    got = fmb.fixed_micro_batch_rows(runs("validated", rows))
     assert sorted(got["micro_batch"]) == sorted(r["micro_batch"] for r in rows)
     assert all(math.isfinite(s) for s in got["step_time_s"])
+
+
+def test_an_answer_on_a_small_gpu_starts_from_the_fixed_row_nearest_the_micro_batch_that_fits_it():
+    """On an 11 GB RTX 2080 Ti the memory model fits RoBERTa-large at a small micro-batch: the carried step starts
+    from the H100 step measured nearest it, says so, and is longer than the search's step with the idle-time charge
+    alone; a GPU count given as a numpy integer or a whole float answers the same."""
+    import numpy as np
+
+    from academic_bench.predict.transfer import predict, source_from_row, target_micro_batch
+
+    src, prof = _search_row(), measured(None)[1]
+    fits = target_micro_batch(source_from_row(src.to_dict(), prof), "rtx2080ti", 1)
+    assert fits is not None and fits < int(src["micro_batch"])
+    p = prediction_of(src, prof, "rtx2080ti", 1)[0]
+    near = int(fmb.nearest_measured(src, fits)["micro_batch"])
+    assert p.micro_batch == fits and f"from its step measured at micro-batch {near}" in p.basis
+    alone = predict(source_from_row(src.to_dict(), prof), "rtx2080ti", 1, micro_batch=fits)
+    assert p.step_time_s > alone.step_time_s
+    for count in (np.int64(1), 1.0):
+        assert prediction_of(src, prof, "rtx2080ti", count)[0].step_time_s == pytest.approx(p.step_time_s)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, float("nan")])
+def test_a_micro_batch_that_is_no_whole_count_of_samples_is_refused_with_the_reason(bad):
+    with pytest.raises(ValueError, match="whole number of samples"):
+        fmb.nearest_measured(_search_row(), bad)

@@ -158,9 +158,16 @@ def test_each_generation_and_family_with_three_points_is_judged_and_its_far_poin
     hopper = pd.DataFrame({"gpu": "h100-80gb", "family": "decoder", "model": list("abcd"), "n_gpus": 8,
                            "source": [source, "s", "s", "s"], "ratio": [0.5, 0.95, 1.0, 1.05]})
     got = pf.by_generation_and_family(hopper).set_index(["by", "group"])
-    assert got.loc[("generation", "hopper"), "target"] == "met, 1 outside 0.75 – 1.33 explained"
+    assert got.loc[("generation", "hopper"), "target"] == "median met; 1 of 4 outside 0.75 – 1.33, each with a reason"
     got = pf.by_generation_and_family(hopper.assign(source=[source, "s", "s", "s"], ratio=[0.5, 0.5, 1.0, 1.05]))
     assert got.set_index(["by", "group"]).loc[("generation", "hopper"), "target"] == "missed"
+    # A reason for one GPU count speaks for that count alone.
+    lambda8 = next(k for k, v in pf.MISS_REASONS.items() if v.n_gpus == 8)
+    eight = hopper.assign(source=lambda8[0], gpu=lambda8[1], n_gpus=[8, 4, 8, 8], ratio=[0.5, 0.5, 1.0, 1.05])
+    got = pf.by_generation_and_family(eight).set_index(["by", "group"])
+    assert got.loc[("generation", "hopper"), "target"] == "missed"
+    assert "(0.50: " in got.loc[("generation", "hopper"), "outside"].split(";")[0]
+    assert got.loc[("generation", "hopper"), "outside"].split("; ")[1].endswith("(0.50)")
     low_median = hopper.assign(source=source, ratio=[0.5, 0.6, 0.8, 1.0])
     got = pf.by_generation_and_family(low_median).set_index(["by", "group"])
     assert got.loc[("generation", "hopper"), "target"] == "missed", "an explained point does not lift a median"

@@ -14,6 +14,7 @@ difference left. The rule was fixed before any prediction made with it was compa
 from __future__ import annotations
 
 import math
+import numbers
 from functools import lru_cache
 
 import pandas as pd
@@ -21,11 +22,17 @@ import pandas as pd
 MICRO_BATCH_FILE = "evidence/encoders/results-microbatch.jsonl"
 
 
-@lru_cache(maxsize=8)
 def fixed_micro_batch_rows(root: str | None = None) -> pd.DataFrame:
     """The rows of every setup's ``MICRO_BATCH_FILE`` that count as results (``analysis.results``: read beside the
     setup's own rows, so that its validations of the method class speak for them), in the frame of
-    ``analysis.runs_frame``."""
+    ``analysis.runs_frame``. Cached per runs folder (``root``, else $ACADEMIC_BENCH_RUNS or the shipped runs)."""
+    from ..analysis import runs_root
+
+    return _rows_in(str(runs_root(root).resolve())).copy()
+
+
+@lru_cache(maxsize=8)
+def _rows_in(root: str) -> pd.DataFrame:
     from ..analysis import frame_from_rows, results, runs_frame, runs_root
     from ..results import ResultStore, rows_to_read
 
@@ -42,6 +49,8 @@ def fixed_micro_batch_rows(root: str | None = None) -> pd.DataFrame:
 def nearest_measured(src: pd.Series, micro_batch: int, root: str | None = None) -> pd.Series:
     """``src`` (a search's row) or the fixed-micro-batch row of the same setup, model and methods whose micro-batch is
     nearest ``micro_batch`` by ratio (a tie goes to the larger, the search's side)."""
+    if not (isinstance(micro_batch, numbers.Integral) and micro_batch >= 1):
+        raise ValueError(f"a micro-batch is a whole number of samples, at least 1; got {micro_batch!r}")
     rows = fixed_micro_batch_rows(root)
     same = rows[(rows["setup"] == src["setup"]) & (rows["model"] == src["model"])
                 & (rows["methods_label"] == src["methods_label"]) & (rows["n_gpus"] == src["n_gpus"])]

@@ -56,6 +56,13 @@ class MissReason:
 
     short: str
     evidence: str
+    n_gpus: int | None = None  # the GPU count the reason speaks for, where it is one count's alone
+
+
+def miss_reason(source: str, gpu: str, n_gpus: int) -> MissReason | None:
+    """The reason known for a point of ``source`` on ``n_gpus`` x ``gpu`` (``MISS_REASONS``), if any."""
+    why = MISS_REASONS.get((source, gpu))
+    return why if why is not None and why.n_gpus in (None, int(n_gpus)) else None
 
 
 _LLM_FOUNDRY_H100 = "llm-foundry MPT training benchmarks, H100 80GB BF16"
@@ -111,8 +118,12 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "book's table of those steps), more than twice as long per sequence as its step at micro-batch 16, the work "
         "of the 32G table's 64. On the V100 the README's two tables differ far less: the same chip runs 125.44 "
         "sequences/s at micro-batch 16 against 171.52 at 64 ('|1 |32 | 64| 128| 40.32 |171.52| 4.25| 1.0| 1.0'), "
-        "1.37 times. A GPU with more and faster streaming multiprocessors (132 on the H100, 80 on the V100) needs "
-        "more work per kernel to stay busy, so the H100's loss at a small micro-batch overstates the V100's. The "
+        "1.37 times. A GPU with more and faster streaming multiprocessors (132 on the H100 SXM5, 80 on the Tesla "
+        "V100, by NVIDIA's Hopper and Volta architecture whitepapers) needs "
+        "more work per kernel to stay busy, so the H100's loss at a small micro-batch may overstate the V100's; and "
+        "where no kernel profile of the small micro-batch exists, its step is split by the search's profile, so the "
+        "time it adds is carried as kernel time, by the ratio of the two GPUs' rates, though some of it may be the "
+        "GPU waiting on the host, which no rate scales. The "
         "study measured no V100, and the 16G table was timed 'over a predefined number of training iterations', "
         "the 32G table 'over an entire training epoch'."),
     # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-fp16.csv at commit 0551cb7.
@@ -122,9 +133,9 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "sequences/s ('H100 80GB SXM5,1.0,700.0,36718.75,782.0,812.0,301.0,...') and the eight-GPU row 2167.0 "
         "('8x H100 80GB SXM5,8.0,5600.0,293750.0,6206.0,9176.0,2167.0,...'), at the same 112 sequences per GPU: "
         "0.90 of eight times one GPU, where the 2- and 4-GPU rows keep 0.98 and 0.97 (592.0 and 1171.0). The study "
-        "charges plain data parallelism its gradients' all-reduce over NVLink, overlapped with the backward pass, "
-        "and its one-, two- and four-GPU points are within the target. What costs the eight-GPU run the rest "
-        "(its data loading, apex's DDP, the all-reduce's overlap in that run) is not in the source."),
+        "charges plain data parallelism its gradients' all-reduce over NVLink, overlapped with the backward pass. "
+        "What costs the eight-GPU run the rest (its data loading, apex's DDP, the all-reduce's overlap in that run) "
+        "is not in the source.", n_gpus=8),
     # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-v2-fp16.csv at commit 200af3b (which added
     # the B200 rows) and the run folders' benchmark.para files beside it.
     ("Lambda deeplearning-benchmark PyTorch v2, bert_large_squad FP16, B200", "b200"): MissReason(
@@ -314,12 +325,14 @@ def _summary(by: str, group: str, g: pd.DataFrame) -> dict:
     target = target_verdict(ratios, TARGET_MEDIAN, TARGET_WORST)
     outside = r[(ratios < TARGET_WORST[0]) | (ratios > TARGET_WORST[1])]
     words = [f"{o.model} on {o.n_gpus} x {o.gpu} ({o.ratio:.2f}"
-             + (f": {why.short}" if (why := MISS_REASONS.get((o.source, o.gpu))) else "") + ")"
+             + (f": {why.short}" if (why := miss_reason(o.source, o.gpu, o.n_gpus)) else "") + ")"
              for o in outside.itertuples()]
-    # The issue's target: every point within TARGET_WORST "or its miss explained in the book with evidence".
-    explained = all((o.source, o.gpu) in MISS_REASONS for o in outside.itertuples())
-    if target == "missed" and TARGET_MEDIAN[0] <= ratios.median() <= TARGET_MEDIAN[1] and explained:
-        target = f"met, {len(outside)} outside {TARGET_WORST[0]} – {TARGET_WORST[1]} explained"
+    # Points outside TARGET_WORST each with a reason in the book: the median half of the target held, said apart
+    # from "met", since a reason names what differs between the runs, not always what it costs.
+    with_reason = all(miss_reason(o.source, o.gpu, o.n_gpus) for o in outside.itertuples())
+    if target == "missed" and TARGET_MEDIAN[0] <= ratios.median() <= TARGET_MEDIAN[1] and with_reason:
+        target = (f"median met; {len(outside)} of {len(r)} outside {TARGET_WORST[0]} – {TARGET_WORST[1]}, "
+                  "each with a reason")
     return {"by": by, "group": group, "points": len(g), "predicted": len(r),
             "median": float(ratios.median()) if len(r) else math.nan,
             "low": float(ratios.min()) if len(r) else math.nan, "high": float(ratios.max()) if len(r) else math.nan,
@@ -350,8 +363,8 @@ def explained_misses(frame: pd.DataFrame) -> pd.DataFrame:
     r = frame[frame["ratio"].notna()]
     outside = r[(r["ratio"] < TARGET_WORST[0]) | (r["ratio"] > TARGET_WORST[1])]
     rows = []
-    for (source, gpu), g in outside.groupby(["source", "gpu"], sort=False):
-        why = MISS_REASONS.get((source, gpu))
+    for (source, gpu, n), g in outside.groupby(["source", "gpu", "n_gpus"], sort=False):
+        why = miss_reason(source, gpu, n)
         rows.append({"source": source, "gpu": gpu,
                      "points": "; ".join(f"{o.model} on {o.n_gpus} GPU{'s' if o.n_gpus > 1 else ''} at "
                                          f"{o.seq_len:.0f} tokens ({o.ratio:.2f})"

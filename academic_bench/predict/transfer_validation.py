@@ -13,6 +13,7 @@ each prediction starts from.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import replace
 from functools import lru_cache
 
@@ -75,13 +76,16 @@ def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, roo
     from .fixed_micro_batch import nearest_measured
 
     src = source_from_row(row.to_dict(), prof)
-    if micro_batch is None and isinstance(n_gpus, int) and n_gpus >= 1:
-        micro_batch = target_micro_batch(src, gpu, n_gpus)
-    if micro_batch is not None:
-        near = nearest_measured(row, micro_batch, root)
-        if near is not row:
-            src = source_from_row(near.to_dict(), prof)
-    return predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root), src.split_basis
+    counted = isinstance(n_gpus, numbers.Integral) or (isinstance(n_gpus, float) and n_gpus.is_integer())
+    if micro_batch is None and counted and n_gpus >= 1:  # else ``predict`` says what is wrong with the count
+        micro_batch = target_micro_batch(src, get_gpu(gpu).key, int(n_gpus))
+    near = row if micro_batch is None else nearest_measured(row, int(micro_batch), root)
+    if near is row:
+        return predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root), src.split_basis
+    src = source_from_row(near.to_dict(), prof)
+    p = predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root)
+    return replace(p, basis=f"{p.basis}; from its step measured at micro-batch {int(near['micro_batch'])}"), \
+        src.split_basis
 
 
 def held_out(source_setup: str, target_setup: str, root: str | None = None) -> pd.DataFrame:

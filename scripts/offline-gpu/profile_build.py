@@ -1,8 +1,9 @@
 """Where a configuration's model build spends its time: the engine's own ``Stepper`` built twice in one process
 (the first build, then a second at half the micro-batch, as after an out-of-memory trial), each under cProfile.
 
-Pythia-1B's exhaustive search on one H100 spent 30.7% of its wall building models, most of it in the first build of
-a DeepSpeed engine with CPU offload (about 20 s against 4 s for the second in the same process). This says which
+In Pythia-1B's exhaustive search on one H100 (the `wall_breakdown` of each row of
+notebooks/runs/h100x1/evidence/engine/results-one-launch.cost.jsonl) the build of a DeepSpeed engine with CPU offload
+is the largest phase, and its log shows a first build far longer than a second in the same process. This says which
 calls take it, so that a change to the engine is aimed before it is made.
 
 usage: python3 scripts/offline-gpu/profile_build.py MODEL METHODS MICRO_BATCH OUT_PREFIX
