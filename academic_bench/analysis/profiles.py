@@ -31,10 +31,11 @@ def _kinds_now(profile: dict) -> dict[str, float]:
 
 
 def _latest_profiles(root: str | Path | None) -> list[dict]:
-    """Each configuration's latest profile line (``results.load_profiles``), per setup."""
+    """Each configuration's latest profile line (``results.load_profiles``) per setup and micro-batch: a
+    configuration profiled at several fixed micro-batches keeps one profile at each."""
     from ..results import load_profiles
 
-    return list({(p["setup"], p["config_id"]): p for p in load_profiles(runs_root(root))}.values())
+    return list({(p["setup"], p["config_id"], p["micro_batch"]): p for p in load_profiles(runs_root(root))}.values())
 
 
 def profiles(root: str | Path | None = None) -> pd.DataFrame:

@@ -69,7 +69,6 @@ _LLM_FOUNDRY_H100 = "llm-foundry MPT training benchmarks, H100 80GB BF16"
 _TINYLLAMA = "whyNLP/tinyllama README, Benchmark"
 _TINYLLAMA_DS = "whyNLP/tinyllama README, Deepspeed Results"
 _LAMBDA = "Lambda deeplearning-benchmark PyTorch, bert_large_squad FP16"
-_DLE_16G = "NVIDIA DeepLearningExamples BERT for PyTorch README, Pre-training NVIDIA DGX-1 With 16G"
 # Why a point misses, where the evidence is known, by (source, GPU): set beside the point in the table, never used
 # to change a prediction. Every key names a source and a GPU of data/published_throughput.csv (tested).
 MISS_REASONS: dict[tuple[str, str], MissReason] = {
@@ -110,22 +109,6 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "'40.4k' against '35k'. The study prices ZeRO-2 by its own measured sharding and predicts the larger "
         "micro-batch faster; what made that DeepSpeed version slower is not in it. The README does not say whether "
         "its A100-80G were SXM cards joined by NVLink, as the catalog's are, or PCIe cards."),
-    (_DLE_16G, "v100-16gb"): MissReason(
-        "an H100 loses more to a small micro-batch than a V100",
-        "Published faster than predicted. The row ('|1 | 8 | 16| 128| 33.36 |125.44 |3.76 |1.00 | 1.00') runs "
-        "micro-batch 16 at 128 tokens, the work of 4 RoBERTa-large sequences of 512, and the study carries its H100 "
-        "step measured at that micro-batch (notebooks/runs/h100x1/evidence/encoders/results-microbatch.jsonl; the "
-        "book's table of those steps), more than twice as long per sequence as its step at micro-batch 16, the work "
-        "of the 32G table's 64. On the V100 the README's two tables differ far less: the same chip runs 125.44 "
-        "sequences/s at micro-batch 16 against 171.52 at 64 ('|1 |32 | 64| 128| 40.32 |171.52| 4.25| 1.0| 1.0'), "
-        "1.37 times. A GPU with more and faster streaming multiprocessors (132 on the H100 SXM5, 80 on the Tesla "
-        "V100, by NVIDIA's Hopper and Volta architecture whitepapers) needs "
-        "more work per kernel to stay busy, so the H100's loss at a small micro-batch may overstate the V100's; and "
-        "where no kernel profile of the small micro-batch exists, its step is split by the search's profile, so the "
-        "time it adds is carried as kernel time, by the ratio of the two GPUs' rates, though some of it may be the "
-        "GPU waiting on the host, which no rate scales. The "
-        "study measured no V100, and the 16G table was timed 'over a predefined number of training iterations', "
-        "the 32G table 'over an entire training epoch'."),
     # lambdal/deeplearning-benchmark, pytorch/pytorch-train-throughput-fp16.csv at commit 0551cb7.
     (_LAMBDA, "h100-80gb"): MissReason(
         "the benchmark's 8 x H100 run keeps 0.90 of eight single GPUs",
@@ -358,13 +341,15 @@ MISS_COLUMNS = ["source", "gpu", "points", "reason", "evidence"]
 
 def explained_misses(frame: pd.DataFrame) -> pd.DataFrame:
     """The predicted published points outside ``TARGET_WORST`` (``published_check.published_check``), one row per
-    source and GPU (``MISS_COLUMNS``): the points, and the reason with its evidence (``MISS_REASONS``), or
-    ``no reason found`` where none is known."""
+    source, GPU and reason (``MISS_COLUMNS``; a reason may speak for one GPU count alone, ``miss_reason``): the
+    points, and the reason with its evidence (``MISS_REASONS``), or ``no reason found`` where none is known."""
     r = frame[frame["ratio"].notna()]
     outside = r[(r["ratio"] < TARGET_WORST[0]) | (r["ratio"] > TARGET_WORST[1])]
+    why_of = {i: miss_reason(o.source, o.gpu, o.n_gpus) for i, o in zip(outside.index, outside.itertuples())}
+    outside = outside.assign(reason=[why.short if why else "" for why in why_of.values()])
     rows = []
-    for (source, gpu, n), g in outside.groupby(["source", "gpu", "n_gpus"], sort=False):
-        why = miss_reason(source, gpu, n)
+    for (source, gpu, _), g in outside.groupby(["source", "gpu", "reason"], sort=False):
+        why = why_of[g.index[0]]
         rows.append({"source": source, "gpu": gpu,
                      "points": "; ".join(f"{o.model} on {o.n_gpus} GPU{'s' if o.n_gpus > 1 else ''} at "
                                          f"{o.seq_len:.0f} tokens ({o.ratio:.2f})"

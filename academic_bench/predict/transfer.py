@@ -114,12 +114,15 @@ class Prediction:
         return asdict(self)
 
 
-def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Source:
+def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None, wall_from_step: bool = False) -> Source:
     """A ``Source`` from a results row (``analysis.fastest``/``best_per_setting``) and ``analysis.profiles()``:
     the configuration's own profile where one exists (same setup, model, methods and micro-batch), else the
     model's profile of another configuration on that setup, else the median split of the setup's profiles,
     else the median split of every other setup's profiles, else ``DEFAULT_SPLIT`` (``split_basis`` says which; the
-    range widens by ``WIDEN``)."""
+    range widens by ``WIDEN``). ``wall_from_step``: the own profile's idle time is the row's measured step less its
+    kernels' time (``split_of``'s ``step_s``), for a row timed at a small fixed micro-batch, where the profiler's
+    host work lengthens the profiled step most; a search's row keeps the profiled wall, as the held-out checks
+    validated it."""
     split, basis = None, "default"
     if profiles is not None and not profiles.empty:
         usable = profiles[~profiles["tiny"].astype(bool) & (profiles["timer"] == "gpu kernels")]
@@ -127,19 +130,25 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None) -> Sourc
         mine = setup[setup["model"] == row["model"]]
         own = mine[(mine["methods_label"] == row["methods_label"]) & (mine["micro_batch"] == int(row["micro_batch"]))]
         if not own.empty:
-            split, basis = split_of(own[own["config_id"] == own["config_id"].iloc[0]]), "configuration"
+            step_s = _num(row, "step_time_s") or None if wall_from_step else None
+            split, basis = split_of(own[own["config_id"] == own["config_id"].iloc[0]], step_s=step_s), "configuration"
         elif not mine.empty:
-            split, basis = split_of(mine[mine["config_id"] == mine["config_id"].iloc[0]], int(row["gas"])), "model"
+            # The model's profile at the micro-batch nearest the row's: its share of idle time per micro-step is
+            # the nearest to the row's.
+            first = mine.assign(far=(mine["micro_batch"].astype(float) / int(row["micro_batch"])).map(
+                lambda x: abs(math.log(x)))).sort_values(["far", "config_id"]).iloc[0]
+            one = mine[(mine["config_id"] == first["config_id"]) & (mine["micro_batch"] == first["micro_batch"])]
+            split, basis = split_of(one, int(row["gas"])), "model"
         elif not setup.empty:
-            each = pd.DataFrame([split_of(g) for _, g in setup.groupby("config_id")]).median()
+            each = pd.DataFrame([split_of(g) for _, g in setup.groupby(["config_id", "micro_batch"])]).median()
             split, basis = (each / each.sum()).to_dict(), "setup"
         elif not usable.empty:
-            each = pd.DataFrame([split_of(g) for _, g in usable.groupby(["setup", "config_id"])]).median()
+            groups = usable.groupby(["setup", "config_id", "micro_batch"])
+            each = pd.DataFrame([split_of(g) for _, g in groups]).median()
             split, basis = (each / each.sum()).to_dict(), "others"
 
     def num(key: str) -> float:
-        v = row.get(key)
-        return float(v) if v is not None and not pd.isna(v) else 0.0
+        return _num(row, key)
 
     accumulate = num("accumulate_median_s") or num("accumulate_first_median_s")
     sync = max(0.0, num("boundary_median_s") - accumulate) if accumulate else 0.0
@@ -167,7 +176,12 @@ def part_of(kind: str) -> str:
     return {SCAN_KIND: "scan", COMM_KIND: "comm", "optimizer": "optimizer"}.get(kind, "memory")
 
 
-def split_of(profile: pd.DataFrame, gas: int | None = None) -> dict[str, float]:
+def _num(row: Mapping, key: str) -> float:
+    v = row.get(key)
+    return float(v) if v is not None and not pd.isna(v) else 0.0
+
+
+def split_of(profile: pd.DataFrame, gas: int | None = None, step_s: float | None = None) -> dict[str, float]:
     """One configuration's profile rows (kind, seconds, busy_s, step_wall_s, gas) as shares of its step wall
     time. The optimizer's kernels are left out: the row's own optimizer timing stands for them.
 
@@ -175,8 +189,13 @@ def split_of(profile: pd.DataFrame, gas: int | None = None) -> dict[str, float]:
     The kernels' seconds per optimizer step do the same work at any micro-batch (the global batch is fixed),
     but the GPU's idle time is paid per micro-step (host work, launches: ``predict`` scales it so), so the
     profile's idle time is taken per micro-step, times ``gas``, before the shares are formed: a profile at a
-    micro-batch of 2 would otherwise lend its launch-bound idle share to a step of micro-batch 32."""
-    wall = float(profile["step_wall_s"].iloc[0])
+    micro-batch of 2 would otherwise lend its launch-bound idle share to a step of micro-batch 32.
+
+    ``step_s``: the measured step of the configuration the profile is of. Its idle time is then that step less the
+    profiled kernels' time: the profiler's own host work lengthens the profiled step, most at a small micro-batch
+    (h100x1's profiles of RoBERTa-large at fixed micro-batches beside their timed rows), and would count as the
+    GPU's idle time."""
+    wall = float(profile["step_wall_s"].iloc[0]) if step_s is None else step_s
     sec = profile.groupby(profile["kind"].map(part_of))["seconds"].sum()
     flop, scan, memory, comm = (float(sec.get(k, 0.0)) for k in ("flop", "scan", "memory", "comm"))
     idle = max(0.0, wall - float(profile["busy_s"].iloc[0]))

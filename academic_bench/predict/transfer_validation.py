@@ -82,7 +82,7 @@ def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, roo
     near = row if micro_batch is None else nearest_measured(row, int(micro_batch), root)
     if near is row:
         return predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root), src.split_basis
-    src = source_from_row(near.to_dict(), prof)
+    src = source_from_row(near.to_dict(), prof, wall_from_step=True)
     p = predict(src, gpu, n_gpus, micro_batch=micro_batch, runs=root)
     return replace(p, basis=f"{p.basis}; from its step measured at micro-batch {int(near['micro_batch'])}"), \
         src.split_basis
