@@ -2,14 +2,17 @@
 
 A search keeps the micro-batch that gives the shortest step, and the transfer model carries that step to another
 GPU and micro-batch by charging the GPU's idle time per micro-step (``transfer.predict``). A smaller micro-batch
-also runs its kernels less efficiently, which that charge does not count: on one H100, RoBERTa-large's free-lunch
-step at micro-batch 4 took more than twice its step at the search's 64, where the idle-time charge adds about a third
-(``notebooks/runs/h100x1/evidence/encoders/plan-microbatch.sh`` states both before it ran).
+costs more than that charge: its kernels run less efficiently too, and the host keeps the GPU waiting longer
+(``notebooks/runs/h100x1/evidence/encoders/``: RoBERTa-large's free-lunch step timed at micro-batches 4 to 32 on one
+H100, after ``plan-microbatch.sh`` stated the charged steps, and profiled at each by ``plan-profiles.sh``;
+``transfer_validation.idle_charge_check`` sets the two side by side).
 
 Rows of ``academic-bench bench --micro-batch M`` kept apart from a setup's search (``<setup>/MICRO_BATCH_FILE``)
-are such steps. A step carried to a published run's micro-batch starts from the measured row of the same setup,
-model and methods whose micro-batch is nearest it (``nearest_measured``), and the idle-time charge covers only the
-difference left. The rule was fixed before any prediction made with it was compared with a published point.
+are such steps. A step carried to another micro-batch (a published run's, or the one the memory model fits on the
+target) starts from the measured row of the same setup, model and methods whose micro-batch is nearest it
+(``nearest_measured``), split by its own kernel profile where one exists (``transfer.source_from_row``,
+``wall_from_step``), and the idle-time charge covers only the difference left. The rule rests on those measurements
+alone; the published points only check it.
 """
 from __future__ import annotations
 
