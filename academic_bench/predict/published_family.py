@@ -261,8 +261,8 @@ def carried_encoder(gpu: str, n_gpus: int, flops_per_sequence: float, root: str 
     ``micro_batch``: the encoder's sequences per micro-step where they are known (a published run's, an answer's
     settings). RoBERTa-large's step is then carried at the micro-batch of as many model FLOPs (``carried_micro_batch``),
     from its measured step at the nearest micro-batch where there are several (``prediction_of``: a small
-    micro-batch runs its kernels less efficiently), the transfer model charging the GPU's idle time per micro-step
-    for the rest; without it, at the memory model's."""
+    micro-batch runs its kernels less efficiently and keeps the GPU waiting longer), the transfer model charging the
+    GPU's idle time per micro-step for the rest; without it, at the memory model's."""
     from ..catalog.models import get_model
     from ..estimate import flops_per_sample
     from .transfer_validation import prediction_of, measured

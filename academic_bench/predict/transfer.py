@@ -130,7 +130,7 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None, wall_fro
         mine = setup[setup["model"] == row["model"]]
         own = mine[(mine["methods_label"] == row["methods_label"]) & (mine["micro_batch"] == int(row["micro_batch"]))]
         if not own.empty:
-            step_s = _num(row, "step_time_s") or None if wall_from_step else None
+            step_s = (_num(row, "step_time_s") or None) if wall_from_step else None
             split, basis = split_of(own[own["config_id"] == own["config_id"].iloc[0]], step_s=step_s), "configuration"
         elif not mine.empty:
             # The model's profile at the micro-batch nearest the row's: its share of idle time per micro-step is

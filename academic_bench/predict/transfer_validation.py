@@ -349,4 +349,3 @@ def idle_charge_check(root: str | None = None) -> pd.DataFrame:
                     "idle_charge_error": carried / float(r["step_time_s"]) - 1})
     out = pd.DataFrame(out, columns=MICRO_BATCH_CHECK_COLUMNS)
     return out.sort_values(["setup", "model", "micro_batch"], ignore_index=True)
-
