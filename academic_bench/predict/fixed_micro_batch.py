@@ -16,11 +16,12 @@ alone; the published points only check it.
 """
 from __future__ import annotations
 
-import math
 import numbers
 from functools import lru_cache
 
 import pandas as pd
+
+from .transfer import micro_batch_distance
 
 MICRO_BATCH_FILE = "evidence/encoders/results-microbatch.jsonl"
 
@@ -28,10 +29,11 @@ MICRO_BATCH_FILE = "evidence/encoders/results-microbatch.jsonl"
 def fixed_micro_batch_rows(root: str | None = None) -> pd.DataFrame:
     """The rows of every setup's ``MICRO_BATCH_FILE`` that count as results (``analysis.results``: read beside the
     setup's own rows, so that its validations of the method class speak for them), in the frame of
-    ``analysis.runs_frame``. Cached per runs folder (``root``, else $ACADEMIC_BENCH_RUNS or the shipped runs)."""
+    ``analysis.runs_frame``. Cached per runs folder (``root``, else $ACADEMIC_BENCH_RUNS or the shipped runs): the
+    frame is shared, read it without changing it."""
     from ..analysis import runs_root
 
-    return _rows_in(str(runs_root(root).resolve())).copy()
+    return _rows_in(str(runs_root(root).resolve()))
 
 
 @lru_cache(maxsize=8)
@@ -55,8 +57,12 @@ def nearest_measured(src: pd.Series, micro_batch: int, root: str | None = None) 
     if not (isinstance(micro_batch, numbers.Integral) and micro_batch >= 1):
         raise ValueError(f"a micro-batch is a whole number of samples, at least 1; got {micro_batch!r}")
     rows = fixed_micro_batch_rows(root)
-    same = rows[(rows["setup"] == src["setup"]) & (rows["model"] == src["model"])
-                & (rows["methods_label"] == src["methods_label"]) & (rows["n_gpus"] == src["n_gpus"])]
-    candidates = [src, *(r for _, r in same.iterrows())]
-    return min(candidates, key=lambda r: (abs(math.log(int(r["micro_batch"]) / micro_batch)),
+    candidates = [src, *(r for _, r in rows[same_setting(rows, src)].iterrows())]
+    return min(candidates, key=lambda r: (micro_batch_distance(int(r["micro_batch"]), micro_batch),
                                           -int(r["micro_batch"])))
+
+
+def same_setting(frame: pd.DataFrame, row: pd.Series) -> pd.Series:
+    """Which rows of ``frame`` are of ``row``'s setup, model, methods and GPU count (a boolean mask)."""
+    return ((frame["setup"] == row["setup"]) & (frame["model"] == row["model"])
+            & (frame["methods_label"] == row["methods_label"]) & (frame["n_gpus"] == row["n_gpus"]))

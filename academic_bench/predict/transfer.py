@@ -135,8 +135,8 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None, wall_fro
         elif not mine.empty:
             # The model's profile at the micro-batch nearest the row's: its share of idle time per micro-step is
             # the nearest to the row's.
-            first = mine.assign(far=(mine["micro_batch"].astype(float) / int(row["micro_batch"])).map(
-                lambda x: abs(math.log(x)))).sort_values(["far", "config_id"]).iloc[0]
+            far = [micro_batch_distance(int(m), int(row["micro_batch"])) for m in mine["micro_batch"]]
+            first = mine.assign(far=far).sort_values(["far", "config_id"]).iloc[0]
             one = mine[(mine["config_id"] == first["config_id"]) & (mine["micro_batch"] == first["micro_batch"])]
             split, basis = split_of(one, int(row["gas"])), "model"
         elif not setup.empty:
@@ -174,6 +174,11 @@ def part_of(kind: str) -> str:
     if kind in FLOP_KINDS:
         return "flop"
     return {SCAN_KIND: "scan", COMM_KIND: "comm", "optimizer": "optimizer"}.get(kind, "memory")
+
+
+def micro_batch_distance(micro_batch: int, other: int) -> float:
+    """How far apart two micro-batches are, by their ratio: what a step's idle share per micro-step follows."""
+    return abs(math.log(micro_batch / other))
 
 
 def _num(row: Mapping, key: str) -> float:

@@ -20,6 +20,7 @@ from functools import lru_cache
 import pandas as pd
 
 from ..catalog.hardware import get_gpu
+from .fixed_micro_batch import fixed_micro_batch_rows, nearest_measured, same_setting
 from .transfer import Prediction, methods_of_row, predict, source_from_row, target_micro_batch
 
 VALIDATION_COLUMNS = ["model", "source_setup", "target_setup", "source_methods", "target_methods", "split_basis",
@@ -73,8 +74,6 @@ def prediction_of(row: pd.Series, prof: pd.DataFrame, gpu: str, n_gpus: int, roo
     caller knows the target's, else the memory model's), and the basis of its split. Where the study measured the
     configuration at fixed micro-batches too, the step is carried from the one nearest the target's
     (``fixed_micro_batch.nearest_measured``)."""
-    from .fixed_micro_batch import nearest_measured
-
     src = source_from_row(row.to_dict(), prof)
     counted = isinstance(n_gpus, numbers.Integral) or (isinstance(n_gpus, float) and n_gpus.is_integer())
     if micro_batch is None and counted and n_gpus >= 1:  # else ``predict`` says what is wrong with the count
@@ -331,13 +330,10 @@ def idle_charge_check(root: str | None = None) -> pd.DataFrame:
     setup, model and methods on the same GPU, which charges the smaller micro-batch only the GPU's idle time per
     micro-step (``idle_charge_error`` = that step / the measured one - 1): what ``prediction_of``'s start from the
     nearest measured micro-batch corrects."""
-    from .fixed_micro_batch import fixed_micro_batch_rows
-
     rows, searched, prof = fixed_micro_batch_rows(root), configurations(root), measured(root)[1]
     out = []
     for _, r in rows.iterrows():
-        same = searched[(searched["setup"] == r["setup"]) & (searched["model"] == r["model"])
-                        & (searched["methods_label"] == r["methods_label"]) & (searched["n_gpus"] == r["n_gpus"])]
+        same = searched[same_setting(searched, r)]
         if same.empty:
             continue
         s = same.iloc[0]
