@@ -605,11 +605,43 @@ def test_a_warm_up_block_counts_as_a_repetition_only_when_it_agrees_with_the_fir
 
     monkeypatch.setattr(timing, "time_chain", chain)
     monkeypatch.setattr(timing, "host_batches", lambda cfg, mbs, n, seed: [{}, {}])
+    moved = []
+    monkeypatch.setattr(timing, "recount", lambda seconds, was, now: moved.append((seconds, was, now)))
     stepper = SimpleNamespace(gas=gas, mbs=1, ran=SimpleNamespace(notes=[]), micro_step=lambda batch, sync: None,
                               optimizer_step=lambda: None)
     phases = timing.time_phases(stepper, cfg, "cpu", warmup=2, reps=10)
     assert len(ran) == calls, "one block fewer when the warm-up counts"
+    assert moved == ([(pytest.approx(warm_s), "warmup", "timed")] if counted else []), (
+        "a warm-up block kept as a repetition is booked as timed work in the row's wall_breakdown")
     kept = [warm_s, 10.0] if counted else [10.0, 10.1]  # in the order they ran
     assert phases["accumulate"] == pytest.approx([(s - 2.0) / block for s in kept])
     said = [n for n in stepper.ran.notes if n.startswith("the warm-up block took")]
     assert len(said) == 1 and said[0].endswith("it counts as a repetition" if counted else "it is left out"), said
+
+
+def test_the_phase_clock_moves_seconds_already_counted_from_one_phase_to_another_and_no_more_than_it_holds():
+    from academic_bench.measure.wall import PhaseClock
+
+    clock = PhaseClock()
+    clock.seconds.update(warmup=10.0, timed=5.0)
+    clock.recount(8.0, "warmup", "timed")
+    assert clock.seconds["warmup"] == pytest.approx(2.0) and clock.seconds["timed"] == pytest.approx(13.0)
+    clock.recount(8.0, "warmup", "timed")
+    assert clock.seconds["warmup"] == 0.0 and clock.seconds["timed"] == pytest.approx(15.0), (
+        "a phase never goes below zero: the wall time stays the sum of the phases")
+
+
+def test_deepspeeds_host_queries_run_once_per_process(monkeypatch):
+    """DeepSpeed's CPU Adam asks py-cpuinfo about the host at every build (a subprocess each time); after
+    ``cpu_info_once`` the first answer is kept for the process, the same answer every time."""
+    from academic_bench.measure.apply import cpu_info_once
+
+    asked = []
+    fake = types.ModuleType("cpuinfo")
+    fake.get_cpu_info = lambda: asked.append(1) or {"arch": "X86_64", "vendor_id_raw": "GenuineIntel"}
+    monkeypatch.setitem(sys.modules, "cpuinfo", fake)
+    cpu_info_once()
+    cpu_info_once()
+    from cpuinfo import get_cpu_info  # as DeepSpeed imports it, at each call
+
+    assert [get_cpu_info()["arch"] for _ in range(3)] == ["X86_64"] * 3 and len(asked) == 1

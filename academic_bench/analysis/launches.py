@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..measure.timing import WARMUP_COUNTED
 from .frame import frame_from_rows, runs_root
 from .search import exhaustive_ids
 
@@ -21,8 +22,8 @@ LAUNCH_CHECK_COLUMNS = ["setup", "model", "methods_label", "micro_batch", "one_s
 SEARCH_COST_COLUMNS = ["setup", "model", "commit", "date", "ended_at", "configurations", "of", "median_s", "total_s",
                        "slowest", "slowest_s", "slowest_in_blocks", "measured_share"]
 # The phases of a configuration's wall time (``measure.wall.PHASES``) that are measured GPU work: the micro-batch
-# search's trial steps (the first of which compiles a fresh model) and the timed repetitions. The rest (start and
-# imports, build, warm-up, teardown) is the engine's overhead.
+# search's trial steps (the first of which compiles a fresh model) and the timed repetitions (a warm-up block kept as
+# one among them: ``spent_of``). The rest (start and imports, build, warm-up, teardown) is the engine's overhead.
 GPU_WORK_PHASES = ("trials", "timed")
 
 
@@ -39,10 +40,23 @@ def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
     return _synced_steps(engine_evidence_rows(pattern, root), ("ok", "oom"))
 
 
-def _gpu_work_s(row: dict) -> float:
-    """The seconds of a row's wall time that were measured GPU work (``GPU_WORK_PHASES`` of its
-    ``wall_breakdown``), or NaN where it records none."""
+def spent_of(row: dict) -> dict[str, float] | None:
+    """A row's ``wall_breakdown``, with a warm-up block that its timing kept as a timed repetition counted as
+    ``timed`` (``measure.timing.WARMUP_COUNTED``): the engine books it there since it recounts that block, rows
+    written before it have it under ``warmup``. None where the row records no breakdown."""
     spent = row.get("wall_breakdown")
+    if not spent:
+        return None
+    notes = (row.get("ran") or {}).get("notes") or []
+    if not any(n.endswith(WARMUP_COUNTED) for n in notes):
+        return dict(spent)
+    return {**spent, "warmup": 0.0, "timed": spent.get("timed", 0.0) + spent.get("warmup", 0.0)}
+
+
+def _gpu_work_s(row: dict) -> float:
+    """The seconds of a row's wall time that were measured GPU work (``GPU_WORK_PHASES`` of ``spent_of``), or NaN
+    where it records none."""
+    spent = spent_of(row)
     return sum(spent.get(p, 0.0) for p in GPU_WORK_PHASES) if spent else math.nan
 
 
@@ -277,7 +291,7 @@ def wall_breakdown(rows: list[dict]) -> tuple[pd.DataFrame, int]:
     from ..results.state import validation_class_of
 
     counted = [r for r in rows if not (r.get("config") or {}).get("tiny") and r.get("duration_s")]
-    kept = [r for r in counted if r.get("wall_breakdown")]
+    kept = [{**r, "wall_breakdown": spent_of(r)} for r in counted if r.get("wall_breakdown")]
     columns = ["method_class", "configurations", "median_s", *PHASES]
     by: dict[str, list[dict]] = {}
     for r in kept:

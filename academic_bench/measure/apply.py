@@ -10,6 +10,7 @@ the model's forward above the blocks, so that DDP and FSDP wrap a model that alr
 """
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
@@ -344,12 +345,25 @@ def apply_fsdp(model: nn.Module, spec: ModelSpec, cfg: Config, device: str, ran:
     return model
 
 
+def cpu_info_once() -> None:
+    """Keep py-cpuinfo's first answer for the process. DeepSpeed's CPU Adam asks it about the host three times in a
+    process's first offloaded build and once in every later one, each a subprocess of about a second
+    (``notebooks/runs/h100x1/evidence/engine/build-profile/``), though the host cannot change within a process."""
+    try:
+        import cpuinfo
+    except ImportError:  # DeepSpeed asks lscpu instead
+        return
+    if not hasattr(cpuinfo.get_cpu_info, "cache_info"):  # DeepSpeed imports the name at each call, so it sees this
+        cpuinfo.get_cpu_info = functools.cache(cpuinfo.get_cpu_info)
+
+
 def apply_deepspeed(model: nn.Module, cfg: Config, micro_batch: int, gas: int, ran: Ran):
     """DeepSpeed ZeRO-1/2/3 with optional CPU offload; returns the engine (model, optimizer and scaler)."""
     if not has("deepspeed"):
         raise Unsupported("DeepSpeed ZeRO needs the deepspeed package, which could not be imported")
     import deepspeed
 
+    cpu_info_once()
     engine, *_ = deepspeed.initialize(model=model, model_parameters=[p for p in model.parameters()],
                                       config=deepspeed_config(cfg, micro_batch, gas))
     ran.parallel = "deepspeed"

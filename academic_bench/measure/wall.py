@@ -50,6 +50,13 @@ class PhaseClock:
             if self._open:
                 self._open[-1][1] = end
 
+    def recount(self, seconds: float, was: str, now: str) -> None:
+        """Count ``seconds`` already spent in phase ``was`` as ``now`` instead: a warm-up repetition that the timing
+        kept as a timed one (``measure.timing.time_phases``) was timed work."""
+        moved = min(seconds, self.seconds.get(was, 0.0))
+        self.seconds[was] -= moved
+        self.seconds[now] = self.seconds.get(now, 0.0) + moved
+
 
 # The worker's one clock: the phases are entered deep in the search, the stepper and the timing, and one process
 # measures one configuration (``measure.worker.main`` starts it afresh).
@@ -59,6 +66,11 @@ CLOCK = PhaseClock()
 def phase(name: str):
     """``with phase("build"): ...``: time a block as one of ``WORKER_PHASES`` on the worker's clock."""
     return CLOCK.phase(name)
+
+
+def recount(seconds: float, was: str, now: str) -> None:
+    """``PhaseClock.recount`` on the worker's clock."""
+    CLOCK.recount(seconds, was, now)
 
 
 def restart() -> None:
