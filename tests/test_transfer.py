@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from academic_bench.predict import method_costs, transfer, transfer_validation as tv, work_validation as wv
+from academic_bench.predict import gpu_ratios, method_costs, transfer, transfer_validation as tv, work_validation as wv
 from academic_bench.catalog.hardware import UnknownGPUError, get_gpu
 from academic_bench.catalog.methods import Methods, preset
 from academic_bench.catalog.models import model_rank
@@ -497,10 +497,10 @@ def test_memory_bound_kernels_scale_as_two_gpus_memory_sweeps_timed_them_where_b
     sweep("h200x1", "NVIDIA H200", lambda op, m: m * 1e-9 * (1.0 if m == 8192 else 0.8 if op != "cast" else 0.9))
     monkeypatch.setenv("ACADEMIC_BENCH_RUNS", str(tmp_path))
     h100, h200, a100 = (get_gpu(k) for k in ("h100-80gb", "h200", "a100-80gb"))
-    assert transfer.memory_ratio(h100, h200) == (pytest.approx(0.8), "sweep")
-    assert transfer.memory_ratio(h200, h100) == (pytest.approx(1.25), "sweep")
+    assert gpu_ratios.memory_ratio(h100, h200) == (pytest.approx(0.8), "sweep")
+    assert gpu_ratios.memory_ratio(h200, h100) == (pytest.approx(1.25), "sweep")
     datasheet = h100.memory_bandwidth_gbps / a100.memory_bandwidth_gbps
-    assert transfer.memory_ratio(h100, a100) == (pytest.approx(datasheet), "datasheet")
+    assert gpu_ratios.memory_ratio(h100, a100) == (pytest.approx(datasheet), "datasheet")
     p = transfer.predict(_source({"memory": 1.0}), "h200", 1)
     assert p.step_time_s == pytest.approx(0.8 * 10) and "memory sweeps" in p.basis
     monkeypatch.setenv("ACADEMIC_BENCH_RUNS", str(tmp_path / "none"))
@@ -517,7 +517,7 @@ def test_matrix_products_follow_the_rates_others_measured():
     from importlib import resources
 
     from academic_bench.catalog.hardware import get_gpu
-    from academic_bench.predict.transfer import flop_ratio
+    from academic_bench.predict.gpu_ratios import flop_ratio
 
     text = resources.files("academic_bench").joinpath("data/matmul_rates.csv").read_text(encoding="utf-8")
     rows = list(csv.DictReader(text.splitlines()))

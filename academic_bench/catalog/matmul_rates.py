@@ -16,7 +16,7 @@ it lacks (V100 SXM2 16GB, RTX 2080 Ti, TITAN RTX, A40), by one rule, the TITAN R
 sizes ran from 40 to 66 TFLOP/s in no order (the RTX 2080 Ti's from 26 to 57); runs posted for cards the table
 already holds are not added. Not kept are the bf16 columns of the V100, the T4 and the Turing cards (they have no bf16 tensor cores: the figure times
 an emulation). The transfer model scales a step's matrix products between two GPUs by these rates where both have
-them (``predict.transfer.flop_ratio``). The study measured none of these rows; its own GEMM sweeps
+them (``predict.gpu_ratios.flop_ratio``). The study measured none of these rows; its own GEMM sweeps
 (``results.gemm``) time the H100 and H200 it trains on.
 """
 from __future__ import annotations

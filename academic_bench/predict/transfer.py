@@ -5,7 +5,7 @@ part is scaled by the target GPU's capability that bounds it:
 
 - **matrix products, attention, convolution** (``catalog.kernels.FLOP_KINDS``): by the ratio of the rates the two
   GPUs' large matrix products reached in a public table of ``torch.matmul`` rates
-  (``catalog.matmul_rates``) where it has both GPUs at the precision that ran (``flop_ratio``): GPUs reach
+  (``catalog.matmul_rates``) where it has both GPUs at the precision that ran (``gpu_ratios.flop_ratio``): GPUs reach
   different fractions of their datasheets; else by the ratio of dense peak FLOP/s at that precision (fp32 at the
   TF32 rate where TF32 was on);
 - **the state-space scan** (Mamba): by the ratio of fp32 (CUDA-core) peaks: its fused kernel keeps the state in
@@ -14,7 +14,7 @@ part is scaled by the target GPU's capability that bounds it:
   showed Mamba's step predicted too short with the scan counted as memory-bound);
 - **memory-bound kernels** (elementwise, normalisation, loss and softmax, memory copies on the GPU): by how many
   times as long the same memory-bound kernels took on the two GPUs where both were swept apart from any training
-  step (``results.gemm.memory_time_ratio``), else by the ratio of datasheet memory bandwidth (``memory_ratio``);
+  step (``results.gemm.memory_time_ratio``), else by the ratio of datasheet memory bandwidth (``gpu_ratios.memory_ratio``);
   the sweeps are read from the runs folder ``predict`` is given (default the shipped runs);
 - **the GPU's idle time** within the micro-steps (host work, launches): per micro-step, so by the ratio of
   accumulation steps (the target's micro-batch from the memory model, ``estimate.max_micro_batch``, or the
@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from typing import Mapping
 
 import pandas as pd
 
 from ..catalog.hardware import GPU, get_gpu
 from ..catalog.kernels import FLOP_KINDS
+from .gpu_ratios import catalog_ratio, part_ratios
 from .method_costs import COPIES_EXPOSED, collective_s, micro_step_copy_s, ring_gbps
 from ..catalog.methods import Methods
 from ..catalog.units import days_for
@@ -262,7 +262,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     Each part of the source step (module docstring) is scaled to the target; the range adds up, per part, the
     fastest and slowest plausible scaling: FLOP kernels at 0.95..1.15 x the peak ratio where the architecture
     differs (an older GPU reaches less of its peak), 0.97..1.03 x where it is the same; memory-bound kernels
-    between the memory ratio (``memory_ratio``: fully bandwidth-bound) and the peak ratio (latency- or
+    between the memory ratio (``gpu_ratios.memory_ratio``: fully bandwidth-bound) and the peak ratio (latency- or
     compute-bound), taking the central estimate at the memory ratio; idle time 0.8..1.25 x; collectives
     0.5..2 x (overlap with the backward, the link's achieved bandwidth). Without the configuration's own profile the range widens by
     ``WIDEN`` of the step on each side.
@@ -272,7 +272,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     are then a lower bound. Raises ``hardware.UnknownGPUError`` for a GPU not in the catalog, ``ValueError`` for
     a count below 1. ``micro_batch`` is None (and no step) where no micro-batch fits (``target_micro_batch``);
     a caller that chose the target's micro-batch itself (a method's memory: ``decoder_work``) passes it.
-    ``runs``: the runs folder whose sweeps of memory-bound kernels ``memory_ratio`` reads (default the shipped
+    ``runs``: the runs folder whose sweeps of memory-bound kernels ``gpu_ratios.memory_ratio`` reads (default the shipped
     runs, or $ACADEMIC_BENCH_RUNS).
     """
     target, source = get_gpu(gpu), get_gpu(src.gpu)
@@ -325,9 +325,9 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     # ZeRO and FSDP shard it over the GPUs; plain data parallelism runs it whole on each.
     sharded = src.methods.sharding != "none"
     opt_share = share if sharded else 1.0
-    pcie = _ratio(source, target, "pcie_gbps")
+    pcie = catalog_ratio(source, target, "pcie_gbps")
     opt = src.optimizer_s * opt_share * (pcie if src.methods.offload
-                                         else _ratio(source, target, "memory_bandwidth_gbps"))
+                                         else catalog_ratio(source, target, "memory_bandwidth_gbps"))
     parts.append((opt, opt * 0.8, opt * 1.25))
     # Communication: the source's measured collectives scaled by link and ring size, or, from one GPU to
     # several, the collectives estimated from bytes; an offload copy at the boundary scales with PCIe.
@@ -363,66 +363,3 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         basis += f"; capped at {MFU_CAP:.0%} MFU (the scaled step was shorter: a lower bound)"
     return Prediction(src.model, src.setup, target.key, n_gpus, mbs, gas, step, low, high, days_for(steps, step),
                       days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods, opt)
-
-
-def _ratio(source: GPU, target: GPU, field: str) -> float:
-    """source / target of a catalog figure; a GPU without it is named (data/gpus.csv)."""
-    for gpu in (source, target):
-        value = getattr(gpu, field)
-        if not value or not math.isfinite(value):
-            raise ValueError(f"the GPU catalog has no {field} for {gpu.key!r} (data/gpus.csv)")
-    return getattr(source, field) / getattr(target, field)
-
-
-def part_ratios(source: GPU, target: GPU, precision: str, tf32: bool, runs: str | None = None
-                ) -> tuple[dict[str, float], dict[str, str]]:
-    """How many times as long each part of a step (``part_of``) is taken to run on ``target`` as on ``source``:
-    ``flop`` by ``flop_ratio`` (measured matrix-product rates, else the dense peaks), ``scan`` by the fp32
-    peaks, ``memory`` by ``memory_ratio``; and what the ``flop`` and ``memory`` ratios rest on."""
-    flop, flop_basis = flop_ratio(source, target, precision, tf32)
-    memory, memory_basis = memory_ratio(source, target, runs)
-    return ({"flop": flop, "scan": source.peak_flops("fp32") / target.peak_flops("fp32"), "memory": memory},
-            {"flop": flop_basis, "memory": memory_basis})
-
-
-def flop_ratio(source: GPU, target: GPU, precision: str, tf32: bool) -> tuple[float, str]:
-    """How many times as long a matrix product takes on ``target`` as on ``source``, and what it rests on:
-    ``"measured"``, the rates ``catalog.matmul_rates`` holds for both at ``precision`` (it has bf16 and fp16
-    only): GPUs reach different fractions of their datasheets, within an architecture too (the table's H100 PCIe
-    reaches less of its own than the H100 SXM); else ``"datasheet"``, the ratio of their
-    dense peaks."""
-    from ..catalog.matmul_rates import matmul_tflops
-
-    if source.key != target.key:
-        rates = matmul_tflops(source.key, precision), matmul_tflops(target.key, precision)
-        if None not in rates:
-            return rates[0] / rates[1], "measured"
-    return source.peak_flops(precision, tf32) / target.peak_flops(precision, tf32), "datasheet"
-
-
-def memory_ratio(source: GPU, target: GPU, runs: str | None = None) -> tuple[float, str]:
-    """How many times as long a memory-bound kernel takes on ``target`` as on ``source``, and what it rests on:
-    ``"sweep"``, the two GPUs' sweeps of memory-bound kernels under the runs ``runs`` (default the shipped runs;
-    ``results.gemm.memory_time_ratio``) where both were swept; else ``"datasheet"``, the ratio of their datasheet
-    memory bandwidths; ``"same GPU"`` for one GPU."""
-    if source.key == target.key:
-        return 1.0, "same GPU"
-    from ..analysis import runs_root
-
-    sweeps = _memory_sweeps(str(runs_root(runs)))
-    if source.key in sweeps and target.key in sweeps:
-        from ..results.gemm import memory_time_ratio
-
-        measured = memory_time_ratio(sweeps[source.key], sweeps[target.key])
-        if measured:
-            return measured, "sweep"
-    return _ratio(source, target, "memory_bandwidth_gbps"), "datasheet"
-
-
-@lru_cache(maxsize=4)
-def _memory_sweeps(runs: str) -> dict:
-    from pathlib import Path
-
-    from ..results.gemm import memory_sweeps
-
-    return memory_sweeps(Path(runs))

@@ -275,11 +275,12 @@ def kinds_across_gpus(prof: pd.DataFrame, source_setup: str, target_setup: str) 
     same model and methods, one GPU each, so the same global batch a step), its kernels' seconds a step summed
     over the transfer model's parts (``transfer.part_of``: ``flop``, ``scan`` and ``memory``; the optimizer and
     communication left out, as ``transfer.split_of`` leaves them), the target's over the source's (``ratio``)
-    beside the ratio ``transfer.predict`` scales that part by (``transfer.part_ratios``: ``model_ratio``). ``prof``: ``analysis.profiles``' frame. A diagnosis, not a check: both profiles were
+    beside the ratio ``transfer.predict`` scales that part by (``gpu_ratios.part_ratios``: ``model_ratio``). ``prof``: ``analysis.profiles``' frame. A diagnosis, not a check: both profiles were
     measured, and nothing is fitted to them."""
     from ..catalog.methods import parse_methods
     from ..catalog.models import get_model
-    from .transfer import part_of, part_ratios
+    from .gpu_ratios import part_ratios
+    from .transfer import part_of
 
     if prof.empty:
         return pd.DataFrame(columns=KIND_RATIO_COLUMNS)
