@@ -105,6 +105,19 @@ settings stated beside the figure was found: flash-linear-attention issue 32 (20
 default config through benchmarks/benchmark_training_throughput.py, but its reporter notes that fla neither asks for
 mamba_ssm and causal_conv1d nor warns when Mamba runs without their kernels, and the thread as read does not say
 which path its later table (an A100 and an H100 column, the H100's form unnamed) timed.
+Hopper, independent of llm-foundry: NVIDIA's dgxc-benchmarking recipe for Llama 3.1 8B pre-training on 8 x H100
+(DGX H100) in BF16, the 8-GPU column of its table in two releases (NeMo 24.09 and 24.12: distributed optimizer,
+context parallelism 2, no recompute), kept unpredicted: the study has no method for context parallelism. Its FP8
+tables, its 16- to 128-GPU columns and its Llama 3 8B SFT table (fine-tuning examples whose padding or packing the
+README does not state) are left out, as are: NeMo's older performance summaries and every Megatron-Bridge summary
+row of a dense decoder on 8 GPUs (FP8 only); torchtune's README tables (its single-GPU full fine-tune runs
+bitsandbytes' 8-bit PagedAdamW; its earlier table's Alpaca sequences are not packed to the stated length);
+OLMo-core's throughput table ('a cluster of H100 GPUs', the count not stated); picotron's README ('nearly 50% MFU',
+no setting beside it); torchtitan's async-TP and H200 benchmarks (tensor parallelism, FP8, several nodes);
+lightning-thunder's lit-gpt benchmarks (the GPU not named, totals of 45 iterations with compilation); IBM's
+fms-fsdp (128 GPUs); LLMs-from-scratch's training-speed notes (A100s only); a per-step GPT-2 124M table across a
+dozen cloud GPUs (B200 to L4) stored in the index without a repository or commit to cite; and CUDO Compute's
+H100/L40S blog (BERT-base fine-tuning in cloud VMs: no head the study predicts, settings not stated beside it).
 """
 from __future__ import annotations
 
