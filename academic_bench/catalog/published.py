@@ -116,7 +116,7 @@ OLMo-core's throughput table ('a cluster of H100 GPUs', the count not stated); p
 no setting beside it); torchtitan's async-TP and H200 benchmarks (tensor parallelism, FP8, several nodes);
 lightning-thunder's lit-gpt benchmarks (the GPU not named, totals of 45 iterations with compilation); IBM's
 fms-fsdp (128 GPUs); LLMs-from-scratch's training-speed notes (A100s only); a per-step GPT-2 124M table across a
-dozen cloud GPUs (B200 to L4) stored in the index without a repository or commit to cite; and CUDO Compute's
+dozen cloud GPUs (B200 to L4) found without a repository or commit to cite; and CUDO Compute's
 H100/L40S blog (BERT-base fine-tuning in cloud VMs: no head the study predicts, settings not stated beside it).
 """
 from __future__ import annotations
