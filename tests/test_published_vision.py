@@ -123,3 +123,13 @@ def test_a_published_model_of_the_same_architecture_counts_the_catalog_models_fl
     head = net.get_classifier()
     assert catalog - published == 6 * head.in_features * (get_model(key).recipe.num_classes - head.out_features)
     assert abs(catalog - published) / catalog < 1e-3
+
+
+def test_the_answers_are_kept_under_a_key_that_the_16_bit_rows_change(tmp_path):
+    """The published ranges widen the answers by what the published check observed, vision points included: a
+    16-bit row must make the kept answers stale (``answer.store.content_key``)."""
+    from academic_bench.answer.store import content_key
+
+    before = content_key(tmp_path)
+    write_row(tmp_path, "vit-large@bf16")
+    assert content_key(tmp_path) != before
