@@ -100,6 +100,9 @@ _EVIDENCE_FILES = {
     "evidence/decoders/profiles.jsonl": ("kernel profiles of decoders outside the catalog",
                                          "`academic-bench profile --model PATH/config.json` (the setup's "
                                          "`evidence/README.md` names the calls)"),
+    "evidence/vision16/results.jsonl": ("ViT-L/16 and ConvNeXt-XL in 16 bits, beside their fp32 recipe (the published "
+                                        "check's vision points)", "`academic-bench bench --model vit-large "
+                                        "--precision bf16` (the calls are in `evidence/vision16/plan.sh`)"),
 }
 
 

@@ -30,14 +30,18 @@ __all__ = ["BEYOND_STATUSES", "KINDS", "SOURCE_ORDER", "Answer", "BeyondPaper", 
 
 
 def answer(model: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None) -> Answer:
-    """The study's answer for catalog ``model`` on ``n_gpus`` x ``gpu``. An unknown model or GPU, or a count
-    below 1, raises with the valid choices named."""
+    """The study's answer for catalog ``model`` on ``n_gpus`` x ``gpu`` (none for the model in another precision
+    than its recipe's: ``compute.variant_answer``). An unknown model or GPU, or a count below 1, raises with the
+    valid choices named."""
+    from ..catalog.models import is_variant
     from ..cost.model import check_gpus, gpu_key, model_key
-    from .compute import GPU_COUNTS, catalog_answer
+    from .compute import GPU_COUNTS, catalog_answer, variant_answer
     from .store import grid as kept, observed, other_gpus
 
     from .published_ranges import distance_records, widen
 
+    if is_variant(model):  # a catalog model in a precision not its recipe's: measured beside the answers
+        return variant_answer(str(model).lower(), gpu_key(gpu), check_gpus(n_gpus))
     m, g, n = model_key(model), gpu_key(gpu), check_gpus(n_gpus)
     found = None
     if n in GPU_COUNTS:

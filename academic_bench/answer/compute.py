@@ -115,6 +115,25 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
     return replace(a, beyond_paper=beside)
 
 
+def variant_answer(model: str, gpu: str, n_gpus: int) -> Answer:
+    """No answer for a catalog model in a precision not its recipe's (``models.at_precision``), with the reason and
+    the lower bound at 100% of that precision's peak: the study answers the recipe, and measures the variant beside
+    it (the published check carries the vision models' 16-bit rows, ``predict.published_vision``). A precision the
+    GPU lacks is refused as the recipe's would be (``catalog_answer``)."""
+    from ..catalog.methods import precision_reason, vendor_reason
+    from ..catalog.models import get_model, recipe_model
+    from ..estimate import analytic_days
+
+    spec, recipe = get_model(model), get_model(recipe_model(model)).recipe
+    refusal = vendor_reason(get_gpu(gpu)) or precision_reason(spec.recipe.precision, get_gpu(gpu))
+    if refusal:
+        raise ValueError(refusal)
+    why = (f"the study answers {recipe_model(model)} in its recipe's {recipe.precision}; in "
+           f"{spec.recipe.precision} it is measured beside the answer, never as one")
+    return Answer(model=model, gpu=gpu, n_gpus=n_gpus, kind="none", days=None, days_low=None, days_high=None,
+                  mfu=None, settings=None, rests_on=why, bound_days=float(analytic_days(model, gpu, n_gpus, mfu=1.0)))
+
+
 def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
                        checks: Checks | None = None, cells: pd.DataFrame | None = None,
                        errors: pd.DataFrame | None = None) -> Answer:

@@ -32,8 +32,10 @@ GRID_VERSION = 8  # 2: the work model's calibration and the host's optimizer rat
 # 7: the answers on every GPU of data/gpus.csv outside the study's, and the cells refused there with the reason;
 # 8: a predicted answer weighs every memory-saving combination valid on its count (``compute.weighed_prediction``)
 SHIPPED_NAME = "answers.json"
+# The published check's vision points read the 16-bit rows (``predict.published_vision``), and the published ranges
+# widen the answers by what that check observed.
 RUN_FILES = ("*/results.jsonl", "*/results.skipped.jsonl", "*/profiles.jsonl", "*/evidence/decoders/**/*.json*",
-             "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl")
+             "*/evidence/parity/*.json", "*/evidence/gemm/*.jsonl", "*/evidence/vision16/*.jsonl")
 
 
 def _runs_root(root: str | os.PathLike | None) -> Path:

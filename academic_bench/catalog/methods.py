@@ -227,7 +227,7 @@ def precision_reason(precision: str, gpu: GPUFeatures) -> str | None:
     if precision == "bf16" and not gpu.supports_bf16:
         return (f"a bf16 recipe needs bf16 tensor cores (Ampere or newer, compute capability 8.0+), and the {_cc(gpu)} "
                 "has fp16 tensor cores only: train in fp16 with loss scaling instead (--precision fp16, with a "
-                "decoder's config.json), or choose an Ampere or newer GPU")
+                "decoder's config.json or a catalog model whose recipe is fp32), or choose an Ampere or newer GPU")
     return None
 
 

@@ -15,7 +15,7 @@ import sys
 from . import args as cli_args
 from ..catalog.hardware import UnknownGPUError, catalog as gpu_catalog, get_gpu
 from ..catalog.methods import InvalidCombinationError, search_space
-from ..catalog.models import CATALOG, UnknownModelError
+from ..catalog.models import CATALOG, UnknownModelError, is_variant
 from .args import EXIT_USAGE
 from ..catalog.config import check_gpu_count
 
@@ -143,10 +143,12 @@ def _validate(args: argparse.Namespace) -> None:
         config_ok = getattr(args, "accepts_config", False)  # commands that read a config.json themselves
         for name in str(args.model).split(","):
             cli_args.check_model_path(name, config_ok)
-            if name in CATALOG and getattr(args, "gpus", None):  # every command accepts the same counts
+            # a catalog model in another precision (``models.at_precision``) is named as its recipe's is
+            catalog = name in CATALOG or is_variant(name)
+            if catalog and getattr(args, "gpus", None):  # every command accepts the same counts
                 check_gpu_count(name, args.gpus, bool(getattr(args, "tiny", False)))
-            if name not in CATALOG and not (config_ok and (cli_args.is_config_path(name)
-                                                           or cli_args.is_decoder_key(name))):
+            if not catalog and not (config_ok and (cli_args.is_config_path(name)
+                                                   or cli_args.is_decoder_key(name))):
                 raise UnknownModelError(f"unknown model {name!r}; choose one of: {', '.join(CATALOG)}"
                                         + (", or a decoder's PATH/config.json" if config_ok else ""))
     if getattr(args, "gpu", None) is not None:  # a catalog key, or a GPU file read (and checked) here

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..catalog.config import training_precision
 from ..catalog.hardware import every_gpu, is_gpu_file
 from ..catalog.methods import Methods, device_reason
-from ..catalog.models import CATALOG
+from ..catalog.models import CATALOG, SIXTEEN_BIT, at_precision, is_variant, precisions
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, DTYPES
 from ..results import jsonl_problem, setup_refusal
 
@@ -298,21 +298,24 @@ def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
                         "encoder's: RoBERTa-large's 8192)")
     g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
                    help="training precision (default: bf16 where the GPU has it, else fp16; a config's "
-                        "torch_dtype is how its weights are stored, not how it trains)")
+                        "torch_dtype is how its weights are stored, not how it trains); a catalog model trains its "
+                        "recipe's, and one whose recipe is fp32 "
+                        f"({', '.join(k for k in CATALOG if len(precisions(k)) > 1)}) takes "
+                        f"{' or '.join(SIXTEEN_BIT)} too, as configurations of their own")
     return g
 
 
 def model_key(args: argparse.Namespace) -> str:
-    """The catalog model, or the key of the decoder a config.json describes (registered for this run and, through
-    the request, for its workers)."""
+    """The catalog model (in ``--precision`` where given: ``models.at_precision``), or the key of the decoder a
+    config.json describes (registered for this run and, through the request, for its workers)."""
     from ..catalog.models.from_config import ConfigError, decoder_spec
 
     given = [o for o, v in (("--tokens", args.tokens), ("--seq-len", args.seq_len),
-                            ("--global-batch", args.global_batch), ("--precision", args.precision)) if v is not None]
+                            ("--global-batch", args.global_batch)) if v is not None]
     if not is_config_path(args.model):
         if given:
             raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
-        return args.model
+        return at_precision(args.model, args.precision)
     if args.tiny:
         raise ConfigError("--tiny applies to the catalog's models; a config.json describes one model at full size")
     if args.tokens is None or args.seq_len is None:
@@ -327,8 +330,9 @@ CONFIG_OPTIONS = ("tokens", "seq_len", "global_batch", "precision")
 
 
 def is_decoder_key(name: str) -> bool:
-    """A ``--model`` that names a decoder read from a config.json by the key a command printed (``name@digest``)."""
-    return "@" in str(name)
+    """A ``--model`` that names a decoder read from a config.json by the key a command printed (``name@digest``),
+    not a catalog model in another precision (``vit-large@bf16``: ``models.at_precision``)."""
+    return "@" in str(name) and not is_variant(name)
 
 
 def config_decoder(args: argparse.Namespace, gpu: str | None = None) -> "ConfigDecoder | None":
@@ -357,7 +361,10 @@ def config_decoder(args: argparse.Namespace, gpu: str | None = None) -> "ConfigD
         decoder = recall(args.model)
     else:
         if given:
-            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
+            other = (" (bench, sweep, profile and estimate take --precision for it)"
+                     if args.model in CATALOG and len(precisions(args.model)) > 1 else "")
+            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe"
+                             f"{other}")
         return None
     args.model = decoder.spec.key
     return decoder

@@ -19,7 +19,7 @@ from . import args as cli_args
 from ..catalog.config import Config
 from ..launch import DEFAULT_REPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, EXECUTORS, Rendezvous, device_for, run
 from ..catalog.methods import Methods, parse_methods
-from ..catalog.models import CATALOG
+from ..catalog.models import CATALOG, SIXTEEN_BIT, at_precision, is_variant
 from ..results import (NOT_RUN_PREFIX, PREDICTED_STOP, REMEASURE_CHOICES, RETRY_CHOICES, UNVALIDATED, ResultStore,
                        synced_micro_batches)
 from ..search.plans import SWEEP_PRESETS, plan
@@ -156,7 +156,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    configs = plan(args.model, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
+    models = ",".join(at_precision(m.strip(), args.precision) for m in args.model.split(",") if m.strip())
+    if args.precision and not args.tiny:  # asked for, a precision the GPU lacks stops here (the recipes' are rows)
+        from ..catalog.hardware import get_gpu
+        from ..catalog.methods import precision_reason
+
+        why = precision_reason(args.precision, get_gpu(args.gpu))
+        if why:
+            raise ValueError(f"--precision {args.precision}: {why}")
+    configs = plan(models, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
     _check_run_args(args)
     _retry(args.retry)
     cli_args.check_out(args.out)
@@ -185,7 +193,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> None:
     cli_args.check_out(out)  # rows are appended to it: tried before anything is measured
     setup = args.setup or out.parent.name
     models = [m.strip().lower() for m in args.models.split(",")] if args.models else None
-    unknown = sorted(set(models or ()) - set(CATALOG))
+    unknown = sorted(m for m in models or () if m not in CATALOG and not is_variant(m))
     if unknown:
         raise ValueError(f"unknown model(s) {', '.join(unknown)}; choose from: {', '.join(CATALOG)}")
     stored = ResultStore(out).rows()
@@ -273,6 +281,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_gpu(p)
     cli_args.add_gpus(p)
     p.add_argument("--preset", required=True, choices=SWEEP_PRESETS)
+    p.add_argument("--precision", choices=SIXTEEN_BIT, default=None,
+                   help="measure each model, whose recipe must be fp32, in this 16-bit precision instead: "
+                        "configurations of their own (default: the recipe's precision)")
     p.add_argument("--budget", type=float, default=None,
                    help="seconds after which no new configuration starts; each one left gets a 'not run' row")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

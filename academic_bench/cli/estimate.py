@@ -23,6 +23,7 @@ from ..catalog.config import Config, precision_words, training_precision
 from ..catalog.hardware import get_gpu
 from ..catalog.methods import (InvalidCombinationError, exclusion_reason, methods_spec, parse_methods,
                       search_space)
+from ..catalog.models import at_precision, get_model
 from ..catalog.models.from_config import DEFAULT_GLOBAL_BATCH, ConfigError, decoder_spec, stored_dtype
 
 MEMORY_ROWS = [("weights", "weights"), ("gradients", "gradients"), ("optimizer_states", "optimizer states"),
@@ -225,12 +226,15 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     if cli_args.is_config_path(args.model):
         data = config_estimate(args)
     else:
-        given = [f"--{k.replace('_', '-')}" for k in CONFIG_ONLY if getattr(args, k) is not None]
+        given = [f"--{k.replace('_', '-')}" for k in CONFIG_ONLY if getattr(args, k) is not None and k != "precision"]
         if given:
             raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
-        config = _config(args)
+        config = _config(argparse.Namespace(**{**vars(args), "model": at_precision(args.model, args.precision)}))
         ans = answer(config.model, config.gpu, config.n_gpus)
         data = {**estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
+        if config.model != args.model:  # another precision than the recipe's, asked for
+            data["precision_chosen"] = (f"in {config.recipe.precision} (--precision; the recipe's is "
+                                        f"{get_model(args.model).recipe.precision})")
     cli_args.emit(args, data, lambda: _text(data))
     # the estimate is printed either way; a question without an answer exits as cost, plan and export do
     return 0 if Answer.from_dict(data["answer"]).answered else cli_args.EXIT_NO_ANSWER

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..catalog.models import CATALOG
+from ..catalog.models import CATALOG, variant_keys
 
 from . import facts
 from .memory import COEFFICIENTS, activation_profile
@@ -16,9 +16,11 @@ from .stats import flops_per_sample, model_stats
 
 
 def fresh() -> dict:
-    """Every fact the estimates ask of each catalog model (full size), computed on the meta device now."""
+    """Every fact the estimates ask of each catalog model (full size), in its recipe's precision and in those it
+    may also be measured in (``models.at_precision``: the same build, other activation bytes), computed on the meta
+    device now."""
     with facts.afresh() as computed:
-        for key in CATALOG:
+        for key in [*CATALOG, *variant_keys()]:
             model_stats(key)
             flops_per_sample(key)
             for kernels in (False, True):  # the attention path and activations with and without kernels

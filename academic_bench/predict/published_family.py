@@ -10,10 +10,11 @@ RoBERTa-large sequence (``estimate.flops_per_sample``) over those of the publish
 its own head and length, ``estimate.stats.dense_flops_terms``): the published point is assumed to reach the MFU
 that the carried step reaches. Nothing is fitted to a published point.
 
-Vision points (timm's RTX 3090 benchmark in fp16 autocast) are not predicted: the study measured ViT-L/16 and
-ConvNeXt-XL in fp32 (TF32), the paper's recipe, and the transfer model carries a step between GPUs, not between
-precisions; the reason stands beside each point. State-space points (``ssm``: Mamba-2 hybrids) are not predicted
-either (``STATE_SPACE_WHY``).
+Vision points (timm's RTX 3090 benchmark in fp16 autocast) are predicted from the study's 16-bit rows of ViT-L/16
+and ConvNeXt-XL (``published_vision``): the paper's recipe trains them in fp32 (TF32), and the transfer model
+carries a step between GPUs, not between precisions, so a point is predicted only where such rows exist, and the
+reason stands beside it where none does. State-space points (``ssm``: Mamba-2 hybrids) are not predicted
+(``STATE_SPACE_WHY``).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..catalog.hardware import UnknownGPUError, get_gpu
+from .published_vision import vision_point
 from .transfer import Prediction
 
 # The catalog model each published family is predicted from.
@@ -212,8 +214,6 @@ def source_row(model: str, gpu: str, root: str | None = None) -> pd.Series | Non
 def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | None = None) -> dict:
     """A published point of a family other than the decoders beside the study's prediction (``out``: the
     point's ``POINT_COLUMNS`` so far, published in samples per second per GPU)."""
-    from ..catalog.models import get_model
-
     family, gpu, n = str(row["family"]), str(row["gpu"]), int(row["n_gpus"])
     if family == "ssm":  # published in tokens per second per GPU, as the decoders are
         return {**out, "why_not": STATE_SPACE_WHY}
@@ -222,11 +222,8 @@ def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | No
         get_gpu(gpu)
     except UnknownGPUError:
         return {**out, "why_not": f"GPU {gpu!r} is not in data/gpus.csv"}
-    model = FAMILY_MODEL[family]
     if family != "encoder":
-        return {**out, "why_not": f"not predictable: the study measured {model} in "
-                                  f"{get_model(model).recipe.precision} (TF32), the paper's recipe, and the transfer "
-                                  f"model carries a step between GPUs, not to {row['precision']}"}
+        return {**out, **vision_point(row, out["published"], root)}
     if str(row["model"]) not in ENCODER_HEAD:
         return {**out, "why_not": f"no head of {row['model']!r} in ENCODER_HEAD"}
     if str(row["method"]) not in ("none", "ddp"):

@@ -1,0 +1,116 @@
+"""A published vision point (timm's training benchmark, fp16 autocast) predicted from the study's 16-bit rows of
+the same architecture.
+
+The study answers ConvNeXt-XL and ViT-L/16 in their recipe's fp32 (TF32), and the transfer model carries a step
+between GPUs, not between precisions. The same models measured in bf16 or fp16 (``models.at_precision``: a key of
+their own, ``vit-large@bf16``; ``bench --precision bf16``, its rows kept in ``<setup>/evidence/vision16/``) carry
+to a published GPU as every other row does (``transfer.predict``, at the published micro-batch), and their images
+per second per GPU are the prediction. An fp16 row carries to any GPU; a bf16 row to a GPU whose bf16 tensor rate is
+its fp16 rate (data/gpus.csv: Ampere and later), on both GPUs, so that the matrix products it timed run at the rate
+the published fp16 products run at. The basis says which row carried.
+
+Only the catalog's own architectures are predicted (``SAME_ARCHITECTURE``): a published model of another width
+or depth would rest on the assumption that it reaches the catalog model's MFU, which no row of the study checks.
+"""
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from ..catalog.hardware import get_gpu
+from ..catalog.models import SIXTEEN_BIT, at_precision, get_model
+
+VISION_RESULTS = "evidence/vision16/results.jsonl"  # the 16-bit rows of the vision models, per setup
+# timm's names of the catalog's architectures (the same blocks, widths, depth and patch: timm's vit.py, deit.py and
+# convnext.py), but for the head: ImageNet-1k's 1,000 classes against the catalog's 21,841 and 21,843, a part in a
+# thousand of a step's model FLOPs (tests/test_published_vision.py counts both), so the catalog model's images per
+# second stand for the published model's. DeiT III adds per-channel scales (layer scale), no matrix product.
+SAME_ARCHITECTURE = {"vit_large_patch16_224": "vit-large", "deit3_large_patch16_224": "vit-large",
+                     "convnext_xlarge_in22ft1k": "convnext-xlarge"}
+# The study's methods nearest the published runs, in order: timm's benchmark at PyTorch 1.12 ran eagerly (no
+# torch.compile before PyTorch 2.0, timm's attention then its own matrix products), which is naive's eager step;
+# free-lunch's compiled step where no naive row was measured.
+METHODS = ("naive", "free-lunch")
+
+
+def sixteen_bit_frame(root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Every setup's 16-bit vision rows (``VISION_RESULTS``) as the runs frame reads rows (``analysis.frame_from_rows``,
+    each measured row's figures re-derived), with ``validation``: whether the row's method class was validated on its
+    setup within the study's tolerance by the rows of these files (``analysis.validation_state``)."""
+    from ..analysis import frame_from_rows, runs_root
+    from ..analysis.counted import validation_state
+    from ..results import ResultStore, rows_to_read
+
+    rows = [r for path in sorted(runs_root(root).glob(f"*/{VISION_RESULTS}")) for r in ResultStore(path).rows()]
+    df = frame_from_rows(rows_to_read(rows), checked=True)
+    return df.assign(validation=validation_state(df))
+
+
+def _same_rate(gpu: str) -> bool:
+    """The GPU's bf16 tensor rate is its fp16 rate (data/gpus.csv's dense peaks)."""
+    peaks = get_gpu(gpu).peak_tflops
+    return bool(peaks.get("bf16")) and peaks.get("bf16") == peaks.get("fp16")
+
+
+def source_row(model: str, gpu: str, root: str | os.PathLike | None = None) -> pd.Series | str:
+    """The validated one-GPU 16-bit row of catalog ``model`` that carries to ``gpu`` (a bf16 row only between GPUs
+    whose bf16 and fp16 rates agree), by ``METHODS``' order, fp16 before bf16 (the published precision), then the
+    setup whose GPU is nearest the target (same GPU, same architecture, nearest memory); or why there is none."""
+    keys = {at_precision(model, p): p for p in SIXTEEN_BIT}
+    df = sixteen_bit_frame(root)
+    df = df[df["model"].isin(keys)] if not df.empty else df
+    if df.empty:
+        return (f"no 16-bit row of {model} ({', '.join(keys)}) in <setup>/{VISION_RESULTS}: `academic-bench bench "
+                f"--model {model} --precision bf16` measures one")
+    ok = df[(df["outcome"] == "ok") & (df["timing"] == "synced") & df["mode"].isin(["step", "validate"])
+            & df["days"].notna() & ~df["tiny"].astype(bool) & (df["n_gpus"] == 1) & df["methods_label"].isin(METHODS)
+            & (df["validation"] == "validated")]
+    carries = [keys[m] == "fp16" or (_same_rate(g) and _same_rate(gpu)) for m, g in zip(ok["model"], ok["gpu"])]
+    ok = ok[pd.Series(carries, index=ok.index, dtype=bool)]
+    if ok.empty:
+        return (f"no validated one-GPU {' or '.join(METHODS)} row of {model} in 16 bits that carries to {gpu} "
+                f"(a bf16 row needs a GPU whose bf16 and fp16 rates agree) in <setup>/{VISION_RESULTS}")
+    target = get_gpu(gpu)
+    return min((r for _, r in ok.iterrows()),
+               key=lambda r: (METHODS.index(r["methods_label"]), keys[r["model"]] != "fp16", r["gpu"] != target.key,
+                              get_gpu(r["gpu"]).architecture != target.architecture,
+                              abs(get_gpu(r["gpu"]).memory_gb - target.memory_gb), r["days"], str(r["config_id"])))
+
+
+def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None) -> dict:
+    """The prediction of a published vision point (``row``: data/published_throughput.csv's, ``published`` its images
+    per second per GPU) as ``published_check``'s columns (``predicted``, ``ratio``, ``kind``, ``by``,
+    ``source_gpu``, the MFUs), or ``why_not``."""
+    from ..analysis import profiles
+    from .transfer import predict, source_from_row
+
+    family, name, gpu, n = str(row["family"]), str(row["model"]), str(row["gpu"]), int(row["n_gpus"])
+    model = SAME_ARCHITECTURE.get(name)
+    if model is None:
+        same = [k for k, m in SAME_ARCHITECTURE.items() if get_model(m).family == family]
+        display = ", ".join(dict.fromkeys(get_model(SAME_ARCHITECTURE[k]).display for k in same))
+        return {"why_not": f"not predictable: {name} is another architecture than the study's {display} (timm's "
+                           f"{', '.join(same)}); carried by model FLOPs it would be assumed to reach their MFU, "
+                           "which no row checks"}
+    if str(row["method"]) not in ("none", "ddp"):
+        return {"why_not": f"{row['method']!r}: a vision point is predicted for one GPU or plain data parallelism"}
+    src = source_row(model, gpu, root)
+    if isinstance(src, str):
+        return {"why_not": f"not predictable: the study answers {model} in {get_model(model).recipe.precision} "
+                           f"(TF32), the paper's recipe, and the transfer model carries a step between GPUs, not to "
+                           f"{row['precision']}; {src}"}
+    where = None if root is None else str(root)
+    p = predict(source_from_row(src.to_dict(), profiles(where)), gpu, n, micro_batch=int(row["micro_batch"]),
+                runs=where)
+    if p.step_time_s is None:
+        return {"kind": "none", "why_not": p.basis}
+    predicted = get_model(model).recipe.global_batch / (n * p.step_time_s)
+    precision = get_model(str(src["model"])).recipe.precision
+    rates = ("" if precision == "fp16" else
+             "; the published run's fp16 autocast taken at the bf16 row's rate: the two GPUs' bf16 and fp16 tensor "
+             "rates agree (data/gpus.csv)")
+    return {"predicted": predicted, "ratio": published / predicted, "kind": "predicted",
+            "by": (f"transfer model from {src['setup']} ({src['model']}, {src['methods_label']}: its {precision} "
+                   f"row {src['config_id']}{rates})"),
+            "source_gpu": str(src["gpu"]), "predicted_mfu": p.mfu, "published_mfu": p.mfu * published / predicted}

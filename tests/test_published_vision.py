@@ -1,0 +1,135 @@
+"""The published vision points (timm's training benchmark, fp16 autocast) predicted from the study's 16-bit rows of
+ViT-L/16 and ConvNeXt-XL (``predict.published_vision``), in synthetic runs folders: the expectation is the transfer
+model's own prediction of the row that should carry, never a typed number."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from academic_bench.analysis import frame_from_rows
+from academic_bench.answer import published_check as pc
+from academic_bench.catalog.config import Config
+from academic_bench.catalog.methods import FREE_LUNCH, NAIVE
+from academic_bench.catalog.models import get_model
+from academic_bench.catalog.published import load_published_throughput
+from academic_bench.predict.published_vision import SAME_ARCHITECTURE, VISION_RESULTS
+from academic_bench.predict.transfer import predict, source_from_row
+from academic_bench.results import ResultStore, make_row
+from measured import measured_fields
+
+
+@pytest.fixture(scope="module")
+def points():
+    return load_published_throughput()
+
+
+def _point(points, name: str, gpu: str | None = None):
+    row = points[points["model"] == name].iloc[0].copy()
+    if gpu is not None:
+        row["gpu"] = gpu
+    return row
+
+
+def write_row(root, model: str, methods=NAIVE, *, mfu: float = 0.4, validated: bool = True, setup: str = "h100x1",
+              gpu: str = "h100-80gb", micro_batch: int = 128) -> dict:
+    """A 16-bit row as ``bench --precision ... --validate 3`` keeps it in ``<setup>/evidence/vision16/``: a step
+    measured with its own sustained check (within the tolerance), or a step-mode row alone."""
+    cfg = Config(model, gpu, 1, methods=methods)
+    fields = measured_fields(cfg, micro_batch, mfu=mfu)
+    row = make_row(cfg, setup=setup, outcome="ok", **fields)
+    if validated:
+        step = fields["step_time_s"]
+        row.update(mode="validate", validate={"steps": 3, "sustained_step_s": step, "predicted_step_s": step,
+                                               "rel_error": 0.0})
+    ResultStore(root / setup / VISION_RESULTS).append(row)
+    return row
+
+
+def expected_rate(row: dict, gpu: str, micro_batch: int, root) -> float:
+    """Images per second per GPU that the transfer model carries ``row`` to on one ``gpu`` at ``micro_batch``."""
+    flat = frame_from_rows([row]).iloc[0].to_dict()
+    p = predict(source_from_row(flat), gpu, 1, micro_batch=micro_batch, runs=str(root))
+    return get_model(flat["model"]).recipe.global_batch / p.step_time_s
+
+
+def test_a_published_fp16_point_is_predicted_from_a_bf16_row_by_the_transfer_model(points, tmp_path):
+    row = write_row(tmp_path, "vit-large@bf16")
+    point = _point(points, "vit_large_patch16_224")
+    got = pc.predict_point(point, root=tmp_path)
+    assert got["kind"] == "predicted" and not got["why_not"], got["why_not"]
+    want = expected_rate(row, str(point["gpu"]), int(point["micro_batch"]), tmp_path)
+    assert got["predicted"] == pytest.approx(want, rel=1e-9)
+    assert got["ratio"] == pytest.approx(float(point["samples_per_s_per_gpu"]) / want, rel=1e-9)
+    assert got["source_gpu"] == "h100-80gb"
+    # the basis says which row carried, in which precision, and why bf16 stands for the published fp16
+    assert "vit-large@bf16" in got["by"] and row["config_id"] in got["by"] and "bf16 and fp16" in got["by"]
+    # DeiT III large is the same architecture; ViT-B is not, and says so
+    assert pc.predict_point(_point(points, "deit3_large_patch16_224"), root=tmp_path)["kind"] == "predicted"
+    base = pc.predict_point(_point(points, "vit_base_patch16_224"), root=tmp_path)
+    assert math.isnan(base["predicted"]) and "another architecture" in base["why_not"]
+
+
+def test_an_fp16_row_and_the_naive_eager_step_are_preferred_and_a_bf16_row_never_carries_where_the_rates_differ(
+        points, tmp_path):
+    write_row(tmp_path, "convnext-xlarge@bf16", FREE_LUNCH, mfu=0.3)
+    point = _point(points, "convnext_xlarge_in22ft1k")
+    assert "free-lunch" in pc.predict_point(point, root=tmp_path)["by"]  # the only row there is
+    naive = write_row(tmp_path, "convnext-xlarge@bf16", NAIVE, mfu=0.2)
+    assert naive["config_id"] in pc.predict_point(point, root=tmp_path)["by"]  # timm's benchmark ran eagerly
+    # a V100 has no bf16 tensor rate (data/gpus.csv): the bf16 rows do not carry there
+    volta = pc.predict_point(_point(points, "convnext_xlarge_in22ft1k", gpu="v100-32gb"), root=tmp_path)
+    assert volta["kind"] == "none" and "bf16 and fp16 rates agree" in volta["why_not"]
+    fp16 = write_row(tmp_path, "convnext-xlarge@fp16", NAIVE, mfu=0.2)
+    for gpu in ("v100-32gb", str(point["gpu"])):  # the published precision's row, wherever it is
+        got = pc.predict_point(_point(points, "convnext_xlarge_in22ft1k", gpu=gpu), root=tmp_path)
+        assert fp16["config_id"] in got["by"] and "agree" not in got["by"]
+        assert got["predicted"] == pytest.approx(expected_rate(fp16, gpu, int(point["micro_batch"]), tmp_path))
+
+
+def test_only_a_validated_16_bit_row_carries_and_without_one_the_point_says_why(points, tmp_path):
+    point = _point(points, "vit_large_patch16_224")
+    got = pc.predict_point(point, root=tmp_path)
+    assert math.isnan(got["predicted"]) and "not predictable" in got["why_not"] and "fp32" in got["why_not"]
+    assert "--precision bf16" in got["why_not"]  # what would measure one
+    write_row(tmp_path, "vit-large@bf16", validated=False)
+    got = pc.predict_point(point, root=tmp_path)
+    assert math.isnan(got["predicted"]) and "validated" in got["why_not"]
+    recipe = tmp_path / "fp32"
+    write_row(recipe, "vit-large", validated=True)  # the recipe's fp32 row, validated, is no 16-bit row
+    assert math.isnan(pc.predict_point(point, root=recipe)["predicted"])
+
+
+@pytest.mark.parametrize("name", sorted(SAME_ARCHITECTURE))
+def test_a_published_model_of_the_same_architecture_counts_the_catalog_models_flops_but_for_its_head(name):
+    """What ``SAME_ARCHITECTURE`` claims, counted by torch's FlopCounterMode on timm's own models (meta device):
+    the published model's forward and backward of one image is within a part in a thousand of the catalog
+    model's, and the difference is the head's (6 FLOPs per weight: forward, input and weight gradients)."""
+    import timm
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from academic_bench.estimate import flops_per_sample
+    from academic_bench.estimate.meta import conv_backward_flop
+
+    key = SAME_ARCHITECTURE[name]
+    with torch.device("meta"):
+        net = timm.create_model(name, pretrained=False)
+    counter = FlopCounterMode(display=False, custom_mapping={torch.ops.aten.convolution_backward: conv_backward_flop})
+    with counter:
+        x = torch.randn(1, 3, 224, 224, device="meta")
+        torch.nn.functional.cross_entropy(net(x).float(), torch.zeros(1, dtype=torch.long, device="meta")).backward()
+    published, catalog = counter.get_total_flops(), flops_per_sample(key)
+    head = net.get_classifier()
+    assert catalog - published == 6 * head.in_features * (get_model(key).recipe.num_classes - head.out_features)
+    assert abs(catalog - published) / catalog < 1e-3
+
+
+def test_the_answers_are_kept_under_a_key_that_the_16_bit_rows_change(tmp_path):
+    """The published ranges widen the answers by what the published check observed, vision points included: a
+    16-bit row must make the kept answers stale (``answer.store.content_key``)."""
+    from academic_bench.answer.store import content_key
+
+    before = content_key(tmp_path)
+    write_row(tmp_path, "vit-large@bf16")
+    assert content_key(tmp_path) != before
