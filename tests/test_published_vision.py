@@ -95,6 +95,15 @@ def test_only_a_validated_16_bit_row_carries_and_without_one_the_point_says_why(
     write_row(tmp_path, "vit-large@bf16", validated=False)
     got = pc.predict_point(point, root=tmp_path)
     assert math.isnan(got["predicted"]) and "validated" in got["why_not"]
+    missed = tmp_path / "missed"
+    row = write_row(missed, "vit-large@bf16", validated=False)
+    sustained = row["step_time_s"] * 1.08  # its sustained steps slower than the timed step, outside the tolerance
+    row.update(mode="validate", validate={"steps": 3, "sustained_step_s": sustained,
+                                          "predicted_step_s": row["step_time_s"],
+                                          "rel_error": (row["step_time_s"] - sustained) / sustained})
+    ResultStore(missed / "h100x1" / VISION_RESULTS).append(row)
+    got = pc.predict_point(point, root=missed)
+    assert math.isnan(got["predicted"]) and "validated and missed" in got["why_not"], got["why_not"]
     recipe = tmp_path / "fp32"
     write_row(recipe, "vit-large", validated=True)  # the recipe's fp32 row, validated, is no 16-bit row
     assert math.isnan(pc.predict_point(point, root=recipe)["predicted"])

@@ -70,12 +70,23 @@ def source_row(model: str, gpu: str, root: str | os.PathLike | None = None) -> p
     ok = ok[pd.Series(carries, index=ok.index, dtype=bool)]
     if ok.empty:
         return (f"no validated one-GPU {' or '.join(METHODS)} row of {model} in 16 bits that carries to {gpu} "
-                f"(a bf16 row needs a GPU whose bf16 and fp16 rates agree) in <setup>/{VISION_RESULTS}")
+                f"(a bf16 row needs a GPU whose bf16 and fp16 rates agree) in <setup>/{VISION_RESULTS}"
+                + _missed(df))
     target = get_gpu(gpu)
     return min((r for _, r in ok.iterrows()),
                key=lambda r: (METHODS.index(r["methods_label"]), keys[r["model"]] != "fp16", r["gpu"] != target.key,
                               get_gpu(r["gpu"]).architecture != target.architecture,
                               abs(get_gpu(r["gpu"]).memory_gb - target.memory_gb), r["days"], str(r["config_id"])))
+
+
+def _missed(df: pd.DataFrame) -> str:
+    """What the rows that were validated and missed say (their sustained steps against their timed ones), or ""."""
+    missed = df[(df["validation"] == "missed") & df["validate_rel_error"].notna()]
+    if missed.empty:
+        return ""
+    errors = missed["validate_rel_error"].abs()
+    return (f": {len(missed)} measured, each validated and missed (the timed step {errors.min():.1%} to "
+            f"{errors.max():.1%} from its sustained steps' median), so none is used")
 
 
 def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None) -> dict:
