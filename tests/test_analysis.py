@@ -673,7 +673,7 @@ def test_a_warm_up_block_kept_as_a_timed_repetition_counts_as_measured_work():
     """Rows written before the engine booked a kept warm-up block as ``timed`` have it under ``warmup``; their note
     says it counted as a repetition, and it is read as the timed work it was. A warm-up left out stays overhead."""
     from academic_bench.analysis.launches import spent_of
-    from academic_bench.measure.timing import WARMUP_COUNTED
+    from academic_bench.measure.wall import WARMUP_COUNTED
 
     spent = {"build": 20.0, "trials": 5.0, "warmup": 30.0, "timed": 30.0}
     kept = {"wall_breakdown": spent, "ran": {"notes": [f"the warm-up block took 30 s, the first timed one 30 s "
@@ -681,5 +681,10 @@ def test_a_warm_up_block_kept_as_a_timed_repetition_counts_as_measured_work():
     left = {"wall_breakdown": spent, "ran": {"notes": ["the warm-up block took 40 s, the first timed one 30 s "
                                                        "(+33.33%): it is left out"]}}
     assert spent_of(kept) == {**spent, "warmup": 0.0, "timed": 60.0}
+    from academic_bench.measure.wall import WARMUP_BOOKED
+
+    booked = {"wall_breakdown": {**spent, "warmup": 0.5, "timed": 59.5},
+              "ran": {"notes": [f"the warm-up block took 30 s, the first timed one 30 s (+0.00%): {WARMUP_BOOKED}"]}}
+    assert spent_of(booked) == booked["wall_breakdown"], "a row the engine booked so is read as it is"
     assert spent_of(left) == spent and spent_of({"ran": {}}) is None
     assert sum(spent_of(kept).values()) == sum(spent.values()), "the row's wall time is unchanged"

@@ -64,7 +64,7 @@ def test_config_only_options_and_a_config_without_its_tokens_stop_before_any_wor
     path, out = _config_file(tmp_path), tmp_path / "results.jsonl"
     common = ["--gpu", "h100-80gb", "--gpus", "1", "--device", "cpu", "--out", str(out)]
     assert main(["bench", "--model", "pythia-160m", "--tokens", "1e9", *common]) == 2
-    assert "--tokens only apply to a decoder's config.json" in capsys.readouterr().err
+    assert "--tokens only applies to a decoder's config.json" in capsys.readouterr().err
     assert main(["bench", "--model", str(path), *common]) == 2
     assert "needs --tokens and --seq-len" in capsys.readouterr().err
     assert main(["bench", "--model", str(tmp_path / "missing.json"), "--tokens", "1e9", "--seq-len", "32",
@@ -113,3 +113,22 @@ def test_a_mixture_of_experts_config_is_measured_with_its_experts_kernel_and_rou
     assert row["ran"]["experts"] == EXPERTS_FAST[0] and f"experts:{EXPERTS_FAST[0]}" in row["ran"]["kernels"]
     counts = row["ran"]["expert_tokens"]  # the routing of a timed micro-batch, per mixture layer
     assert len(counts) == 2 and all(len(c) == 4 and sum(c) == 2 * SEQ * 2 for c in counts)
+
+
+def test_a_decoder_named_by_the_key_a_command_printed_is_measured_by_that_key(tmp_path):
+    """``bench --model name@digest`` (the key ``estimate`` printed for a config.json) resolves to that decoder,
+    with no --precision or with its own; another precision is refused, naming what the key trains in."""
+    import argparse
+
+    import pytest
+
+    from academic_bench.cli.args import model_key as _model_key
+
+    key = decoder_spec(_config_file(tmp_path), seq_len=SEQ, tokens=TOKENS, global_batch=BATCH,
+                       precision="bf16").spec.key
+    args = argparse.Namespace(model=key, tokens=None, seq_len=None, global_batch=None, precision=None, tiny=False,
+                              gpu="h100-80gb")
+    assert _model_key(args) == key
+    assert _model_key(argparse.Namespace(**{**vars(args), "precision": "bf16"})) == key
+    with pytest.raises(ValueError, match="trains in bf16"):
+        _model_key(argparse.Namespace(**{**vars(args), "precision": "fp16"}))

@@ -14,7 +14,7 @@ import torch
 
 import faulty_worker
 from academic_bench.catalog.config import Config
-from academic_bench.measure import data, extrapolation, microbatch, timing, worker
+from academic_bench.measure import data, extrapolation, microbatch, timing, wall, worker
 from academic_bench.measure.apply import (MAMBA_MODELING, Ran, Unsupported, apply_compile, apply_kernels_check,
                                           deepspeed_config)
 from academic_bench.measure.stepper import Stepper
@@ -616,7 +616,7 @@ def test_a_warm_up_block_counts_as_a_repetition_only_when_it_agrees_with_the_fir
     kept = [warm_s, 10.0] if counted else [10.0, 10.1]  # in the order they ran
     assert phases["accumulate"] == pytest.approx([(s - 2.0) / block for s in kept])
     said = [n for n in stepper.ran.notes if n.startswith("the warm-up block took")]
-    assert len(said) == 1 and said[0].endswith("it counts as a repetition" if counted else "it is left out"), said
+    assert len(said) == 1 and said[0].endswith(wall.WARMUP_BOOKED if counted else "it is left out"), said
 
 
 def test_the_phase_clock_moves_seconds_already_counted_from_one_phase_to_another_and_no_more_than_it_holds():

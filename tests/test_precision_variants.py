@@ -106,3 +106,42 @@ def test_a_tiny_vision_model_in_bf16_is_measured_through_the_bench_workers(tmp_p
     assert row["config"]["model"] == "vit-large@bf16"
     assert row["config_id"] == Config("vit-large@bf16", "h100-80gb", methods=NAIVE, micro_batch=4, tiny=True).id
     assert row["ran"]["precision"] == "bf16" and row["ran"]["weights"] == "float32"
+
+
+@pytest.mark.parametrize("command", [["cost", "--days", "3"], ["space"], ["export", "--best", "--out", "x"]])
+def test_a_variant_named_outright_is_refused_by_the_commands_that_answer_the_recipes(command, tmp_path, capsys,
+                                                                                       monkeypatch):
+    """``cost``, ``space`` and ``export`` answer the catalog's recipes: a ``<model>@<precision>`` key stops there
+    with exit status 2, naming the plain keys and the commands that take another precision; nothing is written."""
+    from academic_bench.cli.args import PRECISION_COMMANDS
+
+    monkeypatch.chdir(tmp_path)
+    rc = main([command[0], "--model", "vit-large@bf16", "--gpu", "h100-80gb", "--gpus", "1", *command[1:],
+               "--json"])
+    said = json.loads(capsys.readouterr().out)
+    assert rc == 2 and said["choices"] == list(CATALOG) and not list(tmp_path.iterdir())
+    assert all(c in said["error"] for c in PRECISION_COMMANDS)
+
+
+def test_the_commands_that_take_another_precision_are_the_ones_that_say_so():
+    """Every parser that accepts a variant key is a command of ``PRECISION_COMMANDS``, and each of those takes
+    ``--precision``."""
+    import argparse
+
+    from academic_bench.cli import build_parser
+    from academic_bench.cli.args import PRECISION_COMMANDS
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    takes = {name for name, p in sub.choices.items() if p.get_default("accepts_variant")}
+    assert takes == set(PRECISION_COMMANDS)
+    for name in PRECISION_COMMANDS:
+        assert any("--precision" in a.option_strings for a in sub.choices[name]._actions), name
+
+
+def test_a_precision_the_gpu_lacks_is_refused_before_any_work_naming_those_it_has(tmp_path, capsys):
+    out = tmp_path / "p"
+    rc = main(["profile", "--model", "vit-large", "--precision", "bf16", "--gpu", "v100-32gb", "--gpus", "1",
+               "--out", str(out), "--json"])
+    said = json.loads(capsys.readouterr().out)
+    assert rc == 2 and "--precision fp16" in said["error"] and said["choices"] == ["fp16", "fp32"]
+    assert not out.exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..measure.timing import WARMUP_COUNTED
+from ..measure.wall import WARMUP_COUNTED
 from .frame import frame_from_rows, runs_root
 from .search import exhaustive_ids
 
@@ -42,8 +42,9 @@ def _ran(pattern: str, root: str | Path | None) -> pd.DataFrame:
 
 def spent_of(row: dict) -> dict[str, float] | None:
     """A row's ``wall_breakdown``, with a warm-up block that its timing kept as a timed repetition counted as
-    ``timed`` (``measure.timing.WARMUP_COUNTED``): the engine books it there since it recounts that block, rows
-    written before it have it under ``warmup``. None where the row records no breakdown."""
+    ``timed``: the engine books it there and says so (``measure.wall.WARMUP_BOOKED``); a row written before has
+    it under ``warmup``, the block being all of that phase (one warm-up before blocks), and its note ends with
+    ``WARMUP_COUNTED``. None where the row records no breakdown."""
     spent = row.get("wall_breakdown")
     if not spent:
         return None

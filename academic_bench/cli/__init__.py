@@ -143,7 +143,13 @@ def _validate(args: argparse.Namespace) -> None:
         config_ok = getattr(args, "accepts_config", False)  # commands that read a config.json themselves
         for name in str(args.model).split(","):
             cli_args.check_model_path(name, config_ok)
-            # a catalog model in another precision (``models.at_precision``) is named as its recipe's is
+            # a catalog model in another precision (``models.at_precision``) is named as its recipe's is, where the
+            # command measures or estimates one; the others answer the recipes only
+            if is_variant(name) and not getattr(args, "accepts_variant", False):
+                raise UnknownModelError(
+                    f"{name} names a catalog model in a precision not its recipe's, which only "
+                    f"{', '.join(cli_args.PRECISION_COMMANDS)} take; {args.command} answers the recipes: choose one "
+                    f"of: {', '.join(CATALOG)}")
             catalog = name in CATALOG or is_variant(name)
             if catalog and getattr(args, "gpus", None):  # every command accepts the same counts
                 check_gpu_count(name, args.gpus, bool(getattr(args, "tiny", False)))
@@ -153,8 +159,22 @@ def _validate(args: argparse.Namespace) -> None:
                                         + (", or a decoder's PATH/config.json" if config_ok else ""))
     if getattr(args, "gpu", None) is not None:  # a catalog key, or a GPU file read (and checked) here
         args.gpu = get_gpu(args.gpu).key
+        if not getattr(args, "tiny", False):  # a workshop's tiny run names a GPU it does not run on
+            _check_precision(getattr(args, "precision", None), args.gpu)
     if getattr(args, "gpus", None) is not None and args.gpus < 1:
         raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
+
+
+def _check_precision(precision: str | None, gpu: str) -> None:
+    """A ``--precision`` the GPU cannot train in stops before any work (``methods.precision_reason``), naming those
+    it can."""
+    from ..catalog.methods import precision_reason
+
+    why = precision and precision_reason(precision, get_gpu(gpu))
+    if why:
+        exc = ValueError(f"--precision {precision}: {why}")
+        exc.choices = [p for p in cli_args.PRECISIONS if not precision_reason(p, get_gpu(gpu))]
+        raise exc
 
 
 def _parse(argv: list[str] | None, wants_json: bool) -> argparse.Namespace:

@@ -296,7 +296,7 @@ def add_config_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"sequences per optimizer step (default {DEFAULT_GLOBAL_BATCH}, the catalog decoders'; an "
                         "encoder's: RoBERTa-large's 8192)")
-    g.add_argument("--precision", choices=sorted(set(DTYPES.values())), default=None,
+    g.add_argument("--precision", choices=PRECISIONS, default=None,
                    help="training precision (default: bf16 where the GPU has it, else fp16; a config's "
                         "torch_dtype is how its weights are stored, not how it trains); a catalog model trains its "
                         "recipe's, and one whose recipe is fp32 "
@@ -314,7 +314,8 @@ def model_key(args: argparse.Namespace) -> str:
                             ("--global-batch", args.global_batch)) if v is not None]
     if not is_config_path(args.model):
         if given:
-            raise ValueError(f"{', '.join(given)} only apply to a decoder's config.json, not to {args.model}")
+            raise ValueError(f"{', '.join(given)} only {applies(given)} to a decoder's config.json, not to "
+                             f"{args.model}")
         return at_precision(args.model, args.precision)
     if args.tiny:
         raise ConfigError("--tiny applies to the catalog's models; a config.json describes one model at full size")
@@ -327,6 +328,17 @@ def model_key(args: argparse.Namespace) -> str:
 
 
 CONFIG_OPTIONS = ("tokens", "seq_len", "global_batch", "precision")
+
+
+def applies(given: list[str]) -> str:
+    """The verb for the options a refusal names: one option applies, two apply."""
+    return "applies" if len(given) == 1 else "apply"
+
+
+# The commands that measure or estimate a catalog model in a precision not its recipe's (``--precision``, or its key
+# ``<model>@<precision>`` named outright: ``models.at_precision``); each sets ``accepts_variant`` on its parser.
+PRECISION_COMMANDS = ("bench", "sweep", "profile", "estimate")
+PRECISIONS = sorted(set(DTYPES.values()))
 
 
 def is_decoder_key(name: str) -> bool:
@@ -353,18 +365,18 @@ def config_decoder(args: argparse.Namespace, gpu: str | None = None) -> "ConfigD
                                precision=args.precision if gpu is None else training_precision(gpu, args.precision))
     elif is_decoder_key(args.model):
         if given:
-            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} names one read with its "
-                             "settings")
+            raise ValueError(f"{', '.join(given)} {applies(given)} to a config.json; {args.model} names one read "
+                             "with its settings")
         from ..catalog.models import get_model
 
         get_model(args.model)  # an unknown key names the choices
         decoder = recall(args.model)
     else:
         if given:
-            other = (" (bench, sweep, profile and estimate take --precision for it)"
+            other = (f" ({', '.join(PRECISION_COMMANDS)} take --precision for it)"
                      if args.model in CATALOG and len(precisions(args.model)) > 1 else "")
-            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe"
-                             f"{other}")
+            raise ValueError(f"{', '.join(given)} {applies(given)} to a config.json; {args.model} trains its "
+                             f"catalog recipe{other}")
         return None
     args.model = decoder.spec.key
     return decoder

@@ -157,13 +157,6 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     models = ",".join(at_precision(m.strip(), args.precision) for m in args.model.split(",") if m.strip())
-    if args.precision and not args.tiny:  # asked for, a precision the GPU lacks stops here (the recipes' are rows)
-        from ..catalog.hardware import get_gpu
-        from ..catalog.methods import precision_reason
-
-        why = precision_reason(args.precision, get_gpu(args.gpu))
-        if why:
-            raise ValueError(f"--precision {args.precision}: {why}")
     configs = plan(models, args.gpu, args.gpus, args.preset, tiny=args.tiny, nodes=args.nodes)
     _check_run_args(args)
     _retry(args.retry)
@@ -273,7 +266,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "memory (the two-launch engine; default: one launch searches and times)")
     cli_args.add_config_args(p)
     _run_args(p)
-    p.set_defaults(func=_cmd_bench, accepts_config=True)
+    p.set_defaults(func=_cmd_bench, accepts_config=True, accepts_variant=True)
 
     p = sub.add_parser("sweep", help="measure a preset of configurations (resumable)")
     cli_args.add_json(p)
@@ -281,9 +274,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     cli_args.add_gpu(p)
     cli_args.add_gpus(p)
     p.add_argument("--preset", required=True, choices=SWEEP_PRESETS)
-    p.add_argument("--precision", choices=SIXTEEN_BIT, default=None,
-                   help="measure each model, whose recipe must be fp32, in this 16-bit precision instead: "
-                        "configurations of their own (default: the recipe's precision)")
+    p.add_argument("--precision", choices=cli_args.PRECISIONS, default=None,
+                   help="measure each model in this precision: a recipe's own is the recipe, and a recipe in fp32 "
+                        f"takes {' or '.join(SIXTEEN_BIT)} as configurations of their own (default: the recipe's)")
     p.add_argument("--budget", type=float, default=None,
                    help="seconds after which no new configuration starts; each one left gets a 'not run' row")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -291,7 +284,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="re-run configurations whose row has one of these outcomes, e.g. error,timeout; "
                         "'all' runs the search again from scratch (the smart search deciding from this run alone)")
     _run_args(p)
-    p.set_defaults(func=_cmd_sweep)
+    p.set_defaults(func=_cmd_sweep, accepts_variant=True)
 
     p = sub.add_parser("remeasure", help="measure again the rows of a results file that a rule selects (resumable)")
     cli_args.add_json(p)

@@ -228,7 +228,8 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     else:
         given = [f"--{k.replace('_', '-')}" for k in CONFIG_ONLY if getattr(args, k) is not None and k != "precision"]
         if given:
-            raise ValueError(f"{', '.join(given)} apply to a config.json; {args.model} trains its catalog recipe")
+            raise ValueError(f"{', '.join(given)} {cli_args.applies(given)} to a config.json; {args.model} trains "
+                             "its catalog recipe")
         config = _config(argparse.Namespace(**{**vars(args), "model": at_precision(args.model, args.precision)}))
         ans = answer(config.model, config.gpu, config.n_gpus)
         data = {**estimate_summary(config, args.host_memory), **_answer_fields(ans, args.mfu)}
@@ -252,6 +253,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="host memory of the machine in GiB, for offloading (default: the paper's machine for the "
                         "GPU count, Appendix H: 64 GiB for 1 GPU, 128 for 2, 256 for 4, 512 for 8)")
     cli_args.add_config_args(p)
-    p.set_defaults(func=_cmd_estimate, accepts_config=True)
+    p.set_defaults(func=_cmd_estimate, accepts_config=True, accepts_variant=True)
 
 

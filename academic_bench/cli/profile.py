@@ -118,6 +118,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tiny", action="store_true", help="the tiny CPU/workshop variant of the model")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
     cli_args.add_config_args(p)
-    p.set_defaults(func=_cmd_profile, accepts_config=True)
+    p.set_defaults(func=_cmd_profile, accepts_config=True, accepts_variant=True)
 
 

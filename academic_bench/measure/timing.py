@@ -19,7 +19,7 @@ import torch.distributed as dist
 from ..catalog.config import Config
 from .data import host_batches, micro_batches
 from .stepper import Stepper
-from .wall import phase, recount
+from .wall import WARMUP_BOOKED, phase, recount
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +173,6 @@ def settled(chains: list[list[tuple[str, float]]], step: Callable[[dict[str, flo
 # repetitions each phase's median is their mean, and so the step is the mean of their two steps), though a single
 # phase may differ by more.
 WARMUP_AGREES = 0.01
-# The end of the note a row's ``ran.notes`` carries when its warm-up block counted as a repetition: how the wall time
-# of rows written before the engine moved that block's seconds to ``timed`` is read (``analysis.launches``).
-WARMUP_COUNTED = "it counts as a repetition"
 
 
 def warmup_agrees(warm_s: float, first_s: float, device: str) -> bool:
@@ -223,7 +220,7 @@ def time_phases(stepper: Stepper, cfg: Config, device: str, warmup: int, reps: i
                 recount(w, "warmup", "timed")  # a sample of the step: timed work in the row's wall_breakdown
             off = f" ({w / c - 1:+.2%})" if c > 0 else ""
             note(stepper, f"the warm-up block took {w:.4g} s, the first timed one {c:.4g} s{off}: "
-                           + (WARMUP_COUNTED if counted else "it is left out"))
+                           + (WARMUP_BOOKED if counted else "it is left out"))
         done = len(timed_reps)
         if (step is not None and block == 1 and done == AGREED_REPS < reps <= 2 * AGREED_REPS - 1
                 and settled(timed_reps, step, device)):

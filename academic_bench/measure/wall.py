@@ -23,6 +23,11 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+# The end of the note a row's ``ran.notes`` carried when its warm-up block counted as a repetition
+# (``timing.time_phases``), before the engine booked that block's seconds as ``timed`` (``recount``;
+# ``analysis.launches.spent_of`` reads those rows so); the engine's note now says the block is booked so.
+WARMUP_COUNTED = "it counts as a repetition"
+WARMUP_BOOKED = f"{WARMUP_COUNTED}, booked as timed work"
 PHASES = ("launcher", "start", "setup", "build", "trials", "warmup", "timed", "validation", "teardown", "other")
 WORKER_PHASES = ("setup", "build", "trials", "warmup", "timed", "validation")
 

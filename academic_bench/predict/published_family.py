@@ -28,8 +28,9 @@ from ..catalog.hardware import UnknownGPUError, get_gpu
 from .published_vision import vision_point
 from .transfer import Prediction
 
-# The catalog model each published family is predicted from.
-FAMILY_MODEL = {"encoder": "roberta-large", "vit": "vit-large", "convnext": "convnext-xlarge"}
+# The catalog model a published family is carried from by model FLOPs: the encoders' (the vision points are carried
+# from rows of the same architecture only, ``published_vision.SAME_ARCHITECTURE``).
+FAMILY_MODEL = {"encoder": "roberta-large"}
 # Heads of the published encoders: the output width of the matrix product on top of the blocks (BERT's
 # bert_config.json vocabulary for the masked-LM head; the start and end logits of SQuAD's head).
 ENCODER_HEAD = {"BERT-large (pre-training)": 30522, "BERT-large (SQuAD fine-tuning)": 2}

@@ -53,7 +53,7 @@ def _same_rate(gpu: str) -> bool:
     return bool(peaks.get("bf16")) and peaks.get("bf16") == peaks.get("fp16")
 
 
-def source_row(model: str, gpu: str, root: str | os.PathLike | None = None) -> pd.Series | str:
+def sixteen_bit_source(model: str, gpu: str, root: str | os.PathLike | None = None) -> pd.Series | str:
     """The validated one-GPU 16-bit row of catalog ``model`` that carries to ``gpu`` (a bf16 row only between GPUs
     whose bf16 and fp16 rates agree), by ``METHODS``' order, fp16 before bf16 (the published precision), then the
     setup whose GPU is nearest the target (same GPU, same architecture, nearest memory); or why there is none."""
@@ -106,7 +106,7 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
                            "which no row checks"}
     if str(row["method"]) not in ("none", "ddp"):
         return {"why_not": f"{row['method']!r}: a vision point is predicted for one GPU or plain data parallelism"}
-    src = source_row(model, gpu, root)
+    src = sixteen_bit_source(model, gpu, root)
     if isinstance(src, str):
         return {"why_not": f"not predictable: the study answers {model} in {get_model(model).recipe.precision} "
                            f"(TF32), the paper's recipe, and the transfer model carries a step between GPUs, not to "

@@ -51,11 +51,11 @@ def at_precision(key: str, precision: str | None) -> str:
     """The key of catalog model ``key`` trained in ``precision``: ``key`` itself at its recipe's precision (or
     None), else ``<key>@<precision>``. A precision the model cannot take raises a ValueError naming those it can."""
     spec = get_model(key)
-    if spec.key not in CATALOG:
-        raise ValueError(f"--precision applies to a catalog model or a decoder's config.json; {key} names "
-                         f"{spec.display} already")
     if precision is None or precision == spec.recipe.precision:
-        return spec.key
+        return spec.key  # a decoder's name@digest or a variant named outright, too
+    if spec.key not in CATALOG:
+        raise ValueError(f"--precision {precision}: {key} names {spec.display}, which trains in "
+                         f"{spec.recipe.precision}; --precision applies to a catalog model or a decoder's config.json")
     allowed = precisions(spec.key)
     if precision not in allowed:
         raise ValueError(f"{spec.key} trains in {spec.recipe.precision}, its recipe's precision, and in no other; "
