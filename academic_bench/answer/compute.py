@@ -97,37 +97,36 @@ def catalog_answer(model: str, gpu: str, n_gpus: int, root: str | None = None,
                    errors: pd.DataFrame | None = None) -> Answer:
     """The answer for a catalog model on ``n_gpus`` x ``gpu`` (keys already checked), the replication's
     (``replication_answer``), with what the switches beyond the paper buy beside it (``beyond_paper``)."""
-    from ..catalog.hardware import get_gpu
-    from ..catalog.methods import vendor_reason
     from .beyond_paper import beyond_gains, beyond_paper_of
 
-    from ..catalog.methods import precision_reason
-    from ..catalog.models import get_model
-
-    # Another vendor's GPU (no published point checks a prediction there), or a recipe's precision the GPU lacks
-    # (bf16 before Ampere): refused with the reason ``estimate`` gives, which names the alternative.
-    refusal = (vendor_reason(get_gpu(gpu))
-               or precision_reason(get_model(model).recipe.precision, get_gpu(gpu)))
-    if refusal:
-        raise ValueError(refusal)
+    refuse_gpu(model, gpu)
     a = replication_answer(model, gpu, n_gpus, root, checks, cells, errors)
     beside = beyond_paper_of(a, beyond_gains(root), lambda m, mbs, gas: settings_of(model, gpu, n_gpus, m, mbs, gas))
     return replace(a, beyond_paper=beside)
+
+
+def refuse_gpu(model: str, gpu: str) -> None:
+    """Another vendor's GPU (no published point checks a prediction there), or a precision of ``model``'s recipe
+    the GPU lacks (bf16 before Ampere): a ValueError with the reason ``estimate`` gives, which names the
+    alternative."""
+    from ..catalog.methods import precision_reason, vendor_reason
+    from ..catalog.models import get_model
+
+    refusal = vendor_reason(get_gpu(gpu)) or precision_reason(get_model(model).recipe.precision, get_gpu(gpu))
+    if refusal:
+        raise ValueError(refusal)
 
 
 def variant_answer(model: str, gpu: str, n_gpus: int) -> Answer:
     """No answer for a catalog model in a precision not its recipe's (``models.at_precision``), with the reason and
     the lower bound at 100% of that precision's peak: the study answers the recipe, and measures the variant beside
     it (the published check carries the vision models' 16-bit rows, ``predict.published_vision``). A precision the
-    GPU lacks is refused as the recipe's would be (``catalog_answer``)."""
-    from ..catalog.methods import precision_reason, vendor_reason
+    GPU lacks is refused as the recipe's would be (``refuse_gpu``)."""
     from ..catalog.models import get_model, recipe_model
     from ..estimate import analytic_days
 
     spec, recipe = get_model(model), get_model(recipe_model(model)).recipe
-    refusal = vendor_reason(get_gpu(gpu)) or precision_reason(spec.recipe.precision, get_gpu(gpu))
-    if refusal:
-        raise ValueError(refusal)
+    refuse_gpu(model, gpu)
     why = (f"the study answers {recipe_model(model)} in its recipe's {recipe.precision}; in "
            f"{spec.recipe.precision} it is measured beside the answer, never as one")
     return Answer(model=model, gpu=gpu, n_gpus=n_gpus, kind="none", days=None, days_low=None, days_high=None,

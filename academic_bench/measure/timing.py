@@ -272,12 +272,13 @@ def validation_fits(stepper: Stepper, steps: int, step_s: float, deadline: float
     return True
 
 
-def validate(stepper: Stepper, cfg: Config, device: str, steps: int) -> list[float]:
+def validate(stepper: Stepper, cfg: Config, device: str, steps: int,
+             batches: Iterator[dict] | None = None) -> list[float]:
     """Sustained time of real optimizer steps: real accumulation, batches from a DataLoader with worker
-    processes (``micro_batches``), one warm-up step."""
+    processes (``micro_batches``; ``batches``, another stream, to tell its cost apart), one warm-up step."""
     gas = cfg.per_gpu_batch // stepper.mbs
     stepper.set_gas(gas)
-    batches = micro_batches(cfg, stepper.mbs, device, seed=2)
+    batches = micro_batches(cfg, stepper.mbs, device, seed=2) if batches is None else batches
 
     def one_step():
         for j in range(gas):

@@ -147,16 +147,14 @@ def source_from_row(row: Mapping, profiles: pd.DataFrame | None = None, wall_fro
             each = pd.DataFrame([split_of(g) for _, g in groups]).median()
             split, basis = (each / each.sum()).to_dict(), "others"
 
-    def num(key: str) -> float:
-        return _num(row, key)
-
-    accumulate = num("accumulate_median_s") or num("accumulate_first_median_s")
-    sync = max(0.0, num("boundary_median_s") - accumulate) if accumulate else 0.0
+    accumulate = _num(row, "accumulate_median_s") or _num(row, "accumulate_first_median_s")
+    sync = max(0.0, _num(row, "boundary_median_s") - accumulate) if accumulate else 0.0
     methods = methods_of_row(row)
     return Source(setup=str(row["setup"]), model=str(row["model"]), gpu=str(row["gpu"]), n_gpus=int(row["n_gpus"]),
                   methods=methods, micro_batch=int(row["micro_batch"]),
                   gas=int(row["gas"]), step_time_s=float(row["step_time_s"]),
-                  model_flops_per_step=float(row["model_flops_per_step"]), optimizer_s=num("optimizer_median_s"),
+                  model_flops_per_step=float(row["model_flops_per_step"]),
+                  optimizer_s=_num(row, "optimizer_median_s"),
                   sync_s=sync, split=split, split_basis=basis)
 
 
@@ -182,6 +180,7 @@ def micro_batch_distance(micro_batch: int, other: int) -> float:
 
 
 def _num(row: Mapping, key: str) -> float:
+    """A row's figure, 0.0 where it has none."""
     v = row.get(key)
     return float(v) if v is not None and not pd.isna(v) else 0.0
 

@@ -13,6 +13,7 @@ Written for ViT-L/16 and ConvNeXt-XL in bf16, whose 16-bit rows missed their val
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -25,24 +26,17 @@ from academic_bench.catalog.methods import parse_methods
 from academic_bench.measure import data
 from academic_bench.measure.extrapolation import extrapolate
 from academic_bench.measure.stepper import Stepper
-from academic_bench.measure.timing import time_phases, timed, validate
+from academic_bench.measure.timing import time_phases, validate
 from academic_bench.measure.worker import init
 
 STEPS = 3  # sustained steps per way of feeding them, after one warm-up step (as the engine's validation)
 
 
 def pinned_steps(stepper: Stepper, cfg: Config, device: str, steps: int) -> list[float]:
-    """Seconds of ``steps`` real optimizer steps (after one untimed) whose micro-batches are pinned in advance."""
-    gas = cfg.per_gpu_batch // stepper.mbs
-    stepper.set_gas(gas)
-    batches = data.host_batches(cfg, stepper.mbs, 2, seed=2)
-
-    def one_step() -> None:
-        for j in range(gas):
-            stepper.micro_step(batches[j % 2], sync=j == gas - 1)
-        stepper.optimizer_step()
-
-    return [timed(one_step, device, True) for _ in range(steps + 1)][1:]
+    """Seconds of ``steps`` real optimizer steps (after one untimed) whose micro-batches are pinned in advance: the
+    engine's validation fed as the timed phases are."""
+    pinned = itertools.cycle(data.host_batches(cfg, stepper.mbs, 2, seed=2))
+    return validate(stepper, cfg, device, steps, batches=pinned)
 
 
 def main() -> None:
@@ -52,9 +46,10 @@ def main() -> None:
     workers = [int(w) for w in args[4:]] or [data.DATA_WORKERS]
     device = os.environ.get("PROBE_DEVICE", "cuda")  # "cpu" with PROBE_TINY=1: a dry run of the script
     tiny = os.environ.get("PROBE_TINY") == "1"
-    for k, v in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29513", "RANK": "0", "WORLD_SIZE": "1",
-                 "LOCAL_RANK": "0"}.items():
-        os.environ.setdefault(k, v)
+    # The launcher's one process: a group of one on an in-process store (``worker.init``), no port to choose;
+    # DeepSpeed asserts LOCAL_RANK is set.
+    for var in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        os.environ.setdefault(var, "1" if var == "WORLD_SIZE" else "0")
     init(device)
     cfg = Config(model, "h100-80gb", 1, methods=parse_methods(methods), tiny=tiny)
     mbs = min(mbs, cfg.per_gpu_batch)
