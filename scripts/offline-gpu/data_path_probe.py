@@ -6,8 +6,11 @@ In one process, ROUNDS times: the engine's phase timing (``timing.time_phases``,
 real steps whose micro-batches are pinned in advance (``data.host_batches``, as the timed phases take them); and the
 engine's validation (``timing.validate``: three real steps whose micro-batches come from a DataLoader with worker
 processes and a pinning thread, ``data.micro_batches``), once for each DataLoader worker count in WORKERS (default
-the engine's ``data.DATA_WORKERS``). Where the steps with pinned micro-batches agree with the extrapolation and the
-DataLoader's do not, the miss is the data path's: its host work is not hidden behind steps this short.
+the engine's ``data.DATA_WORKERS``). A worker count written ``u8:N`` feeds an image model the way timm's loader does
+instead: the DataLoader's N workers collate images of one byte a value (a quarter of fp32's bytes to collate, pin
+and copy), which the main process turns into normalised floats on the GPU (``uint8_batches``). Where the steps
+with pinned micro-batches agree with the extrapolation and the DataLoader's do not, the miss is the data path's:
+its host work is not hidden behind steps this short.
 Written for ViT-L/16 and ConvNeXt-XL in bf16, whose 16-bit rows missed their validations
 (notebooks/runs/h100x1/evidence/vision16/); any catalog model and methods run.
 """
@@ -19,6 +22,7 @@ import os
 import statistics
 import sys
 
+import torch
 import torch.distributed as dist
 
 from academic_bench.catalog.config import Config
@@ -39,11 +43,34 @@ def pinned_steps(stepper: Stepper, cfg: Config, device: str, steps: int) -> list
     return validate(stepper, cfg, device, steps, batches=pinned)
 
 
+# ImageNet's channel means and deviations, as timm's loader normalises on the GPU (its ``PrefetchLoader``).
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def uint8_batches(cfg: Config, mbs: int, device: str, workers: int):
+    """Micro-batches of an image model as timm's loader makes them: a DataLoader (``workers`` processes, a pinning
+    thread) collates uint8 images, and the main process copies each to the device and normalises it there; the
+    stream loops over ``data.STREAM_BATCHES`` batches, as ``data.micro_batches`` does."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    g = torch.Generator().manual_seed(2)
+    pool = cfg.spec.make_batch(mbs * data.STREAM_BATCHES, tiny=cfg.tiny, generator=g)
+    images = torch.randint(0, 256, pool["pixel_values"].shape, dtype=torch.uint8, generator=g)
+    loader = DataLoader(TensorDataset(images, pool["labels"]), batch_size=mbs, pin_memory=device == "cuda",
+                        drop_last=True, num_workers=workers, persistent_workers=workers > 0)
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+    while True:
+        for x, y in loader:
+            x = x.to(device, non_blocking=True).float().sub_(mean).div_(std)
+            yield {"pixel_values": x, "labels": y}
+
+
 def main() -> None:
     args = sys.argv[1:]
     model, methods, mbs = args[0], args[1], int(args[2])
     rounds = int(args[3]) if len(args) > 3 else 2
-    workers = [int(w) for w in args[4:]] or [data.DATA_WORKERS]
+    workers = args[4:] or [str(data.DATA_WORKERS)]
     device = os.environ.get("PROBE_DEVICE", "cuda")  # "cpu" with PROBE_TINY=1: a dry run of the script
     tiny = os.environ.get("PROBE_TINY") == "1"
     # The launcher's one process: a group of one on an in-process store (``worker.init``), no port to choose;
@@ -63,8 +90,13 @@ def main() -> None:
         pinned = pinned_steps(stepper, cfg, device, STEPS)
         rec["pinned_steps_s"], rec["error_pinned"] = pinned, step / statistics.median(pinned) - 1
         for w in workers:
-            data.DATA_WORKERS = w  # read by data.micro_batches when validate builds its DataLoader
-            loader = validate(stepper, cfg, device, STEPS)
+            if w.startswith("u8:"):
+                loader = validate(stepper, cfg, device, STEPS, batches=uint8_batches(cfg, stepper.mbs, device,
+                                                                                      int(w[3:])))
+                w = "u8_" + w[3:]
+            else:
+                data.DATA_WORKERS = int(w)  # read by data.micro_batches when validate builds its DataLoader
+                loader = validate(stepper, cfg, device, STEPS)
             rec[f"loader_{w}_steps_s"], rec[f"error_loader_{w}"] = loader, step / statistics.median(loader) - 1
         stepper.set_gas(gas)
         out["rounds"].append(rec)
