@@ -1,8 +1,8 @@
 # h200x1: OLMoE-1B-7B (the public mixture that one H100 cannot train) and the two small mixtures, free-lunch
 # (the experts' grouped GEMM at the autocast dtype), each validated against 3 sustained steps, into
-# moe/results.jsonl; then the H200's GEMM sweeps by triton.testing into ../gemm-triton/ (as h100x1's
-# complete/plan-gemm.sh does on the H100).
-# OLMoE-1B-7B runs first: it is the row only an H200 can give.
+# moe/results.jsonl; and the H200's GEMM sweeps by triton.testing into ../gemm-triton/ (as h100x1's
+# complete/plan-gemm.sh does on the H100). In order of what only this machine gives: OLMoE-1B-7B, the GEMM sweeps,
+# then the two small mixtures (each measured on one H100 already).
 # Expected before it runs (free-lunch, from each NAME/estimate.json: step = days x 86400 / 143,052 steps):
 #  1. olmoe-1b-7b: micro-batch 1 x 1024 accumulation, 59.8 s/step (53.6 to 67.6), MFU 28%.
 #  2. moe-small-olmoe: micro-batch 32 x 32, 7.11 s/step (6.38 to 8.04), MFU 30%.
@@ -14,10 +14,7 @@ set -u
 M=notebooks/runs/h100x1/evidence/moe
 H=notebooks/runs/h200x1/evidence/moe
 run="--tokens 3e11 --seq-len 2048 --precision bf16 --validate 3 --methods free-lunch --out $H/results.jsonl"
-export BENCH="--model $M/olmoe-1b-7b/config.json $run;\
---model $M/moe-small-olmoe/config.json $run;\
---model $M/moe-small-qwen2/config.json $run"
-PARTS=bench TIMEOUT_S=600 bash scripts/offline-gpu/job.sh h200x1 h200 1
+BENCH="--model $M/olmoe-1b-7b/config.json $run" PARTS=bench TIMEOUT_S=600 bash scripts/offline-gpu/job.sh h200x1 h200 1
 cp $MACHINE_TXT $H/machine.txt
 source scripts/offline-gpu/gpu_prelude.sh
 G=notebooks/runs/h200x1/evidence/gemm-triton
@@ -29,3 +26,5 @@ for kind in linear output-layer memory; do
   python3 scripts/offline-gpu/gemm_sweep.py $G/$f.jsonl $kind > $G/$f.log 2>&1
   echo "gemm $kind rc=$? wall_s=$((SECONDS - s)) lines=$(wc -l < $G/$f.jsonl)" | tee -a $G/walls.txt
 done
+export BENCH="--model $M/moe-small-olmoe/config.json $run;--model $M/moe-small-qwen2/config.json $run"
+PARTS=bench TIMEOUT_S=600 bash scripts/offline-gpu/job.sh h200x1 h200 1
