@@ -14,6 +14,7 @@ from academic_bench.catalog.config import Config
 from academic_bench.catalog.hardware import get_gpu
 from academic_bench.catalog.methods import FREE_LUNCH, parse_methods
 from academic_bench.estimate import max_micro_batch
+from academic_bench.predict.transfer import MFU_CAP
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
@@ -29,8 +30,8 @@ def test_sharding_answers_where_plain_data_parallelism_fits_no_micro_batch(n):
     assert max_micro_batch(Config("pythia-6.9b", "h200", n, methods=m), gpu.memory_gb) is not None
 
 
-def _predicted(gpu: str, source_setup: str) -> Answer:
-    return Answer(kind="predicted", days=100.0, days_low=90.0, days_high=110.0, mfu=0.5, settings=None,
+def _predicted(gpu: str, source_setup: str, mfu: float = 0.3) -> Answer:
+    return Answer(kind="predicted", days=100.0, days_low=90.0, days_high=110.0, mfu=mfu, settings=None,
                   rests_on="scaled from the source", model="pythia-1b", gpu=gpu, n_gpus=8, paper_days=None,
                   paper_mfu=None, paper_cell=None, bound_days=50.0, range_basis="the study's own checks",
                   source_setup=source_setup, by="transfer model")
@@ -49,6 +50,14 @@ def test_a_prediction_on_a_gpu_never_measured_is_widened_by_its_distance_and_say
     narrow = [{**records[0], "low": 0.95, "high": 1.05}]
     w = widen(_predicted("a100-40gb", "h100x1"), narrow)
     assert (w.days_low, w.days_high) == (90.0, 110.0)
+
+
+def test_a_widened_range_never_claims_an_mfu_no_real_run_passes():
+    records = [{"distance": "one generation", "points": 7, "median": 1.0, "low": 0.5, "high": 2.0,
+                "generations": "ampere"}]
+    w = widen(_predicted("a100-40gb", "h100x1", mfu=0.5), records)  # days / 2 would imply an MFU of 1.0
+    assert w.days_low == pytest.approx(100.0 * 0.5 / MFU_CAP) and w.days_high == pytest.approx(200.0)
+    assert f"held at {MFU_CAP:.0%} MFU" in w.range_basis
 
 
 def test_a_distance_no_published_point_reaches_is_said_and_a_measured_gpu_is_left_alone():

@@ -9,6 +9,7 @@ import pytest
 
 from academic_bench.answer import grid
 from academic_bench.predict import ranges
+from academic_bench.predict.transfer import MFU_CAP
 
 
 def _observed(points: list[tuple[str, str, bool, float]]) -> pd.DataFrame:
@@ -85,10 +86,15 @@ def test_every_predicted_answer_states_what_its_range_is():
         if a.kind == "predicted":
             assert a.range_basis and a.days_low <= a.days <= a.days_high, a
             if a.range_error is not None:
-                assert a.days_low <= a.days / (1 + a.range_error) * (1 + 1e-9)
+                # Its short end: the error's, unless that passes the MFU no real run passes (then held there).
+                short = max(a.days / (1 + a.range_error), ranges.short_end(a.days, a.mfu) or 0.0)
+                assert a.days_low <= short * (1 + 1e-9)
                 assert a.days_high >= a.days / (1 - a.range_error) * (1 - 1e-9)
                 if "own span" not in a.range_basis:
-                    assert (a.days_low, a.days_high) == (pytest.approx(a.days / (1 + a.range_error)),
+                    assert (a.days_low, a.days_high) == (pytest.approx(short),
                                                          pytest.approx(a.days / (1 - a.range_error)))
+                if short > a.days / (1 + a.range_error):
+                    assert f"held at {MFU_CAP:.0%} MFU" in a.range_basis, a.range_basis
+            assert a.mfu is None or a.days_low >= a.days * a.mfu / MFU_CAP * (1 - 1e-9), "no end passes the cap"
         elif a.kind == "measured":
             assert "timed repetitions" in a.range_basis

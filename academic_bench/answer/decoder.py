@@ -147,9 +147,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
             profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
             rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,
                                get_gpu(profiled).architecture == get_gpu(gpu).architecture)
-            low, high = rng.apply(p.days, p.days_low, p.days_high)
+            low, high = rng.apply(p.days, p.days_low, p.days_high, p.mfu)
             return Answer(kind="predicted", days=p.days, days_low=low, days_high=high, mfu=p.mfu,
-                          range_basis=rng.words, range_error=rng.error,
+                          range_basis=rng.words_for(p.days, low, p.mfu), range_error=rng.error,
                           settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),
                           rests_on=p.basis, source_setup=p.source_setup, by="work model",
                           stated_error=checks(root).get("work_model"), **costs(gpu, n_gpus, p.days), **base)

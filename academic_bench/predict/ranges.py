@@ -44,14 +44,34 @@ class StatedRange:
     keep_own: bool
     words: str
 
-    def apply(self, days: float, low: float | None, high: float | None) -> tuple[float | None, float | None]:
-        """The range around ``days`` (the model's own ``low`` and ``high`` where this keeps them)."""
+    def apply(self, days: float, low: float | None, high: float | None,
+              mfu: float | None = None) -> tuple[float | None, float | None]:
+        """The range around ``days`` (the model's own ``low`` and ``high`` where this keeps them). Given the MFU
+        ``days`` imply, its short end is no faster than ``transfer.MFU_CAP``, which no central value passes either."""
         if self.error is None:
             return low, high
         lo, hi = days / (1 + self.error), days / (1 - self.error) if self.error < 1 else math.inf
         if self.keep_own:
             lo, hi = min(lo, low if low is not None else lo), max(hi, high if high is not None else hi)
-        return lo, hi
+        floor = short_end(days, mfu)
+        return (lo if floor is None else max(lo, floor)), hi
+
+    def words_for(self, days: float, low: float | None, mfu: float | None = None) -> str:
+        """``words``, and where ``apply`` held the range's short end at ``transfer.MFU_CAP``, that it did."""
+        floor = short_end(days, mfu)
+        if floor is None or low is None or low > floor * (1 + 1e-12):
+            return self.words
+        from .transfer import MFU_CAP
+
+        return f"{self.words}; its short end held at {MFU_CAP:.0%} MFU, which no real run passes"
+
+
+def short_end(days: float, mfu: float | None) -> float | None:
+    """The fewest days any end of a range may claim: ``days`` (implying ``mfu``) at ``transfer.MFU_CAP``; None
+    where the MFU is unknown."""
+    from .transfer import MFU_CAP
+
+    return days * mfu / MFU_CAP if mfu and mfu == mfu else None
 
 
 def observed_errors(root: str | None = None, setups: pd.DataFrame | None = None,
