@@ -262,11 +262,12 @@ def test_mfu_is_the_product_of_busy_time_flop_kernel_time_and_their_rate(tmp_pat
     cfg = _line(tmp_path, {"matrix multiplication": 6.0, "attention": 1.0, "normalisation": 0.5,
                            "elementwise and other": 2.5}, [])
     store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    peak = analysis.dense16_peak("h100-80gb")  # a bf16 row: its MFU is already on the book's one basis
     store.append(make_row(cfg, setup="h100x1", outcome="ok", search="smart", micro_batch=4, gas=cfg.per_gpu_batch // 4,
-                          step_time_s=11.0, days=30.0, mfu=0.5, peak_flops=1e15))
+                          step_time_s=11.0, days=30.0, mfu=0.5, peak_flops=peak))
     # Its method class validated against sustained training by the same engine: a result.
     store.append(make_row(cfg, setup="h100x1", outcome="ok", search="smart", mode="validate", micro_batch=4,
-                          gas=cfg.per_gpu_batch // 4, step_time_s=11.0, days=30.0, mfu=0.5, peak_flops=1e15,
+                          gas=cfg.per_gpu_batch // 4, step_time_s=11.0, days=30.0, mfu=0.5, peak_flops=peak,
                           validate={"steps": 3, "sustained_step_s": 11.0, "predicted_step_s": 11.0, "rel_error": 0.0}))
     other = Config("pythia-160m", "h100-80gb", 1)
     _line(tmp_path, {"matrix multiplication": 1.0}, [], micro_batch=2, config=other)
@@ -279,6 +280,27 @@ def test_mfu_is_the_product_of_busy_time_flop_kernel_time_and_their_rate(tmp_pat
     assert r["flop_rate"] == pytest.approx(0.5 * 11.0 / 7.0)
     assert r["busy_share"] * r["flop_share"] * r["flop_rate"] == pytest.approx(r["mfu"] * 11.0 / r["step_wall_s"])
     assert (r["other_kind"], r["other_share"]) == ("elementwise and other", pytest.approx(0.25))
+
+
+def test_an_fp32_runs_factors_are_rated_on_the_dense_16_bit_peak_as_every_mfu_the_book_shows(tmp_path):
+    """A vision model trains in fp32 (TF32) and its row rates its MFU on the TF32 peak; the factors read it on the
+    dense 16-bit peak, so that the profile table shows the MFU the best-configuration table beside it shows."""
+    from academic_bench.catalog.hardware import get_gpu
+
+    cfg = _line(tmp_path, {"matrix multiplication": 6.0, "elementwise and other": 4.0}, [],
+                config=Config("vit-large", "h100-80gb", 1))
+    tf32 = get_gpu("h100-80gb").peak_flops("fp32", tf32=True)
+    store = ResultStore(tmp_path / "h100x1" / "results.jsonl")
+    for mode in ("step", "validate"):
+        store.append(make_row(cfg, setup="h100x1", outcome="ok", search="smart", mode=mode, micro_batch=4,
+                              gas=cfg.per_gpu_batch // 4, step_time_s=11.0, days=30.0, mfu=0.4, peak_flops=tf32,
+                              **({"validate": {"steps": 3, "sustained_step_s": 11.0, "predicted_step_s": 11.0,
+                                               "rel_error": 0.0}} if mode == "validate" else {})))
+    r = analysis.mfu_factors(analysis.runs_frame(tmp_path), analysis.profiles(tmp_path)).iloc[0]
+    dense16 = analysis.dense16_peak("h100-80gb")
+    assert r["peak_flops"] == dense16
+    assert r["mfu"] == pytest.approx(0.4 * tf32 / dense16)
+    assert r["busy_share"] * r["flop_share"] * r["flop_rate"] == pytest.approx(r["mfu"] * 11.0 / r["step_wall_s"])
 
 
 def test_the_matmul_check_is_read_from_the_setups_evidence(tmp_path):

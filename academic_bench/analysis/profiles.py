@@ -11,6 +11,7 @@ from ..catalog.kernels import FLOP_KINDS, KIND_NAMES, kind_of
 from ..catalog.methods import Methods
 
 from .counted import results
+from .facts import dense16_peak, mfu_on_dense16
 from .frame import SETTING, runs_root
 
 
@@ -76,8 +77,10 @@ def mfu_factors(df: pd.DataFrame, prof: pd.DataFrame) -> pd.DataFrame:
     """What holds each profiled configuration's MFU below 1, as three factors whose product is its MFU (times
     the measured over the profiled step time, near 1): the share of the step the device is busy, the share of
     that busy time in the kernels that do the counted FLOPs (``kernels.FLOP_KINDS``), and the rate
-    those kernels reach, as a share of the GPU's peak. Only profiles at the micro-batch of a measured result
-    (the synced step row of the same configuration) count; GPU profiles only."""
+    those kernels reach, as a share of the GPU's peak. The MFU and that rate are rated on the dense 16-bit peak
+    (``mfu_on_dense16``, ``peak_flops`` that peak), as every MFU the book shows: an fp32 run's factors read as a
+    bf16 run's of the same speed. Only profiles at the micro-batch of a measured result (the synced step row of
+    the same configuration) count; GPU profiles only."""
     cols = [*SETTING, "setup", "methods_label", "micro_batch", "mfu", "busy_share", "flop_share", "flop_rate",
             "other_kind", "other_share", "step_time_s", "step_wall_s", "peak_flops"]
     gpu = prof[~prof["tiny"] & (prof["timer"] == "gpu kernels")]
@@ -95,6 +98,7 @@ def mfu_factors(df: pd.DataFrame, prof: pd.DataFrame) -> pd.DataFrame:
     rows = results(df)[["setup", "config_id", "micro_batch", *SETTING, "methods_label", "mfu", "step_time_s",
                         "peak_flops"]]
     out = per.merge(rows.astype({"micro_batch": "int64"}), on=key)
+    out = out.assign(mfu=mfu_on_dense16(out), peak_flops=out["gpu"].map(dense16_peak))
     out["flop_share"] = out["flop_s"] / out["busy_s"]
     # The counted FLOPs over the time in the FLOP kernels, as a share of the peak: mfu x step time is the
     # step's FLOPs divided by the peak rate.
