@@ -85,6 +85,25 @@ def test_the_book_reads_each_rows_standing_at_the_memory_wall(tmp_path):
                       "free-lunch + ZeRO-1 + offload": "before the check"}
 
 
+def test_a_half_size_left_untimed_at_the_wall_is_read_with_the_engines_reason_not_as_a_step_time(tmp_path):
+    import pandas as pd
+
+    from academic_bench import analysis
+
+    wall = {"micro_batch": 16, "alloc_retries": 3, "step_time_s": 2.0, "below_micro_batch": 8,
+            "below_step_time_s": None, "kept": 16}
+    note = ("micro-batch 16 ran at the memory wall (3 allocator retries, 2 s/step); micro-batch 8 not timed: it "
+            "would not end within the time limit")
+    cfg = Config("pythia-1b", "h100-80gb", 1, methods=parse_methods("free-lunch"))
+    ResultStore(tmp_path / "h100x1" / "results.jsonl").append(make_row(
+        cfg, setup="h100x1", outcome="ok", micro_batch=16, gas=64, step_time_s=2.0,
+        mbs_search=[{"micro_batch": 16, "outcome": "ok"}, {"micro_batch": 32, "outcome": "oom"}],
+        ran={"peak_reserved_gb": [79.0], "alloc_retries": 3, "memory_wall": wall, "notes": [note]}))
+    (r,) = analysis.memory_wall(tmp_path).itertuples()
+    assert r.state == "checked" and pd.isna(r.below_step_s), "no step time is made up for it"
+    assert r.below_untimed == "not timed: it would not end within the time limit"
+
+
 def test_remeasure_measures_again_exactly_those_rows_under_their_own_search_and_their_unsynced_twins(tmp_path):
     out = tmp_path / "cpu-test" / "results.jsonl"
     stopped, complete = searched("naive"), searched("naive+ckpt")  # tiny: per-GPU batch 8, everything fits

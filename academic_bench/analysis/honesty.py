@@ -251,7 +251,7 @@ def implausible(df: pd.DataFrame, column: str = "mfu") -> pd.DataFrame:
 
 
 WALL_COLUMNS = ["setup", "model", "methods_label", "search", "micro_batch", "step_time_s", "reserved_share", "state",
-                "wall_micro_batch", "wall_step_s", "below_micro_batch", "below_step_s"]
+                "wall_micro_batch", "wall_step_s", "below_micro_batch", "below_step_s", "below_untimed"]
 
 
 def memory_wall(root: str | Path | None = None) -> pd.DataFrame:
@@ -280,5 +280,19 @@ def memory_wall(root: str | Path | None = None) -> pd.DataFrame:
                     "micro_batch": r.get("micro_batch"), "step_time_s": r.get("step_time_s"),
                     "reserved_share": share, "state": state, "wall_micro_batch": wall.get("micro_batch"),
                     "wall_step_s": wall.get("step_time_s"), "below_micro_batch": wall.get("below_micro_batch"),
-                    "below_step_s": wall.get("below_step_time_s")})
+                    "below_step_s": wall.get("below_step_time_s"), "below_untimed": _untimed_half(ran, wall)})
     return pd.DataFrame(out, columns=WALL_COLUMNS)
+
+
+def _untimed_half(ran: dict, wall: dict) -> str | None:
+    """Why the half size of a row timed at the memory wall has no step time, as the engine's note says it
+    (``measure.worker.time_below_the_wall``: it would not end within the time limit, or ran out of memory);
+    None where it was timed."""
+    if not wall or wall.get("below_step_time_s") is not None:
+        return None
+    head = f"micro-batch {wall.get('below_micro_batch')} "
+    for note in ran.get("notes") or []:
+        for part in str(note).split("; "):
+            if part.startswith(head):
+                return part[len(head):]
+    return "not timed"
