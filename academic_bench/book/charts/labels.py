@@ -44,8 +44,8 @@ def unoptimised_note(status: pd.DataFrame) -> str:
         return ""
     by = left.groupby("status", sort=False)
     parts = [f"{s} ({', '.join(f'{n} on {h}' for n, h in zip(g['model_name'], g['hardware']))})" for s, g in by]
-    return (f"{count(len(left), 'setting')} of ours are not optimised yet and are labelled so, never counted as "
-            f"a fastest configuration: " + "; ".join(parts) + ".")
+    return (f"{count(len(left), 'setting')} of ours are not optimised yet, so the tables of our days leave them "
+            f"out and never count them as a fastest configuration: " + "; ".join(parts) + ".")
 
 
 # --- one MFU basis for comparisons across methods -----------------------------------------------------------
