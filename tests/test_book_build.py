@@ -87,6 +87,15 @@ def test_counts_in_the_prose_agree_with_their_nouns(built_site):
         assert not found, f"{page.name}: {found[:3]}"
 
 
+def test_no_sentence_prints_a_missing_value_as_a_figure(built_site):
+    """A value the data do not have is said in words ('not timed: ...'), never printed as 'nan s' or '(None)'."""
+    for page in built_site.glob("book/*.html"):
+        text = re.sub(r"<script.*?</script>|<style.*?</style>", "", page.read_text(), flags=re.S)
+        text = " ".join(re.sub(r"<[^>]+>", " ", text).split())
+        found = re.findall(r".{0,40}\b(?:nan|NaN|None|<NA>)(?: s\b| days\b| GB\b|%|\))", text)
+        assert not found, f"{page.name}: {found[:3]}"
+
+
 def test_pages_say_plainly_when_there_is_no_data(built_site):
     runs = sorted((ROOT / "notebooks" / "runs").glob("*/results.jsonl"))
     intro = (built_site / "book" / "intro.html").read_text()
