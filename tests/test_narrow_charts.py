@@ -115,3 +115,19 @@ def test_the_repository_address_is_read_from_pyproject_only(tmp_path):
 
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     assert repository_url() == project.get("urls", {}).get("Repository")
+
+
+def test_the_published_ratio_axis_labels_a_tick_beyond_every_point_and_none_too_close():
+    """``ratio_ticks``: the domain runs from a labelled tick at or below the lowest ratio to one at or above the
+    highest, 1 is labelled, and neighbouring ticks are a ``most``-th of the axis apart or more, so that vega drops
+    none of their labels."""
+    import math
+
+    from academic_bench.book.charts.figures import ratio_ticks
+
+    for low, high in ((0.46, 1.35), (0.8, 1.25), (0.62, 1.04), (1.1, 3.0), (0.2, 0.9)):
+        lo, hi, ticks = ratio_ticks(low, high)
+        assert ticks[0] == lo <= low and high <= hi == ticks[-1], (low, high, ticks)
+        assert 1.0 in ticks or not lo < 1.0 < hi
+        gaps = [math.log10(b / a) for a, b in zip(ticks, ticks[1:])]
+        assert min(gaps) >= math.log10(hi / lo) / 5 - 1e-12, (low, high, ticks)

@@ -114,6 +114,7 @@ def test_the_memory_published_runs_took_is_set_beside_the_memory_model(points):
     stated = points[points["memory_gib"].notna()]
     got = pc.published_memory(points)
     assert len(stated) >= 10 and len(got) == len(stated)
+    assert sorted(got["source"]) == sorted(stated["source"])  # each row names the source its figure is from
     assert got["ratio"].between(0.5, 2.0).all(), got.to_string()
     assert (got["fits"] == (got["predicted_gib"] * 2**30 <= got["gpu_gib"].map(usable_bytes))).all()
 

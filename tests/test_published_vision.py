@@ -14,6 +14,7 @@ from academic_bench.catalog.methods import FREE_LUNCH, NAIVE
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.published import load_published_throughput
 from academic_bench.predict.published_vision import SAME_ARCHITECTURE, VISION_RESULTS
+from academic_bench.results.spread import VALIDATION_TOLERANCE
 from academic_bench.predict.transfer import predict, source_from_row
 from academic_bench.results import ResultStore, make_row
 from measured import measured_fields
@@ -103,7 +104,9 @@ def test_only_a_validated_16_bit_row_carries_and_without_one_the_point_says_why(
                                           "rel_error": (row["step_time_s"] - sustained) / sustained})
     ResultStore(missed / "h100x1" / VISION_RESULTS).append(row)
     got = pc.predict_point(point, root=missed)
-    assert math.isnan(got["predicted"]) and "validated and missed" in got["why_not"], got["why_not"]
+    assert math.isnan(got["predicted"]), got
+    assert f"outside the {VALIDATION_TOLERANCE:.0%} validation tolerance" in got["why_not"], got["why_not"]
+    assert f"h100x1/{VISION_RESULTS}" in got["why_not"]  # the file the missed row is in, its setup named
     recipe = tmp_path / "fp32"
     write_row(recipe, "vit-large", validated=True)  # the recipe's fp32 row, validated, is no 16-bit row
     assert math.isnan(pc.predict_point(point, root=recipe)["predicted"])

@@ -127,6 +127,11 @@ def test_the_paper_frame_keeps_plausible_cells_only():
     assert list(df.columns) == tv.PAPER_COLUMNS and len(df)
     assert (df["paper_mfu"] <= tv.PAPER_MFU_PLAUSIBLE).all() and (df["predicted_mfu"] <= transfer.MFU_CAP).all()
     assert df["ratio"].to_numpy() == pytest.approx((df["predicted_days"] / df["paper_days"]).to_numpy())
+    # Re-rated on the dense 16-bit peak, the highest dense peak of a GPU, neither MFU grows.
+    from academic_bench.analysis import mfu_on_dense16
+    for side in ("paper", "predicted"):
+        dense16 = mfu_on_dense16(df, mfu=f"{side}_mfu", peak=f"{side}_peak_flops")
+        assert (dense16 <= df[f"{side}_mfu"] + 1e-12).all() and (dense16 > 0).all()
 
 
 def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_path):

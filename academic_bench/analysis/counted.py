@@ -83,6 +83,14 @@ def results(df: pd.DataFrame, beyond_paper: bool = False) -> pd.DataFrame:
     return r[validation_state(df).loc[r.index] == "validated"].copy()
 
 
+def _unvalidated_words(state: str, method_class: str, setup: str, engine) -> str:
+    """Why a measured row of ``state`` ("not validated" or "missed") is no result, as a whole clause."""
+    if state == "missed":
+        return (f"its method class ({method_class}) missed its validation on {setup} at engine revision {engine}, "
+                "which made it")
+    return f"engine revision {engine}, which made it, has no validation of its method class ({method_class}) on {setup}"
+
+
 def uncounted(df: pd.DataFrame) -> pd.DataFrame:
     """Measured rows that are no result, with ``why``: set aside by a correction of the engine, or their method
     class not validated (or missed) at the revision that made them. What a page marks where it shows them."""
@@ -94,7 +102,7 @@ def uncounted(df: pd.DataFrame) -> pd.DataFrame:
     unvalidated = step & (df["outcome"] == "ok") & (state != "validated")
     why = pd.Series(None, index=df.index, dtype=object)
     why[aside] = df.loc[aside, "reason"]
-    why[unvalidated] = [f"{s}: its method class ({c}) on {u} at engine revision {e}" for s, c, u, e in zip(
+    why[unvalidated] = [f"{s}: {_unvalidated_words(s, c, u, e)}" for s, c, u, e in zip(
         state[unvalidated], df.loc[unvalidated, "validation_class"], df.loc[unvalidated, "setup"],
         df.loc[unvalidated, "engine"])]
     return df[aside | unvalidated].assign(why=why[aside | unvalidated])

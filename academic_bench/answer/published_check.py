@@ -194,7 +194,7 @@ def by_gpu(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 MEMORY_COLUMNS = ["gpu", "n_gpus", "model", "micro_batch", "method", "published_gib", "predicted_gib", "ratio",
-                  "gpu_gib", "fits"]
+                  "gpu_gib", "fits", "source"]
 # Settings of a source's runs that the memory model takes, by source. whyNLP/tinyllama's runs use xformers' fused
 # SwiGLU (run_clm.sh sets TINY_FUSED_SWIGLU; tinyllama/llama_fused_swiglu.py calls xformers.ops.swiglu), which
 # recomputes the MLP's gate-up product in backward instead of saving it; its DeepSpeed runs use its ds_config.json,
@@ -240,5 +240,6 @@ def published_memory(points: pd.DataFrame | None = None) -> pd.DataFrame:
             rows.append({"gpu": r["gpu"], "n_gpus": n, "model": r["model"], "micro_batch": mbs,
                          "method": r["method"], "published_gib": float(r["memory_gib"]),
                          "predicted_gib": total / GIB, "ratio": total / GIB / float(r["memory_gib"]),
-                         "gpu_gib": gpu.memory_gb, "fits": total <= usable_bytes(gpu.memory_gb)})
+                         "gpu_gib": gpu.memory_gb, "fits": total <= usable_bytes(gpu.memory_gb),
+                         "source": r["source"]})
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)

@@ -61,7 +61,7 @@ def sixteen_bit_source(model: str, gpu: str, root: str | os.PathLike | None = No
     df = sixteen_bit_frame(root)
     df = df[df["model"].isin(keys)] if not df.empty else df
     if df.empty:
-        return (f"no 16-bit row of {model} ({', '.join(keys)}) in <setup>/{VISION_RESULTS}: `academic-bench bench "
+        return (f"no 16-bit row of {model} ({', '.join(keys)}) in `{_where(root, '<setup>')}`: `academic-bench bench "
                 f"--model {model} --precision bf16` measures one")
     ok = df[(df["outcome"] == "ok") & (df["timing"] == "synced") & df["mode"].isin(["step", "validate"])
             & df["days"].notna() & ~df["tiny"].astype(bool) & (df["n_gpus"] == 1) & df["methods_label"].isin(METHODS)
@@ -70,8 +70,8 @@ def sixteen_bit_source(model: str, gpu: str, root: str | os.PathLike | None = No
     ok = ok[pd.Series(carries, index=ok.index, dtype=bool)]
     if ok.empty:
         return (f"no validated one-GPU {' or '.join(METHODS)} row of {model} in 16 bits that carries to {gpu} "
-                f"(a bf16 row needs a GPU whose bf16 and fp16 rates agree) in <setup>/{VISION_RESULTS}"
-                + _missed(df))
+                f"(a bf16 row needs a GPU whose bf16 and fp16 rates agree) in "
+                + " or ".join(f"`{_where(root, s)}`" for s in sorted(set(df["setup"]))) + _missed(df))
     target = get_gpu(gpu)
     return min((r for _, r in ok.iterrows()),
                key=lambda r: (METHODS.index(r["methods_label"]), keys[r["model"]] != "fp16", r["gpu"] != target.key,
@@ -79,14 +79,31 @@ def sixteen_bit_source(model: str, gpu: str, root: str | os.PathLike | None = No
                               abs(get_gpu(r["gpu"]).memory_gb - target.memory_gb), r["days"], str(r["config_id"])))
 
 
+def _where(root: str | os.PathLike | None, setup: str) -> str:
+    """The file of ``setup``'s 16-bit vision rows, from the repository root where the runs lie under it."""
+    from ..analysis import runs_root
+    from ..catalog.env import REPO_ROOT
+
+    path = runs_root(root) / setup / VISION_RESULTS
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _missed(df: pd.DataFrame) -> str:
-    """What the rows that were validated and missed say (their sustained steps against their timed ones), or ""."""
+    """What the rows whose validation missed say (their sustained steps against their timed ones), or ""."""
+    from ..results.spread import VALIDATION_TOLERANCE
+
     missed = df[(df["validation"] == "missed") & df["validate_rel_error"].notna()]
     if missed.empty:
         return ""
-    errors = missed["validate_rel_error"].abs()
-    return (f": {len(missed)} measured, each validated and missed (the timed step {errors.min():.1%} to "
-            f"{errors.max():.1%} from its sustained steps' median), so none is used")
+    signed = missed["validate_rel_error"]
+    errors = signed.abs()
+    # rel_error is (timed - sustained) / sustained: below 0 the timed step was the shorter
+    side = "shorter than" if (signed < 0).all() else "longer than" if (signed > 0).all() else "off"
+    return (f": {len(missed)} measured, each outside the {VALIDATION_TOLERANCE:.0%} validation tolerance (the timed "
+            f"step {errors.min():.1%} to {errors.max():.1%} {side} its sustained steps' median), so none is used")
 
 
 def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None) -> dict:

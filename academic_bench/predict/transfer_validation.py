@@ -28,8 +28,9 @@ VALIDATION_COLUMNS = ["model", "source_setup", "target_setup", "source_methods",
                       "predicted_days", "predicted_days_low", "predicted_days_high", "measured_days", "predicted_mfu",
                       "measured_mfu", "capped", "in_range", "error", "abs_error"]
 PAPER_MFU_PLAUSIBLE = 0.6  # the paper's cells shown beside predictions: implied MFU at most this
-PAPER_COLUMNS = ["model", "gpu", "n_gpus", "paper_days", "paper_mfu", "source_setup", "predicted_days",
-                 "predicted_days_low", "predicted_days_high", "predicted_mfu", "capped", "ratio"]
+PAPER_COLUMNS = ["model", "gpu", "n_gpus", "paper_days", "paper_mfu", "paper_peak_flops", "source_setup",
+                 "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu",
+                 "predicted_peak_flops", "capped", "ratio"]
 
 
 @lru_cache(maxsize=8)
@@ -249,8 +250,11 @@ def by_method_class(frame: pd.DataFrame) -> pd.DataFrame:
 
 def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU_PLAUSIBLE) -> pd.DataFrame:
     """The paper's Table 1 cells whose implied MFU is at most ``max_mfu``, each beside our prediction for the same
-    model and setup (``predict_setting``). ``ratio`` = predicted days / the paper's days."""
+    model and setup (``predict_setting``). ``ratio`` = predicted days / the paper's days. Each MFU is rated on
+    the peak of the precision that ran (``paper_peak_flops``, ``predicted_peak_flops``), so that a page can re-rate
+    both on the dense 16-bit peak (``analysis.mfu_on_dense16``)."""
     from ..analysis import paper_cells
+    from .transfer import _precision
 
     cells = paper_cells("table1")
     cells = cells[cells["days"].notna() & (cells["mfu"] <= max_mfu)]
@@ -260,8 +264,10 @@ def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU
         if p is None or p.days is None:
             continue
         rows.append({"model": c.model, "gpu": c.gpu, "n_gpus": int(c.n_gpus), "paper_days": float(c.days),
-                     "paper_mfu": float(c.mfu), "source_setup": p.source_setup, "predicted_days": p.days,
-                     "predicted_days_low": p.days_low, "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
+                     "paper_mfu": float(c.mfu), "paper_peak_flops": float(c.peak_flops),
+                     "source_setup": p.source_setup, "predicted_days": p.days, "predicted_days_low": p.days_low,
+                     "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
+                     "predicted_peak_flops": get_gpu(c.gpu).peak_flops(_precision(c.model), p.methods.tf32),
                      "capped": p.capped, "ratio": p.days / float(c.days)})
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
 

@@ -22,7 +22,7 @@ DECODER_COLUMNS = ["decoder", "architecture", "params", "seq_len", "vocab", "set
                    "estimated_with", "predicted_days", "predicted_days_low", "predicted_days_high", "predicted_mfu",
                    "measured_days", "measured_mfu", "micro_batch", "in_range", "error", "abs_error", "within",
                    "work_model_days", "work_model_error", "work_model_held_out", "across_shapes", "variant_of",
-                   "predicted_memory_gb", "measured_memory_gb", "memory_error"]
+                   "predicted_memory_gb", "measured_memory_gb", "memory_error", "weights"]
 WORK_MODEL = "work model"  # how an estimate.json made with decoder_work names its MFU's source
 
 
@@ -50,7 +50,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
     ``variant_of`` names the measured decoder a row changes one thing of, to tell a miss's causes apart
     (``variant_base``), else missing. ``memory_error`` sets today's memory model's prediction at the micro-batch that
     ran, with the weights it ran with (``analysis.memory_check.built_weights``), beside the peak the run
-    allocated."""
+    allocated; ``weights`` the dtype the run's weights were built in (``built_weights``)."""
     import json
 
     from ..analysis import profiles, runs_root
@@ -89,7 +89,7 @@ def config_decoders(root: str | None = None) -> pd.DataFrame:
                         "n_gpus": row["config"]["n_gpus"], "estimated_with": method, "predicted_days": e["days"],
                         "predicted_days_low": e["days_range"][0],
                         "predicted_days_high": e["days_range"][1], "predicted_mfu": estimated_mfu,
-                        "measured_days": row["days"],
+                        "measured_days": row["days"], "weights": weights,
                         # today's count of its FLOPs (its spec registered above by ``decoder_key``)
                         "measured_mfu": recounted(row).get("mfu", row["mfu"]), "micro_batch": row["micro_batch"],
                         "work_model_days": now.days if now is not None and now.days is not None else math.nan,

@@ -1,6 +1,8 @@
 """The book's figures, chapter by chapter: survey, training time, methods, honest measurement, cost."""
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
@@ -304,6 +306,28 @@ def cost_vs_days(df: pd.DataFrame, cost: str, title: str, cost_title: str) -> al
 
 # --- other hardware -------------------------------------------------------------------------------------------
 
+# Ratios a log axis of predicted over published may label: round to read, about evenly apart in the logarithm.
+RATIO_TICKS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+
+
+def ratio_ticks(low: float, high: float, most: int = 5) -> tuple[float, float, list[float]]:
+    """A log axis's domain and labelled ticks for ratios from ``low`` to ``high``: the domain runs from the tick at or
+    below ``low`` to the one at or above ``high``, so that a label lies beyond every point at both ends; between
+    them, 1 and the ticks at least a ``most``-th of the axis from their neighbours, so that no label overlaps another
+    and none is dropped (vega drops overlapping labels of a log axis)."""
+    lo = max((t for t in RATIO_TICKS if t <= low), default=low * 0.95)
+    hi = min((t for t in RATIO_TICKS if t >= high), default=high * 1.05)
+    gap = math.log10(hi / lo) / most
+    fixed = sorted({lo, hi} | ({1.0} if lo < 1.0 < hi else set()))
+    ticks = [fixed[0]]
+    for end in fixed[1:]:
+        for t in (t for t in RATIO_TICKS if ticks[-1] < t < end):
+            if math.log10(t / ticks[-1]) >= gap and math.log10(end / t) >= gap:
+                ticks.append(t)
+        ticks.append(end)
+    return lo, hi, ticks
+
+
 def published_ratio_strip(df: pd.DataFrame, order: list[str], median: tuple[float, float], worst: tuple[float, float],
                           title: str = "Predicted over published time per token, by GPU type") -> alt.Chart:
     """One point per published measurement (``answer.published_check``: columns gpu, ratio, source, model,
@@ -312,10 +336,9 @@ def published_ratio_strip(df: pd.DataFrame, order: list[str], median: tuple[floa
     df = df.dropna(subset=["ratio"])
     if df.empty:
         return empty_chart("No published measurement predicted yet.")
-    lo = min(float(df["ratio"].min()), worst[0]) * 0.95
-    hi = max(float(df["ratio"].max()), worst[1]) * 1.05
+    lo, hi, ticks = ratio_ticks(min(float(df["ratio"].min()), worst[0]), max(float(df["ratio"].max()), worst[1]))
     x = alt.X("ratio:Q", title="predicted / published time per token",
-              scale=alt.Scale(type="log", domain=[lo, hi], nice=False), axis=alt.Axis(format=".2f"))
+              scale=alt.Scale(type="log", domain=[lo, hi], nice=False), axis=alt.Axis(format=".2f", values=ticks))
     y = alt.Y("gpu:N", title=None, sort=order)
     bands = pd.DataFrame({"from": [worst[0], median[0]], "to": [worst[1], median[1]],
                           "band": ["every point", "median"]})
