@@ -6,8 +6,8 @@ In one process, ROUNDS times: the engine's phase timing (``timing.time_phases``,
 real steps whose micro-batches are pinned in advance (``data.host_batches``, as the timed phases take them); and the
 engine's validation (``timing.validate``: three real steps whose micro-batches come from a DataLoader with worker
 processes and a pinning thread, ``data.micro_batches``), once for each DataLoader worker count in WORKERS (default
-the engine's ``data.DATA_WORKERS``). A worker count written ``u8:N`` feeds an image model the way timm's loader does
-instead: the DataLoader's N workers collate images of one byte a value (a quarter of fp32's bytes to collate, pin
+the engine's ``data.DATA_WORKERS``). A worker count written ``u8:N`` feeds an image model the way timm's loader feeds
+it instead: the DataLoader's N workers collate images of one byte a value (a quarter of fp32's bytes to collate, pin
 and copy), which the main process turns into normalised floats on the GPU (``uint8_batches``). Where the steps
 with pinned micro-batches agree with the extrapolation and the DataLoader's do not, the miss is the data path's:
 its host work is not hidden behind steps this short.
@@ -48,16 +48,22 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def uint8_batches(cfg: Config, mbs: int, device: str, workers: int):
-    """Micro-batches of an image model as timm's loader makes them: a DataLoader (``workers`` processes, a pinning
-    thread) collates uint8 images, and the main process copies each to the device and normalises it there; the
+    """Micro-batches of an image model fed the way timm's loader feeds them: a DataLoader (``workers`` processes, a
+    pinning thread) collates uint8 images, and the main process copies each to the device and normalises it there
+    (on the compute stream, inside the step, where timm's prefetcher does it one batch ahead on a side stream). The
     stream loops over ``data.STREAM_BATCHES`` batches, as ``data.micro_batches`` does."""
     from torch.utils.data import DataLoader, TensorDataset
 
+    one = cfg.spec.make_batch(1, tiny=cfg.tiny)
+    if "pixel_values" not in one:
+        raise SystemExit(f"u8:N feeds images; {cfg.spec.key} takes {sorted(one)}")
     g = torch.Generator().manual_seed(2)
-    pool = cfg.spec.make_batch(mbs * data.STREAM_BATCHES, tiny=cfg.tiny, generator=g)
-    images = torch.randint(0, 256, pool["pixel_values"].shape, dtype=torch.uint8, generator=g)
-    loader = DataLoader(TensorDataset(images, pool["labels"]), batch_size=mbs, pin_memory=device == "cuda",
-                        drop_last=True, num_workers=workers, persistent_workers=workers > 0)
+    n = mbs * data.STREAM_BATCHES
+    images = torch.randint(0, 256, (n, *one["pixel_values"].shape[1:]), dtype=torch.uint8, generator=g)
+    labels = torch.randint(0, int(cfg.spec.recipe_for(cfg.tiny).num_classes), (n,), generator=g)
+    on_gpu = torch.device(device).type == "cuda"
+    loader = DataLoader(TensorDataset(images, labels), batch_size=mbs, pin_memory=on_gpu, drop_last=True,
+                        num_workers=workers, persistent_workers=workers > 0)
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
     while True:
