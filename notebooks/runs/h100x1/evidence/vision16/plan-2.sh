@@ -13,7 +13,7 @@
 #  - the uint8 images with 2 workers within 3% of the extrapolated step: the workers collate and the pinning thread
 #    copies a quarter of the bytes, and the copy to the GPU moves a quarter of them.
 # If the steps fed pinned micro-batches are as far off, the extrapolation is what misses, not the data path.
-# Two rounds of seven ways of feeding each model, with the machine's set-up: a background job of several minutes.
+# Two rounds per model (the extrapolation and four ways of feeding real steps), with the machine's set-up: a background job of several minutes.
 #   ACADEMIC_BENCH_GIT_COMMIT=<the commit, as printed here by git rev-parse HEAD> MACHINE_TXT=/tmp/w/machine.txt \
 #     bash scripts/offline-gpu/start_background.sh notebooks/runs/h100x1/evidence/vision16/plan-2.sh
 set -u
