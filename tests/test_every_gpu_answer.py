@@ -58,6 +58,8 @@ def test_a_widened_range_never_claims_an_mfu_no_real_run_passes():
     w = widen(_predicted("a100-40gb", "h100x1", mfu=0.5), records)  # days / 2 would imply an MFU of 1.0
     assert w.days_low == pytest.approx(100.0 * 0.5 / MFU_CAP) and w.days_high == pytest.approx(200.0)
     assert f"held at {MFU_CAP:.0%} MFU" in w.range_basis
+    again = widen(replace(w, rests_on="scaled from the source"), records)  # held once more: said once
+    assert again.range_basis.count(f"held at {MFU_CAP:.0%} MFU") == 1
 
 
 def test_a_distance_no_published_point_reaches_is_said_and_a_measured_gpu_is_left_alone():

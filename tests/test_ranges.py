@@ -87,7 +87,7 @@ def test_every_predicted_answer_states_what_its_range_is():
             assert a.range_basis and a.days_low <= a.days <= a.days_high, a
             if a.range_error is not None:
                 # Its short end: the error's, unless that passes the MFU no real run passes (then held there).
-                short = max(a.days / (1 + a.range_error), ranges.short_end(a.days, a.mfu) or 0.0)
+                short = max(a.days / (1 + a.range_error), a.days * (a.mfu or 0.0) / MFU_CAP)
                 assert a.days_low <= short * (1 + 1e-9)
                 assert a.days_high >= a.days / (1 - a.range_error) * (1 - 1e-9)
                 if "own span" not in a.range_basis:

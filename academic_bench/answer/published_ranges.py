@@ -23,8 +23,7 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..predict.ranges import short_end
-from ..predict.transfer import MFU_CAP
+from ..predict.ranges import held
 from .types import Answer
 
 
@@ -118,9 +117,7 @@ def widen(a: Answer, records: tuple[dict, ...] | list[dict], root: str | os.Path
     high = max(a.days_high if a.days_high is not None else a.days, a.days / min(float(row["low"]), 1.0))
     words = (f"{a.range_basis}; widened to hold the published points' ratios at this distance ({d}: days / "
              f"{row['high']:.2f} to days / {row['low']:.2f})")
-    floor = short_end(a.days, a.mfu)  # no end of a range claims more than the MFU no real run passes
-    if floor is not None and low < floor:
-        low, words = floor, f"{words}, its short end held at {MFU_CAP:.0%} MFU"
+    low, words = held(low, a.days, a.mfu, words)  # no end of a range claims an MFU no real run passes
     return replace(a, rests_on=f"{head}; {check}; {a.rests_on}", days_low=low, days_high=high, range_basis=words)
 
 

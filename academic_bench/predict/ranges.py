@@ -44,34 +44,41 @@ class StatedRange:
     keep_own: bool
     words: str
 
-    def apply(self, days: float, low: float | None, high: float | None,
-              mfu: float | None = None) -> tuple[float | None, float | None]:
-        """The range around ``days`` (the model's own ``low`` and ``high`` where this keeps them). Given the MFU
-        ``days`` imply, its short end is no faster than ``transfer.MFU_CAP``, which no central value passes either."""
+    def spread(self, days: float, low: float | None, high: float | None) -> tuple[float | None, float | None]:
+        """The range around ``days`` by the observed error (the model's own ``low`` and ``high`` where this keeps
+        them, or where no error is known)."""
         if self.error is None:
             return low, high
         lo, hi = days / (1 + self.error), days / (1 - self.error) if self.error < 1 else math.inf
         if self.keep_own:
             lo, hi = min(lo, low if low is not None else lo), max(hi, high if high is not None else hi)
-        floor = short_end(days, mfu)
-        return (lo if floor is None else max(lo, floor)), hi
+        return lo, hi
 
-    def words_for(self, days: float, low: float | None, mfu: float | None = None) -> str:
-        """``words``, and where ``apply`` held the range's short end at ``transfer.MFU_CAP``, that it did."""
-        floor = short_end(days, mfu)
-        if floor is None or low is None or low > floor * (1 + 1e-12):
-            return self.words
-        from .transfer import MFU_CAP
+    def apply(self, days: float, low: float | None, high: float | None,
+              mfu: float | None = None) -> tuple[float | None, float | None]:
+        """``spread``, its short end no faster than ``transfer.MFU_CAP`` given the MFU ``days`` imply (``held``),
+        as no central value is."""
+        lo, hi = self.spread(days, low, high)
+        return held(lo, days, mfu)[0], hi
 
-        return f"{self.words}; its short end held at {MFU_CAP:.0%} MFU, which no real run passes"
+    def words_for(self, days: float, low: float | None, high: float | None, mfu: float | None = None) -> str:
+        """``words``, and where ``apply`` held the range's short end at the cap, that it did."""
+        return held(self.spread(days, low, high)[0], days, mfu, self.words)[1]
 
 
-def short_end(days: float, mfu: float | None) -> float | None:
-    """The fewest days any end of a range may claim: ``days`` (implying ``mfu``) at ``transfer.MFU_CAP``; None
-    where the MFU is unknown."""
+def held(low: float | None, days: float, mfu: float | None, words: str = "") -> tuple[float | None, str]:
+    """A range's short end ``low`` held at the fewest days any answer may claim (``days``, implying ``mfu``, at
+    ``transfer.MFU_CAP``), and ``words`` saying so where it was; both as given where the MFU is unknown or the end
+    was slower already. The one place the range's end meets the cap."""
     from .transfer import MFU_CAP
 
-    return days * mfu / MFU_CAP if mfu and mfu == mfu else None
+    if not mfu or mfu != mfu or low is None:
+        return low, words
+    floor = days * mfu / MFU_CAP
+    if low >= floor:
+        return low, words
+    clause = f"; its short end held at {MFU_CAP:.0%} MFU, which no real run passes"
+    return floor, words if clause in words else words + clause  # said once, however often it is held
 
 
 def observed_errors(root: str | None = None, setups: pd.DataFrame | None = None,
