@@ -102,8 +102,10 @@ def _missed(df: pd.DataFrame) -> str:
     errors = signed.abs()
     # rel_error is (timed - sustained) / sustained: below 0 the timed step was the shorter
     side = "shorter than" if (signed < 0).all() else "longer than" if (signed > 0).all() else "off"
-    return (f": {len(missed)} measured, each outside the {VALIDATION_TOLERANCE:.0%} validation tolerance (the timed "
-            f"step {errors.min():.1%} to {errors.max():.1%} {side} its sustained steps' median), so none is used")
+    by = f"{errors.min():.1%}" if len(missed) == 1 else f"{errors.min():.1%} to {errors.max():.1%}"
+    each, used = ("each ", "none is") if len(missed) > 1 else ("", "it is not")
+    return (f": {len(missed)} measured, {each}outside the {VALIDATION_TOLERANCE:.0%} validation tolerance (the timed "
+            f"step {by} {side} its sustained steps' median), so {used} used")
 
 
 def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None) -> dict:
