@@ -237,7 +237,7 @@ def test_from_several_gpus_to_one_the_collectives_go_and_an_offload_copy_stays()
     from academic_bench.estimate import BYTES, model_stats
 
     h100, m = get_gpu("h100-80gb"), off["methods"]
-    params, width = float(model_stats("pythia-160m").params), BYTES[transfer._precision("pythia-160m")]
+    params, width = float(model_stats("pythia-160m").params), BYTES[transfer.recipe_precision("pythia-160m")]
     source_copies = method_costs.micro_step_copy_s(m, 2, h100, params, width, 32)
     target_copies = method_costs.micro_step_copy_s(m, 1, h100, params, width, with_copy.gas)
     assert with_copy.step_time_s == pytest.approx(0.8 * (10.0 - 1.0 - source_copies) * 2 + target_copies + 2 * 1.0)
@@ -413,7 +413,7 @@ def test_offloadings_copies_in_every_micro_step_go_with_the_accumulation_steps()
     from academic_bench.estimate import BYTES, model_stats
 
     h100 = get_gpu("h100-80gb")
-    params, width = float(model_stats("pythia-160m").params), BYTES[transfer._precision("pythia-160m")]
+    params, width = float(model_stats("pythia-160m").params), BYTES[transfer.recipe_precision("pythia-160m")]
     fsdp, zero3 = Methods(sharding="fsdp_full_shard", offload=True), Methods(sharding="zero3", offload=True)
     copies = method_costs.micro_step_copy_s(fsdp, 1, h100, params, width, 128)
     assert copies == pytest.approx(2 * 128 * params * 4 / (h100.pcie_gbps * 1e9))  # two fp32 gathers a micro-step

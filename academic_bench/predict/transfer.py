@@ -210,7 +210,8 @@ def split_of(profile: pd.DataFrame, gas: int | None = None, step_s: float | None
     return {k: v / total for k, v in parts.items()}
 
 
-def _precision(model: str) -> str:
+def recipe_precision(model: str) -> str:
+    """The precision catalog ``model``'s recipe trains in: the peak its MFU is rated on."""
     from ..catalog.models import get_model
 
     return get_model(model).recipe.precision
@@ -278,7 +279,7 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
     if int(n_gpus) != n_gpus or n_gpus < 1:
         raise ValueError(f"the GPU count must be at least 1, got {n_gpus!r}")
     n_gpus = int(n_gpus)
-    precision = _precision(src.model)
+    precision = recipe_precision(src.model)
     ratios, bases = part_ratios(source, target, precision, src.methods.tf32, runs)
     p_ratio, b_ratio, cuda_ratio = ratios["flop"], ratios["memory"], ratios["scan"]
     share = src.n_gpus / n_gpus  # the target GPU's share of the source GPU's work
