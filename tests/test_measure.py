@@ -166,6 +166,49 @@ def test_a_streamed_micro_batch_is_a_whole_batch_of_the_model_and_the_stream_cyc
     assert not torch.equal(first[0][next(iter(again))], first[1][next(iter(again))])
 
 
+def test_an_image_model_s_stream_collates_uint8_images_that_reach_the_step_normalised(monkeypatch):
+    """The sustained run's workers collate an image model's images as uint8, a quarter of fp32's bytes (fp32 images
+    made the 16-bit vision validations miss: the host's work to collate, pin and copy them was not hidden); each
+    micro-step gets them as normalised fp32 of the model's shape. ``uint8_images=False`` is the fp32 stream the
+    engine fed before, which the data-path probe still times; a model of tokens streams as it did."""
+    import torch.utils.data as tud
+
+    collated = []  # the dtype of the images the DataLoader's dataset holds (its workers collate them)
+
+    class Recorded(tud.TensorDataset):
+        def __init__(self, *tensors):
+            collated.append(tensors[0].dtype)
+            super().__init__(*tensors)
+
+    monkeypatch.setattr(tud, "TensorDataset", Recorded)
+    cfg = tiny("vit-large")
+    made = cfg.spec.make_batch(2, tiny=True)
+    batch = next(timing.micro_batches(cfg, 2, "cpu", seed=0, workers=0))
+    assert collated == [torch.uint8]
+    assert batch["pixel_values"].dtype == torch.float32 and batch["pixel_values"].shape == made["pixel_values"].shape
+    assert -3 < batch["pixel_values"].min() < 0 < batch["pixel_values"].max() < 3, "normalised, not 0-255"
+    assert batch["labels"].shape == made["labels"].shape
+    collated.clear()
+    old = next(timing.micro_batches(cfg, 2, "cpu", seed=0, workers=0, uint8_images=False))
+    assert collated == [torch.float32] and old["pixel_values"].shape == made["pixel_values"].shape
+    assert data.images_fed(cfg) == data.UINT8_IMAGES and data.images_fed(cfg, uint8_images=False) == "fp32"
+    assert data.images_fed(tiny()) is None
+    tokens = next(timing.micro_batches(tiny(), 2, "cpu", seed=0, workers=0))
+    assert torch.equal(tokens["input_ids"], data.host_batches(tiny(), 2 * data.STREAM_BATCHES, 1, 0)[0]["input_ids"][:2])
+
+
+def test_a_validated_image_model_s_row_says_its_images_came_as_uint8():
+    """A reader tells the validations fed fp32 images (rows without the key) from those fed uint8 ones."""
+    cfg = tiny("vit-large", Methods())
+    row = worker.measure({"config": cfg.to_dict(), "timing": "synced", "validate_steps": 1, "warmup": 1, "reps": 5,
+                          "micro_batch": 4}, "cpu", rank=0)
+    assert row["outcome"] == "ok", row.get("reason")
+    assert row["validate"]["images"] == data.UINT8_IMAGES and row["validate"]["sustained_step_s"] > 0
+    tokens = worker.measure({"config": tiny().to_dict(), "timing": "synced", "validate_steps": 1, "warmup": 1,
+                             "reps": 5, "micro_batch": 4}, "cpu", rank=0)
+    assert "images" not in tokens["validate"]
+
+
 def test_step_time_is_the_first_accumulation_and_gas_minus_two_more_plus_boundary_plus_optimizer():
     cfg = tiny()  # per-GPU batch 8
     phases = {"accumulate_first": [0.75] * 5, "accumulate": [1.0] * 5, "boundary": [2.0] * 5, "optimizer": [0.5] * 5}

@@ -27,7 +27,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from ..catalog.config import Config
 from ..catalog.models.from_config import decoder_spec
 from .apply import Ran, Unsupported
-from .data import host_batches
+from .data import host_batches, images_fed
 from .extrapolation import extrapolate, predicted_memory_gb, rebuilt_step, relative_error
 from .routing import expert_token_counts
 from .microbatch import alloc_retries, find_micro_batch, peak_memory_gb
@@ -284,6 +284,8 @@ def time_and_validate(stepper: Stepper, cfg: Config, mbs: int, req: dict, device
         predicted = row["step_time_s"]
         row["validate"] = {"steps": k, "sustained_step_s": sustained, "predicted_step_s": predicted,
                            "rel_error": relative_error(predicted, sustained)}
+        if images_fed(cfg):  # rows validated before images came as uint8 have no such key: fp32 images
+            row["validate"]["images"] = images_fed(cfg)
     stepper.ran.timing_s, stepper.ran.validate_s = t1 - t0, time.perf_counter() - t1
     if stepper.ran.experts != "n/a":  # a mixture of experts: the routing its timed steps saw (``routing``)
         stepper.ran.expert_tokens = expert_token_counts(stepper.model, host_batches(cfg, mbs, 1, seed=1)[0], device)

@@ -6,11 +6,12 @@ In one process, ROUNDS times: the engine's phase timing (``timing.time_phases``,
 real steps whose micro-batches are pinned in advance (``data.host_batches``, as the timed phases take them); and the
 engine's validation (``timing.validate``: three real steps whose micro-batches come from a DataLoader with worker
 processes and a pinning thread, ``data.micro_batches``), once for each DataLoader worker count in WORKERS (default
-the engine's ``data.DATA_WORKERS``). A worker count written ``u8:N`` feeds an image model the way timm's loader feeds
-it instead: the DataLoader's N workers collate images of one byte a value (a quarter of fp32's bytes to collate, pin
-and copy), which the main process turns into normalised floats on the GPU (``uint8_batches``). Where the steps
-with pinned micro-batches agree with the extrapolation and the DataLoader's do not, the miss is the data path's:
-its host work is not hidden behind steps this short.
+the engine's ``data.DATA_WORKERS``), over fp32 images for an image model, as the engine fed them when its 16-bit
+vision validations missed. A worker count written ``u8:N`` feeds an image model the way timm's loader feeds it, and
+the engine's validation now does: the DataLoader's N workers collate images of one byte a value (a quarter of
+fp32's bytes to collate, pin and copy), which become normalised floats on the GPU (``data.micro_batches`` with
+``uint8_images``). Where the steps with pinned micro-batches agree with the extrapolation and the DataLoader's do
+not, the miss is the data path's: its host work is not hidden behind steps this short.
 Written for ViT-L/16 and ConvNeXt-XL in bf16, whose 16-bit rows missed their validations
 (notebooks/runs/h100x1/evidence/vision16/); any catalog model and methods run.
 """
@@ -43,35 +44,6 @@ def pinned_steps(stepper: Stepper, cfg: Config, device: str, steps: int) -> list
     return validate(stepper, cfg, device, steps, batches=pinned)
 
 
-# ImageNet's channel means and deviations, as timm's loader normalises on the GPU (its ``PrefetchLoader``).
-MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-
-
-def uint8_batches(cfg: Config, mbs: int, device: str, workers: int):
-    """Micro-batches of an image model fed the way timm's loader feeds them: a DataLoader (``workers`` processes, a
-    pinning thread) collates uint8 images, and the main process copies each to the device and normalises it there
-    (on the compute stream, inside the step, where timm's prefetcher does it one batch ahead on a side stream). The
-    stream loops over ``data.STREAM_BATCHES`` batches, as ``data.micro_batches`` does."""
-    from torch.utils.data import DataLoader, TensorDataset
-
-    one = cfg.spec.make_batch(1, tiny=cfg.tiny)
-    if "pixel_values" not in one:
-        raise SystemExit(f"u8:N feeds images; {cfg.spec.key} takes {sorted(one)}")
-    g = torch.Generator().manual_seed(2)
-    n = mbs * data.STREAM_BATCHES
-    images = torch.randint(0, 256, (n, *one["pixel_values"].shape[1:]), dtype=torch.uint8, generator=g)
-    labels = torch.randint(0, int(cfg.spec.recipe_for(cfg.tiny).num_classes), (n,), generator=g)
-    on_gpu = torch.device(device).type == "cuda"
-    loader = DataLoader(TensorDataset(images, labels), batch_size=mbs, pin_memory=on_gpu, drop_last=True,
-                        num_workers=workers, persistent_workers=workers > 0)
-    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
-    std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
-    while True:
-        for x, y in loader:
-            x = x.to(device, non_blocking=True).float().sub_(mean).div_(std)
-            yield {"pixel_values": x, "labels": y}
-
-
 def main() -> None:
     args = sys.argv[1:]
     model, methods, mbs = args[0], args[1], int(args[2])
@@ -96,13 +68,13 @@ def main() -> None:
         pinned = pinned_steps(stepper, cfg, device, STEPS)
         rec["pinned_steps_s"], rec["error_pinned"] = pinned, step / statistics.median(pinned) - 1
         for w in workers:
-            if w.startswith("u8:"):
-                loader = validate(stepper, cfg, device, STEPS, batches=uint8_batches(cfg, stepper.mbs, device,
-                                                                                      int(w[3:])))
-                w = "u8_" + w[3:]
-            else:
-                data.DATA_WORKERS = int(w)  # read by data.micro_batches when validate builds its DataLoader
-                loader = validate(stepper, cfg, device, STEPS)
+            uint8 = w.startswith("u8:")
+            if uint8 and not data.images_fed(cfg):
+                raise SystemExit(f"u8:N feeds images; {cfg.spec.key} takes tokens")
+            fed = data.micro_batches(cfg, stepper.mbs, device, seed=2, workers=int(w.removeprefix("u8:")),
+                                     uint8_images=uint8)
+            loader = validate(stepper, cfg, device, STEPS, batches=fed)
+            w = w.replace("u8:", "u8_")
             rec[f"loader_{w}_steps_s"], rec[f"error_loader_{w}"] = loader, step / statistics.median(loader) - 1
         stepper.set_gas(gas)
         out["rounds"].append(rec)
