@@ -145,3 +145,20 @@ def test_the_answers_are_kept_under_a_key_that_the_16_bit_rows_change(tmp_path):
     before = content_key(tmp_path)
     write_row(tmp_path, "vit-large@bf16")
     assert content_key(tmp_path) != before
+
+
+def test_each_vision_validation_says_how_its_images_were_fed(tmp_path):
+    """A validation made before the engine fed uint8 images reads as fed fp32; one that says uint8 reads so; a
+    step alone and a model of tokens have no images fed."""
+    from academic_bench.measure.data import UINT8_IMAGES
+
+    old = write_row(tmp_path, "vit-large@bf16")
+    new = write_row(tmp_path, "convnext-xlarge@bf16")
+    new["validate"]["images"] = UINT8_IMAGES
+    step = write_row(tmp_path, "vit-large@bf16", validated=False)
+    tokens = make_row(Config("pythia-160m", "h100-80gb", 1), setup="h100x1", outcome="ok",
+                      **measured_fields(Config("pythia-160m", "h100-80gb", 1), 8, mfu=0.4),
+                      mode="validate", validate={"steps": 3, "sustained_step_s": 1.0, "predicted_step_s": 1.0,
+                                                 "rel_error": 0.0})
+    fed = frame_from_rows([old, new, step, tokens])["validate_images"].tolist()
+    assert fed[:2] == ["fp32", UINT8_IMAGES] and all(f is None or f != f for f in fed[2:])  # None or NaN

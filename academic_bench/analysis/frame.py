@@ -27,7 +27,7 @@ COLUMNS = [
     "step_time_s", "step_lo_s", "step_hi_s", "throughput", "throughput_unit", "model_flops_per_step",
     "peak_flops", "mfu", "peak_memory_gb", "peak_reserved_gb", "predicted_memory_gb", "days", "gpu_days",
     *[f"{p}_{s}" for p in PHASES for s in ("median_s", "min_s", "max_s", "n")],
-    "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error",
+    "validate_steps", "sustained_step_s", "predicted_step_s", "validate_rel_error", "validate_images",
     "attention", "compiled", "parallel", "kernels_ran", "gpu_name", "device", "torch", "started_at", "duration_s",
     "mbs_search", "engine", "validation_class",
 ]
@@ -64,6 +64,7 @@ def _flat(row: dict, checked: bool = False) -> dict:
         "peak_reserved_gb": max(reserved) if reserved else None,
         "validate_steps": val.get("steps"), "sustained_step_s": val.get("sustained_step_s"),
         "predicted_step_s": val.get("predicted_step_s"), "validate_rel_error": val.get("rel_error"),
+        "validate_images": _images_fed(row, val),
         "attention": ran.get("attention"), "compiled": ran.get("compiled"), "parallel": ran.get("parallel"),
         "kernels_ran": ", ".join(ran.get("kernels") or []) or None,
         "gpu_name": env.get("gpu_name"), "device": env.get("device"), "torch": env.get("torch"), "mbs_search": row.get("mbs_search") or None,
@@ -105,6 +106,15 @@ def frame_from_rows(rows: list[dict], checked: bool = False) -> pd.DataFrame:
     for col in numeric:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     return df
+
+
+def _images_fed(row: dict, val: dict) -> str | None:
+    """How a validation's sustained run fed an image model's images (``measure.data.images_fed``): as its row
+    says, or fp32 for validations made before the row said it (the engine then fed fp32 images); None for a model
+    of tokens or a row without a sustained run."""
+    if not val.get("sustained_step_s") or row.get("throughput_unit") != "images/s":
+        return None
+    return val.get("images") or "fp32"
 
 
 RUNS_ENV = "ACADEMIC_BENCH_RUNS"  # another folder of runs to read instead (previewing the book with other data)
