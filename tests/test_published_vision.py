@@ -13,6 +13,7 @@ from academic_bench.catalog.config import Config
 from academic_bench.catalog.methods import FREE_LUNCH, NAIVE
 from academic_bench.catalog.models import get_model
 from academic_bench.catalog.published import load_published_throughput
+from academic_bench.predict import published_vision
 from academic_bench.predict.published_vision import SAME_ARCHITECTURE, VISION_RESULTS
 from academic_bench.results.spread import VALIDATION_TOLERANCE
 from academic_bench.predict.transfer import predict, source_from_row
@@ -110,6 +111,25 @@ def test_only_a_validated_16_bit_row_carries_and_without_one_the_point_says_why(
     recipe = tmp_path / "fp32"
     write_row(recipe, "vit-large", validated=True)  # the recipe's fp32 row, validated, is no 16-bit row
     assert math.isnan(pc.predict_point(point, root=recipe)["predicted"])
+
+
+def test_the_validations_are_the_rows_that_timed_sustained_steps_and_the_missed_those_of_a_missed_class(tmp_path):
+    write_row(tmp_path, "vit-large@bf16")  # validated within the tolerance
+    write_row(tmp_path, "convnext-xlarge@bf16", validated=False)  # a step alone: no validation
+    done = published_vision.sixteen_bit_validations(root=tmp_path)
+    assert list(done["model"]) == ["vit-large@bf16"]
+    assert published_vision.sixteen_bit_validations(done, missed=True).empty
+    row = write_row(tmp_path, "vit-large@bf16", validated=False, setup="h200x1", gpu="h200")
+    sustained = row["step_time_s"] * 1.08
+    row.update(mode="validate", validate={"steps": 3, "sustained_step_s": sustained,
+                                          "predicted_step_s": row["step_time_s"],
+                                          "rel_error": (row["step_time_s"] - sustained) / sustained})
+    ResultStore(tmp_path / "h200x1" / VISION_RESULTS).append(row)
+    write_row(tmp_path, "convnext-xlarge@bf16", validated=False, setup="h200x1", gpu="h200")  # its class missed; no validation
+    frame = published_vision.sixteen_bit_frame(tmp_path)
+    assert len(published_vision.sixteen_bit_validations(frame)) == 2
+    missed = published_vision.sixteen_bit_validations(frame, missed=True)
+    assert list(zip(missed["setup"], missed["model"])) == [("h200x1", "vit-large@bf16")]
 
 
 @pytest.mark.parametrize("name", sorted(SAME_ARCHITECTURE))

@@ -28,7 +28,8 @@ OFFLOAD = [(T, "ZeRO-1 + offload", True, e) for e in (0.1, -0.15, 0.05, 0.02, -0
 def test_the_range_is_the_largest_error_observed_for_the_kind():
     r = ranges.stated_range(_observed(FIVE + OFFLOAD), T, "free-lunch", False, True)
     assert r.error == pytest.approx(0.08) and not r.keep_own and "5 held-out free-lunch" in r.words
-    lo, hi = r.apply(50.0, 48.0, 52.0)
+    lo, hi, words = r.bounds(50.0, 48.0, 52.0)
+    assert words == r.words  # no MFU given: nothing held
     assert (lo, hi) == (pytest.approx(50 / 1.08), pytest.approx(50 / 0.92))
 
 
@@ -36,7 +37,7 @@ def test_a_measurement_is_inside_exactly_when_its_prediction_erred_by_at_most_th
     r = ranges.StatedRange(0.1, False, "")
     for error in (-0.1, -0.05, 0.0, 0.099, 0.1, 0.11, -0.12):
         predicted = 100 * (1 + error)
-        lo, hi = r.apply(predicted, None, None)
+        lo, hi, _ = r.bounds(predicted, None, None)
         assert (lo <= 100 <= hi) == (abs(error) <= 0.1 + 1e-12), error
 
 
@@ -53,14 +54,23 @@ def test_a_class_with_few_checks_takes_its_wider_group():
 def test_another_architecture_keeps_the_models_own_span_where_it_is_wider():
     r = ranges.stated_range(_observed(FIVE), T, "free-lunch", False, False)
     assert r.keep_own and "another architecture" in r.words
-    lo, hi = r.apply(100.0, 80.0, 101.0)
+    lo, hi, _ = r.bounds(100.0, 80.0, 101.0)
     assert lo == 80.0 and hi == pytest.approx(100 / 0.92)
 
 
 def test_with_no_check_of_its_kind_the_range_is_the_models_own_and_says_it_is_unchecked():
     r = ranges.stated_range(_observed(FIVE), "work model", "free-lunch", False, True)
     assert r.error is None and "unchecked" in r.words
-    assert r.apply(100.0, 90.0, 120.0) == (90.0, 120.0)
+    assert r.bounds(100.0, 90.0, 120.0) == (90.0, 120.0, r.words)
+
+
+def test_a_short_end_past_the_mfu_cap_is_held_there_and_says_so():
+    r = ranges.StatedRange(0.5, False, "the kind's error")
+    mfu = MFU_CAP / 1.2  # the error's short end, days / 1.5, would imply an MFU of 1.5 x mfu, past the cap
+    lo, hi, words = r.bounds(100.0, None, None, mfu)
+    assert lo == pytest.approx(100 * mfu / MFU_CAP) and hi == pytest.approx(200.0)
+    assert words.startswith("the kind's error") and f"held at {MFU_CAP:.0%} MFU" in words
+    assert r.bounds(100.0, None, None, MFU_CAP / 2)[2] == "the kind's error"  # not past it: said as it is
 
 
 def test_coverage_leaves_each_point_out_of_its_own_range():

@@ -132,6 +132,11 @@ def test_the_paper_frame_keeps_plausible_cells_only():
     for side in ("paper", "predicted"):
         dense16 = mfu_on_dense16(df, mfu=f"{side}_mfu", peak=f"{side}_peak_flops")
         assert (dense16 <= df[f"{side}_mfu"] + 1e-12).all() and (dense16 > 0).all()
+    # The predicted MFU's peak is the one the prediction rated it on: the GPU's, in the recipe's precision.
+    for r in df.itertuples():
+        p = tv.predict_setting(r.model, r.gpu, r.n_gpus)
+        assert r.predicted_peak_flops == p.peak_flops == get_gpu(r.gpu).peak_flops(
+            transfer.recipe_precision(r.model), p.methods.tf32)
 
 
 def test_a_config_decoder_is_compared_with_the_estimate_made_before_it_ran(tmp_path):

@@ -174,9 +174,9 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
         same_arch = bool(len(src)) and get_gpu(p.gpu).architecture == get_gpu(str(src["gpu"].iloc[0])).architecture
         rng = stated_range(observed_errors(root) if errors is None else errors, "transfer model",
                            validation_class(p.methods, n_gpus), p.methods.offload, same_arch)
-        low, high = rng.apply(p.days, p.days_low, p.days_high, mfu)
+        low, high, words = rng.bounds(p.days, p.days_low, p.days_high, mfu)
         return Answer(kind="predicted", days=p.days, days_low=low, days_high=high, mfu=mfu,
-                      range_basis=rng.words_for(p.days, p.days_low, p.days_high, mfu), range_error=rng.error,
+                      range_basis=words, range_error=rng.error,
                       settings=settings_of(model, gpu, n_gpus, p.methods, p.micro_batch, p.gas),
                       rests_on=p.basis, rows=tuple(str(c) for c in src["config_id"]), source_setup=p.source_setup,
                       by="transfer model",

@@ -147,9 +147,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
             profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
             rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,
                                get_gpu(profiled).architecture == get_gpu(gpu).architecture)
-            low, high = rng.apply(p.days, p.days_low, p.days_high, p.mfu)
+            low, high, words = rng.bounds(p.days, p.days_low, p.days_high, p.mfu)
             return Answer(kind="predicted", days=p.days, days_low=low, days_high=high, mfu=p.mfu,
-                          range_basis=rng.words_for(p.days, p.days_low, p.days_high, p.mfu), range_error=rng.error,
+                          range_basis=words, range_error=rng.error,
                           settings=settings_of(key, gpu, n_gpus, methods, p.micro_batch, p.gas),
                           rests_on=p.basis, source_setup=p.source_setup, by="work model",
                           stated_error=checks(root).get("work_model"), **costs(gpu, n_gpus, p.days), **base)
@@ -169,9 +169,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
             return _none(f"the work model does not apply ({why_not_work}); the settings of {nearest.model}'s answer "
                          f"on this setup: {unfit}", base)
         rng = stated_range(observed(root), "catalog decoders by size", validation_class(m, n_gpus), m.offload, True)
-        low, high = rng.apply(days, bound / s.high, bound / s.low, s.mfu)
+        low, high, words = rng.bounds(days, bound / s.high, bound / s.low, s.mfu)
         return Answer(kind="predicted", days=days, days_low=low, days_high=high, mfu=s.mfu, settings=settings,
-                      range_basis=rng.words_for(days, bound / s.high, bound / s.low, s.mfu), range_error=rng.error,
+                      range_basis=words, range_error=rng.error,
                       rests_on=f"the catalog decoders' answers on this setup by size: {s.basis} (the work model "
                                f"does not apply: {why_not_work})",
                       by="catalog decoders by size", stated_error=None, **costs(gpu, n_gpus, days), **base)

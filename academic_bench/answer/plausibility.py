@@ -43,7 +43,7 @@ def faster_than_predicted(rows: list[dict], setup: str, root: str | os.PathLike 
         m = methods_of_row(t)
         rng = stated_range(errors, "transfer model", validation_class(m, int(t["n_gpus"])), m.offload,
                            rests_on["same_architecture"])
-        low, high = rng.apply(p.days, p.days_low, p.days_high)
+        low, high, _ = rng.bounds(p.days, p.days_low, p.days_high)
         if low is None or not float(t["days"]) < low:
             continue
         out.append((str(t["config_id"]),

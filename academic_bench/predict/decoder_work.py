@@ -413,7 +413,8 @@ def predict_decoder(model: str, gpu: str, n_gpus: int, points: pd.DataFrame, met
     central, low, high = (max(s, floor) for s in (central, low, high))
     if capped:
         basis += f"; capped at {MFU_CAP:.0%} MFU (a lower bound)"
-    mfu = flops / (central * n_gpus * target.peak_flops(precision, methods.tf32))
+    peak = target.peak_flops(precision, methods.tf32)
+    mfu = flops / (central * n_gpus * peak)
     days = [days_for(spec.recipe.steps, s) for s in (central, low, high)]
     return Prediction(model, step.setup, target.key, n_gpus, mbs, gas, central, low, high, *days, mfu, capped,
-                      basis, methods, optimizer)
+                      basis, methods, optimizer, peak)

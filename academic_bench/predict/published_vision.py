@@ -47,6 +47,19 @@ def sixteen_bit_frame(root: str | os.PathLike | None = None) -> pd.DataFrame:
     return df.assign(validation=validation_state(df))
 
 
+def sixteen_bit_validations(df: pd.DataFrame | None = None, missed: bool = False,
+                            root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The validations among the 16-bit vision rows ``df`` (``sixteen_bit_frame(root)`` by default): the rows that
+    timed sustained steps beside the extrapolated one (``validate_rel_error``); with ``missed``, only those whose
+    method class missed the validation tolerance on its setup (``validation``). The one selection of them: why a
+    vision point has no source (``sixteen_bit_source``) and the book's count of validations both read it."""
+    df = sixteen_bit_frame(root) if df is None else df
+    if df.empty:
+        return df
+    done = df[df["validate_rel_error"].notna()]
+    return done[done["validation"] == "missed"] if missed else done
+
+
 def _same_rate(gpu: str) -> bool:
     """The GPU's bf16 tensor rate is its fp16 rate (data/gpus.csv's dense peaks)."""
     peaks = get_gpu(gpu).peak_tflops
@@ -95,7 +108,7 @@ def _missed(df: pd.DataFrame) -> str:
     """What the rows whose validation missed say (their sustained steps against their timed ones), or ""."""
     from ..results.spread import VALIDATION_TOLERANCE
 
-    missed = df[(df["validation"] == "missed") & df["validate_rel_error"].notna()]
+    missed = sixteen_bit_validations(df, missed=True)
     if missed.empty:
         return ""
     signed = missed["validate_rel_error"]

@@ -54,16 +54,13 @@ class StatedRange:
             lo, hi = min(lo, low if low is not None else lo), max(hi, high if high is not None else hi)
         return lo, hi
 
-    def apply(self, days: float, low: float | None, high: float | None,
-              mfu: float | None = None) -> tuple[float | None, float | None]:
-        """``spread``, its short end no faster than ``transfer.MFU_CAP`` given the MFU ``days`` imply (``held``),
-        as no central value is."""
+    def bounds(self, days: float, low: float | None, high: float | None,
+               mfu: float | None = None) -> tuple[float | None, float | None, str]:
+        """The range around ``days`` (``spread``), its short end no faster than ``transfer.MFU_CAP`` given the MFU
+        ``days`` imply (``held``), as no central value is; and ``words``, saying so where the end was held."""
         lo, hi = self.spread(days, low, high)
-        return held(lo, days, mfu)[0], hi
-
-    def words_for(self, days: float, low: float | None, high: float | None, mfu: float | None = None) -> str:
-        """``words``, and where ``apply`` held the range's short end at the cap, that it did."""
-        return held(self.spread(days, low, high)[0], days, mfu, self.words)[1]
+        lo, words = held(lo, days, mfu, self.words)
+        return lo, hi, words
 
 
 def held(low: float | None, days: float, mfu: float | None, words: str = "") -> tuple[float | None, str]:
@@ -165,7 +162,7 @@ def coverage(observed: pd.DataFrame) -> dict[str, float | int]:
     for i, r in observed.iterrows():
         rng = stated_range(observed.drop(index=i), r["by"], r["method_class"], bool(r["offload"]),
                            bool(r["same_architecture"]))
-        lo, hi = rng.apply(float(r["predicted_days"]), r["predicted_days_low"], r["predicted_days_high"])
+        lo, hi, _ = rng.bounds(float(r["predicted_days"]), r["predicted_days_low"], r["predicted_days_high"])
         inside += bool(lo is not None and hi is not None and lo <= r["measured_days"] <= hi)
     n = len(observed)
     return {"inside": inside, "points": n, "coverage": inside / n if n else math.nan}

@@ -109,6 +109,7 @@ class Prediction:
     basis: str  # what it rests on, in words
     methods: Methods | None = None  # the methods the predicted configuration uses (the source's)
     optimizer_s: float | None = None  # the optimizer step on the GPU, inside step_time_s (where it is parted out)
+    peak_flops: float | None = None  # the GPU's peak its MFU is rated on (the recipe's precision; TF32 or not)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -358,8 +359,9 @@ def predict(src: Source, gpu: str, n_gpus: int, steps: int | None = None, micro_
         from ..catalog.models import get_model
 
         steps = get_model(src.model).recipe.steps
-    mfu = src.model_flops_per_step / (step * n_gpus * target.peak_flops(precision, src.methods.tf32))
+    peak = target.peak_flops(precision, src.methods.tf32)
+    mfu = src.model_flops_per_step / (step * n_gpus * peak)
     if capped:
         basis += f"; capped at {MFU_CAP:.0%} MFU (the scaled step was shorter: a lower bound)"
     return Prediction(src.model, src.setup, target.key, n_gpus, mbs, gas, step, low, high, days_for(steps, step),
-                      days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods, opt)
+                      days_for(steps, low), days_for(steps, high), mfu, capped, basis, src.methods, opt, peak)

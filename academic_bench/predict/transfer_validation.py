@@ -251,10 +251,9 @@ def by_method_class(frame: pd.DataFrame) -> pd.DataFrame:
 def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU_PLAUSIBLE) -> pd.DataFrame:
     """The paper's Table 1 cells whose implied MFU is at most ``max_mfu``, each beside our prediction for the same
     model and setup (``predict_setting``). ``ratio`` = predicted days / the paper's days. Each MFU is rated on
-    the peak of the precision that ran (``paper_peak_flops``, ``predicted_peak_flops``), so that a page can re-rate
-    both on the dense 16-bit peak (``analysis.mfu_on_dense16``)."""
+    the peak of the precision that ran (``paper_peak_flops``; ``predicted_peak_flops``: the one the prediction's
+    MFU is rated on), so that a page can re-rate both on the dense 16-bit peak (``analysis.mfu_on_dense16``)."""
     from ..analysis import paper_cells
-    from .transfer import recipe_precision
 
     cells = paper_cells("table1")
     cells = cells[cells["days"].notna() & (cells["mfu"] <= max_mfu)]
@@ -267,7 +266,7 @@ def paper_beside_predictions(root: str | None = None, max_mfu: float = PAPER_MFU
                      "paper_mfu": float(c.mfu), "paper_peak_flops": float(c.peak_flops),
                      "source_setup": p.source_setup, "predicted_days": p.days, "predicted_days_low": p.days_low,
                      "predicted_days_high": p.days_high, "predicted_mfu": p.mfu,
-                     "predicted_peak_flops": get_gpu(c.gpu).peak_flops(recipe_precision(c.model), p.methods.tf32),
+                     "predicted_peak_flops": p.peak_flops,
                      "capped": p.capped, "ratio": p.days / float(c.days)})
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
 
