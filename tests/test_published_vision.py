@@ -182,3 +182,29 @@ def test_each_vision_validation_says_how_its_images_were_fed(tmp_path):
                                                  "rel_error": 0.0})
     fed = frame_from_rows([old, new, step, tokens])["validate_images"].tolist()
     assert fed[:2] == ["fp32", UINT8_IMAGES] and all(f is None or f != f for f in fed[2:])  # None or NaN
+
+
+def test_the_vision_validations_are_told_apart_by_how_their_images_were_fed(tmp_path):
+    """A validation fed fp32 images that missed and one fed uint8 images that held are counted each by its own
+    error, not by its method class's latest state (which the later one sets)."""
+    from academic_bench.measure.data import UINT8_IMAGES
+    from academic_bench.predict.published_vision import sixteen_bit_frame, validations_by_feed
+
+    old = write_row(tmp_path, "vit-large@bf16", validated=False)
+    sustained = old["step_time_s"] * 1.08
+    old.update(mode="validate", started_at="2026-01-01T00:00:00+00:00",
+               validate={"steps": 3, "sustained_step_s": sustained, "predicted_step_s": old["step_time_s"],
+                         "rel_error": (old["step_time_s"] - sustained) / sustained})
+    ResultStore(tmp_path / "h100x1" / VISION_RESULTS).append(old)
+    new = write_row(tmp_path, "vit-large@bf16")
+    new["validate"]["images"] = UINT8_IMAGES
+    store = tmp_path / "h100x1" / VISION_RESULTS
+    store.write_text("")
+    for row in (old, new):
+        ResultStore(store).append(row)
+    by = validations_by_feed(root=tmp_path).set_index("images")
+    assert list(by.index) == ["fp32", UINT8_IMAGES]
+    assert (by.loc["fp32", "validations"], by.loc["fp32", "within"]) == (1, 0)
+    assert by.loc["fp32", "least"] == pytest.approx(abs(old["validate"]["rel_error"]))
+    assert (by.loc[UINT8_IMAGES, "validations"], by.loc[UINT8_IMAGES, "within"]) == (1, 1)
+    assert set(sixteen_bit_frame(tmp_path)["validation"]) == {"validated"}  # the class, by its latest

@@ -34,30 +34,50 @@ SAME_ARCHITECTURE = {"vit_large_patch16_224": "vit-large", "deit3_large_patch16_
 METHODS = ("naive", "free-lunch")
 
 
-def sixteen_bit_frame(root: str | os.PathLike | None = None) -> pd.DataFrame:
+def sixteen_bit_frame(root: str | os.PathLike | None = None, every: bool = False) -> pd.DataFrame:
     """Every setup's 16-bit vision rows (``VISION_RESULTS``) as the runs frame reads rows (``analysis.frame_from_rows``,
     each measured row's figures re-derived), with ``validation``: whether the row's method class was validated on its
-    setup within the study's tolerance by the rows of these files (``analysis.validation_state``)."""
+    setup within the study's tolerance by the rows of these files (``analysis.validation_state``, by the latest
+    validation). ``every``: each row the files keep, also those a later row of the same configuration replaced (a
+    validation fed fp32 images before the one fed uint8), so that every validation can be counted."""
     from ..analysis import frame_from_rows, runs_root
     from ..analysis.counted import validation_state
     from ..results import ResultStore, rows_to_read
 
     rows = [r for path in sorted(runs_root(root).glob(f"*/{VISION_RESULTS}")) for r in ResultStore(path).rows()]
-    df = frame_from_rows(rows_to_read(rows), checked=True)
+    df = frame_from_rows(rows if every else rows_to_read(rows), checked=True)
     return df.assign(validation=validation_state(df))
 
 
 def sixteen_bit_validations(df: pd.DataFrame | None = None, missed: bool = False,
-                            root: str | os.PathLike | None = None) -> pd.DataFrame:
-    """The validations among the 16-bit vision rows ``df`` (``sixteen_bit_frame(root)`` by default): the rows that
+                            root: str | os.PathLike | None = None, every: bool = False) -> pd.DataFrame:
+    """The validations among the 16-bit vision rows ``df`` (``sixteen_bit_frame(root, every)`` by default): the rows that
     timed sustained steps beside the extrapolated one (``validate_rel_error``); with ``missed``, only those whose
     method class missed the validation tolerance on its setup (``validation``). The one selection of them: why a
     vision point has no source (``sixteen_bit_source``) and the book's count of validations both read it."""
-    df = sixteen_bit_frame(root) if df is None else df
+    df = sixteen_bit_frame(root, every) if df is None else df
     if df.empty:
         return df
     done = df[df["validate_rel_error"].notna()]
     return done[done["validation"] == "missed"] if missed else done
+
+
+def validations_by_feed(df: pd.DataFrame | None = None, root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The 16-bit vision validations (``sixteen_bit_validations`` of ``every`` row by default) grouped by how their sustained run fed the images
+    (``validate_images``: fp32 before the engine fed uint8), each group's own errors against the tolerance, whatever
+    its method class's state: ``images``, ``validations``, ``within`` (how many held the tolerance), ``least`` and
+    ``most`` (the smallest and largest absolute error). fp32 first."""
+    from ..results.spread import VALIDATION_TOLERANCE
+
+    v = sixteen_bit_validations(df, root=root, every=True)
+    cols = ["images", "validations", "within", "least", "most"]
+    if v.empty:
+        return pd.DataFrame(columns=cols)
+    err = v["validate_rel_error"].abs()
+    out = [{"images": fed, "validations": len(e), "within": int((e <= VALIDATION_TOLERANCE).sum()),
+            "least": e.min(), "most": e.max()}
+           for fed, e in err.groupby(v["validate_images"].fillna("fp32"))]
+    return pd.DataFrame(out, columns=cols).sort_values("images", key=lambda s: s != "fp32", kind="stable")
 
 
 def _same_rate(gpu: str) -> bool:
