@@ -166,3 +166,28 @@ def test_planner_sliders_update_the_days(open_page):
         shown = _wait_changed(visit.page, PLAN, shown)
     _same(shown, explorers.plan_answer(2.5, 1000, 2048, "4 x a100-80gb"))
     assert not visit.problems, visit.problems
+
+
+def test_the_planner_says_a_capped_answer_is_a_lower_bound(open_page):
+    """Where the MFU the planner takes is held at the cap (``transfer.MFU_CAP``, which the page carries), the
+    answer line says the days are a lower bound, as ``plan_answer`` does; elsewhere it does not."""
+    from academic_bench.answer.planner import CAPPED_WORDS
+    from academic_bench.predict.transfer import MFU_CAP
+
+    grid = explorers.plan_grid()
+    held = grid[(grid["params_b"] == 1.0) & (grid["mfu"] >= MFU_CAP)]
+    if held.empty:
+        pytest.skip("no setup's answers are held at the MFU cap")
+    words = CAPPED_WORDS.format(cap=MFU_CAP)
+    visit = open_page(PAGE, width=1400)
+    shown = _answer(visit.page, PLAN)
+    expected = explorers.plan_answer(1.0, 3000, 2048, "8 x h100-80gb")
+    _same(shown, expected)
+    assert (words in shown) == (words in expected)
+    key = held["key"].iloc[0]
+    _set(visit.page, "plan_setup", key)
+    shown = _wait_changed(visit.page, PLAN, shown)
+    assert words in shown, shown
+    _same(shown, explorers.plan_answer(1.0, 3000, 2048, key))
+    assert not visit.problems, visit.problems
+
