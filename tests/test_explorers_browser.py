@@ -191,3 +191,28 @@ def test_the_planner_says_a_capped_answer_is_a_lower_bound(open_page):
     _same(shown, explorers.plan_answer(1.0, 3000, 2048, key))
     assert not visit.problems, visit.problems
 
+
+_BARS_JS = """(marks) => {
+    const chart = Array.from(document.querySelectorAll('.ab-chart')).find(
+        el => Array.from(el.querySelectorAll('svg text')).some(t => marks.some(m => t.textContent.includes(m))));
+    const boxes = Array.from(chart.querySelectorAll('g.mark-rect path')).map(p => p.getBoundingClientRect());
+    const svg = chart.querySelector('svg').getBoundingClientRect();
+    return {drawn: chart.dataset.drawn, bars: boxes.length, svg_width: svg.width, svg_height: svg.height,
+            top: Math.min(...boxes.map(b => b.top)), bottom: Math.max(...boxes.map(b => b.bottom))};
+}"""
+
+
+def test_the_cost_chart_is_no_taller_on_a_phone(open_page):
+    """On a phone the cost explorer's bars take no more height than on a wide screen (it once drew each setup's
+    name on a row of its own above its bars, with thicker bars), and the chart fits the column."""
+    seen = {}
+    for width in (1400, 390):
+        visit = open_page(PAGE, width=width)
+        seen[width] = visit.page.evaluate(_BARS_JS, list(COST))
+        assert not visit.problems, visit.problems
+        visit.page.close()
+    wide, phone = seen[1400], seen[390]
+    assert (wide["drawn"], phone["drawn"]) == ("wide", "narrow"), seen
+    assert phone["bars"] == wide["bars"] > 0, seen
+    assert phone["bottom"] - phone["top"] <= wide["bottom"] - wide["top"] + 1, seen
+    assert phone["svg_width"] <= 390, seen
