@@ -277,6 +277,15 @@ def test_tables_show_no_pandas_index_or_missing_markers(built_site):
     assert pandas_artifacts(built_site) == []
 
 
+def test_no_table_shows_a_raw_backtick(built_site):
+    """A code span in a table a page computes is set as code (an HTML table's cells are never read as Markdown),
+    so no cell shows the backticks around it; text quoted as published keeps its own."""
+    found = [f"{page.name} table {i} {t['heads'][:3]}: {c!r}" for page in _book_pages(built_site)
+             for i, t in enumerate(_tables(page)) if "ab-verbatim" not in t["classes"]
+             for row in t["rows"] for _, c in row if "`" in c]
+    assert found == [], found[:5]
+
+
 def test_tables_list_models_by_size_within_each_family(built_site):
     """Pythia-160M, -410M, -1B, -2.8B, -6.9B: never alphabetical (-2.8B before -410M), unless a table is ranked by a
     number on purpose."""

@@ -166,3 +166,53 @@ def test_planner_sliders_update_the_days(open_page):
         shown = _wait_changed(visit.page, PLAN, shown)
     _same(shown, explorers.plan_answer(2.5, 1000, 2048, "4 x a100-80gb"))
     assert not visit.problems, visit.problems
+
+
+def test_the_planner_says_a_capped_answer_is_a_lower_bound(open_page):
+    """Where the MFU the planner takes is held at the cap (``transfer.MFU_CAP``, which the page carries), the
+    answer line says the days are a lower bound, as ``plan_answer`` does; elsewhere it does not."""
+    from academic_bench.answer.planner import CAPPED_WORDS
+    from academic_bench.predict.transfer import MFU_CAP
+
+    grid = explorers.plan_grid()
+    held = grid[(grid["params_b"] == 1.0) & (grid["mfu"] >= MFU_CAP)]
+    if held.empty:
+        pytest.skip("no setup's answers are held at the MFU cap")
+    words = CAPPED_WORDS.format(cap=MFU_CAP)
+    visit = open_page(PAGE, width=1400)
+    shown = _answer(visit.page, PLAN)
+    expected = explorers.plan_answer(1.0, 3000, 2048, "8 x h100-80gb")
+    _same(shown, expected)
+    assert (words in shown) == (words in expected)
+    key = held["key"].iloc[0]
+    _set(visit.page, "plan_setup", key)
+    shown = _wait_changed(visit.page, PLAN, shown)
+    assert words in shown, shown
+    _same(shown, explorers.plan_answer(1.0, 3000, 2048, key))
+    assert not visit.problems, visit.problems
+
+
+_BARS_JS = """(marks) => {
+    const chart = Array.from(document.querySelectorAll('.ab-chart')).find(
+        el => Array.from(el.querySelectorAll('svg text')).some(t => marks.some(m => t.textContent.includes(m))));
+    const boxes = Array.from(chart.querySelectorAll('g.mark-rect path')).map(p => p.getBoundingClientRect());
+    const svg = chart.querySelector('svg').getBoundingClientRect();
+    return {drawn: chart.dataset.drawn, bars: boxes.length, svg_width: svg.width, svg_height: svg.height,
+            top: Math.min(...boxes.map(b => b.top)), bottom: Math.max(...boxes.map(b => b.bottom))};
+}"""
+
+
+def test_the_cost_chart_is_no_taller_on_a_phone(open_page):
+    """On a phone the cost explorer's bars take no more height than on a wide screen (it once drew each setup's
+    name on a row of its own above its bars, with thicker bars), and the chart fits the column."""
+    seen = {}
+    for width in (1400, 390):
+        visit = open_page(PAGE, width=width)
+        seen[width] = visit.page.evaluate(_BARS_JS, list(COST))
+        assert not visit.problems, visit.problems
+        visit.page.close()
+    wide, phone = seen[1400], seen[390]
+    assert (wide["drawn"], phone["drawn"]) == ("wide", "narrow"), seen
+    assert phone["bars"] == wide["bars"] > 0, seen
+    assert phone["bottom"] - phone["top"] <= wide["bottom"] - wide["top"] + 1, seen
+    assert phone["svg_width"] <= 390, seen

@@ -131,3 +131,33 @@ def test_the_published_ratio_axis_labels_a_tick_beyond_every_point_and_none_too_
         assert 1.0 in ticks or not lo < 1.0 < hi
         gaps = [math.log10(b / a) for a, b in zip(ticks, ticks[1:])]
         assert min(gaps) >= math.log10(hi / lo) / 5 - 1e-12, (low, high, ticks)
+
+
+def test_the_cost_explorer_is_no_taller_on_a_phone():
+    """The cost explorer's bars are as thick on a phone as on a wide screen, two a setup, with no row of their own
+    for the setups' names (which made the phone's chart more than twice as tall): on a phone the short names
+    stand inside the plot, left of where the bars start, and the plot keeps to the column."""
+    from academic_bench.book import explorers
+    from academic_bench.book.charts.narrow import CHAR_PX
+    from academic_bench.book.explorers.answer_grid import short_label
+    from academic_bench.book.explorers.budget import PHONE_IMPLAUSIBLE
+
+    setups = explorers.explorer_setups()
+
+    def bars(spec: dict) -> tuple[dict, dict]:
+        """(the view that sizes the bars, the bars' encoding)"""
+        for v in _walk(spec):
+            for unit in [v, *v.get("layer", [])]:
+                if "yOffset" in (unit.get("encoding") or {}):
+                    return v, unit["encoding"]
+        raise AssertionError("no bars")
+
+    (wide, wide_enc), (narrow, narrow_enc) = (bars(s) for s in split_narrow(explorers.cost_chart(setups).to_dict()))
+    per_setup = [v["height"]["step"] * len(e["yOffset"]["scale"]["domain"])
+                 for v, e in ((wide, wide_enc), (narrow, narrow_enc))]
+    assert per_setup[1] <= per_setup[0], per_setup
+    assert narrow["width"] <= NARROW_COLUMN
+    longest = max(len(f"{int(n)} x {short_label(g)}{PHONE_IMPLAUSIBLE}")
+                  for g, n in zip(setups["gpu"], setups["n_gpus"]))
+    start, end = narrow_enc["x"]["scale"]["range"]
+    assert longest * CHAR_PX <= start < end <= narrow["width"], (start, end, longest)

@@ -110,6 +110,20 @@ def test_at_a_catalog_size_the_planner_takes_the_answers_mfu():
             assert s.mfu == pytest.approx(a.mfu)
 
 
+def test_a_plan_on_answers_held_at_the_mfu_cap_says_its_days_are_a_lower_bound():
+    """Answers whose MFU is held at ``transfer.MFU_CAP`` are lower bounds on the days, and so is a plan that takes
+    their MFU; one between a held answer and a slower one is not held itself."""
+    from academic_bench.predict.transfer import MFU_CAP
+
+    answers = [_answer("pythia-410m", "rtx3090", 1, MFU_CAP, kind="predicted"),
+               _answer("pythia-1b", "rtx3090", 1, MFU_CAP, kind="predicted"),
+               _answer("pythia-2.8b", "rtx3090", 1, MFU_CAP / 2, kind="predicted")]
+    held = planner.plan_decoder(_params("pythia-1b"), 3e12, "rtx3090", 1, answers=answers)
+    assert held.capped and planner.CAPPED_WORDS.format(cap=MFU_CAP) in held.note and "lower bound" in held.note
+    between = planner.plan_decoder(2e9, 3e12, "rtx3090", 1, answers=answers)
+    assert not between.capped and "lower bound" not in between.note
+
+
 def test_no_answered_decoder_gives_only_the_lower_bound(tmp_path):
     p = planner.plan_decoder(1e9, 3e12, "h200", 4, root=str(tmp_path))
     assert p.days is None and p.mfu is None and "lower bound" in p.note and p.days_at_peak > 0
@@ -147,7 +161,7 @@ def test_plan_explorer_recomputes_when_a_widget_changes(tmp_path):
     ex.gpu.value = "rtx3090"
     again = planner.plan_decoder(1e9, 2e12, "rtx3090", 8, root=root)
     assert ex.result.gpu == "rtx3090" and ex.result.days == pytest.approx(again.days)
-    assert ("lower bound" in ex.output.value) == (again.days is None)
+    assert ("which is no answer" in ex.output.value) == (again.days is None)
 
 
 def test_a_naive_only_setting_is_no_point_of_the_planner(tmp_path):

@@ -173,6 +173,16 @@ def test_table_shows_no_index_and_marks_missing_values():
     assert "<tbody>" in html and not re.search(r"<tbody>.*<th", html, re.S)
 
 
+def test_table_sets_text_between_backticks_as_code_and_escapes_it():
+    """An HTML table's cells are never read as Markdown: the table sets `code` itself, its text escaped."""
+    df = pd.DataFrame({"produced by": ["`make book` (reads `a<b & c`)", "no code, one ` alone"]})
+    html = charts.table(df).data
+    assert "<code>make book</code>" in html and "<code>a&lt;b &amp; c</code>" in html
+    assert "`" not in html.replace("one ` alone", "")
+    quoted = charts.table(df, verbatim=True).data  # quoted as published: its backticks as printed
+    assert "`make book`" in quoted and "<code>" not in quoted
+
+
 def test_by_model_and_model_list_put_models_in_catalog_order():
     df = pd.DataFrame({"setup": ["b", "a", "a", "a"], "model": ["pythia-1b", "pythia-2.8b", "pythia-410m", "pythia-1b"],
                        "i": [0, 1, 2, 3]})

@@ -5,8 +5,10 @@ convention (DESIGN.md, ``estimate.dense_flops_terms``): per token ``6 x (paramet
 layers x attention width x sequence``, the attention width (heads x head size) the hidden size unless given. The
 MFU is the study's answer for the catalog decoders on the same setup (``by_size``: interpolated in log(parameters)
 between the answered sizes that bracket it, held at the nearest size outside them, and said so), labelled
-"measured" where every point it rests on is measured on that setup, else "predicted". A setup with no answered
-decoder gets only the analytic lower bound (100% of peak), which is never an answer.
+"measured" where every point it rests on is measured on that setup, else "predicted". An MFU held at the cap
+(``transfer.MFU_CAP``), as the answers it rests on are, makes the days a lower bound, and the plan says so
+(``capped``). A setup with no answered decoder gets only the analytic lower bound (100% of peak), which is never
+an answer.
 
 Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
 Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
@@ -24,6 +26,7 @@ from ..cost.model import check_gpus, gpu_key
 from ..catalog.hardware import catalog as gpu_catalog, get_gpu
 from ..catalog.units import SECONDS_PER_DAY
 from ..estimate.stats import dense_flops_terms
+from ..predict.transfer import MFU_CAP
 from .by_size import SizeMFU, mfu_by_size
 from .compute import GPU_COUNTS
 from .types import Answer
@@ -90,6 +93,7 @@ class Plan:
     mfu: SizeMFU | None
     note: str
     label: str | None = None  # "measured" or "predicted"; None: only the lower bound
+    capped: bool = False  # the MFU is at ``transfer.MFU_CAP``, as its answers' are: the days are a lower bound
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,9 +115,20 @@ def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: i
         return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,
                     f"no catalog decoder is answered on {n} x {key}: only the analytic lower bound "
                     f"({at_peak:,.1f} days at 100% of peak), which is no answer")
-    note = f"MFU {s.mfu:.0%} ({s.kind}) from {s.basis}"
+    capped = at_cap(s.mfu)
+    note = f"MFU {s.mfu:.0%} ({s.kind}) from {s.basis}" + (CAPPED_WORDS.format(cap=MFU_CAP) if capped else "")
     return Plan(params, tokens, seq_len, key, n, precision, flops, at_peak / s.mfu, at_peak / s.high,
-                at_peak / s.low, at_peak, s, note, s.kind)
+                at_peak / s.low, at_peak, s, note, s.kind, capped)
+
+
+# What a plan says where its MFU is at the cap (the explorer's answer line says the same in the browser).
+CAPPED_WORDS = "; capped at {cap:.0%} MFU: a lower bound"
+
+
+def at_cap(mfu: float) -> bool:
+    """Whether an MFU is at ``transfer.MFU_CAP``: an answer held there (its scaled step was faster, ``transfer``)
+    is a lower bound on the days, and so is a plan that takes its MFU."""
+    return mfu >= MFU_CAP
 
 
 def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable[str] | None = None,
@@ -130,5 +145,5 @@ def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable
                          "days_high": p.days_high, "days_at_peak": p.days_at_peak,
                          "mfu": p.mfu.mfu if p.mfu else None, "mfu_low": p.mfu.low if p.mfu else None,
                          "mfu_high": p.mfu.high if p.mfu else None, "mfu_basis": p.mfu.basis if p.mfu else None,
-                         "label": p.label, "note": p.note})
+                         "label": p.label, "capped": p.capped, "note": p.note})
     return pd.DataFrame(rows)

@@ -20,9 +20,11 @@ def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict
     """A compact HTML table for a page: chosen columns renamed, numbers formatted, no index.
 
     ``columns`` maps column -> heading (order kept); ``formats`` maps column -> format spec (e.g. ",.1f");
-    a missing value (NaN, None, or such a value already turned into text) shows as ``na``. The table sits in a
-    wrapper that scrolls sideways on a phone-sized screen; on a wide one it fits its column. ``verbatim`` marks
-    text quoted as published (the paper's survey questions), which the browser tests do not correct. ``stacked``:
+    a missing value (NaN, None, or such a value already turned into text) shows as ``na``. Text between backticks
+    (a command, a column's name) is set as code, as Markdown would set it: the page's Markdown parser never reads
+    an HTML table's cells. The table sits in a wrapper that scrolls sideways on a phone-sized screen; on a wide
+    one it fits its column. ``verbatim`` marks text quoted as published (the paper's survey questions), which the
+    browser tests do not correct and whose backticks stay as printed. ``stacked``:
     on a phone each row is drawn as a block of "heading: value" lines instead (the stylesheet's ``ab-stack``), so
     a table the reader must see whole fits the column without scrolling.
     """
@@ -39,7 +41,8 @@ def table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict
     out = out.map(lambda v: {True: "yes", False: "no"}.get(v, v) if isinstance(v, bool) else v)
     out = out.rename(columns=columns)
     if escape:  # escaped here, so that long paths, commands and URLs can get break opportunities
-        out = out.map(lambda v: _breakable(html.escape(v, quote=False)) if isinstance(v, str) else v)
+        out = out.map(lambda v: _code_spans(_breakable(html.escape(v, quote=False)), verbatim)
+                      if isinstance(v, str) else v)
     classes = "ab-table ab-verbatim" if verbatim else "ab-table"
     if stacked:
         return HTML(_stacked(out, classes + " ab-stack"))
@@ -58,6 +61,13 @@ def _stacked(out: pd.DataFrame, classes: str) -> str:
 
 
 _LONG_TOKEN = re.compile(r"\S{24,}")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _code_spans(text: str, verbatim: bool = False) -> str:
+    """Escaped ``text`` with each `span` between backticks as ``<code>`` (text quoted as published, ``verbatim``,
+    keeps its backticks as they were printed)."""
+    return text if verbatim else _CODE_SPAN.sub(r"<code>\1</code>", text)
 
 
 def _breakable(text: str) -> str:

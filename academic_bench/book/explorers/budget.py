@@ -10,7 +10,7 @@ import pandas as pd
 from ...analysis import MFU_IMPLAUSIBLE, model_label
 from ...cost import (DAYS_PER_YEAR, TODAY_FROM, Assumptions, cheapest_within_deadline, cost_of,
                      fastest_within_budget, plausibility)
-from ..charts.narrow import NARROW_COLUMN, with_narrow
+from ..charts.narrow import CHAR_PX, NARROW_COLUMN, with_narrow
 from .common import (DEFAULT_MODEL, SOURCE_KINDS, answer_text, explorer_setups, select_param, selected_answer,
                      setup_options, slider_param, wrapped_answer)
 
@@ -172,6 +172,7 @@ def deadline_answer(setups: pd.DataFrame, model: str, prices: str, days_from: st
 
 # --- (2) cost per experiment: owning vs renting, with the prices as sliders ----------------------------------
 
+PHONE_IMPLAUSIBLE = " ⚠"  # after a setup's name on a phone, where "(implausible: ...)" leaves the bars no room
 COST_SLIDERS = {  # name: (default, lo, hi, step, label)
     "cost_gpu_pct": (100, 25, 200, 5, "GPU prices (% of quote) "),
     "cost_lifespan": (5, 1, 10, 0.5, "Lifespan (years) "),
@@ -185,15 +186,19 @@ COST_SLIDERS = {  # name: (default, lo, hi, step, label)
 def cost_chart(setups: pd.DataFrame | None = None, model: str = DEFAULT_MODEL,
                setup: str = "4 x h100-80gb") -> alt.VConcatChart:
     """Cost of one training run per setup, bought (hardware share + energy) or rented, with price sliders. On a
-    phone: each setup's name above its bars, shorter names of the implausible setups, the answer on several lines."""
+    phone: the setups' short names beside bars as tall as the wide chart's, a mark for the implausible ones, the
+    answer on several lines."""
+    from .answer_grid import short_label
+
     df = explorer_setups() if setups is None else setups
-    df = df.assign(key=df["n_gpus"].astype(str) + " x " + df["gpu"])
+    df = df.assign(key=df["n_gpus"].astype(str) + " x " + df["gpu"],
+                   short=[f"{int(n)} x {short_label(g)}" for g, n in zip(df["gpu"], df["n_gpus"])])
     return with_narrow(_cost(df, model, setup, False), _cost(df, model, setup, True))
 
 
 def _cost(df: pd.DataFrame, model: str, setup: str, narrow: bool) -> alt.VConcatChart:
     width = NARROW_COLUMN if narrow else 520
-    implausible = ("' (implausible)'" if narrow else f"' (implausible: MFU above {MFU_IMPLAUSIBLE:.2f})'")
+    implausible = (f"'{PHONE_IMPLAUSIBLE}'" if narrow else f"' (implausible: MFU above {MFU_IMPLAUSIBLE:.2f})'")
     from ...catalog.models import model_rank  # the catalog loads torch: only when a chart is drawn
 
     models = sorted(df["model"].unique(), key=model_rank)
@@ -216,23 +221,29 @@ def _cost(df: pd.DataFrame, model: str, setup: str, narrow: bool) -> alt.VConcat
         base = base.transform_calculate(**{k: v})
     # The paper's cells whose days imply an impossible MFU stay visible as the paper's, named as such on the axis.
     hows = ["owned: hardware share + energy", "rented on demand"]
-    shown = f"datum.implausible ? datum.setup + {implausible} : datum.setup"
-    # On a phone each setup's name is written above its two bars, not beside them, so the bars take the width.
+    name = "datum.short" if narrow else "datum.setup"
+    shown = f"datum.implausible ? {name} + {implausible} : {name}"
+    # Two bars a setup, as thick on a phone as on a wide screen: the chart is as tall on both. On a phone the
+    # short names are drawn inside the plot, left of where the bars start (an axis's labels would push the plot,
+    # and the answer above it, past the column).
+    names_px = int((df["short"].str.len().max() + len(PHONE_IMPLAUSIBLE)) * CHAR_PX) + 8
     y = alt.Y("shown:N", title=None, sort=alt.EncodingSortField("days", op="max", order="descending"),
               axis=None if narrow else alt.Axis())
-    offset = alt.YOffset("how:N", scale=alt.Scale(domain=(["name"] if narrow else []) + hows))
+    offset = alt.YOffset("how:N", scale=alt.Scale(domain=hows))
+    x = alt.X("usd:Q", title="USD per training run", axis=alt.Axis(format="$,.0f"),
+              scale=alt.Scale(range=[names_px, width]) if narrow else alt.Undefined)
     bars = base.transform_fold(["owned", "cloud"], as_=["how", "usd"]).transform_calculate(
         how=f"datum.how == 'owned' ? '{hows[0]}' : '{hows[1]}'", shown=shown,
     ).mark_bar().encode(
-        y=y, x=alt.X("usd:Q", title="USD per training run", axis=alt.Axis(format="$,.0f")), yOffset=offset,
+        y=y, x=x, yOffset=offset,
         color=alt.Color("how:N", title=None, scale=alt.Scale(domain=hows, range=["#1f77b4", "#ff7f0e"])),
         opacity=alt.condition("datum.key == cost_setup", alt.value(1.0), alt.value(0.45)),
         tooltip=["setup:N", "how:N", alt.Tooltip("usd:Q", format="$,.0f"), alt.Tooltip("days:Q", format=",.1f"),
                  "days_source:N", alt.Tooltip("implied_mfu:Q", format=".2f", title="implied MFU")]
-    ).properties(width=width, height=alt.Step(13 if narrow else 9))
+    ).properties(width=width, height=alt.Step(9))
     if narrow:
-        names = base.transform_calculate(how="'name'", shown=shown).mark_text(
-            align="left", baseline="middle", fontSize=11).encode(y=y, yOffset=offset, x=alt.value(0), text="shown:N")
+        names = base.transform_calculate(shown=shown).mark_text(align="left", baseline="middle").encode(
+            y=y, x=alt.value(0), text="shown:N")
         bars = alt.layer(bars, names)
     answer = answer_text(df, width, narrow)
     answer = answer.transform_filter("datum.model == cost_model && datum.kind == cost_days_from")
@@ -248,7 +259,8 @@ def _cost(df: pd.DataFrame, model: str, setup: str, narrow: bool) -> alt.VConcat
         "What one training run costs: owning the hardware or renting it",
         subtitle=["Owned: the purchase spread over the hardware's life, plus electricity (board power x PUE).",
                   "Rented: on-demand price per GPU-hour x GPU-hours (data/cloud_prices.csv)."]
-        + ([f"Implausible: the days imply an MFU above {MFU_IMPLAUSIBLE:.2f}."] if narrow else [])))
+        + ([f"{PHONE_IMPLAUSIBLE.strip()}: the days imply an MFU above {MFU_IMPLAUSIBLE:.2f}, too fast to be "
+            "real."] if narrow else [])))
 
 
 def cost_answer(setups: pd.DataFrame, model: str, kind: str, setup: str, gpu_pct: float = 100,

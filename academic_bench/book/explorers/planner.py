@@ -8,9 +8,10 @@ import pandas as pd
 
 from ...answer import grid
 from ...answer.by_size import mfu_by_size
-from ...answer.planner import decoder_flops_terms, peak_flops, plan_decoder
+from ...answer.planner import CAPPED_WORDS, decoder_flops_terms, peak_flops, plan_decoder
 from ...cost import GPU_COUNTS
 from ...catalog.units import SECONDS_PER_DAY
+from ...predict.transfer import MFU_CAP
 from ..charts.narrow import NARROW_COLUMN, with_narrow
 from .common import answer_text, select_param, selected_answer, setup_options, slider_param, wrapped_answer
 
@@ -18,6 +19,7 @@ from .common import answer_text, select_param, selected_answer, setup_options, s
 # --- (3) planner: days for a decoder of any size, from the MFU we measured ----------------------------------
 
 PLAN_PARAMS_B = np.round(np.arange(0.1, 10.0001, 0.1), 1)  # the slider's values, in billions of parameters
+CAP_PARAM = "plan_mfu_cap"  # the page's copy of ``transfer.MFU_CAP``
 
 
 def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> pd.DataFrame:
@@ -72,7 +74,9 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
                       "Parameters (billions) "),
               slider_param("plan_tokens_b", tokens_b, 10, 15_000, 10, "Training tokens (billions) "),
               select_param("plan_seq", [512, 1024, 2048, 4096, 8192], seq_len, "Sequence length "),
-              select_param("plan_setup", options, setup if setup in options else options[0], "Setup ", labels)]
+              select_param("plan_setup", options, setup if setup in options else options[0], "Setup ", labels),
+              # The package's cap travels with the page: an MFU at it makes the days a lower bound (``at_cap``).
+              alt.param(name=CAP_PARAM, value=MFU_CAP)]
     calc = dict(
         at_peak=f"(datum.flops_base + datum.flops_per_position * plan_seq) * plan_tokens_b * 1e9 "
                 f"/ (datum.n_gpus * datum.peak_flops) / {SECONDS_PER_DAY}",
@@ -96,12 +100,20 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
         answer, calc, "plan_setup",
         "datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
         "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
-        "format(datum.mfu, '.0%') + ' (' + datum.mfu_source + ')' : 'No answered decoder on ' + plan_setup")
+        "format(datum.mfu, '.0%') + ' (' + datum.mfu_source + ')' + " + _capped_words("datum.mfu") + " : "
+        "'No answered decoder on ' + plan_setup")
     plot = alt.layer(bars, dots).properties(width=width, height=alt.Step(16))
     return alt.vconcat(wrapped_answer(answer) if narrow else answer, plot).add_params(*params).properties(title=alt.Title(
         "How long would a decoder of this size take?",
         subtitle=["MFU: the study's answers for the Pythia decoders on the same setup (measured, or predicted from",
                   "a measurement), interpolated between the sizes that bracket it; held at the nearest size outside."]))
+
+
+def _capped_words(mfu: str) -> str:
+    """A vega expression: ``answer.planner.CAPPED_WORDS`` where the MFU ``mfu`` is at the cap, else nothing (the
+    same test as ``answer.planner.at_cap``, on the cap the page carries)."""
+    before, after = CAPPED_WORDS.replace("'", "\\'").split("{cap:.0%}")
+    return f"({mfu} >= {CAP_PARAM} ? '{before}' + format({CAP_PARAM}, '.0%') + '{after}' : '')"
 
 
 def _plan_rows(grid: pd.DataFrame, chart: alt.Chart | None = None) -> alt.Chart:
@@ -133,4 +145,4 @@ def plan_answer(params_b: float, tokens_b: float, seq_len: int, setup: str, root
     if p.mfu is None:
         return f"No answered decoder on {setup}"
     return (f"{_setup_name(gpu, int(n))}: {p.days:,.1f} days ({p.days_low:,.1f}-{p.days_high:,.1f}), "
-            f"MFU {p.mfu.mfu:.0%} ({p.mfu.kind})")
+            f"MFU {p.mfu.mfu:.0%} ({p.mfu.kind})" + (CAPPED_WORDS.format(cap=MFU_CAP) if p.capped else ""))
