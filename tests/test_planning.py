@@ -124,6 +124,61 @@ def test_a_plan_on_answers_held_at_the_mfu_cap_says_its_days_are_a_lower_bound()
     assert not between.capped and "lower bound" not in between.note
 
 
+def test_a_capped_prediction_s_mfu_reads_as_held_though_its_division_rounds_below_the_cap():
+    """A prediction held at the cap rates its MFU on its held step (``transfer.min_step_s``), and that division
+    can round an ulp below ``MFU_CAP``: the plan that takes it still says its days are a lower bound, and so does
+    the explorer's answer line in the browser (its expression run by node, where node is installed)."""
+    import json
+    import shutil
+    import subprocess
+
+    import pandas as pd
+
+    from academic_bench.book import explorers
+    from academic_bench.book.explorers.planner import CAP_PARAM
+    from academic_bench.catalog.hardware import get_gpu
+    from academic_bench.predict.transfer import MFU_CAP, min_step_s
+
+    gpu, peak = get_gpu("rtx3090"), get_gpu("rtx3090").peak_flops("bf16", False)
+    rated = (f / (min_step_s(f, gpu, 1, "bf16", False) * peak) for f in (1e18 * (1 + k / 997) for k in range(1000)))
+    below = next(m for m in rated if m < MFU_CAP)  # the held step's MFU, as ``transfer.predict`` computes it
+    answers = [_answer(m, "rtx3090", 1, below, kind="predicted") for m in ("pythia-410m", "pythia-1b")]
+    held = planner.plan_decoder(_params("pythia-1b"), 3e12, "rtx3090", 1, answers=answers)
+    words = planner.CAPPED_WORDS.format(cap=MFU_CAP)
+    assert held.capped and words in held.note
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the browser's answer line is not evaluated")
+    grid = pd.DataFrame([dict(gpu="rtx3090", n_gpus=1, key="1 x rtx3090", setup="1 x RTX 3090", params_b=1.0,
+                              mfu=below, mfu_low=below, mfu_high=below, mfu_source="predicted", flops_base=1.0,
+                              flops_per_position=1.0, peak_flops=peak)])
+    found: dict[str, list] = {"label": [], "cap": []}
+
+    def walk(node_: object) -> None:
+        if isinstance(node_, dict):
+            if node_.get("as") == "label" and "calculate" in node_:
+                found["label"].append(node_["calculate"])
+            if node_.get("name") == CAP_PARAM and "value" in node_:
+                found["cap"].append(node_["value"])
+            for v in node_.values():
+                walk(v)
+        elif isinstance(node_, list):
+            for v in node_:
+                walk(v)
+
+    walk(explorers.plan_chart(grid, setup="1 x rtx3090").to_dict())
+    assert found["label"] and found["cap"], found
+    datum = dict(sel=0, setup="1 x RTX 3090", days=1.0, days_low=1.0, days_high=1.0, mfu=below,
+                 mfu_source="predicted")
+    script = (f"const {CAP_PARAM} = {json.dumps(found['cap'][0])}; const plan_setup = '1 x rtx3090';"
+              f"const datum = {json.dumps(datum)};"
+              "const format = (v, f) => f === '.0%' ? Math.round(v * 100) + '%' : String(v);"
+              f"console.log({found['label'][0]});")
+    said = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.strip().endswith(words), said.stdout
+
+
 def test_no_answered_decoder_gives_only_the_lower_bound(tmp_path):
     p = planner.plan_decoder(1e9, 3e12, "h200", 4, root=str(tmp_path))
     assert p.days is None and p.mfu is None and "lower bound" in p.note and p.days_at_peak > 0

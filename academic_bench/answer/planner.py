@@ -125,10 +125,15 @@ def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: i
 CAPPED_WORDS = "; capped at {cap:.0%} MFU: a lower bound"
 
 
+# A held answer's MFU is rated on its held step (``transfer.min_step_s``), and that division can round below the cap
+# by an ulp: an MFU this close to the cap is at it.
+CAP_ROUNDING = 1e-9
+
+
 def at_cap(mfu: float) -> bool:
     """Whether an MFU is at ``transfer.MFU_CAP``: an answer held there (its scaled step was faster, ``transfer``)
     is a lower bound on the days, and so is a plan that takes its MFU."""
-    return mfu >= MFU_CAP
+    return mfu >= MFU_CAP - CAP_ROUNDING
 
 
 def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable[str] | None = None,

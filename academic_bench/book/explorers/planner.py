@@ -8,7 +8,7 @@ import pandas as pd
 
 from ...answer import grid
 from ...answer.by_size import mfu_by_size
-from ...answer.planner import CAPPED_WORDS, decoder_flops_terms, peak_flops, plan_decoder
+from ...answer.planner import CAP_ROUNDING, CAPPED_WORDS, decoder_flops_terms, peak_flops, plan_decoder
 from ...cost import GPU_COUNTS
 from ...catalog.units import SECONDS_PER_DAY
 from ...predict.transfer import MFU_CAP
@@ -113,7 +113,7 @@ def _capped_words(mfu: str) -> str:
     """A vega expression: ``answer.planner.CAPPED_WORDS`` where the MFU ``mfu`` is at the cap, else nothing (the
     same test as ``answer.planner.at_cap``, on the cap the page carries)."""
     before, after = CAPPED_WORDS.replace("'", "\\'").split("{cap:.0%}")
-    return f"({mfu} >= {CAP_PARAM} ? '{before}' + format({CAP_PARAM}, '.0%') + '{after}' : '')"
+    return f"({mfu} >= {CAP_PARAM} - {CAP_ROUNDING!r} ? '{before}' + format({CAP_PARAM}, '.0%') + '{after}' : '')"
 
 
 def _plan_rows(grid: pd.DataFrame, chart: alt.Chart | None = None) -> alt.Chart:
