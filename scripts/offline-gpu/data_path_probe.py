@@ -23,7 +23,6 @@ import os
 import statistics
 import sys
 
-import torch
 import torch.distributed as dist
 
 from academic_bench.catalog.config import Config
