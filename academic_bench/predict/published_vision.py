@@ -22,6 +22,7 @@ from ..catalog.hardware import get_gpu
 from ..catalog.models import SIXTEEN_BIT, at_precision, get_model
 
 VISION_RESULTS = "evidence/vision16/results.jsonl"  # the 16-bit rows of the vision models, per setup
+VISION_PROFILES = "evidence/vision16/profiles.jsonl"  # and their kernel profiles
 # timm's names of the catalog's architectures (the same blocks, widths, depth and patch: timm's vit.py, deit.py and
 # convnext.py), but for the head: ImageNet-1k's 1,000 classes against the catalog's 21,841 and 21,843, a part in a
 # thousand of a step's model FLOPs (tests/test_published_vision.py counts both), so the catalog model's images per
@@ -141,11 +142,23 @@ def _missed(df: pd.DataFrame) -> str:
             f"step {by} {side} its sustained steps' median), so {used} used")
 
 
+def vision_profiles(root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The setups' profiles (``analysis.profiles``) and beside them the 16-bit vision rows' own
+    (``VISION_PROFILES``, the latest of each configuration and micro-batch): without its own, a 16-bit row's step
+    would be split as the median of its setup's profiles, most of them decoders', whose matrix products take a
+    larger share than an eager 16-bit vision step's."""
+    from ..analysis import profile_frame, profiles, runs_root
+    from ..results import read_lines
+
+    own = [p for path in sorted(runs_root(root).glob(f"*/{VISION_PROFILES}")) for _, p in read_lines(path)]
+    latest = list({(p["setup"], p["config_id"], p["micro_batch"]): p for p in own}.values())
+    return pd.concat([profiles(None if root is None else str(root)), profile_frame(latest)], ignore_index=True)
+
+
 def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None) -> dict:
     """The prediction of a published vision point (``row``: data/published_throughput.csv's, ``published`` its images
     per second per GPU) as ``published_check``'s columns (``predicted``, ``ratio``, ``kind``, ``by``,
     ``source_gpu``, the MFUs), or ``why_not``."""
-    from ..analysis import profiles
     from .transfer import predict, source_from_row
 
     family, name, gpu, n = str(row["family"]), str(row["model"]), str(row["gpu"]), int(row["n_gpus"])
@@ -164,7 +177,7 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
                            f"(TF32), the paper's recipe, and the transfer model carries a step between GPUs, not to "
                            f"{row['precision']}; {src}"}
     where = None if root is None else str(root)
-    p = predict(source_from_row(src.to_dict(), profiles(where)), gpu, n, micro_batch=int(row["micro_batch"]),
+    p = predict(source_from_row(src.to_dict(), vision_profiles(where)), gpu, n, micro_batch=int(row["micro_batch"]),
                 runs=where)
     if p.step_time_s is None:
         return {"kind": "none", "why_not": p.basis}
