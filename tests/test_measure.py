@@ -191,7 +191,7 @@ def test_an_image_model_s_stream_collates_uint8_images_that_reach_the_step_norma
     collated.clear()
     old = next(timing.micro_batches(cfg, 2, "cpu", seed=0, workers=0, uint8_images=False))
     assert collated == [torch.float32] and old["pixel_values"].shape == made["pixel_values"].shape
-    assert data.images_fed(cfg) == data.UINT8_IMAGES and data.images_fed(cfg, uint8_images=False) == "fp32"
+    assert data.images_fed(cfg) == data.UINT8_IMAGES and data.images_fed(cfg, uint8_images=False) == data.FP32_IMAGES
     assert data.images_fed(tiny()) is None
     tokens = next(timing.micro_batches(tiny(), 2, "cpu", seed=0, workers=0))
     assert torch.equal(tokens["input_ids"], data.host_batches(tiny(), 2 * data.STREAM_BATCHES, 1, 0)[0]["input_ids"][:2])

@@ -170,7 +170,7 @@ def test_the_answers_are_kept_under_a_key_that_the_16_bit_rows_change(tmp_path):
 def test_each_vision_validation_says_how_its_images_were_fed(tmp_path):
     """A validation made before the engine fed uint8 images reads as fed fp32; one that says uint8 reads so; a
     step alone and a model of tokens have no images fed."""
-    from academic_bench.measure.data import UINT8_IMAGES
+    from academic_bench.measure.images import FP32_IMAGES, UINT8_IMAGES
 
     old = write_row(tmp_path, "vit-large@bf16")
     new = write_row(tmp_path, "convnext-xlarge@bf16")
@@ -181,13 +181,13 @@ def test_each_vision_validation_says_how_its_images_were_fed(tmp_path):
                       mode="validate", validate={"steps": 3, "sustained_step_s": 1.0, "predicted_step_s": 1.0,
                                                  "rel_error": 0.0})
     fed = frame_from_rows([old, new, step, tokens])["validate_images"].tolist()
-    assert fed[:2] == ["fp32", UINT8_IMAGES] and all(f is None or f != f for f in fed[2:])  # None or NaN
+    assert fed[:2] == [FP32_IMAGES, UINT8_IMAGES] and all(f is None or f != f for f in fed[2:])  # None or NaN
 
 
 def test_the_vision_validations_are_told_apart_by_how_their_images_were_fed(tmp_path):
     """A validation fed fp32 images that missed and one fed uint8 images that held are counted each by its own
     error, not by its method class's latest state (which the later one sets)."""
-    from academic_bench.measure.data import UINT8_IMAGES
+    from academic_bench.measure.images import FP32_IMAGES, UINT8_IMAGES
     from academic_bench.predict.published_vision import sixteen_bit_frame, validations_by_feed
 
     old = write_row(tmp_path, "vit-large@bf16", validated=False)
@@ -203,8 +203,8 @@ def test_the_vision_validations_are_told_apart_by_how_their_images_were_fed(tmp_
     for row in (old, new):
         ResultStore(store).append(row)
     by = validations_by_feed(root=tmp_path).set_index("images")
-    assert list(by.index) == ["fp32", UINT8_IMAGES]
-    assert (by.loc["fp32", "validations"], by.loc["fp32", "within"]) == (1, 0)
-    assert by.loc["fp32", "least"] == pytest.approx(abs(old["validate"]["rel_error"]))
+    assert list(by.index) == [FP32_IMAGES, UINT8_IMAGES]
+    assert (by.loc[FP32_IMAGES, "validations"], by.loc[FP32_IMAGES, "within"]) == (1, 0)
+    assert by.loc[FP32_IMAGES, "least"] == pytest.approx(abs(old["validate"]["rel_error"]))
     assert (by.loc[UINT8_IMAGES, "validations"], by.loc[UINT8_IMAGES, "within"]) == (1, 1)
     assert set(sixteen_bit_frame(tmp_path)["validation"]) == {"validated"}  # the class, by its latest

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..catalog.config import run_name
 from ..catalog.methods import Methods
+from ..measure.images import FP32_IMAGES
 from ..results import (MFU_IMPLAUSIBLE, SET_ASIDE, engine_revision, recounted, rejection, set_aside_reason, state_of,
                        status_of, validation_class_of)
 
@@ -114,7 +115,7 @@ def _images_fed(row: dict, val: dict) -> str | None:
     of tokens or a row without a sustained run."""
     if not val.get("sustained_step_s") or row.get("throughput_unit") != "images/s":
         return None
-    return val.get("images") or "fp32"
+    return val.get("images") or FP32_IMAGES
 
 
 RUNS_ENV = "ACADEMIC_BENCH_RUNS"  # another folder of runs to read instead (previewing the book with other data)

@@ -6,6 +6,7 @@ from typing import Iterator
 import torch
 
 from ..catalog.config import Config
+from .images import FP32_IMAGES, UINT8_IMAGES
 
 
 def host_batches(cfg: Config, mbs: int, n: int, seed: int) -> list[dict[str, torch.Tensor]]:
@@ -22,14 +23,14 @@ DATA_WORKERS = 2  # DataLoader worker processes that collate it
 # ImageNet's channel means and deviations, by which image pipelines (timm's ``PrefetchLoader``) normalise uint8
 # images once they are on the GPU.
 IMAGE_MEAN, IMAGE_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-UINT8_IMAGES = "uint8, normalised on the device"  # how a validation row says its images were fed
 
 
 def images_fed(cfg: Config, uint8_images: bool = True) -> str | None:
-    """How the sustained run feeds ``cfg``'s images (``UINT8_IMAGES`` or "fp32"); None for a model of tokens."""
+    """How the sustained run feeds ``cfg``'s images (``UINT8_IMAGES`` or ``FP32_IMAGES``); None for a model of
+    tokens."""
     if cfg.spec.task != "image-classification":
         return None
-    return UINT8_IMAGES if uint8_images else "fp32"
+    return UINT8_IMAGES if uint8_images else FP32_IMAGES
 
 
 def stream_dataset(cfg: Config, n: int, seed: int, uint8_images: bool = True) -> dict[str, torch.Tensor]:

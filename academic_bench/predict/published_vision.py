@@ -68,6 +68,7 @@ def validations_by_feed(df: pd.DataFrame | None = None, root: str | os.PathLike 
     (``validate_images``: fp32 before the engine fed uint8), each group's own errors against the tolerance, whatever
     its method class's state: ``images``, ``validations``, ``within`` (how many held the tolerance), ``least`` and
     ``most`` (the smallest and largest absolute error). fp32 first."""
+    from ..measure.images import FP32_IMAGES
     from ..results.spread import VALIDATION_TOLERANCE
 
     v = sixteen_bit_validations(df, root=root, every=True)
@@ -77,8 +78,8 @@ def validations_by_feed(df: pd.DataFrame | None = None, root: str | os.PathLike 
     err = v["validate_rel_error"].abs()
     out = [{"images": fed, "validations": len(e), "within": int((e <= VALIDATION_TOLERANCE).sum()),
             "least": e.min(), "most": e.max()}
-           for fed, e in err.groupby(v["validate_images"].fillna("fp32"))]
-    return pd.DataFrame(out, columns=cols).sort_values("images", key=lambda s: s != "fp32", kind="stable")
+           for fed, e in err.groupby(v["validate_images"].fillna(FP32_IMAGES))]
+    return pd.DataFrame(out, columns=cols).sort_values("images", key=lambda s: s != FP32_IMAGES, kind="stable")
 
 
 def _same_rate(gpu: str) -> bool:
