@@ -28,6 +28,10 @@ ENGINE_REVISIONS = {
        "phases, exposed host work that a training run overlaps); the sustained run's DataLoader prepares its "
        "batches in worker processes, as a training run does, rather than on the main thread that drives the GPU.",
 }
+# Not a revision: the sustained run feeds an image model uint8 images normalised on the GPU (``measure.data``), where
+# it fed fp32 images. The timed phases, and so every measured figure, did not change; only a validation's sustained
+# steps did, and each validation row says how its images came (``validate.images``; ``measure.images``), so that a
+# reader tells the two apart without setting any measured row aside.
 ENGINE_REVISION = max(ENGINE_REVISIONS)
 # How a configuration's attempt ended. "not run": a time budget was spent before it started, so nothing was
 # measured and nothing failed (rows written before this outcome existed say "timeout" with a reason starting
