@@ -208,3 +208,35 @@ def test_the_vision_validations_are_told_apart_by_how_their_images_were_fed(tmp_
     assert by.loc[FP32_IMAGES, "least"] == pytest.approx(abs(old["validate"]["rel_error"]))
     assert (by.loc[UINT8_IMAGES, "validations"], by.loc[UINT8_IMAGES, "within"]) == (1, 1)
     assert set(sixteen_bit_frame(tmp_path)["validation"]) == {"validated"}  # the class, by its latest
+
+
+def test_a_16_bit_row_s_own_profile_splits_its_step_and_the_point_says_which_split(points, tmp_path):
+    """Without a profile of its own the row's step is split as its setup's median profile; with one in
+    ``VISION_PROFILES`` (its configuration, its micro-batch) it is split by it, and the prediction moves with it."""
+    from academic_bench.predict.published_vision import VISION_PROFILES
+    from academic_bench.predict.transfer import SPLIT_WORDS
+    from academic_bench.results import append_profile
+
+    row = write_row(tmp_path, "vit-large@bf16", micro_batch=128)
+    cfg = Config.from_dict(row["config"])
+    setup_line = Config("pythia-1b", "h100-80gb", 1)  # the setup's own profile: all matrix products
+
+    def entry(kinds: dict, micro_batch: int, gas: int) -> dict:
+        busy = sum(kinds.values())
+        return {"micro_batch": micro_batch, "gas": gas, "reps": 3, "device": "cuda", "timer": "gpu kernels",
+                "step_wall_s": busy / 0.95, "busy_s": busy, "busy_share": 0.95,
+                "kinds": [{"kind": k, "seconds": v, "share": v / busy} for k, v in kinds.items()], "top": [],
+                "ran": {}}
+
+    append_profile(tmp_path / "h100x1" / "profiles.jsonl", setup_line, entry({"matrix multiplication": 9.0}, 4, 4),
+                   setup="h100x1")
+    point = _point(points, "vit_large_patch16_224")
+    before = pc.predict_point(point, root=tmp_path)
+    assert SPLIT_WORDS["setup"] in before["by"], before
+    append_profile(tmp_path / "h100x1" / VISION_PROFILES, cfg,
+                   entry({"matrix multiplication": 3.0, "elementwise and other": 6.0}, 128, row["gas"]),
+                   setup="h100x1")
+    after = pc.predict_point(point, root=tmp_path)
+    assert SPLIT_WORDS["configuration"] in after["by"], after
+    # a memory-bound share carries by the bandwidth ratio, larger than the matrix products' rate ratio
+    assert after["predicted"] > before["predicted"]

@@ -160,7 +160,7 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
     """The prediction of a published vision point (``row``: data/published_throughput.csv's, ``published`` its images
     per second per GPU) as ``published_check``'s columns (``predicted``, ``ratio``, ``kind``, ``by``,
     ``source_gpu``, the MFUs), or ``why_not``."""
-    from .transfer import predict, source_from_row
+    from .transfer import SPLIT_WORDS, predict, source_from_row
 
     family, name, gpu, n = str(row["family"]), str(row["model"]), str(row["gpu"]), int(row["n_gpus"])
     model = SAME_ARCHITECTURE.get(name)
@@ -178,8 +178,8 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
                            f"(TF32), the paper's recipe, and the transfer model carries a step between GPUs, not to "
                            f"{row['precision']}; {src}"}
     where = None if root is None else str(root)
-    p = predict(source_from_row(src.to_dict(), vision_profiles(where)), gpu, n, micro_batch=int(row["micro_batch"]),
-                runs=where)
+    source = source_from_row(src.to_dict(), vision_profiles(where))
+    p = predict(source, gpu, n, micro_batch=int(row["micro_batch"]), runs=where)
     if p.step_time_s is None:
         return {"kind": "none", "why_not": p.basis}
     predicted = get_model(model).recipe.global_batch / (n * p.step_time_s)
@@ -189,5 +189,5 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
              "rates agree (data/gpus.csv)")
     return {"predicted": predicted, "ratio": published / predicted, "kind": "predicted",
             "by": (f"transfer model from {src['setup']} ({src['model']}, {src['methods_label']}: its {precision} "
-                   f"row {src['config_id']}{rates})"),
+                   f"row {src['config_id']}, its step split by {SPLIT_WORDS[source.split_basis]}{rates})"),
             "source_gpu": str(src["gpu"]), "predicted_mfu": p.mfu, "published_mfu": p.mfu * published / predicted}
