@@ -14,6 +14,7 @@ from academic_bench.catalog.hardware import catalog as gpu_catalog
 from test_cost import write_synthetic_runs
 
 from measured import typed_figures  # noqa: F401  (a fixture)
+from conftest import skip_or_fail
 
 pytestmark = pytest.mark.usefixtures("typed_figures")  # synthetic rows with typed-in figures
 
@@ -148,7 +149,7 @@ def test_a_capped_prediction_s_mfu_reads_as_held_though_its_division_rounds_belo
     assert held.capped and words in held.note
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed: the browser's answer line is not evaluated")
+        skip_or_fail("node is not installed: the browser's answer line is not evaluated")
     grid = pd.DataFrame([dict(gpu="rtx3090", n_gpus=1, key="1 x rtx3090", setup="1 x RTX 3090", params_b=1.0,
                               mfu=below, mfu_low=below, mfu_high=below, mfu_source="predicted", flops_base=1.0,
                               flops_per_position=1.0, peak_flops=peak)])
