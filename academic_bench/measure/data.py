@@ -63,7 +63,7 @@ def micro_batches(cfg: Config, mbs: int, device: str, seed: int, workers: int | 
     workers = DATA_WORKERS if workers is None else workers
     loader = DataLoader(TensorDataset(*[pool[k] for k in keys]), batch_size=mbs, pin_memory=device == "cuda",
                         drop_last=True, num_workers=workers, persistent_workers=workers > 0)
-    to_float = _normaliser(device) if pool.get("pixel_values", torch.empty(0)).dtype == torch.uint8 else None
+    to_float = _normaliser(device) if uint8_images and images_fed(cfg) else None  # as stream_dataset made them
     while True:
         for tensors in loader:
             batch = dict(zip(keys, tensors))
