@@ -43,6 +43,7 @@ from .counted import (  # noqa: F401
     validation_state,
     validation_verdicts,
     validations,
+    within_tolerance,
 )
 from .launches import (CHECK_SEARCH_COLUMNS, ENGINE_CHANGE_COLUMNS, FORKED_AB_COLUMNS,  # noqa: F401
                        LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, check_searches, engine_changes, forked_ab,
@@ -101,6 +102,7 @@ from .best import (  # noqa: F401
 from .profiles import (  # noqa: F401
     PROFILE_COLUMNS,
     largest_kernels,
+    latest_profiles,
     matmul_check,
     mfu_factors,
     profile_frame,

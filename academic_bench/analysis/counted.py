@@ -9,13 +9,18 @@ from ..results.spread import VALIDATION_TOLERANCE  # noqa: F401  (the study's ru
 VALIDATION_KEY = ["setup", "validation_class", "engine"]  # what one validation speaks for
 
 
+def within_tolerance(rel_error: pd.Series) -> pd.Series:
+    """Per validation, whether its timed step's relative error against its sustained steps (``validate_rel_error``)
+    lies inside ``VALIDATION_TOLERANCE``: the one rule every count of validations reads."""
+    return rel_error.abs() <= VALIDATION_TOLERANCE
+
+
 def validations(df: pd.DataFrame) -> pd.DataFrame:
     """Every validation against sustained training that a reader may use (set-aside ones never count; missed
-    ones do), with ``within``: inside ``VALIDATION_TOLERANCE``."""
+    ones do), with ``within``: inside ``VALIDATION_TOLERANCE`` (``within_tolerance``)."""
     v = df[df["sustained_step_s"].notna() & (df["outcome"] == "ok") & (df["timing"] == "synced")
            & ~df["tiny"].astype(bool)] if not df.empty else df
-    return v.assign(within=v["validate_rel_error"].abs() <= VALIDATION_TOLERANCE if not v.empty
-                    else pd.Series(dtype=bool))
+    return v.assign(within=within_tolerance(v["validate_rel_error"]) if not v.empty else pd.Series(dtype=bool))
 
 
 def latest_validations(df: pd.DataFrame) -> pd.DataFrame:

@@ -3,6 +3,7 @@ factors that explain an MFU."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -31,12 +32,21 @@ def _kinds_now(profile: dict) -> dict[str, float]:
     return {k: max(0.0, v) for k, v in seconds.items()}  # a rounding's -1e-15 is none
 
 
-def _latest_profiles(root: str | Path | None) -> list[dict]:
-    """Each configuration's latest profile line (``results.load_profiles``) per setup and micro-batch: a
-    configuration profiled at several fixed micro-batches keeps one profile at each."""
+LATEST_BY = ("setup", "config_id", "micro_batch")  # what one profile speaks for
+
+
+def latest_profiles(entries: Iterable[dict], by: Sequence[str] = LATEST_BY) -> list[dict]:
+    """The latest of the profile lines ``entries`` (in the order a file keeps them) for each value of ``by``: by
+    default each configuration's per setup and micro-batch, so that a configuration profiled at several fixed
+    micro-batches keeps one profile at each. Each kept line stands where its key first appeared."""
+    return list({tuple(p[k] for k in by): p for p in entries}.values())
+
+
+def _setup_profiles(root: str | Path | None) -> list[dict]:
+    """``latest_profiles`` of the setups' own profile files (``results.load_profiles``)."""
     from ..results import load_profiles
 
-    return list({(p["setup"], p["config_id"], p["micro_batch"]): p for p in load_profiles(runs_root(root))}.values())
+    return latest_profiles(load_profiles(runs_root(root)))
 
 
 def profiles(root: str | Path | None = None) -> pd.DataFrame:
@@ -44,7 +54,7 @@ def profiles(root: str | Path | None = None) -> pd.DataFrame:
     step the device spent on it, its ``share`` of the device's busy time, and ``busy_share``, the share of the
     step's wall time the device was busy at all. The latest profile of each configuration counts, its kernels
     sorted with today's patterns (``_kinds_now``)."""
-    return profile_frame(_latest_profiles(root))
+    return profile_frame(_setup_profiles(root))
 
 
 def profile_frame(entries: list[dict]) -> pd.DataFrame:
@@ -69,7 +79,7 @@ def largest_kernels(root: str | Path | None = None) -> pd.DataFrame:
              "micro_batch": p["micro_batch"], "timer": p["timer"], "tiny": bool(p["config"].get("tiny")),
              "name": p["top"][0]["name"], "kind": kind_of(p["top"][0]["name"]),
              "share": p["top"][0]["seconds"] / p["busy_s"]}
-            for p in _latest_profiles(root) if p["top"] and p["busy_s"]]
+            for p in _setup_profiles(root) if p["top"] and p["busy_s"]]
     return pd.DataFrame(rows, columns=cols)
 
 

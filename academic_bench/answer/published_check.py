@@ -99,9 +99,12 @@ def point_setting(row: pd.Series) -> tuple | str:
     return gpu, methods, spec
 
 
-def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict:
+def predict_point(row: pd.Series, root: str | os.PathLike | None = None,
+                  vision_profiles: pd.DataFrame | None = None) -> dict:
     """One published point beside the study's answer for it (``POINT_COLUMNS``): a decoder through the one
-    answer for a decoder outside the catalog, another family from its catalog model (``published_family``)."""
+    answer for a decoder outside the catalog, another family from its catalog model (``published_family``).
+    ``vision_profiles``: the profiles a vision point's step is split by (``published_vision.vision_profiles``),
+    read where needed if not given."""
     from .decoder import decoder_answer
     from ..predict.published_family import predict_family_point
 
@@ -110,7 +113,7 @@ def predict_point(row: pd.Series, root: str | os.PathLike | None = None) -> dict
     out.update(published=float(row["tokens_per_s_per_gpu"]), predicted=math.nan, ratio=math.nan, kind="none",
                by="", predicted_mfu=math.nan, published_mfu=math.nan, why_not="", source_gpu="", mixture=False)
     if row["family"] != "decoder":
-        return predict_family_point(row, out, root)
+        return predict_family_point(row, out, root, vision_profiles)
     n, mbs, gas, seq = (int(row[k]) for k in ("n_gpus", "micro_batch", "grad_accum", "seq_len"))
     setting = point_setting(row)
     if isinstance(setting, str):
@@ -167,12 +170,14 @@ def published_check(root: str | None = None) -> pd.DataFrame:
     from transformers.initialization import no_init_weights
 
     from ..catalog.published import load_published_throughput
+    from ..predict.published_vision import vision_profiles
 
     points = load_published_throughput()
+    profiles = vision_profiles(root)  # read once: every vision point splits its step by them
     # Each point builds its decoder on the meta device; the weights' initial values are never read, so their
     # initialisation (most of a build's time) is skipped.
     with no_init_weights():
-        rows = [predict_point(r, root) for _, r in points.iterrows()]
+        rows = [predict_point(r, root, profiles) for _, r in points.iterrows()]
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 

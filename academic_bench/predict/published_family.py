@@ -212,9 +212,11 @@ def source_row(model: str, gpu: str, root: str | None = None) -> pd.Series | Non
                               abs(get_gpu(r["gpu"]).memory_gb - target.memory_gb), str(r["setup"])))
 
 
-def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | None = None) -> dict:
+def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | None = None,
+                         vision_profiles: pd.DataFrame | None = None) -> dict:
     """A published point of a family other than the decoders beside the study's prediction (``out``: the
-    point's ``POINT_COLUMNS`` so far, published in samples per second per GPU)."""
+    point's ``POINT_COLUMNS`` so far, published in samples per second per GPU). ``vision_profiles``: what a vision
+    point's step is split by (``published_vision.vision_profiles``), read where needed if not given."""
     family, gpu, n = str(row["family"]), str(row["gpu"]), int(row["n_gpus"])
     if family == "ssm":  # published in tokens per second per GPU, as the decoders are
         return {**out, "why_not": STATE_SPACE_WHY}
@@ -224,7 +226,7 @@ def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | No
     except UnknownGPUError:
         return {**out, "why_not": f"GPU {gpu!r} is not in data/gpus.csv"}
     if family != "encoder":
-        return {**out, **vision_point(row, out["published"], root)}
+        return {**out, **vision_point(row, out["published"], root, vision_profiles)}
     if str(row["model"]) not in ENCODER_HEAD:
         return {**out, "why_not": f"no head of {row['model']!r} in ENCODER_HEAD"}
     if str(row["method"]) not in ("none", "ddp"):

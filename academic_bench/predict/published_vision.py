@@ -68,15 +68,16 @@ def validations_by_feed(df: pd.DataFrame | None = None, root: str | os.PathLike 
     (``validate_images``: fp32 before the engine fed uint8), each group's own errors against the tolerance, whatever
     its method class's state: ``images``, ``validations``, ``within`` (how many held the tolerance), ``least`` and
     ``most`` (the smallest and largest absolute error). fp32 first."""
+    from ..analysis.counted import within_tolerance
     from ..measure.images import FP32_IMAGES
-    from ..results.spread import VALIDATION_TOLERANCE
 
     v = sixteen_bit_validations(df, root=root, every=True)
     cols = ["images", "validations", "within", "least", "most"]
     if v.empty:
         return pd.DataFrame(columns=cols)
     err = v["validate_rel_error"].abs()
-    out = [{"images": fed, "validations": len(e), "within": int((e <= VALIDATION_TOLERANCE).sum()),
+    within = within_tolerance(v["validate_rel_error"])
+    out = [{"images": fed, "validations": len(e), "within": int(within.loc[e.index].sum()),
             "least": e.min(), "most": e.max()}
            for fed, e in err.groupby(v["validate_images"].fillna(FP32_IMAGES))]
     return pd.DataFrame(out, columns=cols).sort_values("images", key=lambda s: s != FP32_IMAGES, kind="stable")
@@ -148,18 +149,20 @@ def vision_profiles(root: str | os.PathLike | None = None) -> pd.DataFrame:
     (``VISION_PROFILES``, the latest of each configuration and micro-batch): without its own, a 16-bit row's step
     would be split as the median of its setup's profiles, most of them decoders', whose matrix products take a
     larger share than an eager 16-bit vision step's."""
-    from ..analysis import profile_frame, profiles, runs_root
+    from ..analysis import latest_profiles, profile_frame, profiles, runs_root
     from ..results import read_lines
 
     own = [p for path in sorted(runs_root(root).glob(f"*/{VISION_PROFILES}")) for _, p in read_lines(path)]
-    latest = list({(p["setup"], p["config_id"], p["micro_batch"]): p for p in own}.values())
-    return pd.concat([profiles(None if root is None else str(root)), profile_frame(latest)], ignore_index=True)
+    return pd.concat([profiles(None if root is None else str(root)), profile_frame(latest_profiles(own))],
+                     ignore_index=True)
 
 
-def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None) -> dict:
+def vision_point(row: pd.Series, published: float, root: str | os.PathLike | None = None,
+                 profiles: pd.DataFrame | None = None) -> dict:
     """The prediction of a published vision point (``row``: data/published_throughput.csv's, ``published`` its images
     per second per GPU) as ``published_check``'s columns (``predicted``, ``ratio``, ``kind``, ``by``,
-    ``source_gpu``, the MFUs), or ``why_not``."""
+    ``source_gpu``, the MFUs), or ``why_not``. ``profiles``: ``vision_profiles(root)``, read here where not given
+    (``published_check`` reads them once for all its points)."""
     from .transfer import SPLIT_WORDS, predict, source_from_row
 
     family, name, gpu, n = str(row["family"]), str(row["model"]), str(row["gpu"]), int(row["n_gpus"])
@@ -178,7 +181,7 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
                            f"(TF32), the paper's recipe, and the transfer model carries a step between GPUs, not to "
                            f"{row['precision']}; {src}"}
     where = None if root is None else str(root)
-    source = source_from_row(src.to_dict(), vision_profiles(where))
+    source = source_from_row(src.to_dict(), vision_profiles(where) if profiles is None else profiles)
     p = predict(source, gpu, n, micro_batch=int(row["micro_batch"]), runs=where)
     if p.step_time_s is None:
         return {"kind": "none", "why_not": p.basis}

@@ -114,13 +114,14 @@ def decoder_profiles(root: str | Path | None = None) -> tuple[pd.DataFrame, dict
     its config (``config``) and the dtype its profiled weights were built in (``weights``)."""
     import json
 
-    from ..analysis import profile_frame, runs_root
+    from ..analysis import latest_profiles, profile_frame, runs_root
     from ..analysis.memory_check import built_weights, decoder_key
     from ..results import read_lines
 
     frames, keys, shapes = [], {}, {}
     for path in sorted(runs_root(root).glob(f"*/{DECODER_PROFILES}")):
-        entries = list({p["config_id"]: p for _, p in read_lines(path)}.values())
+        # One profile per configuration, whatever its micro-batch: ``by_kind`` sets one step beside each.
+        entries = latest_profiles((p for _, p in read_lines(path)), by=("config_id",))
         frames.append(profile_frame(entries))
         for model in {p["config"]["model"] for p in entries}:
             estimate = path.parent / model.split("@")[0] / "estimate.json"
