@@ -193,6 +193,28 @@ def test_the_planner_says_a_capped_answer_is_a_lower_bound(open_page):
     assert not visit.problems, visit.problems
 
 
+def test_the_planner_says_where_only_the_fast_end_of_its_range_is_capped(open_page):
+    """Where the MFU the planner takes is below the cap but the high end of its range is at it (a size between a
+    held answer and a slower one, or an answer whose own range reaches the cap), the answer line says the fast end
+    of the range is a lower bound, in words of its own, as ``plan_answer`` does."""
+    from academic_bench.answer.planner import CAPPED_WORDS, FAST_END_CAPPED_WORDS, at_cap
+    from academic_bench.predict.transfer import MFU_CAP
+
+    grid = explorers.plan_grid()
+    fast = grid[(grid["params_b"] == 1.0) & ~grid["mfu"].map(at_cap) & grid["mfu_high"].map(at_cap)]
+    if fast.empty:
+        skip_or_fail("no setup's MFU range reaches the MFU cap with its MFU below it")
+    words, held = FAST_END_CAPPED_WORDS.format(cap=MFU_CAP), CAPPED_WORDS.format(cap=MFU_CAP)
+    visit = open_page(PAGE, width=1400)
+    shown = _answer(visit.page, PLAN)
+    key = fast["key"].iloc[0]
+    _set(visit.page, "plan_setup", key)
+    shown = _wait_changed(visit.page, PLAN, shown)
+    assert words in shown and held not in shown, shown
+    _same(shown, explorers.plan_answer(1.0, 3000, 2048, key))
+    assert not visit.problems, visit.problems
+
+
 _BARS_JS = """(marks) => {
     const chart = Array.from(document.querySelectorAll('.ab-chart')).find(
         el => Array.from(el.querySelectorAll('svg text')).some(t => marks.some(m => t.textContent.includes(m))));

@@ -113,22 +113,34 @@ def test_at_a_catalog_size_the_planner_takes_the_answers_mfu():
 
 def test_a_plan_on_answers_held_at_the_mfu_cap_says_its_days_are_a_lower_bound():
     """Answers whose MFU is held at ``transfer.MFU_CAP`` are lower bounds on the days, and so is a plan that takes
-    their MFU; one between a held answer and a slower one is not held itself."""
+    their MFU. One between a held answer and a slower one is not held itself, but the high end of its range is: the
+    fast end of its range is a lower bound, and it says so in words of its own, as does the explorer's answer line
+    in the browser (its expression run by node, where node is installed). A plan whose range stays below the cap
+    says neither."""
     from academic_bench.predict.transfer import MFU_CAP
 
     answers = [_answer("pythia-410m", "rtx3090", 1, MFU_CAP, kind="predicted"),
                _answer("pythia-1b", "rtx3090", 1, MFU_CAP, kind="predicted"),
                _answer("pythia-2.8b", "rtx3090", 1, MFU_CAP / 2, kind="predicted")]
+    held_words = planner.CAPPED_WORDS.format(cap=MFU_CAP)
+    fast_words = planner.FAST_END_CAPPED_WORDS.format(cap=MFU_CAP)
     held = planner.plan_decoder(_params("pythia-1b"), 3e12, "rtx3090", 1, answers=answers)
-    assert held.capped and planner.CAPPED_WORDS.format(cap=MFU_CAP) in held.note and "lower bound" in held.note
+    assert held.capped and held_words in held.note and fast_words not in held.note
     between = planner.plan_decoder(2e9, 3e12, "rtx3090", 1, answers=answers)
-    assert not between.capped and "lower bound" not in between.note
+    assert between.mfu.mfu < MFU_CAP and planner.at_cap(between.mfu.high)
+    assert not between.capped and between.fast_end_capped
+    assert fast_words in between.note and held_words not in between.note
+    above = planner.plan_decoder(5e9, 3e12, "rtx3090", 1, answers=answers)  # held at 2.8B's MFU, half the cap
+    assert not above.capped and not above.fast_end_capped and "lower bound" not in above.note
+    said = _node_says(dict(days=1.0, days_low=1.0, days_high=1.0, mfu=between.mfu.mfu, mfu_high=between.mfu.high))
+    assert said.endswith(fast_words), said
+    said = _node_says(dict(days=1.0, days_low=1.0, days_high=1.0, mfu=above.mfu.mfu, mfu_high=above.mfu.high))
+    assert "lower bound" not in said, said
 
 
-def test_a_capped_prediction_s_mfu_reads_as_held_though_its_division_rounds_below_the_cap():
-    """A prediction held at the cap rates its MFU on its held step (``transfer.min_step_s``), and that division
-    can round an ulp below ``MFU_CAP``: the plan that takes it still says its days are a lower bound, and so does
-    the explorer's answer line in the browser (its expression run by node, where node is installed)."""
+def _node_says(datum: dict) -> str:
+    """The planner explorer's answer line for ``datum`` (one setup, chosen), as its expression evaluates in node:
+    skips (or fails, under CI) where node is not installed."""
     import json
     import shutil
     import subprocess
@@ -137,22 +149,14 @@ def test_a_capped_prediction_s_mfu_reads_as_held_though_its_division_rounds_belo
 
     from academic_bench.book import explorers
     from academic_bench.book.explorers.planner import CAP_PARAM
-    from academic_bench.catalog.hardware import get_gpu
-    from academic_bench.predict.transfer import MFU_CAP, min_step_s
 
-    gpu, peak = get_gpu("rtx3090"), get_gpu("rtx3090").peak_flops("bf16", False)
-    rated = (f / (min_step_s(f, gpu, 1, "bf16", False) * peak) for f in (1e18 * (1 + k / 997) for k in range(1000)))
-    below = next(m for m in rated if m < MFU_CAP)  # the held step's MFU, as ``transfer.predict`` computes it
-    answers = [_answer(m, "rtx3090", 1, below, kind="predicted") for m in ("pythia-410m", "pythia-1b")]
-    held = planner.plan_decoder(_params("pythia-1b"), 3e12, "rtx3090", 1, answers=answers)
-    words = planner.CAPPED_WORDS.format(cap=MFU_CAP)
-    assert held.capped and words in held.note
     node = shutil.which("node")
     if node is None:
         skip_or_fail("node is not installed: the browser's answer line is not evaluated")
+    mfu = datum["mfu"]
     grid = pd.DataFrame([dict(gpu="rtx3090", n_gpus=1, key="1 x rtx3090", setup="1 x RTX 3090", params_b=1.0,
-                              mfu=below, mfu_low=below, mfu_high=below, mfu_source="predicted", flops_base=1.0,
-                              flops_per_position=1.0, peak_flops=peak)])
+                              mfu=mfu, mfu_low=mfu, mfu_high=datum.get("mfu_high", mfu), mfu_source="predicted",
+                              flops_base=1.0, flops_per_position=1.0, peak_flops=1.0)])
     found: dict[str, list] = {"label": [], "cap": []}
 
     def walk(node_: object) -> None:
@@ -169,15 +173,32 @@ def test_a_capped_prediction_s_mfu_reads_as_held_though_its_division_rounds_belo
 
     walk(explorers.plan_chart(grid, setup="1 x rtx3090").to_dict())
     assert found["label"] and found["cap"], found
-    datum = dict(sel=0, setup="1 x RTX 3090", days=1.0, days_low=1.0, days_high=1.0, mfu=below,
-                 mfu_source="predicted")
+    datum = dict(dict(sel=0, setup="1 x RTX 3090", mfu_source="predicted"), **datum)
     script = (f"const {CAP_PARAM} = {json.dumps(found['cap'][0])}; const plan_setup = '1 x rtx3090';"
               f"const datum = {json.dumps(datum)};"
               "const format = (v, f) => f === '.0%' ? Math.round(v * 100) + '%' : String(v);"
               f"console.log({found['label'][0]});")
     said = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
     assert said.returncode == 0, said.stderr
-    assert said.stdout.strip().endswith(words), said.stdout
+    return said.stdout.strip()
+
+
+def test_a_capped_prediction_s_mfu_reads_as_held_though_its_division_rounds_below_the_cap():
+    """A prediction held at the cap rates its MFU on its held step (``transfer.min_step_s``), and that division
+    can round an ulp below ``MFU_CAP``: the plan that takes it still says its days are a lower bound, and so does
+    the explorer's answer line in the browser (its expression run by node, where node is installed)."""
+    from academic_bench.catalog.hardware import get_gpu
+    from academic_bench.predict.transfer import MFU_CAP, min_step_s
+
+    gpu, peak = get_gpu("rtx3090"), get_gpu("rtx3090").peak_flops("bf16", False)
+    rated = (f / (min_step_s(f, gpu, 1, "bf16", False) * peak) for f in (1e18 * (1 + k / 997) for k in range(1000)))
+    below = next(m for m in rated if m < MFU_CAP)  # the held step's MFU, as ``transfer.predict`` computes it
+    answers = [_answer(m, "rtx3090", 1, below, kind="predicted") for m in ("pythia-410m", "pythia-1b")]
+    held = planner.plan_decoder(_params("pythia-1b"), 3e12, "rtx3090", 1, answers=answers)
+    words = planner.CAPPED_WORDS.format(cap=MFU_CAP)
+    assert held.capped and words in held.note
+    said = _node_says(dict(days=1.0, days_low=1.0, days_high=1.0, mfu=below))
+    assert said.endswith(words), said
 
 
 def test_no_answered_decoder_gives_only_the_lower_bound(tmp_path):

@@ -7,8 +7,10 @@ MFU is the study's answer for the catalog decoders on the same setup (``by_size`
 between the answered sizes that bracket it, held at the nearest size outside them, and said so), labelled
 "measured" where every point it rests on is measured on that setup, else "predicted". An MFU held at the cap
 (``transfer.MFU_CAP``), as the answers it rests on are, makes the days a lower bound, and the plan says so
-(``capped``). A setup with no answered decoder gets only the analytic lower bound (100% of peak), which is never
-an answer.
+(``capped``). A plan between a held answer and a slower one has its MFU below the cap but the high end of its range
+at it: the fast end of its range (``days_low``) is then a lower bound, and the plan says that instead
+(``fast_end_capped``). A setup with no answered decoder gets only the analytic lower bound (100% of peak), which
+is never an answer.
 
 Layers and hidden size, when not given, come from a fixed aspect ratio (hidden = 128 x layers, which gives
 Pythia-1B's 16 x 2048 within 10% for 1B parameters): only the attention term of the FLOPs depends on them.
@@ -94,6 +96,7 @@ class Plan:
     note: str
     label: str | None = None  # "measured" or "predicted"; None: only the lower bound
     capped: bool = False  # the MFU is at ``transfer.MFU_CAP``, as its answers' are: the days are a lower bound
+    fast_end_capped: bool = False  # the range's highest MFU is at the cap: ``days_low`` is a lower bound
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,14 +118,24 @@ def plan_decoder(params: float, tokens: float, gpu: str, n_gpus: int, seq_len: i
         return Plan(params, tokens, seq_len, key, n, precision, flops, None, None, None, at_peak, None,
                     f"no catalog decoder is answered on {n} x {key}: only the analytic lower bound "
                     f"({at_peak:,.1f} days at 100% of peak), which is no answer")
-    capped = at_cap(s.mfu)
-    note = f"MFU {s.mfu:.0%} ({s.kind}) from {s.basis}" + (CAPPED_WORDS.format(cap=MFU_CAP) if capped else "")
+    capped, fast_end_capped = at_cap(s.mfu), at_cap(s.high)
+    note = f"MFU {s.mfu:.0%} ({s.kind}) from {s.basis}" + capped_words(capped, fast_end_capped)
     return Plan(params, tokens, seq_len, key, n, precision, flops, at_peak / s.mfu, at_peak / s.high,
-                at_peak / s.low, at_peak, s, note, s.kind, capped)
+                at_peak / s.low, at_peak, s, note, s.kind, capped, fast_end_capped)
 
 
 # What a plan says where its MFU is at the cap (the explorer's answer line says the same in the browser).
 CAPPED_WORDS = "; capped at {cap:.0%} MFU: a lower bound"
+# What it says where only the high end of its range is (its days between a held answer's and a slower one's).
+FAST_END_CAPPED_WORDS = "; the fast end of the range is capped at {cap:.0%} MFU: a lower bound"
+
+
+def capped_words(capped: bool, fast_end_capped: bool) -> str:
+    """The words a plan's answer ends with: the central days held at the cap, else only the fast end of the range
+    (the high MFU is never below the central one, so a capped plan's fast end is capped too), else nothing."""
+    if capped:
+        return CAPPED_WORDS.format(cap=MFU_CAP)
+    return FAST_END_CAPPED_WORDS.format(cap=MFU_CAP) if fast_end_capped else ""
 
 
 # A held answer's MFU is rated on its held step (``transfer.min_step_s``), and that division can round below the cap
@@ -150,5 +163,6 @@ def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable
                          "days_high": p.days_high, "days_at_peak": p.days_at_peak,
                          "mfu": p.mfu.mfu if p.mfu else None, "mfu_low": p.mfu.low if p.mfu else None,
                          "mfu_high": p.mfu.high if p.mfu else None, "mfu_basis": p.mfu.basis if p.mfu else None,
-                         "label": p.label, "capped": p.capped, "note": p.note})
+                         "label": p.label, "capped": p.capped,
+                         "fast_end_capped": p.fast_end_capped, "note": p.note})
     return pd.DataFrame(rows)

@@ -8,7 +8,8 @@ import pandas as pd
 
 from ...answer import grid
 from ...answer.by_size import mfu_by_size
-from ...answer.planner import CAP_ROUNDING, CAPPED_WORDS, decoder_flops_terms, peak_flops, plan_decoder
+from ...answer.planner import (CAP_ROUNDING, CAPPED_WORDS, FAST_END_CAPPED_WORDS, capped_words,
+                                decoder_flops_terms, peak_flops, plan_decoder)
 from ...cost import GPU_COUNTS
 from ...catalog.units import SECONDS_PER_DAY
 from ...predict.transfer import MFU_CAP
@@ -100,7 +101,8 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
         answer, calc, "plan_setup",
         "datum.sel == 0 ? datum.setup + ': ' + format(datum.days, ',.1f') + ' days (' + "
         "format(datum.days_low, ',.1f') + '-' + format(datum.days_high, ',.1f') + '), MFU ' + "
-        "format(datum.mfu, '.0%') + ' (' + datum.mfu_source + ')' + " + _capped_words("datum.mfu") + " : "
+        "format(datum.mfu, '.0%') + ' (' + datum.mfu_source + ')' + "
+        + _capped_words("datum.mfu", "datum.mfu_high") + " : "
         "'No answered decoder on ' + plan_setup")
     plot = alt.layer(bars, dots).properties(width=width, height=alt.Step(16))
     return alt.vconcat(wrapped_answer(answer) if narrow else answer, plot).add_params(*params).properties(title=alt.Title(
@@ -109,11 +111,19 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
                   "a measurement), interpolated between the sizes that bracket it; held at the nearest size outside."]))
 
 
-def _capped_words(mfu: str) -> str:
-    """A vega expression: ``answer.planner.CAPPED_WORDS`` where the MFU ``mfu`` is at the cap, else nothing (the
-    same test as ``answer.planner.at_cap``, on the cap the page carries)."""
-    before, after = CAPPED_WORDS.replace("'", "\\'").split("{cap:.0%}")
-    return f"({mfu} >= {CAP_PARAM} - {CAP_ROUNDING!r} ? '{before}' + format({CAP_PARAM}, '.0%') + '{after}' : '')"
+def _capped_words(mfu: str, mfu_high: str) -> str:
+    """A vega expression: ``answer.planner.capped_words`` in the browser. ``CAPPED_WORDS`` where the MFU ``mfu`` is
+    at the cap, else ``FAST_END_CAPPED_WORDS`` where the range's high MFU ``mfu_high`` is, else nothing (the same
+    test as ``answer.planner.at_cap``, on the cap the page carries)."""
+    def words(template: str) -> str:
+        before, after = template.replace("'", "\\'").split("{cap:.0%}")
+        return f"'{before}' + format({CAP_PARAM}, '.0%') + '{after}'"
+
+    def held(value: str) -> str:
+        return f"{value} >= {CAP_PARAM} - {CAP_ROUNDING!r}"
+
+    return (f"({held(mfu)} ? {words(CAPPED_WORDS)} : "
+            f"{held(mfu_high)} ? {words(FAST_END_CAPPED_WORDS)} : '')")
 
 
 def _plan_rows(grid: pd.DataFrame, chart: alt.Chart | None = None) -> alt.Chart:
@@ -145,4 +155,4 @@ def plan_answer(params_b: float, tokens_b: float, seq_len: int, setup: str, root
     if p.mfu is None:
         return f"No answered decoder on {setup}"
     return (f"{_setup_name(gpu, int(n))}: {p.days:,.1f} days ({p.days_low:,.1f}-{p.days_high:,.1f}), "
-            f"MFU {p.mfu.mfu:.0%} ({p.mfu.kind})" + (CAPPED_WORDS.format(cap=MFU_CAP) if p.capped else ""))
+            f"MFU {p.mfu.mfu:.0%} ({p.mfu.kind})" + capped_words(p.capped, p.fast_end_capped))
