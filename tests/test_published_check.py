@@ -150,7 +150,8 @@ def test_each_generation_and_family_with_three_points_is_judged_and_its_far_poin
     got = pf.by_generation_and_family(frame).set_index(["by", "group"])
     assert got.loc[("generation", "volta"), "target"] == "met"
     assert got.loc[("generation", "ampere"), "target"] == "missed"
-    assert got.loc[("generation", "ampere"), "outside"] == "f on 1 x rtx3090 (1.50)"
+    # A far point is named as the book names its GPU, never by its catalog key.
+    assert got.loc[("generation", "ampere"), "outside"] == "f on 1 x RTX 3090 (1.50)"
     assert got.loc[("generation", "hopper"), "predicted"] == 0
     assert got.loc[("family", "decoder"), "points"] == 4 and got.loc[("family", "decoder"), "predicted"] == 3
     # A point outside whose miss the book explains with evidence (MISS_REASONS) meets the target's second half;
@@ -256,8 +257,9 @@ def test_every_miss_reason_names_a_published_source_and_gpu_and_is_printed_besid
                           "n_gpus": 8, "seq_len": 2048, "source": [source, source, "elsewhere", "elsewhere"],
                           "ratio": [0.5, 1.0, 1.6, 0.5]})
     got = pf.by_generation_and_family(frame).set_index(["by", "group"])
-    assert f"a on 8 x {gpu} (0.50: {why.short})" in got.loc[("family", "decoder"), "outside"]
-    assert f"c on 8 x {gpu} (1.60)" in got.loc[("family", "decoder"), "outside"]  # no reason known: none said
+    named = pf._gpu_words(gpu)  # the GPU as the book names it
+    assert f"a on 8 x {named} (0.50: {why.short})" in got.loc[("family", "decoder"), "outside"]
+    assert f"c on 8 x {named} (1.60)" in got.loc[("family", "decoder"), "outside"]  # no reason known: none said
     misses = pf.explained_misses(frame).set_index(["source", "gpu"])
     assert misses.loc[(source, gpu), "evidence"] == why.evidence and "b " not in misses.loc[(source, gpu), "points"]
     assert misses.loc[("elsewhere", gpu), "reason"] == "no reason found"

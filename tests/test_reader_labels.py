@@ -83,6 +83,14 @@ def test_mfu_strip_axis_lists_models_by_size():
     assert _sort_of(charts.mfu_strip(_cells(ALPHABETICAL)).to_dict(), "model") == [PYTHIA]
 
 
+def test_mfu_strip_axis_names_the_peak_its_line_is_judged_on():
+    """The strip draws the plausibility line, judged on the peak of the precision that ran, where tables show the
+    16-bit peak: its axis says which, so an fp32 cell that sits higher there than in a table is not a contradiction."""
+    spec = charts.mfu_strip(_cells(ALPHABETICAL, mfu=[0.5] * 5)).to_dict()
+    titles = [e["x"].get("title", "") for e in _encodings(spec) if "x" in e and e["x"].get("field") == "mfu"]
+    assert titles and all("precision that ran" in t for t in titles), titles
+
+
 def test_feasibility_grid_rows_list_models_by_size():
     df = _cells(ALPHABETICAL, setting=["H100 x1"] * 5, status=["feasible"] * 5)
     assert _each_sorted(_sort_of(charts.feasibility_grid(df, "t").to_dict(), "model"), PYTHIA)

@@ -4,8 +4,9 @@
   for the column is drawn again for it (``charts.narrow``), never shrunk. The intro's table of answers fits a
   phone's column without scrolling.
 * In every page's prose and charts (tooltips included): no "null"/"undefined", no "1 GPUs"-style plural, no run
-  folder name ("h100x1") where a reader reads words, no ",," left by a cut list; where a legend shows ours and the
-  paper's, their symbols differ.
+  folder name ("h100x1") where a reader reads words (nor in a table of the study's chapters), no ",," left by a cut
+  list, no number in scientific notation ("1e+11") in the prose; where a legend shows ours and the paper's, their
+  symbols differ.
 * The Run-it page gives the repository's address from ``pyproject.toml`` or says plainly that none is set, and
   tells a lab how to add a GPU, run the notebook, check and contribute the run, and what the days leave out. The
   workshop page quotes the timing record of its laptop path.
@@ -28,6 +29,8 @@ PLURAL_AFTER_ONE = re.compile(
     r"|searches|files|nodes|errors|warnings|setting|lines)\b")
 MISSING_WORDS = re.compile(r"\bnull\b|\bundefined\b|\bNaN\b")
 CUT_LIST = re.compile(r",\s*,")
+# A number printed in scientific notation ("1e+11 tokens"): code's format, not a reader's words.
+SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]?\d+\b")
 
 
 def _pages(site) -> list[str]:
@@ -133,6 +136,7 @@ def _findings(text: str, keys: list[str], full: str | None = None) -> list[str]:
     found = []
     for name, pattern, where in (("missing value", MISSING_WORDS, text), ("plural after 1", PLURAL_AFTER_ONE, text),
                                  ("cut list", CUT_LIST, text if full is None else full),
+                                 ("scientific notation", SCIENTIFIC, text),
                                  ("run folder name", setup_key, text)):
         for m in (pattern.finditer(where) if pattern else ()):
             found.append(f"{name}: ...{where[max(0, m.start() - 50):m.end() + 20]!r}")
@@ -151,6 +155,24 @@ def test_no_template_words_in_the_prose_or_the_charts(built_site, open_page, wid
         visit.page.close()
     assert not problems, "\n".join(problems)
 
+
+# The pages where a run folder's name is what a reader needs (to find the folder, or a revision's runs): the Run-it
+# page, the changelog, the provenance, and the executed notebooks. Elsewhere a table reads GPUs as words.
+_FOLDER_PAGES = ("book/run-it.html", "book/changelog.html", "book/provenance.html", "notebooks/")
+_CELLS_JS = "() => Array.from(document.querySelectorAll('article.bd-article td')).map(td => td.innerText.trim())"
+
+
+def test_the_studys_tables_name_a_setup_by_its_gpus_not_its_run_folder(built_site, open_page):
+    keys = set(_setup_keys())
+    problems = []
+    for path in _pages(built_site):
+        if path.startswith(_FOLDER_PAGES):
+            continue
+        visit = open_page(path, width=1400)
+        cells = sorted({c for c in visit.page.evaluate(_CELLS_JS) if c in keys})
+        problems += [f"{path}: a table cell reads {c!r}" for c in cells]
+        visit.page.close()
+    assert not problems, "\n".join(problems)
 
 _MARKS_JS = """(perChart) => {
   const out = [];

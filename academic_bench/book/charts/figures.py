@@ -92,7 +92,8 @@ def mfu_strip(df: pd.DataFrame, title: str = "Implied MFU of every cell") -> alt
     if df.empty:
         return empty_chart("No MFU values to show yet.")
     points = alt.Chart(df).mark_point(filled=True, size=60, opacity=0.8).encode(
-        x=alt.X("mfu:Q", title="model FLOPs utilisation (fraction of dense spec peak)"),
+        # The stored MFU, on the peak of the precision that ran: the basis of the plausibility line drawn beside it.
+        x=alt.X("mfu:Q", title="MFU (fraction of the dense peak of the precision that ran)"),
         y=alt.Y("model:N", title=None, sort=model_order(df["model"])),
         color=alt.Color("source:N", scale=SOURCE_COLORS, title="source"),
         shape=gpu_shape(),
