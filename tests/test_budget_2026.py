@@ -12,6 +12,8 @@ from academic_bench.analysis import survey
 from academic_bench.answer import answer
 from academic_bench.answer.budget import budget_table, format_budget_table, today_setups
 from academic_bench.answer.survey_days import survey_days
+from academic_bench.answer.planner import at_cap
+from conftest import skip_or_fail
 from academic_bench.catalog.hardware import every_gpu
 from academic_bench.cost import TODAY_FROM, dated_prices, today_card_prices, today_purchase
 
@@ -217,6 +219,17 @@ def test_the_papers_aggregates_meet_the_answer():
             assert r.kind == "refused" and r.label == str(exc)
             continue
         assert r.kind == a.kind and (r.days == a.days or (pd.isna(r.days) and a.days is None))
+        # A predicted answer held at the MFU cap is a lower bound, and the table must say so (its range starts at
+        # its days, which reads as a mistake without it).
+        assert r.capped == (a.kind == "predicted" and at_cap(a.mfu))
+
+
+def test_a_capped_answer_says_it_is_a_lower_bound_in_the_survey_table():
+    d = survey_days("pythia-1b")
+    capped = d[d["capped"]]
+    if capped.empty:
+        skip_or_fail("no survey answer of Pythia-1B is held at the cap in the shipped answers")
+    assert (capped["kind"] == "predicted").all() and (capped["days_low"] == capped["days"]).all()
 
 
 def test_a_readers_export_meets_the_answer():
