@@ -212,6 +212,20 @@ def per_experiment_cost(purchase_usd: float, days: float, lifespan_years: float 
     return purchase_usd * days / (lifespan_years * DAYS_PER_YEAR)
 
 
+# What a reader is told where a run would take longer than the life the purchase is spread over: the answer stays
+# (it is the fastest the money buys), but a run that outlasts the GPUs is no plan to buy them for.
+PAST_LIFE = "longer than the GPUs' assumed {life:g}-year life"
+
+
+def past_life(days: float, lifespan_years: float | None = None) -> str:
+    """'' for a run within the hardware's life (``Assumptions.lifespan_years`` unless given), else how long it
+    is in years and that it outlasts the GPUs: '19.6 years, longer than the GPUs' assumed 5-year life'."""
+    life = Assumptions().lifespan_years if lifespan_years is None else lifespan_years
+    if not days > life * DAYS_PER_YEAR:
+        return ""
+    return f"{days / DAYS_PER_YEAR:,.1f} years, " + PAST_LIFE.format(life=life)
+
+
 def energy_kwh(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None = None) -> float:
     """kWh drawn from the grid: board power x GPUs x hours x utilisation x PUE."""
     a = assumptions or Assumptions()
