@@ -44,6 +44,33 @@ DEFAULT_SOURCES = {
     "cloud_usd_per_gpu_hour": "data/cloud_prices.csv (rows marked default; on-demand, with URL and date)",
 }
 
+# The same assumptions as a reader reads them: the book's tables and prose name them so, never by the field names
+# above (those are for ``Assumptions`` and the commands).
+DEFAULT_WORDS = {
+    "lifespan_years": "hardware lifespan",
+    "kwh_price_usd": "electricity price",
+    "pue": "data-centre overhead (PUE)",
+    "utilisation": "share of board power drawn",
+    "gpu_price_usd": "GPU prices",
+    "machine_cost_usd": "the desktop or server that holds the GPUs",
+    "cloud_usd_per_gpu_hour": "cloud prices per GPU-hour",
+}
+
+
+def kwh_price_words(usd: float) -> str:
+    """A price of electricity as the book prints it, at its source's precision: '$0.1124 per kWh'."""
+    return f"${usd:g} per kWh"
+
+
+def default_words(a: "Assumptions | None" = None) -> dict[str, str]:
+    """Each assumption's value in words (``Assumptions()`` unless given), by ``DEFAULT_WORDS``' names: '5 years',
+    '$0.1124 per kWh'; the price tables say whose price each is."""
+    a = a or Assumptions()
+    return {"lifespan_years": f"{a.lifespan_years:g} years", "kwh_price_usd": kwh_price_words(a.kwh_price_usd),
+            "pue": f"{a.pue:g}", "utilisation": f"{a.utilisation:g}", "gpu_price_usd": "one per GPU",
+            "machine_cost_usd": "one per machine size (" + ", ".join(str(n) for n in GPU_COUNTS) + " GPUs)",
+            "cloud_usd_per_gpu_hour": "one per GPU"}
+
 
 # --- assumptions -------------------------------------------------------------------------------------------
 
