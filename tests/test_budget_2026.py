@@ -98,6 +98,40 @@ def test_ties_and_empty_answers_on_a_small_table():
     assert pd.isna(t.loc[10.0, "setup"]) and "50.0 days" in t.loc[10.0, "why"]
 
 
+def test_a_machine_that_trains_longer_than_the_gpus_life_says_so_on_a_small_table():
+    s = pd.DataFrame([
+        {"model": "pythia-1b", "gpu": "g", "n_gpus": 1, "setup": "1 x slow", "kind": "predicted", "label": "p",
+         "days": 800.0, "days_low": 700.0, "days_high": 900.0, "purchase_usd": 5_000.0, "price_basis": "b",
+         "rests_on": ""},
+        {"model": "pythia-1b", "gpu": "g", "n_gpus": 8, "setup": "8 x fast", "kind": "measured", "label": "m",
+         "days": 20.0, "days_low": 19.0, "days_high": 21.0, "purchase_usd": 90_000.0, "price_basis": "b",
+         "rests_on": ""}])
+    t = budget_table(["pythia-1b"], budgets=(10_000, 100_000), deadlines=(), setups=s,
+                     lifespan_years=2).set_index("limit")
+    # Kept as the answer (the fastest the money buys), and said to outlast a 2-year life: 800 days are 2.2 years.
+    assert t.loc[10_000.0, "setup"] == "1 x slow"
+    assert t.loc[10_000.0, "past_life"] == "2.2 years, longer than the GPUs' assumed 2-year life"
+    assert t.loc[100_000.0, "past_life"] == ""
+    assert "1 x slow" in format_budget_table(t.reset_index()) and "assumed 2-year life" in format_budget_table(
+        t.reset_index())
+
+
+def test_the_budget_table_and_explorer_say_where_a_run_outlasts_the_cost_models_lifespan(table, shown):
+    from academic_bench.book.explorers import budget_answer
+    from academic_bench.cost import DAYS_PER_YEAR, Assumptions
+
+    life = Assumptions().lifespan_years
+    for r in table.itertuples():
+        over = isinstance(r.setup, str) and r.days > life * DAYS_PER_YEAR
+        assert bool(r.past_life) == over, (r.model, r.question, r.limit)
+        if over:
+            years = f"{r.days / DAYS_PER_YEAR:,.1f} years"
+            assert r.past_life == f"{years}, longer than the GPUs' assumed {life:g}-year life"
+        if r.question == "fastest within":
+            said = budget_answer(shown, r.model, "today", "answer", r.limit)
+            assert said.endswith(f"; {r.past_life}") == over, said
+
+
 # --- the budget explorer: the same machines, today's prices by default, the paper's quotes beside them ------------
 
 @pytest.fixture(scope="module")

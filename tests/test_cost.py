@@ -74,6 +74,23 @@ def test_cost_of_adds_up_and_overrides_apply():
     assert base.assumptions["machine_size"] == 8
 
 
+def test_every_assumption_reads_in_words_and_both_pages_show_its_default_alike():
+    """Cost-benefit's table and the Explorers' name each assumption in words (never ``kwh_price_usd``) and give its
+    default from the one source: the electricity price at its source's precision on both."""
+    from academic_bench.book.explorers import assumptions_table
+
+    assert set(cost.DEFAULT_WORDS) == set(cost.DEFAULT_SOURCES) == set(cost.default_words())
+    for key, words in cost.DEFAULT_WORDS.items():
+        assert "_" not in words and words != key, key
+    a = Assumptions()
+    said = cost.default_words(a)
+    assert said["kwh_price_usd"] == cost.kwh_price_words(a.kwh_price_usd)
+    assert float(said["kwh_price_usd"].split()[0].lstrip("$")) == a.kwh_price_usd  # no digit of the source lost
+    shown = assumptions_table().set_index("assumption")
+    for key in ("lifespan_years", "kwh_price_usd", "pue", "utilisation"):
+        assert shown.loc[cost.DEFAULT_WORDS[key], "default"] == said[key]
+
+
 def test_gpu_prices_of_the_paper_gpus_match_table_5():
     """data/gpus.csv carries the paper's Appendix H Table 5 quotes for the four GPUs it priced."""
     prices = dict(zip(load_prices()["gpu"], load_prices()["price_usd"]))

@@ -101,6 +101,30 @@ def test_budget_slider_names_the_fastest_setup_that_fits(open_page, machines):
     assert not visit.problems, visit.problems
 
 
+def test_the_budget_line_says_where_the_fastest_machine_outlasts_the_gpus(open_page, machines):
+    """Where the fastest machine within the budget would train longer than the GPUs' assumed life (the 2026
+    budget table's note), the browser's line says so in the words ``budget_answer`` computes."""
+    from academic_bench.answer.budget import budget_table
+
+    table = budget_table()
+    long = table[(table["question"] == "fastest within") & (table["past_life"] != "")]
+    if long.empty:
+        skip_or_fail("no fastest machine within a budget outlasts the GPUs' life")
+    r = long.iloc[0]
+    visit = open_page(PAGE, width=1400)
+    first = _answer(visit.page, BUDGET)
+    _set(visit.page, "budget_model", r["model"])
+    mid = _wait_changed(visit.page, BUDGET, first)
+    shown = mid
+    if r["limit"] != 40_000:  # the chart's default budget
+        _set(visit.page, "budget_usd", int(r["limit"]))
+        shown = _wait_changed(visit.page, BUDGET, mid)
+    expected = explorers.budget_answer(machines, r["model"], "today", "answer", r["limit"])
+    _same(shown, expected)
+    assert expected.endswith("; " + r["past_life"]), expected
+    assert not visit.problems, visit.problems
+
+
 def test_the_budget_explorer_shows_every_machine_of_todays_prices(open_page, machines):
     """Every machine of the model at today's prices is a point, a GPU the paper never priced among them, and its
     tooltip says whether its days are measured or predicted, and their range."""

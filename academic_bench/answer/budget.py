@@ -25,7 +25,7 @@ DAYS = ("answer", "paper")  # the study's one answer; the paper's Table 1, a com
 SETUP_COLUMNS = ["model", "gpu", "n_gpus", "setup", "kind", "label", "days", "days_low", "days_high",
                  "implied_mfu", "purchase_usd", "price_basis", "rests_on"]
 TABLE_COLUMNS = ["model", "question", "limit", "setup", "gpu", "n_gpus", "kind", "label", "days", "days_low",
-                 "days_high", "purchase_usd", "price_basis", "why"]
+                 "days_high", "purchase_usd", "price_basis", "why", "past_life"]
 
 
 def today_setups(models: Iterable[str] | None = None, root: str | os.PathLike | None = None,
@@ -79,21 +79,25 @@ def _paper_days(cells: pd.DataFrame) -> list[dict]:
             for r in cells.itertuples()]
 
 
-def _pick(model: str, question: str, limit: float, found: pd.DataFrame, why: str) -> dict:
+def _pick(model: str, question: str, limit: float, found: pd.DataFrame, why: str, life: float | None) -> dict:
+    from ..cost import past_life
+
     if found.empty:
-        return {"model": model, "question": question, "limit": limit, "why": why}
+        return {"model": model, "question": question, "limit": limit, "why": why, "past_life": ""}
     r = found.iloc[0]
     return {"model": model, "question": question, "limit": limit, **{c: r[c] for c in SETUP_COLUMNS if c in
-            TABLE_COLUMNS}, "why": ""}
+            TABLE_COLUMNS}, "why": "", "past_life": past_life(r["days"], life)}
 
 
 def budget_table(models: Iterable[str] | None = None, budgets: Iterable[float] = BUDGETS_USD,
                  deadlines: Iterable[float] = DEADLINES_DAYS, root: str | os.PathLike | None = None,
-                 setups: pd.DataFrame | None = None) -> pd.DataFrame:
+                 setups: pd.DataFrame | None = None, lifespan_years: float | None = None) -> pd.DataFrame:
     """Per model (catalog order), the fastest machine within each budget (ties: the cheaper) and the cheapest
     machine that finishes within each deadline in the answer's days (ties: the faster), among ``today_setups``:
     ``TABLE_COLUMNS``, ``question`` being "fastest within" (``limit`` in USD) or "cheapest within" (``limit`` in
-    days); where no machine qualifies, ``setup`` is empty and ``why`` says so."""
+    days); where no machine qualifies, ``setup`` is empty and ``why`` says so. ``past_life`` says where the
+    machine's days are longer than the GPUs' life (``cost.past_life``; the cost model's lifespan unless given),
+    else is empty: the fastest a small budget buys may be a run of decades."""
     from ..catalog.models import CATALOG
     from ..cost import cheapest_within_deadline, fastest_within_budget
 
@@ -107,12 +111,14 @@ def budget_table(models: Iterable[str] | None = None, budgets: Iterable[float] =
             why = ("no machine of today's prices is answered for this model" if mine.empty else
                    f"nothing answered costs ${b:,.0f} or less; the cheapest is {cheapest['setup'].iloc[0]} at "
                    f"${cheapest['purchase_usd'].iloc[0]:,.0f}")
-            rows.append(_pick(m, "fastest within", float(b), fastest_within_budget(mine, b), why))
+            rows.append(_pick(m, "fastest within", float(b), fastest_within_budget(mine, b), why,
+                              lifespan_years))
         for d in deadlines:
             why = ("no machine of today's prices is answered for this model" if mine.empty else
                    f"no machine answered finishes within {d:g} days; the fastest is {fastest['setup'].iloc[0]} "
                    f"at {fastest['days'].iloc[0]:,.1f} days")
-            rows.append(_pick(m, "cheapest within", float(d), cheapest_within_deadline(mine, d), why))
+            rows.append(_pick(m, "cheapest within", float(d), cheapest_within_deadline(mine, d), why,
+                              lifespan_years))
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
@@ -140,5 +146,5 @@ def format_budget_table(table: pd.DataFrame) -> str:
             spread = ("the paper's days, no range" if r.kind == "paper" else
                       f"{r.days_low:,.1f}-{r.days_high:,.1f}")
             lines.append(f"  {q:<24} {r.setup:<{width}} ${r.purchase_usd:>9,.0f} {r.days:>8,.1f} days "
-                         f"({spread}), {r.label}")
+                         f"({spread}), {r.label}" + (f"; {r.past_life}" if r.past_life else ""))
     return "\n".join(lines)

@@ -44,6 +44,33 @@ DEFAULT_SOURCES = {
     "cloud_usd_per_gpu_hour": "data/cloud_prices.csv (rows marked default; on-demand, with URL and date)",
 }
 
+# The same assumptions as a reader reads them: the book's tables and prose name them so, never by the field names
+# above (those are for ``Assumptions`` and the commands).
+DEFAULT_WORDS = {
+    "lifespan_years": "hardware lifespan",
+    "kwh_price_usd": "electricity price",
+    "pue": "data-centre overhead (PUE)",
+    "utilisation": "share of board power drawn",
+    "gpu_price_usd": "GPU prices",
+    "machine_cost_usd": "the desktop or server that holds the GPUs",
+    "cloud_usd_per_gpu_hour": "cloud prices per GPU-hour",
+}
+
+
+def kwh_price_words(usd: float) -> str:
+    """A price of electricity as the book prints it, at its source's precision: '$0.1124 per kWh'."""
+    return f"${usd:g} per kWh"
+
+
+def default_words(a: "Assumptions | None" = None) -> dict[str, str]:
+    """Each assumption's value in words (``Assumptions()`` unless given), by ``DEFAULT_WORDS``' names: '5 years',
+    '$0.1124 per kWh'; the price tables say whose price each is."""
+    a = a or Assumptions()
+    return {"lifespan_years": f"{a.lifespan_years:g} years", "kwh_price_usd": kwh_price_words(a.kwh_price_usd),
+            "pue": f"{a.pue:g}", "utilisation": f"{a.utilisation:g}", "gpu_price_usd": "one per GPU",
+            "machine_cost_usd": "one per machine size (" + ", ".join(str(n) for n in GPU_COUNTS) + " GPUs)",
+            "cloud_usd_per_gpu_hour": "one per GPU"}
+
 
 # --- assumptions -------------------------------------------------------------------------------------------
 
@@ -210,6 +237,20 @@ def per_experiment_cost(purchase_usd: float, days: float, lifespan_years: float 
     if not lifespan_years > 0:
         raise ValueError(f"the hardware lifespan must be more than 0 years, got {lifespan_years}")
     return purchase_usd * days / (lifespan_years * DAYS_PER_YEAR)
+
+
+# What a reader is told where a run would take longer than the life the purchase is spread over: the answer stays
+# (it is the fastest the money buys), but a run that outlasts the GPUs is no plan to buy them for.
+PAST_LIFE = "longer than the GPUs' assumed {life:g}-year life"
+
+
+def past_life(days: float, lifespan_years: float | None = None) -> str:
+    """'' for a run within the hardware's life (``Assumptions.lifespan_years`` unless given), else how long it
+    is in years and that it outlasts the GPUs: '19.6 years, longer than the GPUs' assumed 5-year life'."""
+    life = Assumptions().lifespan_years if lifespan_years is None else lifespan_years
+    if not days > life * DAYS_PER_YEAR:
+        return ""
+    return f"{days / DAYS_PER_YEAR:,.1f} years, " + PAST_LIFE.format(life=life)
 
 
 def energy_kwh(gpu: str, n_gpus: int, days: float, assumptions: Assumptions | None = None) -> float:

@@ -4,12 +4,14 @@ Each has answer lines the browser tests compare with ``budget_answer``, ``deadli
 which compute the same in Python."""
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import pandas as pd
 
 from ...analysis import MFU_IMPLAUSIBLE, model_label
-from ...cost import (DAYS_PER_YEAR, TODAY_FROM, Assumptions, cheapest_within_deadline, cost_of,
-                     fastest_within_budget, plausibility)
+from ...cost import (DAYS_PER_YEAR, PAST_LIFE, TODAY_FROM, Assumptions, cheapest_within_deadline, cost_of,
+                     fastest_within_budget, past_life, plausibility)
 from ..charts.narrow import CHAR_PX, NARROW_COLUMN, with_narrow
 from .common import (DEFAULT_MODEL, SOURCE_KINDS, answer_text, explorer_setups, select_param, selected_answer,
                      setup_options, slider_param, wrapped_answer)
@@ -111,11 +113,21 @@ def _budget(df: pd.DataFrame, model: str, budget_usd: float, deadline_days: floa
                   f"Red: days implying an MFU above {MFU_IMPLAUSIBLE:.2f}, too fast to be real; never picked."]))
 
 
+def _past_life_expression() -> str:
+    """``cost.past_life`` as a Vega expression: '' or '; 19.6 years, longer than the GPUs' assumed 5-year life'
+    (the cost model's lifespan; the budget explorer has no lifespan slider)."""
+    life = Assumptions().lifespan_years
+    return (f"(datum.days > {life * DAYS_PER_YEAR} ? '; ' + format(datum.days / {DAYS_PER_YEAR}, ',.1f') + "
+            f"' years, ' + {json.dumps(PAST_LIFE.format(life=life))} : '')")
+
+
 def _within_budget(answer: alt.Chart) -> alt.Chart:
-    """The fastest plausible machine within the budget (ties: cheaper, fewer GPUs), else the cheapest of all."""
+    """The fastest plausible machine within the budget (ties: cheaper, fewer GPUs), else the cheapest of all;
+    a machine whose days outlast the GPUs' life says so."""
     return _best(answer, "datum.purchase_usd <= budget_usd", "days", "purchase_usd",
                  "datum.fits == 0 ? 'Fastest within ' + format(budget_usd, '$,.0f') + ': ' + datum.setup + ', ' + "
-                 "format(datum.days, ',.1f') + ' days (' + datum.about + '), ' + format(datum.purchase_usd, '$,.0f') : "
+                 "format(datum.days, ',.1f') + ' days (' + datum.about + '), ' + format(datum.purchase_usd, '$,.0f') + "
+                 f"{_past_life_expression()} : "
                  "'Nothing fits ' + format(budget_usd, '$,.0f') + '; the cheapest is ' + datum.setup + ' at ' + "
                  "format(datum.purchase_usd, '$,.0f')")
 
@@ -147,13 +159,14 @@ def _chosen(setups: pd.DataFrame, model: str, prices: str, days_from: str) -> pd
 
 def budget_answer(setups: pd.DataFrame, model: str, prices: str, days_from: str, budget_usd: float) -> str:
     """The budget line of the budget chart, from ``cost.fastest_within_budget`` (the question the 2026 budget
-    table asks; the browser tests compare the two)."""
+    table asks; the browser tests compare the two), and ``cost.past_life`` where the run outlasts the GPUs."""
     df = _chosen(setups, model, prices, days_from)
     fits = fastest_within_budget(df, budget_usd, plausible_only=True)
     if len(fits):
         r = fits.iloc[0]
+        life = past_life(r["days"])
         return (f"Fastest within ${budget_usd:,.0f}: {r['setup']}, {r['days']:,.1f} days ({r['about']}), "
-                f"${r['purchase_usd']:,.0f}")
+                f"${r['purchase_usd']:,.0f}" + (f"; {life}" if life else ""))
     r = df.sort_values(["purchase_usd", "days", "n_gpus"]).iloc[0]
     return f"Nothing fits ${budget_usd:,.0f}; the cheapest is {r['setup']} at ${r['purchase_usd']:,.0f}"
 

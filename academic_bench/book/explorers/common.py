@@ -8,8 +8,8 @@ import pandas as pd
 
 from ...analysis import gpu_label
 from ..charts import count
-from ...cost import (DEFAULT_SOURCES, Assumptions, cloud_price_table, default_machine_costs, paper_days, plausibility,
-                    setup_label, setups_frame)
+from ...cost import (DEFAULT_SOURCES, DEFAULT_WORDS, Assumptions, cloud_price_table, default_machine_costs,
+                     default_words, paper_days, plausibility, setup_label, setups_frame)
 from ...catalog.hardware import catalog as gpu_catalog, every_gpu
 
 # The study's answer first (the default), the paper's Table 1 beside it for comparison.
@@ -101,10 +101,9 @@ def selected_answer(answer: alt.Chart, calc: dict[str, str], param: str, label: 
 def assumptions_table() -> pd.DataFrame:
     """The cost model's defaults with their sources (for the book)."""
     a = Assumptions()
-    rows = [("hardware lifespan", f"{a.lifespan_years:g} years", DEFAULT_SOURCES["lifespan_years"]),
-            ("electricity", f"${a.kwh_price_usd:g} per kWh", DEFAULT_SOURCES["kwh_price_usd"]),
-            ("data-centre overhead (PUE)", f"{a.pue:g}", DEFAULT_SOURCES["pue"]),
-            ("share of board power drawn", f"{a.utilisation:g}", DEFAULT_SOURCES["utilisation"])]
+    said = default_words(a)  # the words and values Cost-benefit's table gives them too
+    rows = [(DEFAULT_WORDS[k], said[k], DEFAULT_SOURCES[k]) for k in ("lifespan_years", "kwh_price_usd", "pue",
+                                                                      "utilisation")]
     rows += [(f"{g.name}", f"${g.price_usd:,.0f} per GPU, {g.board_power_w:g} W", g.price_source)
              for g in gpu_catalog().values() if g.price_usd is not None]
     rows += [(f"machine for {count(n, 'GPU')}", f"${usd:,.2f}", DEFAULT_SOURCES["machine_cost_usd"])
