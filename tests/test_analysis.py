@@ -669,6 +669,12 @@ def test_a_run_folder_name_in_a_sentence_is_given_as_its_hardware():
     assert said == "on 1 x H200 141GB SXM (scaled from 1 x H200 141GB SXM); h200x1-tiny stays"
 
 
+def test_a_gpu_key_in_a_refusal_is_given_as_the_gpus_name():
+    said = analysis.gpus_in_words("nothing fits 1 x h100-80gb; the smallest: 2 x h100-80gb (free-lunch+zero3); h200x1")
+    assert said == ("nothing fits 1 x H100 80GB SXM; the smallest: 2 x H100 80GB SXM (free-lunch+zero3); h200x1")
+    assert analysis.gpus_in_words("h100-pcie, not h100-80gb-ish") == "H100 80GB PCIe, not h100-80gb-ish"
+
+
 def test_a_warm_up_block_kept_as_a_timed_repetition_counts_as_measured_work():
     """Rows written before the engine booked a kept warm-up block as ``timed`` have it under ``warmup``; their note
     says it counted as a repetition, and it is read as the timed work it was. A warm-up left out stays overhead."""

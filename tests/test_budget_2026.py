@@ -12,8 +12,6 @@ from academic_bench.analysis import survey
 from academic_bench.answer import answer
 from academic_bench.answer.budget import budget_table, format_budget_table, today_setups
 from academic_bench.answer.survey_days import survey_days
-from academic_bench.answer.planner import at_cap
-from conftest import skip_or_fail
 from academic_bench.catalog.hardware import every_gpu
 from academic_bench.cost import TODAY_FROM, dated_prices, today_card_prices, today_purchase
 
@@ -253,17 +251,32 @@ def test_the_papers_aggregates_meet_the_answer():
             assert r.kind == "refused" and r.label == str(exc)
             continue
         assert r.kind == a.kind and (r.days == a.days or (pd.isna(r.days) and a.days is None))
-        # A predicted answer held at the MFU cap is a lower bound, and the table must say so (its range starts at
-        # its days, which reads as a mistake without it).
-        assert r.capped == (a.kind == "predicted" and at_cap(a.mfu))
 
 
-def test_a_capped_answer_says_it_is_a_lower_bound_in_the_survey_table():
-    d = survey_days("pythia-1b")
-    capped = d[d["capped"]]
-    if capped.empty:
-        skip_or_fail("no survey answer of Pythia-1B is held at the cap in the shipped answers")
-    assert (capped["kind"] == "predicted").all() and (capped["days_low"] == capped["days"]).all()
+def test_the_survey_table_says_which_answers_are_held_at_the_mfu_cap(monkeypatch):
+    """A predicted answer held at the cap is a lower bound, and so is the fast end of a range that reaches the cap:
+    the table must say so (a range that starts at its days reads as a mistake without it). A measured answer at
+    the same MFU is what ran, and is never marked."""
+    from types import SimpleNamespace
+
+    from academic_bench.answer import survey_days as sd
+    from academic_bench.predict.transfer import MFU_CAP
+
+    def answer(kind, mfu, days, low, high):
+        return SimpleNamespace(kind=kind, mfu=mfu, days=days, days_low=low, days_high=high, answered=True,
+                               by="transfer model", rests_on="")
+
+    given = {("rtx3090", 1): answer("predicted", MFU_CAP, 100.0, 100.0, 120.0),
+             ("rtx3090", 2): answer("predicted", MFU_CAP * 0.8, 125.0, 100.0, 150.0),
+             ("rtx3090", 4): answer("predicted", MFU_CAP * 0.8, 125.0, 110.0, 150.0),
+             ("rtx3090", 8): answer("measured", MFU_CAP, 100.0, 100.0, 101.0)}
+    monkeypatch.setattr(sd, "_lookup", lambda model, root: (given, {}))
+    d = sd.survey_days("pythia-1b").dropna(subset=["gpu"])
+    flags = d[d["gpu"] == "rtx3090"].set_index("n_gpus")[["capped", "fast_end_capped"]]
+    assert flags.loc[1].tolist() == [True, True]
+    assert flags.loc[2].tolist() == [False, True]
+    assert flags.loc[4].tolist() == [False, False] and flags.loc[8].tolist() == [False, False]
+    assert not d[d["gpu"] != "rtx3090"][["capped", "fast_end_capped"]].any().any()
 
 
 def test_a_readers_export_meets_the_answer():

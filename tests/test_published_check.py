@@ -257,7 +257,9 @@ def test_every_miss_reason_names_a_published_source_and_gpu_and_is_printed_besid
                           "n_gpus": 8, "seq_len": 2048, "source": [source, source, "elsewhere", "elsewhere"],
                           "ratio": [0.5, 1.0, 1.6, 0.5]})
     got = pf.by_generation_and_family(frame).set_index(["by", "group"])
-    named = pf._gpu_words(gpu)  # the GPU as the book names it
+    from academic_bench.analysis import gpu_label
+
+    named = gpu_label(gpu)  # the GPU as the book names it
     assert f"a on 8 x {named} (0.50: {why.short})" in got.loc[("family", "decoder"), "outside"]
     assert f"c on 8 x {named} (1.60)" in got.loc[("family", "decoder"), "outside"]  # no reason known: none said
     misses = pf.explained_misses(frame).set_index(["source", "gpu"])

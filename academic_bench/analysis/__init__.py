@@ -87,6 +87,7 @@ from .best import (  # noqa: F401
     feasibility,
     free_lunch_per_setting,
     free_lunch_speedup,
+    gpus_in_words,
     memory_saving_speedup,
     naive_per_setting,
     optimized_per_setting,

@@ -129,6 +129,17 @@ def setups_in_words(text: str, names: dict[str, str]) -> str:
     return text
 
 
+def gpus_in_words(text: str) -> str:
+    """``text`` with each GPU catalog key given as the GPU's name (h100-80gb -> H100 80GB SXM): the refusal of an
+    answer that fits nothing names the setup that would by its key, which a command line takes
+    (``answer.compute.smallest_fitting``); a reader of a table reads the GPU's name there."""
+    from ..catalog.hardware import every_gpu
+    from .facts import gpu_label
+
+    keys = sorted(map(re.escape, every_gpu()), key=len, reverse=True)  # the longest first: h100-80gb before h100
+    return re.sub(r"(?<![\w-])(" + "|".join(keys) + r")(?![\w-])", lambda m: gpu_label(m.group(1)), text)
+
+
 def unrun_setups(df: pd.DataFrame, planned: Iterable[str]) -> list[str]:
     """The planned setups with no row in ``df`` yet, in the plan's order."""
     have = set(df["setup"])

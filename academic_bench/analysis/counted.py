@@ -6,13 +6,8 @@ import pandas as pd
 
 from ..results.schema import ENGINE_REVISION
 from ..results.spread import VALIDATION_TOLERANCE  # noqa: F401  (the study's rule, read here by its readers)
+from ..results.spread import within_tolerance  # noqa: F401  (the one rule, read here by every count of validations)
 VALIDATION_KEY = ["setup", "validation_class", "engine"]  # what one validation speaks for
-
-
-def within_tolerance(rel_error: pd.Series) -> pd.Series:
-    """Per validation, whether its timed step's relative error against its sustained steps (``validate_rel_error``)
-    lies inside ``VALIDATION_TOLERANCE``: the one rule every count of validations reads."""
-    return rel_error.abs() <= VALIDATION_TOLERANCE
 
 
 def validations(df: pd.DataFrame) -> pd.DataFrame:

@@ -45,7 +45,7 @@ def _fmt(params: float) -> str:
     return f"{params / 1e9:.3g}B" if params >= 1e9 else f"{params / 1e6:.3g}M"
 
 
-def _range(a: Answer) -> tuple[float, float]:
+def mfu_range(a: Answer) -> tuple[float, float]:
     """The MFU range an answer's days range implies (MFU scales as 1 / days)."""
     lo = a.mfu * a.days / a.days_high if a.days_high else a.mfu
     hi = a.mfu * a.days / a.days_low if a.days_low else a.mfu
@@ -78,7 +78,7 @@ def mfu_by_size(answers, gpu: str, n_gpus: int, params: float) -> SizeMFU | None
         basis = (f"between {pts[i][1].model} ({_fmt(pts[i][0])}) and {pts[j][1].model} ({_fmt(pts[j][0])}) on this "
                  "setup, linear in log parameters")
     near = [pts[k][1] for k in used]
-    ranges = [_range(a) for a in near]
+    ranges = [mfu_range(a) for a in near]
     kind = "measured" if all(a.kind == "measured" for a in near) else "predicted"
     return SizeMFU(mfu=float(mfu), low=min(min(r[0] for r in ranges), mfu), high=max(max(r[1] for r in ranges), mfu),
                    kind=kind, basis=basis, points=tuple(a.model for a in near))

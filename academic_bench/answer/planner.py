@@ -29,7 +29,7 @@ from ..catalog.hardware import catalog as gpu_catalog, get_gpu
 from ..catalog.units import SECONDS_PER_DAY
 from ..estimate.stats import dense_flops_terms
 from ..predict.transfer import MFU_CAP
-from .by_size import SizeMFU, mfu_by_size
+from .by_size import SizeMFU, mfu_by_size, mfu_range
 from .compute import GPU_COUNTS
 from .types import Answer
 
@@ -147,6 +147,14 @@ def at_cap(mfu: float) -> bool:
     """Whether an MFU is at ``transfer.MFU_CAP``: an answer held there (its scaled step was faster, ``transfer``)
     is a lower bound on the days, and so is a plan that takes its MFU."""
     return mfu >= MFU_CAP - CAP_ROUNDING
+
+
+def answer_capped(a: Answer) -> tuple[bool, bool]:
+    """(the central days held at the cap, the fast end of the range at it) of an answer, as ``capped_words`` takes
+    them: only a predicted answer is held (a measured one is what ran; the paper's days are the paper's)."""
+    if a.kind != "predicted" or a.mfu is None:
+        return False, False
+    return at_cap(a.mfu), at_cap(mfu_range(a)[1])
 
 
 def plan_table(params: float, tokens: float, seq_len: int = 2048, gpus: Iterable[str] | None = None,

@@ -18,7 +18,8 @@ from .compute import GPU_COUNTS
 from .setups import days_source
 
 COLUMNS = ["tier", "generation", "gpu", "memory_gb", "respondents", "share", "with_memory", "source", "n_gpus",
-           "typical", "kind", "label", "days", "days_low", "days_high", "capped"]
+           "typical", "kind", "label", "days", "days_low", "days_high", "capped",
+           "fast_end_capped"]
 
 
 def _lookup(model: str, root) -> tuple[dict, dict]:
@@ -54,14 +55,15 @@ def survey_days(model: str = "pythia-1b", survey: pd.DataFrame | None = None, co
     H100 access), ``with_memory`` (those whose reported largest memory holds the GPU's), ``typical`` (the count
     is the most a typical respondent can use for days, the paper's 4 data-centre GPUs or the export's median),
     and the answer: ``kind`` (measured, predicted, paper, none, refused, or "no catalog GPU" for a generation the
-    catalog does not hold), ``label`` in words, ``days`` and their range, and ``capped``: the answer's MFU is held
-    at the cap (``planner.at_cap``), so its days are a lower bound and its range starts at them. ``survey``: a validated export
+    catalog does not hold), ``label`` in words, ``days`` and their range, and ``capped`` and ``fast_end_capped``
+    (``planner.answer_capped``): the answer's MFU is held at the cap, so its days are a lower bound and its range
+    starts at them; or only its range's fast end is. ``survey``: a validated export
     (``analysis.survey.load_survey``); None for the paper's aggregates."""
     from ..analysis.survey import largest_memory_choice
     from ..catalog.hardware import get_gpu
     from ..analysis.survey import GENERATION_GPUS
     from ..cost.model import model_key
-    from .planner import at_cap
+    from .planner import answer_capped
 
     m = model_key(model)
     access, typical, source = _access(survey)
@@ -73,7 +75,7 @@ def survey_days(model: str = "pythia-1b", survey: pd.DataFrame | None = None, co
         tip = typical.get(r.tier)
         usual = max((n for n in counts if tip is not None and n <= tip), default=None)
         base = {"tier": r.tier, "generation": r.generation, "respondents": r.respondents, "share": r.share,
-                "source": source, "capped": False}
+                "source": source, "capped": False, "fast_end_capped": False}
         gpus = GENERATION_GPUS[r.tier][r.generation]
         if not gpus:
             rows.append({**base, "kind": "no catalog GPU",
@@ -95,7 +97,7 @@ def survey_days(model: str = "pythia-1b", survey: pd.DataFrame | None = None, co
                 else:
                     row.update(kind=a.kind, label=days_source(a), days=a.days,
                                days_low=a.days_low if a.days_low is not None else a.days,
-                               days_high=a.days_high if a.days_high is not None else a.days,
-                               capped=a.kind == "predicted" and a.mfu is not None and at_cap(a.mfu))
+                               days_high=a.days_high if a.days_high is not None else a.days)
+                    row["capped"], row["fast_end_capped"] = answer_capped(a)
                 rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -302,20 +302,14 @@ def target_verdict(ratios: pd.Series, median: tuple[float, float], worst: tuple[
     return "met" if held else "missed"
 
 
-def _gpu_words(key: str) -> str:
-    """A GPU as the book names it ("H100 80GB SXM"), not its catalog key: these words end up in a table."""
-    try:
-        return get_gpu(str(key)).name.replace("NVIDIA ", "").replace("GeForce ", "")
-    except UnknownGPUError:
-        return str(key)
-
-
 def _summary(by: str, group: str, g: pd.DataFrame) -> dict:
+    from ..analysis import gpu_label  # the GPU as the book names it ("H100 80GB SXM"): these words end up in a table
+
     r = g[g["ratio"].notna()]
     ratios = r["ratio"].astype(float)
     target = target_verdict(ratios, TARGET_MEDIAN, TARGET_WORST)
     outside = r[(ratios < TARGET_WORST[0]) | (ratios > TARGET_WORST[1])]
-    words = [f"{o.model} on {o.n_gpus} x {_gpu_words(o.gpu)} ({o.ratio:.2f}"
+    words = [f"{o.model} on {o.n_gpus} x {gpu_label(o.gpu)} ({o.ratio:.2f}"
              + (f": {why.short}" if (why := miss_reason(o.source, o.gpu, o.n_gpus)) else "") + ")"
              for o in outside.itertuples()]
     # Points outside TARGET_WORST each with a reason in the book: the median half of the target held, said apart

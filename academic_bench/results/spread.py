@@ -19,10 +19,16 @@ from .trust import duplicates
 VALIDATION_TOLERANCE = 0.03  # the study's rule: |extrapolated - sustained| / sustained within 3%
 
 
+def within_tolerance(rel_error):
+    """Whether a timed step's relative error against its sustained steps lies inside ``VALIDATION_TOLERANCE``: the
+    one rule every validation is judged by (a number, or a pandas Series of them, element by element)."""
+    return abs(rel_error) <= VALIDATION_TOLERANCE
+
+
 def contradicted(row: dict) -> bool:
     """Whether the row's own sustained check missed its extrapolated step by more than the study's tolerance."""
     error = (row.get("validate") or {}).get("rel_error")
-    return error is not None and abs(float(error)) > VALIDATION_TOLERANCE
+    return error is not None and not within_tolerance(float(error))
 
 
 def work_id(row: Mapping) -> str:

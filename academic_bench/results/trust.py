@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a synchronized timing is a measurement error
+# What well-tuned large-scale training reported, set beside that line in the book: (what ran, its MFU, the
+# references.bib key of the paper that reports it).
+PUBLISHED_LARGE_SCALE_MFU = (("PaLM 540B", 0.462, "chowdhery2023palm"),
+                             ("a 530B GPT on 2,240 A100s", 0.542, "korthikanti2022reducing"))
 # The figures are recomputed by the same code from the same stored numbers: only the last bits of a float may
 # differ (JSON keeps every float exactly), so any edit of a figure shows.
 REL_TOLERANCE = 1e-6
