@@ -263,3 +263,84 @@ def test_the_cost_chart_is_no_taller_on_a_phone(open_page):
     assert phone["bars"] == wide["bars"] > 0, seen
     assert phone["bottom"] - phone["top"] <= wide["bottom"] - wide["top"] + 1, seen
     assert phone["svg_width"] <= 390, seen
+
+
+# One phone screen: the window ``open_page`` gives a 390 px phone is 900 px high (an iPhone's is 844-932). The
+# planner with its controls in one screen lets a reader move a slider and see the answer and every row change
+# without scrolling; it was more than three screens tall with every setup a row.
+PHONE_SCREEN = 900
+
+_PLAN_JS = """(marks) => {
+    const chart = Array.from(document.querySelectorAll('.ab-chart')).find(
+        el => Array.from(el.querySelectorAll('svg text')).some(t => marks.some(m => t.textContent.includes(m))));
+    const dots = Array.from(chart.querySelectorAll('g.mark-symbol.role-mark path'));
+    // The answer drawn on lines (a tspan each), read back as one line.
+    const answer = Array.from(chart.querySelectorAll('svg text')).find(t => marks.some(m => t.textContent.includes(m)));
+    const spans = Array.from(answer.querySelectorAll('tspan')).map(s => s.textContent);
+    return {drawn: chart.dataset.drawn, height: chart.getBoundingClientRect().height,
+            svg_width: chart.querySelector('svg').getBoundingClientRect().width,
+            setups: dots.map(p => p.__data__.datum.setup),
+            answer: spans.length ? spans.join(' ') : answer.textContent};
+}"""
+
+
+def test_the_planner_fits_one_phone_screen_and_shows_every_setup_by_count(open_page):
+    """At 390 px the planner, controls included, is no taller than one phone screen: its rows are the setups of
+    one GPU count, picked in a menu (the count of the setup the answer starts on). Each count shows every setup
+    of that count, so every setup of the wide chart is a row under some count; the answer line, drawn on lines,
+    is still the one Python computes."""
+    from academic_bench.book.explorers.planner import ROWS_PARAM
+
+    grid = explorers.plan_grid()
+    at_size = grid[grid["params_b"] == 1.0]
+    visit = open_page(PAGE, width=390)
+    seen = visit.page.evaluate(_PLAN_JS, list(PLAN))
+    assert seen["drawn"] == "narrow", seen["drawn"]
+    assert seen["height"] <= PHONE_SCREEN, seen["height"]
+    assert seen["svg_width"] <= 390, seen["svg_width"]
+    _same(seen["answer"], explorers.plan_answer(1.0, 3000, 2048, "8 x h100-80gb"))
+    shown, first = set(), 8  # the count of the setup the answer starts on, 8 x H100
+    for n in [first] + sorted(set(at_size["n_gpus"]) - {first}):
+        if n != first:
+            _set(visit.page, ROWS_PARAM, n)
+            visit.page.wait_for_function(
+                """([marks, n]) => { const chart = Array.from(document.querySelectorAll('.ab-chart')).find(el =>
+                       Array.from(el.querySelectorAll('svg text')).some(t => marks.some(m => t.textContent.includes(m))));
+                       const dots = Array.from(chart.querySelectorAll('g.mark-symbol.role-mark path'));
+                       return dots.length && dots.every(p => p.__data__.datum.n_gpus === n); }""",
+                arg=[list(PLAN), int(n)], timeout=10_000)
+            seen = visit.page.evaluate(_PLAN_JS, list(PLAN))
+        assert sorted(seen["setups"]) == sorted(at_size.loc[at_size["n_gpus"] == n, "setup"]), n
+        assert seen["height"] <= PHONE_SCREEN, (n, seen["height"])
+        shown |= set(seen["setups"])
+    assert shown == set(at_size["setup"])
+    assert not visit.problems, visit.problems
+
+
+_NAMES_JS = """(marks) => {
+    const chart = Array.from(document.querySelectorAll('.ab-chart')).find(
+        el => Array.from(el.querySelectorAll('svg text')).some(t => marks.some(m => t.textContent.includes(m))));
+    const bars = Array.from(chart.querySelectorAll('g.mark-rect.role-mark path')).map(p => p.getBoundingClientRect());
+    const top = Math.min(...bars.map(b => b.top)), bottom = Math.max(...bars.map(b => b.bottom));
+    const names = Array.from(chart.querySelectorAll('g.mark-text.role-mark text')).map(t => t.getBoundingClientRect())
+        .filter(r => r.top >= top - 1 && r.bottom <= bottom + 1);
+    return {names: names.length, bars: bars.length, names_right: Math.max(...names.map(r => r.right)),
+            bars_left: Math.min(...bars.map(b => b.left))};
+}"""
+
+
+def test_the_cost_explorers_names_end_where_its_bars_start_on_a_phone(open_page):
+    """On a phone the cost explorer's setup names stand inside the plot, left of where its bars start; that start
+    is estimated from the names' characters (``charts.narrow.CHAR_PX``: vega's expressions cannot measure text).
+    Measured as drawn, every name ends before the bars start, with the study's days and the paper's (whose
+    implausible cells carry a mark after the name)."""
+    visit = open_page(PAGE, width=390)
+    for days_from in ("answer", "paper"):
+        if days_from != "answer":
+            before = _answer(visit.page, COST)
+            _set(visit.page, "cost_days_from", days_from)
+            _wait_changed(visit.page, COST, before)
+        seen = visit.page.evaluate(_NAMES_JS, list(COST))
+        assert seen["names"] > 0 and seen["bars"] > 0, seen
+        assert seen["names_right"] <= seen["bars_left"], (days_from, seen)
+    assert not visit.problems, visit.problems

@@ -14,6 +14,7 @@ from ...cost import GPU_COUNTS
 from ...catalog.units import SECONDS_PER_DAY
 from ...predict.transfer import MFU_CAP
 from ..charts.narrow import NARROW_COLUMN, with_narrow
+from ..charts.tables import count
 from .common import answer_text, select_param, selected_answer, setup_options, slider_param, wrapped_answer
 
 
@@ -21,6 +22,7 @@ from .common import answer_text, select_param, selected_answer, setup_options, s
 
 PLAN_PARAMS_B = np.round(np.arange(0.1, 10.0001, 0.1), 1)  # the slider's values, in billions of parameters
 CAP_PARAM = "plan_mfu_cap"  # the page's copy of ``transfer.MFU_CAP``
+ROWS_PARAM = "plan_rows_gpus"  # on a phone: the GPU count whose setups are the chart's rows
 
 
 def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> pd.DataFrame:
@@ -60,7 +62,8 @@ def plan_grid(root: str | None = None, params_b: np.ndarray = PLAN_PARAMS_B) -> 
 def plan_chart(grid: pd.DataFrame | None = None, params_b: float = 1.0, tokens_b: float = 3000,
                seq_len: int = 2048, setup: str = "8 x h100-80gb") -> alt.VConcatChart:
     """Days (with the MFU range) for a custom decoder on every setup with an MFU, from sliders. On a phone: a
-    narrower plot and the answer on several lines."""
+    narrower plot, the answer on several lines, and the rows of one GPU count at a time, picked in a menu (every
+    setup, one under the other, made the chart several screens tall)."""
     df = plan_grid() if grid is None else grid
     return with_narrow(*(_plan(df, params_b, tokens_b, seq_len, setup, narrow) for narrow in (False, True)))
 
@@ -69,6 +72,8 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
           narrow: bool) -> alt.VConcatChart:
     width = NARROW_COLUMN - 140 if narrow else 520
     options, _ = setup_options(df)
+    counts = sorted({int(n) for n in df["n_gpus"]})
+    count_of_setup = int(setup.split(" x ")[0]) if setup in options else counts[-1]
     # The menu's labels as the rows name them: a select is as wide as its longest label, and a phone's column is not.
     labels = [_setup_name(key.split(" x ")[1], int(key.split(" x ")[0])) for key in options]
     params = [slider_param("plan_params_b", params_b, float(PLAN_PARAMS_B[0]), float(PLAN_PARAMS_B[-1]), 0.1,
@@ -78,6 +83,9 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
               select_param("plan_setup", options, setup if setup in options else options[0], "Setup ", labels),
               # The package's cap travels with the page: an MFU at it makes the days a lower bound (``at_cap``).
               alt.param(name=CAP_PARAM, value=MFU_CAP)]
+    if narrow:  # a phone's rows: the setups of one GPU count, the count of the setup the answer line starts on
+        params.append(select_param(ROWS_PARAM, counts, count_of_setup, "Chart rows ",
+                                   [f"setups of {count(n, 'GPU')}" for n in counts]))
     calc = dict(
         at_peak=f"(datum.flops_base + datum.flops_per_position * plan_seq) * plan_tokens_b * 1e9 "
                 f"/ (datum.n_gpus * datum.peak_flops) / {SECONDS_PER_DAY}",
@@ -87,8 +95,11 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
     base = _plan_rows(df)
     for k, v in calc.items():
         base = base.transform_calculate(**{k: v})
+    if narrow:
+        base = base.transform_filter(f"datum.n_gpus == toNumber({ROWS_PARAM})")
     y = alt.Y("setup:N", title=None, sort=alt.EncodingSortField("days", order="descending"))
-    color = alt.Color("mfu_source:N", title="MFU from")
+    # One colour per source whichever rows are shown (a phone's count may have no measured setup).
+    color = alt.Color("mfu_source:N", title="MFU from", scale=alt.Scale(domain=sorted(set(df["mfu_source"]))))
     bars = base.mark_rule(strokeWidth=3).encode(
         y=y, x=alt.X("days_low:Q", title="training days (log scale; bar = range from the nearest MFUs)",
                      scale=alt.Scale(type="log")), x2="days_high:Q", color=color)
@@ -108,7 +119,8 @@ def _plan(df: pd.DataFrame, params_b: float, tokens_b: float, seq_len: int, setu
     return alt.vconcat(wrapped_answer(answer) if narrow else answer, plot).add_params(*params).properties(title=alt.Title(
         "How long would a decoder of this size take?",
         subtitle=["MFU: the study's answers for the Pythia decoders on the same setup (measured, or predicted from",
-                  "a measurement), interpolated between the sizes that bracket it; held at the nearest size outside."]))
+                  "a measurement), interpolated between the sizes that bracket it; held at the nearest size outside."]
+        + (["Rows: the setups of the GPU count picked below."] if narrow else [])))
 
 
 def _capped_words(mfu: str, mfu_high: str) -> str:
