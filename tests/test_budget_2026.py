@@ -81,14 +81,16 @@ def test_the_printed_table_names_every_model_and_question(table):
         assert text.count(q) == table["model"].nunique()
 
 
+def _setup(n_gpus: int, name: str, kind: str, days: float, low: float, high: float, usd: float) -> dict:
+    """One Pythia-1B setup of a small table, as ``today_setups`` gives them."""
+    return {"model": "pythia-1b", "gpu": "g", "n_gpus": n_gpus, "setup": f"{n_gpus} x {name}", "kind": kind,
+            "label": kind[0], "days": days, "days_low": low, "days_high": high, "purchase_usd": usd,
+            "price_basis": "b", "rests_on": ""}
+
+
 def test_ties_and_empty_answers_on_a_small_table():
-    s = pd.DataFrame([
-        {"model": "pythia-1b", "gpu": "g", "n_gpus": 1, "setup": "1 x cheap", "kind": "predicted", "label": "p",
-         "days": 50.0, "days_low": 40.0, "days_high": 60.0, "purchase_usd": 5_000.0, "price_basis": "b",
-         "rests_on": ""},
-        {"model": "pythia-1b", "gpu": "g", "n_gpus": 2, "setup": "2 x dear", "kind": "measured", "label": "m",
-         "days": 50.0, "days_low": 49.0, "days_high": 51.0, "purchase_usd": 9_000.0, "price_basis": "b",
-         "rests_on": ""}])
+    s = pd.DataFrame([_setup(1, "cheap", "predicted", 50.0, 40.0, 60.0, 5_000.0),
+                      _setup(2, "dear", "measured", 50.0, 49.0, 51.0, 9_000.0)])
     t = budget_table(["pythia-1b"], budgets=(10_000, 1_000), deadlines=(50, 10), setups=s).set_index("limit")
     assert t.loc[10_000.0, "setup"] == "1 x cheap", "equal days: the cheaper"
     assert t.loc[50.0, "setup"] == "1 x cheap"
@@ -97,13 +99,8 @@ def test_ties_and_empty_answers_on_a_small_table():
 
 
 def test_a_machine_that_trains_longer_than_the_gpus_life_says_so_on_a_small_table():
-    s = pd.DataFrame([
-        {"model": "pythia-1b", "gpu": "g", "n_gpus": 1, "setup": "1 x slow", "kind": "predicted", "label": "p",
-         "days": 800.0, "days_low": 700.0, "days_high": 900.0, "purchase_usd": 5_000.0, "price_basis": "b",
-         "rests_on": ""},
-        {"model": "pythia-1b", "gpu": "g", "n_gpus": 8, "setup": "8 x fast", "kind": "measured", "label": "m",
-         "days": 20.0, "days_low": 19.0, "days_high": 21.0, "purchase_usd": 90_000.0, "price_basis": "b",
-         "rests_on": ""}])
+    s = pd.DataFrame([_setup(1, "slow", "predicted", 800.0, 700.0, 900.0, 5_000.0),
+                      _setup(8, "fast", "measured", 20.0, 19.0, 21.0, 90_000.0)])
     t = budget_table(["pythia-1b"], budgets=(10_000, 100_000), deadlines=(), setups=s,
                      lifespan_years=2).set_index("limit")
     # Kept as the answer (the fastest the money buys), and said to outlast a 2-year life: 800 days are 2.2 years.

@@ -241,7 +241,8 @@ def per_experiment_cost(purchase_usd: float, days: float, lifespan_years: float 
 
 # What a reader is told where a run would take longer than the life the purchase is spread over: the answer stays
 # (it is the fastest the money buys), but a run that outlasts the GPUs is no plan to buy them for.
-PAST_LIFE = "longer than the GPUs' assumed {life:g}-year life"
+LIFE_WORDS = "the GPUs' assumed {life:g}-year life"
+PAST_LIFE = "longer than " + LIFE_WORDS
 
 
 def past_life(days: float, lifespan_years: float | None = None) -> str:

@@ -68,7 +68,7 @@ def validations_by_feed(df: pd.DataFrame | None = None, root: str | os.PathLike 
     (``validate_images``: fp32 before the engine fed uint8), each group's own errors against the tolerance, whatever
     its method class's state: ``images``, ``validations``, ``within`` (how many held the tolerance), ``least`` and
     ``most`` (the smallest and largest absolute error). fp32 first."""
-    from ..analysis.counted import within_tolerance
+    from ..results.spread import within_tolerance
     from ..measure.images import FP32_IMAGES
 
     v = sixteen_bit_validations(df, root=root, every=True)
@@ -76,8 +76,7 @@ def validations_by_feed(df: pd.DataFrame | None = None, root: str | os.PathLike 
     if v.empty:
         return pd.DataFrame(columns=cols)
     err = v["validate_rel_error"].abs()
-    within = within_tolerance(v["validate_rel_error"])
-    out = [{"images": fed, "validations": len(e), "within": int(within.loc[e.index].sum()),
+    out = [{"images": fed, "validations": len(e), "within": int(within_tolerance(e).sum()),
             "least": e.min(), "most": e.max()}
            for fed, e in err.groupby(v["validate_images"].fillna(FP32_IMAGES))]
     return pd.DataFrame(out, columns=cols).sort_values("images", key=lambda s: s != FP32_IMAGES, kind="stable")

@@ -28,6 +28,11 @@ MFU_IMPLAUSIBLE = 0.75  # above this fraction of the dense spec peak, a synchron
 # references.bib key of the paper that reports it).
 PUBLISHED_LARGE_SCALE_MFU = (("PaLM 540B", 0.462, "chowdhery2023palm"),
                              ("a 530B GPT on 2,240 A100s", 0.542, "korthikanti2022reducing"))
+
+
+def large_scale_mfu_words() -> str:
+    """``PUBLISHED_LARGE_SCALE_MFU`` as the book says it: '46.2% (PaLM 540B) and 54.2% (a 530B GPT on ...)'."""
+    return " and ".join(f"{mfu:.1%} ({what})" for what, mfu, _ in PUBLISHED_LARGE_SCALE_MFU)
 # The figures are recomputed by the same code from the same stored numbers: only the last bits of a float may
 # differ (JSON keeps every float exactly), so any edit of a figure shows.
 REL_TOLERANCE = 1e-6
