@@ -113,3 +113,20 @@ def test_a_figure_of_forward_and_backward_alone_is_per_gpu_and_says_the_optimize
     assert len(apart) >= 2 and apart["optimizer_excluded"].all()
     assert (apart["tokens_per_s_per_gpu"] == apart["value"]).all()
     assert not points.loc[points["figure"] != "tokens_per_s_per_gpu_fwd_bwd", "optimizer_excluded"].any()
+
+
+def test_sequences_of_varying_length_are_shown_never_predicted(points):
+    """A figure of sequences padded only to their batch's longest (``samples_per_s_varying_length``) states no
+    sequence's length: it keeps its sequences per GPU, has no tokens per second, and is not predicted (the study
+    would charge each sequence the table's full length) but says why."""
+    from academic_bench.predict.published_family import LENGTH_VARIES_WHY, predict_family_point
+
+    varying = points[points["figure"] == "samples_per_s_varying_length"]
+    assert len(varying) > 0 and varying["length_varies"].all() and not points["length_varies"].all()
+    assert varying["tokens_per_s_per_gpu"].isna().all()
+    assert (varying["samples_per_s_per_gpu"] * varying["n_gpus"]).tolist() == pytest.approx(varying["value"].tolist())
+    row = varying.iloc[0]
+    out = predict_family_point(row, {"ratio": float("nan"), "why_not": ""})
+    assert out["why_not"] == LENGTH_VARIES_WHY and out["ratio"] != out["ratio"]  # NaN: no prediction
+    fixed = points[(points["figure"] == "samples_per_s") & (points["family"] == "encoder")]
+    assert fixed["tokens_per_s_per_gpu"].notna().all()

@@ -49,7 +49,10 @@ Moonlight-16B-A3B and Qwen3-30B-A3B on 8 GPUs of a kind they do not name, with p
 sequences) and OLMo-core's throughput table (dense models only); no revision of NeMo AutoModel's summary holds another
 mixture on 8 GPUs or fewer.
 Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt, fp16
-autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision), and
+autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision, the
+pytorch:19.07 README), and its pytorch:21.11 README's pre-training on 1 and 8 x A100 80GB and SQuAD fine-tuning on 1
+and 8 x A100 80GB and V100 32G (its A100 pre-training rows are figures of sequences of varying length,
+``samples_per_s_varying_length``: shown, not predicted), and
 Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, and Lambda's own H100
 80GB SXM5 rows on 1, 2, 4 and 8 GPUs, its folder's sys_pytorch.txt naming 'NVIDIA_H100_80GB_HBM3', each batch from its
 batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log
@@ -127,8 +130,12 @@ from pathlib import Path
 
 import pandas as pd
 
-# What a row's ``value`` may be: tokens per second per GPU, of all the GPUs together, or one optimizer step's time.
-FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms", "samples_per_s", "tokens_per_s_per_gpu_fwd_bwd")
+# What a row's ``value`` may be: tokens per second per GPU, of all the GPUs together, or one optimizer step's time;
+# sequences or images per second of all the GPUs; or sequences per second where each batch is padded only to its own
+# longest sequence (``samples_per_s_varying_length``), so that a counted sequence's length is not stated: such a row
+# is kept and shown, never predicted, since the study charges each sequence its ``seq_len``.
+FIGURES = ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_ms", "samples_per_s", "tokens_per_s_per_gpu_fwd_bwd",
+           "samples_per_s_varying_length")
 COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch", "grad_accum", "global_batch",
            "precision", "method", "framework", "figure", "value", "quote_figure", "source", "url", "quote", "notes",
            "memory_gib", "quote_memory", "family")
@@ -152,7 +159,8 @@ def load_published_throughput() -> pd.DataFrame:
     """Every published point, with ``tokens_per_s_per_gpu`` filled in for the rows that give all the GPUs'
     tokens (over the GPU count) or a step's time (micro-batch x accumulation steps x sequence length per GPU,
     over the step), ``samples_per_s_per_gpu`` for the rows that give sequences or images per second, and
-    ``optimizer_excluded`` true for the rows whose figure leaves the optimizer step out."""
+    ``optimizer_excluded`` true for the rows whose figure leaves the optimizer step out, ``length_varies`` for those
+    whose sequences are of lengths the source does not state (their tokens per second left empty)."""
     text = resources.files("academic_bench").joinpath("data/published_throughput.csv").read_text()
     df = pd.read_csv(io.StringIO(text), dtype={"quote_figure": str, "quote": str, "quote_memory": str})
     unknown = sorted(set(df["figure"]) - set(FIGURES))
@@ -164,9 +172,10 @@ def load_published_throughput() -> pd.DataFrame:
     per_gpu = df["value"].where(~total, df["value"] / df["n_gpus"])
     df["tokens_per_s_per_gpu"] = per_gpu.where(~step, tokens / (df["value"] / 1e3)).astype(float)
     # Sequences or images per second of all the GPUs together: per GPU, and as tokens where a sequence has a length.
-    samples = df["figure"] == "samples_per_s"
+    df["length_varies"] = df["figure"] == "samples_per_s_varying_length"
+    samples = (df["figure"] == "samples_per_s") | df["length_varies"]
     df["samples_per_s_per_gpu"] = (df["value"] / df["n_gpus"]).where(samples)
-    df.loc[samples, "tokens_per_s_per_gpu"] = df["samples_per_s_per_gpu"] * df["seq_len"]
+    df.loc[samples, "tokens_per_s_per_gpu"] = (df["samples_per_s_per_gpu"] * df["seq_len"]).where(~df["length_varies"])
     df["optimizer_excluded"] = df["figure"] == "tokens_per_s_per_gpu_fwd_bwd"  # per GPU, as tokens_per_s_per_gpu
     bad = sorted(set(df["family"]) - set(FAMILIES))
     if bad:

@@ -47,6 +47,10 @@ STATE_SPACE_WHY = ("not predictable: a state-space hybrid (Mamba-2 layers beside
                    "layers); the study predicts a decoder from its config.json by the work of its attention and MLP, "
                    "which counts no state-space scan, and its one state-space model, mamba-2.8b, is a Mamba-1 stack "
                    "without attention or experts")
+LENGTH_VARIES_WHY = ("not predictable: its sequences are padded only to the longest of their batch (and at 512 tokens "
+                     "batched by length), so the length of a counted sequence is not stated, where the study charges "
+                     "each sequence the full length (data/published_throughput.csv: figure "
+                     "samples_per_s_varying_length, its notes)")
 TARGET_MEDIAN = (0.90, 1.10)
 TARGET_WORST = (0.75, 1.33)
 MIN_POINTS = 3
@@ -221,6 +225,8 @@ def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | No
     if family == "ssm":  # published in tokens per second per GPU, as the decoders are
         return {**out, "why_not": STATE_SPACE_WHY}
     out = {**out, "published": float(row["samples_per_s_per_gpu"])}
+    if row.get("length_varies", False):
+        return {**out, "why_not": LENGTH_VARIES_WHY}
     try:
         get_gpu(gpu)
     except UnknownGPUError:
