@@ -24,7 +24,7 @@ sequence length. Here a decoder's training step is counted in units of work per 
 - **the passes over every weight that each micro-step makes** (``weight_passes_s``): under bf16 autocast with
   fp32 weights, every micro-step casts each weight to bf16 (read 4 bytes, write 2), casts its gradient back to
   fp32 (read 2, write 4) and, after the step's first, adds it to the gradient held (read 4 + 4, write 4):
-  ``WEIGHT_BYTES`` a parameter, at the GPU's streaming bandwidth from its sweep
+  ``work_units.WEIGHT_BYTES`` a parameter, at the GPU's streaming bandwidth from its sweep
   (``work_evidence.Evidence.bandwidth``), not calibrated. It is memory-bound time, taken out of the profiles'
   memory-bound seconds before their per-token rate is taken. A decoder of billions of parameters at a few
   thousand tokens a micro-step spends much of its memory-bound time here (the profiles of Llama-3.2-3B, Gemma-2B
@@ -47,7 +47,7 @@ profiled setup's GPU is reached by the transfer model (``transfer.predict``), fr
 profiled GPU. A mixture of experts is charged for the experts a token runs: each routed expert's matrices at its
 share of the tokens under balanced routing (``estimate.moe.matrix_products``), at the rate of the layer's grouped
 product, and the routing's gathers as memory-bound work. A precision other than the profiles' is not modelled
-(``not_modelled``).
+(``not_modelled``). The units are counted in ``work_units``; this module calibrates their rates and predicts.
 """
 from __future__ import annotations
 
@@ -63,40 +63,19 @@ from ..catalog.hardware import get_gpu
 from . import expert_parallel as ep
 from .method_costs import collective_s, measured_host_rates, method_s, optimizer_shards, recompute_s
 from ..catalog.methods import FREE_LUNCH, Methods
-from ..catalog.models.from_config import is_unaligned
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .switch_work import block_share, why_not_charged, with_switches
-from .work_evidence import PLAIN, Evidence, GemmCurve
+from .work_evidence import PLAIN, Evidence
+from .work_units import KINDS, built_in, decoder_shape, weight_passes_s, work
 from ..catalog.units import days_for
 
-KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
 # Profile kinds (``measure.profile``) summed into each kind of work above; idle is the step's wall minus busy time.
 PROFILE_KINDS = {"matmul": ("matrix multiplication",), "attention": ("attention",), "loss": ("loss and softmax",),
                  "memory": ("elementwise and other", "normalisation", "memory copy"), "optimizer": ("optimizer",)}
 # The part of transfer.Source's split each kind scales with on another GPU (idle and optimizer aside).
 SPLIT_OF = {"matmul": "flop", "attention": "flop", "loss": "memory", "memory": "memory", "idle": "idle"}
-# Bytes a parameter, by the dtype of the weights a micro-step runs on: (in every micro-step, in every micro-step
-# but the first of a step). fp32 weights under autocast are cast to bf16 (read 4, write 2) and their gradients
-# cast back (read 2, write 4) in every micro-step, and each gradient after the first is added to the one held
-# (read 4 + 4, write 4); 16-bit weights' gradients are only added (read 2 + 2, write 2).
-WEIGHT_BYTES = {"float32": (12, 12), "bfloat16": (0, 6), "float16": (0, 6)}
 CALIBRATION_FAMILY = "pythia"  # the catalog's transformer decoders: the profiles the rates come from
 CALIBRATION_PRECISION = "bf16"  # the precision they train in (paper Table 3), the only one the rates are for
-
-
-@dataclass(frozen=True)
-class Work:
-    """Units of work of one training step on one GPU, per kind (``KINDS``; module docstring)."""
-
-    matmul: float
-    attention: float
-    loss: float
-    memory: float
-    idle: float
-    optimizer: float
-
-    def get(self, kind: str) -> float:
-        return float(getattr(self, kind))
 
 
 @dataclass(frozen=True)
@@ -129,79 +108,9 @@ def not_modelled(model: str) -> str | None:
         return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
     if spec.transformer_shape is None:
         return "it is not a transformer decoder"
-    if _shape(model)[8] > 1 and spec.moe is None:
+    if decoder_shape(model)[8] > 1 and spec.moe is None:
         return "it is a mixture of experts whose experts the study cannot count per token"
     return None
-
-
-@lru_cache(maxsize=None)
-def _shape(key: str) -> tuple:
-    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts,
-    each weight matrix's size) of a decoder (``estimate.model_stats``: kept for the catalog, else a meta build;
-    experts: 0 where it is no mixture of experts; the sizes count a tied head once more, as ``weight matrices``
-    does). The MLP width is four times the hidden size where the config states none."""
-    from ..estimate import model_stats
-    from ..catalog.models import get_model
-
-    spec = get_model(key)
-    layers, hidden = spec.transformer_shape(False)
-    st = model_stats(key)
-    r = spec.recipe
-    return (st.matrix_params, layers, st.attention_width, hidden, st.mlp_width or 4 * hidden, r.vocab_size,
-            st.params, r.seq_len, st.experts, tuple(st.matrix_sizes))
-
-
-def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None, offset: float = 0.0) -> Work:
-    """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences: matrix products
-    weighted by ``curve``'s slowness at each product's size (None: FLOPs alone), attention with ``offset`` tokens
-    of per-token work (module docstring)."""
-    from ..catalog.models import get_model
-    from ..estimate import moe
-
-    matrices, layers, attention, hidden, width, vocab, params, seq, _, sizes = _shape(model)
-    spec = get_model(model)
-    tokens = micro_batch * gas * seq
-    # Each matrix with the share of the tokens it multiplies: 1, or top-k / experts for a routed expert's
-    # (balanced routing: ``estimate.moe.matrix_products``).
-    products = moe.matrix_products(spec, sizes)
-    if curve is None:
-        matmul = 6.0 * (matrices if spec.moe is None else sum(s * share for s, share in products)) * tokens
-    else:  # each of a matrix's three products multiplies micro-batch x sequence rows (its share of them) by it
-        # An LM head of a vocabulary no multiple of 8 (the one matrix of hidden x vocabulary elements: a tied head
-        # is counted once, the embedding table not at all) runs on the slower kernels for unaligned sizes.
-        head = hidden * vocab if is_unaligned(vocab) else None
-        # Free-lunch runs a layer's routed experts as one grouped GEMM (``measure.experts``): its tiles fill the
-        # GPU as one product of every expert's FLOPs would, so each expert's product runs at the rate of that
-        # size, not at its own (a small product alone leaves most of the GPU's SMs without a tile).
-        grouped = spec.moe.experts if spec.moe is not None else 1
-        matmul = sum(6.0 * size * share * tokens
-                     * curve.slowness(2.0 * micro_batch * seq * share * size * (grouped if share < 1 else 1))
-                     * (curve.unaligned if size == head else 1.0) for size, share in products)
-    streamed = layers * (hidden + width)
-    if spec.moe is not None:  # a mixture's attention widths, MLP width and routing (``estimate.moe``)
-        attention, streamed = moe.attention_width(spec), moe.memory_width(spec, layers, hidden, width)
-    return Work(matmul=matmul, attention=float(layers * attention) * (seq + offset) * tokens,
-                loss=float(tokens) * vocab, memory=float(streamed) * tokens,
-                idle=float(layers * gas), optimizer=float(params))
-
-
-def built_in(methods: Methods, built: str = "float32") -> str:
-    """The dtype of the weights a micro-step of a model built in ``built`` runs on with ``methods``: a 16-bit build
-    stays 16-bit; an fp32 build turns 16-bit under DeepSpeed (its bf16 mode) and with bf16 weights (``bf16w``),
-    where the gradients are only added, and else stays fp32 under autocast (alone, with DDP, or with FSDP, counted
-    as DDP: it casts only each GPU's shard but upcasts the whole gradient to reduce in fp32)."""
-    if built != "float32":
-        return built
-    return "bfloat16" if methods.bf16_weights or methods.uses_deepspeed else "float32"
-
-
-def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32",
-                    elsewhere: float = 0.0) -> float:
-    """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight it holds
-    (module docstring; all but ``elsewhere``, the weights other GPUs hold whole: ``expert_parallel``) built in
-    ``weights``, at ``gpu``'s streaming bandwidth."""
-    every, after_first = WEIGHT_BYTES[weights]
-    return (_shape(model)[6] - elsewhere) * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
 
 
 def calibration_points(profiles: pd.DataFrame, evidence: Evidence = PLAIN) -> pd.DataFrame:
@@ -248,7 +157,7 @@ def rates_at(points: pd.DataFrame, hidden: int) -> dict[str, float]:
     kind), interpolated in the logarithm of their hidden sizes and held at the smallest's and the largest's beyond
     them. Nothing is fitted: a decoder as wide as a profiled one gets that one's rates."""
     per_model = points.groupby("model")[list(KINDS)].median()
-    per_model = per_model.assign(width=[math.log(_shape(m)[3]) for m in per_model.index]).sort_values("width")
+    per_model = per_model.assign(width=[math.log(decoder_shape(m)[3]) for m in per_model.index]).sort_values("width")
     x = math.log(hidden)
     return {k: float(np.interp(x, *per_model[["width", k]].dropna().to_numpy().T)) for k in KINDS}
 
@@ -264,7 +173,7 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
     """The step of ``model`` on ``setup``'s GPU from the rates of that setup's profiled decoders (without
     ``leave_out``'s; ``points`` from ``calibration_points`` with the same ``evidence``): seconds per kind at
     the rates at its hidden size (``rates_at``); the range sums each kind's lowest and highest rate. ``weights``:
-    the dtype the weights are built in (``WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold
+    the dtype the weights are built in (``work_units.WEIGHT_BYTES``); ``elsewhere``, weights that other GPUs hold
     (``weight_passes_s``)."""
     mine = points[(points["setup"] == setup) & (points["model"] != leave_out)]
     if mine.empty:
@@ -272,7 +181,7 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
     gpu = str(mine["gpu"].iloc[0])
     w = work(model, micro_batch, gas, evidence.curve_for(gpu), evidence.attention_offset)
     passes = weight_passes_s(model, gas, gpu, evidence, weights, elsewhere)
-    rates = rates_at(mine, _shape(model)[3])
+    rates = rates_at(mine, decoder_shape(model)[3])
     seconds = {k: rates[k] * w.get(k) for k in KINDS}
     seconds["memory"] += passes
     low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)

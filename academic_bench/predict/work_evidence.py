@@ -21,7 +21,7 @@ command produced:
   ``sequence + offset``, with the offset in tokens of sequence;
 - **the GPU's streaming bandwidth** (``bandwidth``): bytes per second of the large element-wise kernels in the
   sweep of memory-bound kernels (``results.gemm.streaming_bandwidth``), at which the work model charges the
-  passes over every weight that each micro-step makes (``decoder_work.weight_passes_s``).
+  passes over every weight that each micro-step makes (``work_units.weight_passes_s``).
 
 ``PLAIN`` is none of these (one rate whatever a product's size, all of attention in proportion to its FLOPs, every
 profile used): the work model as it was before them.

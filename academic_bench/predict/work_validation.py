@@ -251,7 +251,7 @@ BY_KIND_COLUMNS = ["decoder", "setup", "micro_batch", "kind", "predicted_s", "pr
 
 def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.DataFrame,
             evidence: Evidence = PLAIN, weights: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Each profiled decoder's step, kind of work by kind (``decoder_work.KINDS``, and ``step``): the work model's
+    """Each profiled decoder's step, kind of work by kind (``work_units.KINDS``, and ``step``): the work model's
     seconds (``predict_on_setup`` at the profile's micro-batch, from ``points`` made with ``evidence``) beside the
     profile's. ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the
     registered decoder key the work model counts; ``weights`` the dtype each profile's model was built in (fp32
