@@ -1,12 +1,9 @@
-# h200x1: OLMoE-1B-7B (the public mixture that one H100 cannot train) and the two small mixtures, free-lunch
-# (the experts' grouped GEMM at the autocast dtype), each validated against 3 sustained steps, into
-# moe/results.jsonl; and the H200's GEMM sweeps by triton.testing into ../gemm-triton/ (as h100x1's
-# complete/plan-gemm.sh does on the H100). In order of what only this machine gives: OLMoE-1B-7B, the GEMM sweeps,
-# then the two small mixtures (each measured on one H100 already).
+# h200x1: OLMoE-1B-7B (the public mixture that one H100 cannot train), free-lunch (the experts' grouped GEMM at
+# the autocast dtype), validated against 3 sustained steps, into moe/results.jsonl; then the H200's GEMM sweeps by
+# triton.testing into ../gemm-triton/ (as h100x1's complete/plan-gemm.sh does on the H100). What only this machine
+# gives; the two small mixtures (each measured on one H100 already) are plan-small.sh's.
 # Expected before it runs (free-lunch, from each NAME/estimate.json: step = days x 86400 / 143,052 steps):
 #  1. olmoe-1b-7b: micro-batch 1 x 1024 accumulation, 59.8 s/step (53.6 to 67.6), MFU 28%.
-#  2. moe-small-olmoe: micro-batch 32 x 32, 7.11 s/step (6.38 to 8.04), MFU 30%.
-#  3. moe-small-qwen2: micro-batch 16 x 64, 17.2 s/step (15.4 to 19.4), MFU 34%.
 #  The GEMM sweeps: as h100x1's plan-gemm.sh states for its own (every layer timed, no line without a `timer`).
 #   ACADEMIC_BENCH_GIT_COMMIT=REV MACHINE_TXT=/tmp/machine.txt \
 #     bash scripts/offline-gpu/start_background.sh notebooks/runs/h200x1/evidence/moe/plan.sh
@@ -26,5 +23,3 @@ for kind in linear output-layer memory; do
   python3 scripts/offline-gpu/gemm_sweep.py $G/$f.jsonl $kind > $G/$f.log 2>&1
   echo "gemm $kind rc=$? wall_s=$((SECONDS - s)) lines=$(wc -l < $G/$f.jsonl)" | tee -a $G/walls.txt
 done
-export BENCH="--model $M/moe-small-olmoe/config.json $run;--model $M/moe-small-qwen2/config.json $run"
-PARTS=bench TIMEOUT_S=600 bash scripts/offline-gpu/job.sh h200x1 h200 1
