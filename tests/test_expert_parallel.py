@@ -13,7 +13,8 @@ from academic_bench.catalog.models.from_config import decoder_spec
 from academic_bench.catalog.published import config_path
 from academic_bench.estimate import BYTES, model_stats
 from academic_bench.predict import expert_parallel as ep
-from academic_bench.predict.decoder_work import predict_decoder, weight_passes_s
+from academic_bench.predict.decoder_work import predict_decoder
+from academic_bench.predict.work_units import weight_passes_s
 from academic_bench.predict.method_costs import collective_s
 
 FSDP = parse_methods("free-lunch+fsdp_full_shard")

@@ -3,7 +3,9 @@
 Each row is one single-node training configuration (GPU type and count, model shape, sequence length, batch,
 method) with the figure its source reports (tokens per second per GPU, tokens per second of all the GPUs
 together, or the time of one optimizer step; tokens per second per GPU over the forward and backward passes
-alone, ``tokens_per_s_per_gpu_fwd_bwd``, where the source timed the optimizer step apart and left it out), the
+alone, ``tokens_per_s_per_gpu_fwd_bwd``, where the source timed the optimizer step apart and left it out; sequences
+or images per second of all the GPUs, ``samples_per_s``, or of sequences of lengths the source does not state,
+``samples_per_s_varying_length``, kept and shown but never predicted), the
 source's address and the line quoted from it that holds the figure. Where the source also states the GPU memory
 the run took (whyNLP/tinyllama's README, its "GPU Memory" column: GiB for its DDP rows, "G" for its DeepSpeed rows,
 read as GiB; the NeMo AutoModel blog's peak memory), ``memory_gib`` holds it and ``quote_memory`` the cell it was
@@ -52,7 +54,9 @@ Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 trai
 autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision, the
 pytorch:19.07 README), and its pytorch:21.11 README's pre-training on 1 and 8 x A100 80GB and SQuAD fine-tuning on 1
 and 8 x A100 80GB and V100 32G (its A100 pre-training rows are figures of sequences of varying length,
-``samples_per_s_varying_length``: shown, not predicted), and
+``samples_per_s_varying_length``: shown, not predicted; that README's V100 32G pre-training rows are left out, read
+through the same loader and so of varying length too, where the 19.07 README's rows of the same GPU are of the full
+length), and
 Lambda's deeplearning-benchmark BERT-large SQuAD fine-tuning in fp16 (RTX 2080 Ti to H100 PCIe, and Lambda's own H100
 80GB SXM5 rows on 1, 2, 4 and 8 GPUs, its folder's sys_pytorch.txt naming 'NVIDIA_H100_80GB_HBM3', each batch from its
 batch-size file; the RTX 6000 Ada on 1, 2, 4 and 8 GPUs and two RTX 4090s under data parallelism, each run's log

@@ -9,6 +9,7 @@ study did not measure would take, from what it did measure, and how far such pre
 | ``offload_phases`` | the phases as evidence for the offloading copies a step carries per micro-step |
 | ``other_methods`` | a measured configuration re-priced to other memory-saving methods |
 | ``decoder_work`` | the step of a decoder outside the catalog from the kinds of work its shape implies |
+| ``work_units`` | the units of work of a decoder's step, per kind of GPU work, counted from its shape |
 | ``work_evidence`` | what the work model reads besides the profiles (GEMM sweep, attention, optima) |
 | ``switch_work``, ``switch_fit`` | what the switches beyond the paper change in the work model's step |
 | ``transfer_validation`` | the transfer model checked against held-out runs; a prediction's source |

@@ -20,9 +20,10 @@ KINDS = ("matmul", "attention", "loss", "memory", "idle", "optimizer")
 # (read 4 + 4, write 4); 16-bit weights' gradients are only added (read 2 + 2, write 2).
 WEIGHT_BYTES = {"float32": (12, 12), "bfloat16": (0, 6), "float16": (0, 6)}
 
+
 @dataclass(frozen=True)
 class Work:
-    """Units of work of one training step on one GPU, per kind (``KINDS``; module docstring)."""
+    """Units of work of one training step on one GPU, per kind (``KINDS``; ``decoder_work``'s module docstring)."""
 
     matmul: float
     attention: float
@@ -33,7 +34,6 @@ class Work:
 
     def get(self, kind: str) -> float:
         return float(getattr(self, kind))
-
 
 
 @lru_cache(maxsize=None)
@@ -56,7 +56,7 @@ def decoder_shape(key: str) -> tuple:
 def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None, offset: float = 0.0) -> Work:
     """The units of work of one GPU's step of ``model`` at ``micro_batch`` x ``gas`` sequences: matrix products
     weighted by ``curve``'s slowness at each product's size (None: FLOPs alone), attention with ``offset`` tokens
-    of per-token work (module docstring)."""
+    of per-token work (``decoder_work``'s module docstring)."""
     from ..catalog.models import get_model
     from ..estimate import moe
 
@@ -100,9 +100,7 @@ def built_in(methods: Methods, built: str = "float32") -> str:
 def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, weights: str = "float32",
                     elsewhere: float = 0.0) -> float:
     """Seconds one GPU's step of ``model`` spends in ``gas`` micro-steps' passes over every weight it holds
-    (module docstring; all but ``elsewhere``, the weights other GPUs hold whole: ``expert_parallel``) built in
-    ``weights``, at ``gpu``'s streaming bandwidth."""
+    (``decoder_work``'s module docstring; all but ``elsewhere``, the weights other GPUs hold whole:
+    ``expert_parallel``) built in ``weights``, at ``gpu``'s streaming bandwidth."""
     every, after_first = WEIGHT_BYTES[weights]
     return (decoder_shape(model)[6] - elsewhere) * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
-
-

@@ -256,7 +256,8 @@ def by_kind(decoder_profiles: pd.DataFrame, keys: dict[str, str], points: pd.Dat
     profile's. ``decoder_profiles`` has ``analysis.profiles``' columns; ``keys`` maps each profile's model to the
     registered decoder key the work model counts; ``weights`` the dtype each profile's model was built in (fp32
     where it names none)."""
-    from .decoder_work import KINDS, PROFILE_KINDS, predict_on_setup
+    from .decoder_work import PROFILE_KINDS, predict_on_setup
+    from .work_units import KINDS
 
     rows = []
     for (setup, config_id, model), g in decoder_profiles.groupby(["setup", "config_id", "model"]):

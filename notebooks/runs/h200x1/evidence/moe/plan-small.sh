@@ -11,3 +11,4 @@ H=notebooks/runs/h200x1/evidence/moe
 run="--tokens 3e11 --seq-len 2048 --precision bf16 --validate 3 --methods free-lunch --out $H/results.jsonl"
 export BENCH="--model $M/moe-small-olmoe/config.json $run;--model $M/moe-small-qwen2/config.json $run"
 PARTS=bench TIMEOUT_S=600 bash scripts/offline-gpu/job.sh h200x1 h200 1
+cp $MACHINE_TXT $H/machine-small.txt
