@@ -145,8 +145,9 @@ COLUMNS = ("gpu", "n_gpus", "model", "shape", "params", "seq_len", "micro_batch"
            "memory_gib", "quote_memory", "family")
 # A point's model family: ``decoder`` (GPT-style, predicted from its own shape by the work model), or one the study
 # predicts from a catalog model of the family: ``encoder`` (BERT/RoBERTa, ``predict.published_family.FAMILY_MODEL``),
-# ``vit``, ``convnext`` (``predict.published_vision.SAME_ARCHITECTURE``); ``ssm``: a model built of state-space layers (Mamba, Mamba-2 and their hybrids), kept with
-# the reason the study does not predict it (``predict.published_family.STATE_SPACE_WHY``).
+# ``vit``, ``convnext`` (``predict.published_vision.SAME_ARCHITECTURE``); ``ssm``: a model built of state-space
+# layers (Mamba, Mamba-2 and their hybrids), kept with the reason the study does not predict it
+# (``predict.published_family.STATE_SPACE_WHY``).
 FAMILIES = ("decoder", "encoder", "vit", "convnext", "ssm")
 # The Hugging Face config of each model's shape (data/published_configs/). llm-foundry's MPT is written as a GPT-2
 # of the same widths, depth, MLP (4 x d_model, not gated), vocabulary and tied head: transformers builds MPT only

@@ -47,10 +47,10 @@ STATE_SPACE_WHY = ("not predictable: a state-space hybrid (Mamba-2 layers beside
                    "layers); the study predicts a decoder from its config.json by the work of its attention and MLP, "
                    "which counts no state-space scan, and its one state-space model, mamba-2.8b, is a Mamba-1 stack "
                    "without attention or experts")
-LENGTH_VARIES_WHY = ("not predictable: its sequences are padded only to the longest of their batch (and at 512 tokens "
-                     "batched by length), so the length of a counted sequence is not stated, where the study charges "
-                     "each sequence the full length (data/published_throughput.csv: figure "
-                     "samples_per_s_varying_length, its notes)")
+LENGTH_VARIES_WHY = ("not predictable: its sequences are padded only to the longest of their batch, so the length of a "
+                     "counted sequence is not stated, where the study charges each sequence the full length "
+                     "(data/published_throughput.csv: figure samples_per_s_varying_length; its notes say how its "
+                     "source batched them)")
 TARGET_MEDIAN = (0.90, 1.10)
 TARGET_WORST = (0.75, 1.33)
 MIN_POINTS = 3
@@ -157,7 +157,8 @@ MISS_REASONS: dict[tuple[str, str], MissReason] = {
         "'fake_balanced_gate: true', whose FakeBalancedGate (components/moe/layers.py) routes token t to experts "
         "'torch.arange(x.size(0) * a_exp, device=x.device).view(-1, a_exp) % available_experts', eight consecutive "
         "experts, which lie on one GPU, since each GPU holds a run of consecutive experts (layers.py: "
-        "'experts_start_idx = ep_rank * n_local_experts'): each token's all-to-all reaches at most one other GPU, where the prediction charges the GPUs uniformly routed experts would reach "
+        "'experts_start_idx = ep_rank * n_local_experts'): each token's all-to-all reaches at most one other GPU, "
+        "where the prediction charges the GPUs uniformly routed experts would reach "
         "(predict/expert_parallel.py), a charge repeated in the recompute. Which of the two makes the gap is not "
         "measured."),
 }
