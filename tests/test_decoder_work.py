@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from academic_bench.predict import decoder_work as dw
-from academic_bench.predict.work_units import decoder_shape
+from academic_bench.predict.work_units import counted_shape
 from academic_bench.predict import transfer
 from academic_bench.predict import transfer_validation as tv, work_validation as wv
 from academic_bench.analysis.profiles import PROFILE_COLUMNS
@@ -100,7 +100,7 @@ def test_each_micro_step_passes_over_every_weight_at_the_swept_bandwidth(tmp_pat
     from academic_bench.predict.work_evidence import Evidence
 
     key = _decoder(tmp_path, "d")
-    params = decoder_shape(key)[6]
+    params = counted_shape(key).params
     sheet = get_gpu("h100-80gb").memory_bandwidth_gbps * 1e9
     assert dw.weight_passes_s(key, 8, "h100-80gb") == pytest.approx(params * (8 * 12 + 7 * 12) / sheet)
     assert dw.weight_passes_s(key, 8, "h100-80gb", weights="bfloat16") == pytest.approx(params * 7 * 6 / sheet)

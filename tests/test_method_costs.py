@@ -11,7 +11,7 @@ import pytest
 
 from academic_bench.predict import decoder_work as dw
 from academic_bench.predict import method_costs as mc
-from academic_bench.predict.work_units import decoder_shape
+from academic_bench.predict.work_units import counted_shape
 from academic_bench.cli import main
 from academic_bench.catalog.hardware import get_gpu
 from academic_bench.catalog.methods import FREE_LUNCH, exclusion_reason, parse_methods, search_space
@@ -78,7 +78,7 @@ def test_several_gpus_over_pcie_cost_each_gpu_its_all_reduce(tmp_path):
     one, _ = _tokens_per_gpu(key, "rtx3090", 1, "free-lunch+ckpt")
     eight, _ = _tokens_per_gpu(key, "rtx3090", 8, "free-lunch+ckpt")
     assert eight < 0.97 * one
-    params, ddp = decoder_shape(key)[6], parse_methods("free-lunch+ckpt")
+    params, ddp = counted_shape(key).params, parse_methods("free-lunch+ckpt")
     assert mc.collective_s(ddp, 8, get_gpu("rtx3090"), params, 2, 1) > \
         5 * mc.collective_s(ddp, 8, get_gpu("h100-80gb"), params, 2, 1) > 0
 
@@ -89,7 +89,7 @@ def test_offloading_charges_its_host_copies_and_the_host_optimizer(tmp_path):
     points = dw.calibration_points(_profiles())
     p = dw.predict_decoder(key, "h100-80gb", 2, points, m, host_rates=RATES)
     base = dw.predict_decoder(key, "h100-80gb", 2, points, parse_methods("free-lunch+zero2"), host_rates=RATES)
-    params = decoder_shape(key)[6]
+    params = counted_shape(key).params
     host = mc.host_optimizer_s(m, 2, params, RATES) + mc.host_copy_s(m, 2, get_gpu("h100-80gb"), params, 2, p.gas)
     assert p.micro_batch == base.micro_batch and p.step_time_s >= base.step_time_s + 0.99 * host - \
         dw.predict_on_setup(key, "h100x1", dw.calibration_points(_profiles()), p.micro_batch, p.gas).seconds[

@@ -66,7 +66,7 @@ from ..catalog.methods import FREE_LUNCH, Methods
 from .transfer import DEFAULT_SPLIT, MFU_CAP, Prediction, Source, min_step_s, predict
 from .switch_work import block_share, why_not_charged, with_switches
 from .work_evidence import PLAIN, Evidence
-from .work_units import KINDS, built_in, decoder_shape, weight_passes_s, work
+from .work_units import KINDS, built_in, counted_shape, weight_passes_s, work
 from ..catalog.units import days_for
 
 # Profile kinds (``measure.profile``) summed into each kind of work above; idle is the step's wall minus busy time.
@@ -108,7 +108,7 @@ def not_modelled(model: str) -> str | None:
         return f"it trains in {spec.recipe.precision}; the profiles are {CALIBRATION_PRECISION} kernels"
     if spec.transformer_shape is None:
         return "it is not a transformer decoder"
-    if decoder_shape(model)[8] > 1 and spec.moe is None:
+    if counted_shape(model).experts > 1 and spec.moe is None:
         return "it is a mixture of experts whose experts the study cannot count per token"
     return None
 
@@ -157,7 +157,8 @@ def rates_at(points: pd.DataFrame, hidden: int) -> dict[str, float]:
     kind), interpolated in the logarithm of their hidden sizes and held at the smallest's and the largest's beyond
     them. Nothing is fitted: a decoder as wide as a profiled one gets that one's rates."""
     per_model = points.groupby("model")[list(KINDS)].median()
-    per_model = per_model.assign(width=[math.log(decoder_shape(m)[3]) for m in per_model.index]).sort_values("width")
+    widths = [math.log(counted_shape(m).hidden) for m in per_model.index]
+    per_model = per_model.assign(width=widths).sort_values("width")
     x = math.log(hidden)
     return {k: float(np.interp(x, *per_model[["width", k]].dropna().to_numpy().T)) for k in KINDS}
 
@@ -181,7 +182,7 @@ def predict_on_setup(model: str, setup: str, points: pd.DataFrame, micro_batch: 
     gpu = str(mine["gpu"].iloc[0])
     w = work(model, micro_batch, gas, evidence.curve_for(gpu), evidence.attention_offset)
     passes = weight_passes_s(model, gas, gpu, evidence, weights, elsewhere)
-    rates = rates_at(mine, decoder_shape(model)[3])
+    rates = rates_at(mine, counted_shape(model).hidden)
     seconds = {k: rates[k] * w.get(k) for k in KINDS}
     seconds["memory"] += passes
     low = passes + sum(float(mine[k].min()) * w.get(k) for k in KINDS)

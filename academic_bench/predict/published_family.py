@@ -217,6 +217,13 @@ def source_row(model: str, gpu: str, root: str | None = None) -> pd.Series | Non
                               abs(get_gpu(r["gpu"]).memory_gb - target.memory_gb), str(r["setup"])))
 
 
+def published_unit(family: str) -> str:
+    """The unit of a published point's ``published`` figure, per GPU (``predict_family_point``; a decoder's and a
+    state-space model's, ``answer.published_check.predict_point``): tokens, an encoder's sequences, a vision model's
+    images, per second."""
+    return {"encoder": "sequences/s", "vit": "images/s", "convnext": "images/s"}.get(family, "tokens/s")
+
+
 def predict_family_point(row: pd.Series, out: dict, root: str | os.PathLike | None = None,
                          vision_profiles: pd.DataFrame | None = None) -> dict:
     """A published point of a family other than the decoders beside the study's prediction (``out``: the

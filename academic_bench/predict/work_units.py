@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..catalog.methods import Methods
 from ..catalog.models.from_config import is_unaligned
@@ -36,12 +37,25 @@ class Work:
         return float(getattr(self, kind))
 
 
+class CountedShape(NamedTuple):
+    """What the units of work of a decoder are counted from (``counted_shape``)."""
+
+    matrices: int  # elements of the weight matrices outside the embedding tables (a tied head counted once more)
+    layers: int
+    attention: int  # attention width
+    hidden: int
+    mlp: int  # MLP width: four times the hidden size where the config states none
+    vocab: int
+    params: int
+    seq: int
+    experts: int  # 0 where it is no mixture of experts
+    sizes: tuple  # each weight matrix's size, counted as ``matrices`` counts them
+
+
 @lru_cache(maxsize=None)
-def decoder_shape(key: str) -> tuple:
-    """(weight matrices, layers, attention width, hidden, MLP width, vocabulary, parameters, sequence, experts,
-    each weight matrix's size) of a decoder (``estimate.model_stats``: kept for the catalog, else a meta build;
-    experts: 0 where it is no mixture of experts; the sizes count a tied head once more, as ``weight matrices``
-    does). The MLP width is four times the hidden size where the config states none."""
+def counted_shape(key: str) -> CountedShape:
+    """The shape of a decoder that its work is counted from (``estimate.model_stats``: kept for the catalog, else a
+    meta build)."""
     from ..estimate import model_stats
     from ..catalog.models import get_model
 
@@ -49,8 +63,8 @@ def decoder_shape(key: str) -> tuple:
     layers, hidden = spec.transformer_shape(False)
     st = model_stats(key)
     r = spec.recipe
-    return (st.matrix_params, layers, st.attention_width, hidden, st.mlp_width or 4 * hidden, r.vocab_size,
-            st.params, r.seq_len, st.experts, tuple(st.matrix_sizes))
+    return CountedShape(st.matrix_params, layers, st.attention_width, hidden, st.mlp_width or 4 * hidden,
+                        r.vocab_size, st.params, r.seq_len, st.experts, tuple(st.matrix_sizes))
 
 
 def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None, offset: float = 0.0) -> Work:
@@ -60,7 +74,7 @@ def work(model: str, micro_batch: int, gas: int, curve: GemmCurve | None = None,
     from ..catalog.models import get_model
     from ..estimate import moe
 
-    matrices, layers, attention, hidden, width, vocab, params, seq, _, sizes = decoder_shape(model)
+    matrices, layers, attention, hidden, width, vocab, params, seq, _, sizes = counted_shape(model)
     spec = get_model(model)
     tokens = micro_batch * gas * seq
     # Each matrix with the share of the tokens it multiplies: 1, or top-k / experts for a routed expert's
@@ -103,4 +117,5 @@ def weight_passes_s(model: str, gas: int, gpu: str, evidence: Evidence = PLAIN, 
     (``decoder_work``'s module docstring; all but ``elsewhere``, the weights other GPUs hold whole:
     ``expert_parallel``) built in ``weights``, at ``gpu``'s streaming bandwidth."""
     every, after_first = WEIGHT_BYTES[weights]
-    return (decoder_shape(model)[6] - elsewhere) * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
+    held = counted_shape(model).params - elsewhere
+    return held * (gas * every + (gas - 1) * after_first) / evidence.bandwidth_for(gpu)
