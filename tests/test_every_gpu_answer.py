@@ -92,12 +92,24 @@ def test_cost_and_export_refuse_as_estimate_does(command, capsys):
 
 def test_the_smallest_setup_named_where_nothing_fits_does_fit():
     """Where nothing fits, the answer names the smallest setup that would; the memory model fits it."""
-    import re
-
     from academic_bench.answer.compute import smallest_fitting
 
-    said = smallest_fitting("pythia-6.9b", "l4", 1)
-    n, gpu, methods = re.search(r"the smallest that would: (\d+) x (\S+) \(([^)]+)\)", said).groups()
-    assert int(n) > 1
-    assert max_micro_batch(Config("pythia-6.9b", gpu, int(n), methods=parse_methods(methods)),
-                           get_gpu(gpu).memory_gb) is not None
+    fits = smallest_fitting("pythia-6.9b", "l4", 1)
+    assert fits.n_gpus > 1 and fits.gpu is not None
+    assert max_micro_batch(Config("pythia-6.9b", fits.gpu, fits.n_gpus, methods=parse_methods(fits.methods)),
+                           get_gpu(fits.gpu).memory_gb) is not None
+    assert f"the smallest that would: {fits.n_gpus} x {fits.gpu} ({fits.methods})" in fits.words()
+
+
+def test_a_refusal_keeps_the_setup_that_would_fit_through_json():
+    """A page or a script reads the smallest fitting setup of a refused answer as data, also from answers.json."""
+    import json
+
+    from academic_bench.answer.types import Answer, Fitting
+
+    fits = Fitting("l4", 1, 2, "l4", "free-lunch+zero3", same_gpu=True)
+    a = Answer(model="pythia-6.9b", gpu="l4", n_gpus=1, kind="none", days=None, days_low=None, days_high=None,
+               mfu=None, settings=None, rests_on=fits.words(), fits_from=fits)
+    back = Answer.from_dict(json.loads(json.dumps(a.to_dict())))
+    assert back == a and back.fits_from.methods == "free-lunch+zero3"
+    assert "nothing fits 1 x l4 by the memory model; the smallest that would: 2 x l4" in fits.words()

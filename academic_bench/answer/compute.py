@@ -19,7 +19,7 @@ from ..catalog.hardware import get_gpu
 from ..catalog.methods import Methods, methods_spec, validation_class
 from ..predict.ranges import observed_errors, stated_range
 from ..predict.transfer import Prediction, methods_of_row
-from .types import Answer, Settings
+from .types import Answer, Fitting, Settings
 
 GPU_COUNTS = (1, 2, 4, 8)  # the machines the paper priced (Appendix H), as cost.GPU_COUNTS
 
@@ -187,15 +187,17 @@ def replication_answer(model: str, gpu: str, n_gpus: int, root: str | None = Non
         return Answer(kind="paper", days=paper_days, days_low=None, days_high=None, mfu=paper_mfu, settings=None,
                       rests_on="the paper's Table 1 (its timings did not synchronise with the GPU: likely too few "
                                "days)", **costs(gpu, n_gpus, paper_days), **base)
+    fits = None
     if paper_mfu is not None:
         why = (f"the paper's cell implies MFU {paper_mfu:.0%}, above {MFU_IMPLAUSIBLE:.0%}: not an answer; nothing "
                "measured or predicted")
     elif p is not None:
-        why = f"{p.basis}; {smallest_fitting(model, gpu, n_gpus)}"
+        fits = smallest_fitting(model, gpu, n_gpus)
+        why = f"{p.basis}; {fits.words()}"
     else:
         why = "nothing measured for this model, no prediction, and no cell in the paper's Table 1"
     return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None, rests_on=why,
-                  **base)
+                  fits_from=fits, **base)
 
 
 def weighed_prediction(model: str, gpu: str, n_gpus: int, root: str | None = None) -> Prediction | None:
@@ -261,7 +263,7 @@ def _step_spreads(root: str | None):
     return step_spreads(root)
 
 
-def smallest_fitting(model: str, gpu: str, n_gpus: int) -> str:
+def smallest_fitting(model: str, gpu: str, n_gpus: int) -> Fitting:
     """Where nothing fits ``n_gpus`` x ``gpu``: the smallest setup that would by the memory model, with any of the
     paper's memory-saving combinations (more of the same GPU first, up to ``GPU_COUNTS``' largest, then the
     catalog GPU of the least memory that fits at that count)."""
@@ -282,16 +284,15 @@ def smallest_fitting(model: str, gpu: str, n_gpus: int) -> str:
     for n in (c for c in GPU_COUNTS if c > n_gpus):
         m = fitting(target, n)
         if m:
-            return f"nothing fits {n_gpus} x {gpu} by the memory model; the smallest that would: {n} x {gpu} ({m})"
+            return Fitting(gpu, n_gpus, n, gpu, m, same_gpu=True)
     precision = get_model(model).recipe.precision
     n = max(GPU_COUNTS[-1], n_gpus)
     for g in sorted(every_gpu().values(), key=lambda g: (g.memory_gb, g.key)):
         if g.memory_gb > target.memory_gb and not hardware_reason(free_lunch_for(g), g, precision):
             m = fitting(g, n)
             if m:
-                return (f"nothing fits {gpu} up to {n} GPUs by the memory model; the smallest that would: "
-                        f"{n} x {g.key} ({m})")
-    return f"nothing fits by the memory model on up to {n} of any catalog GPU"
+                return Fitting(gpu, n_gpus, n, g.key, m)
+    return Fitting(gpu, n_gpus, n)
 
 
 def compute_grid(models: Iterable[str] | None = None, gpus: Iterable[str] | None = None,

@@ -20,7 +20,7 @@ from ..catalog.hardware import get_gpu
 from ..catalog.methods import FREE_LUNCH, Methods, parse_methods, validation_class
 from .compute import costs, settings_of, smallest_fitting
 from ..predict.ranges import stated_range
-from .types import Answer
+from .types import Answer, Fitting
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
             # the fastest memory-saving combination the work model predicts is the answer's settings.
             p, methods = _fastest_fitting(key, gpu, n_gpus, points, methods, host_rates, evidence)
             if p is None:  # the dense decoders' MFU by size says nothing of a mixture that cannot run here
-                return _none(f"no setting of the paper fits the GPUs and, offloading, the host: "
-                             f"{smallest_fitting(key, gpu, n_gpus)}", base)
+                fits = smallest_fitting(key, gpu, n_gpus)
+                return _none(f"no setting of the paper fits the GPUs and, offloading, the host: {fits.words()}",
+                             base, fits)
         if p is not None and p.days is not None:
             profiled = str(points.loc[points["setup"] == p.source_setup, "gpu"].iloc[0])
             rng = stated_range(observed(root), "work model", validation_class(methods, n_gpus), methods.offload,
@@ -179,9 +180,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
                  f"{n_gpus} x {gpu}", base)
 
 
-def _none(why: str, base: dict) -> Answer:
+def _none(why: str, base: dict, fits: Fitting | None = None) -> Answer:
     return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None, rests_on=why,
-                  **base)
+                  fits_from=fits, **base)
 
 
 def _fastest_fitting(key: str, gpu: str, n_gpus: int, points, base: Methods, host_rates, evidence):

@@ -88,6 +88,30 @@ class BeyondPaper:
 
 
 @dataclass(frozen=True)
+class Fitting:
+    """Where nothing fits ``asked_n`` x ``asked_gpu``: the smallest setup the memory model fits, ``n_gpus`` x
+    ``gpu`` with ``methods`` (``--methods`` text), found among more of the same GPU first (``same_gpu``), then
+    the other catalog GPUs at ``n_gpus`` (the largest count priced); ``gpu`` None where nothing fits that many
+    of any catalog GPU."""
+
+    asked_gpu: str
+    asked_n: int
+    n_gpus: int
+    gpu: str | None = None
+    methods: str | None = None
+    same_gpu: bool = False
+
+    def words(self) -> str:
+        """The refusal as the command line prints it, naming GPUs by the keys ``--gpu`` takes."""
+        if self.gpu is None:
+            return f"nothing fits by the memory model on up to {self.n_gpus} of any catalog GPU"
+        asked = (f"{self.asked_n} x {self.asked_gpu}" if self.same_gpu
+                 else f"{self.asked_gpu} up to {self.n_gpus} GPUs")
+        return (f"nothing fits {asked} by the memory model; the smallest that would: {self.n_gpus} x {self.gpu} "
+                f"({self.methods})")
+
+
+@dataclass(frozen=True)
 class Answer:
     model: str
     gpu: str
@@ -117,6 +141,7 @@ class Answer:
     purchase_usd: float | None = None
     extra: dict = field(default_factory=dict)  # decoders from a config.json: architecture facts, tokens
     beyond_paper: BeyondPaper | None = None  # beside the answer, flagged: what the switches beyond the paper buy
+    fits_from: Fitting | None = None  # no answer because nothing fits: the smallest setup that would
 
     def __post_init__(self) -> None:
         # One representation for a missing number (None, never NaN) and plain Python numbers (never numpy's), so
@@ -151,6 +176,8 @@ class Answer:
         d["rows"] = tuple(d.get("rows") or ())
         b = d.get("beyond_paper")
         d["beyond_paper"] = BeyondPaper.from_dict(b) if b else None
+        f = d.get("fits_from")
+        d["fits_from"] = Fitting(**f) if f else None
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
