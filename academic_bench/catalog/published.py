@@ -51,8 +51,12 @@ Moonlight-16B-A3B and Qwen3-30B-A3B on 8 GPUs of a kind they do not name, with p
 sequences) and OLMo-core's throughput table (dense models only); no revision of NeMo AutoModel's summary holds another
 mixture on 8 GPUs or fewer.
 Beyond the decoders (``family``, figure ``samples_per_s``): timm's RTX 3090 training benchmark (ViT and ConvNeXt, fp16
-autocast), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision, the
-pytorch:19.07 README), and its pytorch:21.11 README's pre-training on 1 and 8 x A100 80GB and SQuAD fine-tuning on 1
+autocast: the study's ViT-L/16 and ConvNeXt-XL under PyTorch 1.10, 1.11 and 1.12 and DeiT III-L under 1.12, each in
+NCHW and NHWC layouts, and ViT-B/16, ConvNeXt-L and ConvNeXt-B of its PyTorch 1.12 NCHW file, kept unpredicted;
+left out: those three in its other files, the first PyTorch 1.10 files' figures, which a rerun of the same files
+replaced, and deit3_large_patch16_224_in21ft1k, the network of deit3_large_patch16_224 with other weights, timed in
+the same files), NVIDIA DeepLearningExamples' BERT-large pre-training tables on V100 16G and 32G (mixed precision,
+the pytorch:19.07 README), and its pytorch:21.11 README's pre-training on 1 and 8 x A100 80GB and SQuAD fine-tuning on 1
 and 8 x A100 80GB and V100 32G (its A100 pre-training rows are figures of sequences of varying length,
 ``samples_per_s_varying_length``: shown, not predicted; that README's V100 32G pre-training rows are left out, read
 through the same loader and so of varying length too, where the 19.07 README's rows of the same GPU are of the full

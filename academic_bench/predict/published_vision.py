@@ -29,7 +29,7 @@ VISION_PROFILES = "evidence/vision16/profiles.jsonl"  # and their kernel profile
 # second stand for the published model's. DeiT III adds per-channel scales (layer scale), no matrix product.
 SAME_ARCHITECTURE = {"vit_large_patch16_224": "vit-large", "deit3_large_patch16_224": "vit-large",
                      "convnext_xlarge_in22ft1k": "convnext-xlarge"}
-# The study's methods nearest the published runs, in order: timm's benchmark at PyTorch 1.12 ran eagerly (no
+# The study's methods nearest the published runs, in order: timm's benchmark at PyTorch 1.10 to 1.12 ran eagerly (no
 # torch.compile before PyTorch 2.0, timm's attention then its own matrix products), which is naive's eager step;
 # free-lunch's compiled step where no naive row was measured.
 METHODS = ("naive", "free-lunch")
