@@ -240,3 +240,20 @@ def test_a_16_bit_row_s_own_profile_splits_its_step_and_the_point_says_which_spl
     assert SPLIT_WORDS["configuration"] in after["by"], after
     # a memory-bound share carries by the bandwidth ratio, larger than the matrix products' rate ratio
     assert after["predicted"] > before["predicted"]
+
+
+def test_the_kernels_below_the_tensor_rate_are_found_in_the_carried_rows_profiles():
+    """The book explains the vision medians by the unaligned and depthwise kernels of the H100 profiles the timm
+    points are carried from: both models are read, their seconds are part of the matrix-product time, and the
+    products' ratio they are carried by is the largest of the three."""
+    import re
+
+    from academic_bench.predict.published_vision import LOW_RATE, low_rate_kernels
+
+    low = low_rate_kernels("rtx3090").set_index("model")
+    assert set(low.index) == {"vit-large", "convnext-xlarge"}
+    assert ((low["low_rate_s"] > 0) & (low["low_rate_s"] < low["flop_s"])).all()
+    assert (low["flop_ratio"] > low[["cuda_ratio", "memory_ratio"]].max(axis=1)).all()
+    assert re.search(LOW_RATE, "cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_tn_align1")
+    assert re.search(LOW_RATE, "dgrad2d_c1_k1_nhwc_specialized")
+    assert not re.search(LOW_RATE, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")

@@ -193,3 +193,46 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
             "by": (f"transfer model from {src['setup']} ({src['model']}, {src['methods_label']}: its {precision} "
                    f"row {src['config_id']}, its step split by {SPLIT_WORDS[source.split_basis]}{rates})"),
             "source_gpu": str(src["gpu"]), "predicted_mfu": p.mfu, "published_mfu": p.mfu * published / predicted}
+
+
+# Kernels that do a step's matrix products or convolutions below the tensor-core rate: cuDNN's depthwise kernels
+# (a channel multiplier of one, "c1_k1") run on CUDA cores, and CUTLASS's "align1" products load one element at a
+# time (eager attention over 197 tokens, no multiple of 8). The transfer model carries them, with every kernel of
+# their kind, by the ratio of the GPUs' tensor-core matrix-product rates.
+LOW_RATE = r"align1|_c1_k1"
+
+
+def low_rate_kernels(gpu: str = "rtx3090", root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """For each vision model whose published points on ``gpu`` are predicted: the profile of the 16-bit row that
+    carries them (``sixteen_bit_source``); its seconds per profiled step (of ``images``) in the kinds the transfer
+    model carries by the matrix-product rate (``kernels.FLOP_KINDS``); those of its top kernels that match
+    ``LOW_RATE``, and their share; and the ratios by which a part is carried to ``gpu`` (``gpu_ratios.part_ratios``:
+    ``flop_ratio`` the one they are carried by, ``cuda_ratio`` the CUDA cores' fp32 peaks, ``memory_ratio`` the
+    memory-bound kernels'). It explains a miss; nothing predicts from it."""
+    import re
+
+    from ..analysis import latest_profiles, runs_root
+    from ..catalog.kernels import FLOP_KINDS
+    from ..results import read_lines
+    from .gpu_ratios import part_ratios
+
+    own = latest_profiles([p for path in sorted(runs_root(root).glob(f"*/{VISION_PROFILES}"))
+                           for _, p in read_lines(path)])
+    by_id = {str(p["config_id"]): p for p in own}
+    rows = []
+    for model in dict.fromkeys(SAME_ARCHITECTURE.values()):
+        src = sixteen_bit_source(model, gpu, root)
+        profile = None if isinstance(src, str) else by_id.get(str(src["config_id"]))
+        if profile is None:
+            continue
+        flop_s = sum(k["seconds"] for k in profile["kinds"] if k["kind"] in FLOP_KINDS)
+        low_s = sum(t["seconds"] for t in profile["top"]
+                    if t["kind"] in FLOP_KINDS and re.search(LOW_RATE, t["name"]))
+        precision = get_model(str(src["model"])).recipe.precision
+        ratios, _ = part_ratios(get_gpu(str(src["gpu"])), get_gpu(gpu), precision, False,
+                                None if root is None else str(root))
+        rows.append({"model": model, "config_id": str(src["config_id"]), "source_gpu": str(src["gpu"]),
+                     "images": int(profile["micro_batch"]) * int(profile["gas"]),
+                     "flop_s": flop_s, "low_rate_s": low_s, "share": low_s / flop_s if flop_s else 0.0,
+                     "flop_ratio": ratios["flop"], "cuda_ratio": ratios["scan"], "memory_ratio": ratios["memory"]})
+    return pd.DataFrame(rows)
