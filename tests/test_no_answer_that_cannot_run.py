@@ -107,10 +107,22 @@ def test_settings_that_do_not_fit_name_what_would(tmp_path):
     from academic_bench.catalog.models.from_config import decoder_spec
 
     key = decoder_spec(_config(tmp_path, "llama-3.1-8b", LLAMA_31_8B), seq_len=8192, tokens=1e12).spec.key
-    why = fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero1+offload"))
-    assert why and "do not fit by the memory model" in why and "GiB usable" in why
-    assert "predicted to fit instead: --methods" in why
+    why, fits = fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero1+offload"))
+    assert "do not fit by the memory model" in why and "GiB usable" in why
+    assert "predicted to fit instead: --methods" in why and fits is None
     assert fit_problem(key, "h100-80gb", 8, parse_methods("free-lunch+zero3")) is None
+
+
+def test_settings_that_fit_no_combination_keep_the_smallest_setup_that_would(tmp_path):
+    """Where no memory-saving combination fits the GPUs, the refusal names the smallest setup that would, in its
+    words and as data (``fits_from``), as a catalog model's refusal does."""
+    from academic_bench.answer.decoder import fit_problem
+    from academic_bench.catalog.methods import parse_methods
+    from academic_bench.catalog.models.from_config import decoder_spec
+
+    key = decoder_spec(_config(tmp_path, "llama-3.1-8b", LLAMA_31_8B), seq_len=8192, tokens=1e12).spec.key
+    why, fits = fit_problem(key, "t4", 1, parse_methods("free-lunch"))
+    assert fits is not None and fits.n_gpus > 1 and fits.words() in why
 
 
 def test_torch_dtype_is_storage_the_rule_trains_in_bf16_and_says_so(tmp_path, capsys):

@@ -254,6 +254,11 @@ def test_the_kernels_below_the_tensor_rate_are_found_in_the_carried_rows_profile
     assert set(low.index) == {"vit-large", "convnext-xlarge"}
     assert ((low["low_rate_s"] > 0) & (low["low_rate_s"] < low["flop_s"])).all()
     assert (low["flop_ratio"] > low[["cuda_ratio", "memory_ratio"]].max(axis=1)).all()
+    # the book names one GPU they are carried from and one step size for both
+    assert low["source_gpu"].nunique() == 1 and low["images"].nunique() == 1
     assert re.search(LOW_RATE, "cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_tn_align1")
     assert re.search(LOW_RATE, "dgrad2d_c1_k1_nhwc_specialized")
     assert not re.search(LOW_RATE, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
+    # aligned operands run at the tensor-core rate: ViT's patch embedding, and no "align1" prefix of "align16"
+    assert not re.search(LOW_RATE, "cutlass_tensorop_bf16_s16816fprop_optimized_bf16_128x128_32x5_nhwc_align8")
+    assert not re.search(LOW_RATE, "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align16")

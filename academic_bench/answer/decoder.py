@@ -81,9 +81,10 @@ def _beyond_evidence(params: float, seq_len: int, root: str | os.PathLike | None
     return None
 
 
-def fit_problem(key: str, gpu: str, n_gpus: int, methods: Methods) -> str | None:
+def fit_problem(key: str, gpu: str, n_gpus: int, methods: Methods) -> tuple[str, Fitting | None] | None:
     """Why ``methods`` cannot train the decoder on ``n_gpus`` x ``gpu`` by the memory model (no micro-batch fits),
-    naming what would fit instead, or None."""
+    naming what would fit instead, and where no combination fits there, the smallest setup that would
+    (``compute.smallest_fitting``, kept as the refusal's ``fits_from``); or None."""
     from ..catalog.config import Config
     from ..catalog.methods import methods_spec, search_space
     from ..estimate import GIB, max_micro_batch, predict_memory, usable_bytes
@@ -96,10 +97,11 @@ def fit_problem(key: str, gpu: str, n_gpus: int, methods: Methods) -> str | None
     base = replace(methods, checkpointing=False, sharding="none", offload=False)
     fits = [methods_spec(m) for m in search_space(n_gpus, base)[0]
             if max_micro_batch(replace(config, methods=m), memory) is not None]
+    smallest = None if fits else smallest_fitting(key, gpu, n_gpus)
     instead = (f"predicted to fit instead: --methods {', '.join(fits[:4])}" + (" and more" if len(fits) > 4 else "")
-               if fits else f"nothing fits {n_gpus} x {gpu}; try more GPUs or a larger GPU")
+               if fits else smallest.words())
     return (f"its settings ({methods_spec(methods)}) do not fit by the memory model: {need:.1f} of "
-            f"{usable_bytes(memory) / GIB:.1f} GiB usable at micro-batch 1; {instead}")
+            f"{usable_bytes(memory) / GIB:.1f} GiB usable at micro-batch 1; {instead}", smallest)
 
 
 def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | None = None,
@@ -168,7 +170,7 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         unfit = fit_problem(key, gpu, n_gpus, m)  # settings that cannot run are no answer
         if unfit:
             return _none(f"the work model does not apply ({why_not_work}); the settings of {nearest.model}'s answer "
-                         f"on this setup: {unfit}", base)
+                         f"on this setup: {unfit[0]}", base, unfit[1])
         rng = stated_range(observed(root), "catalog decoders by size", validation_class(m, n_gpus), m.offload, True)
         low, high, words = rng.bounds(days, bound / s.high, bound / s.low, s.mfu)
         return Answer(kind="predicted", days=days, days_low=low, days_high=high, mfu=s.mfu, settings=settings,

@@ -26,7 +26,7 @@ from ..catalog.methods import FREE_LUNCH, Methods, methods_spec
 from .compute import costs, settings_of
 from .decoder import fit_problem
 from ..predict.published_family import FAMILY_MODEL, carried_encoder
-from .types import Answer
+from .types import Answer, Fitting
 
 BY = "RoBERTa-large by model FLOPs"
 # Precisions whose tensor-core peak is RoBERTa-large's fp16 recipe's on every GPU that has them.
@@ -114,7 +114,7 @@ def encoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         return _none(beyond, base)
     unfit = fit_problem(key, gpu, n_gpus, methods)
     if unfit:
-        return _none(unfit, base)
+        return _none(unfit[0], base, unfit[1])
     mbs = max_micro_batch(Config(key, gpu, n_gpus, methods=methods), get_gpu(gpu).memory_gb)
     carried = carried_encoder(gpu, n_gpus, flops_per_sample(spec), where, micro_batch=mbs)  # at its own micro-batch
     if isinstance(carried, str):
@@ -141,6 +141,6 @@ def encoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
                   **costs(gpu, n_gpus, days), **base)
 
 
-def _none(why: str, base: dict) -> Answer:
+def _none(why: str, base: dict, fits: Fitting | None = None) -> Answer:
     return Answer(kind="none", days=None, days_low=None, days_high=None, mfu=None, settings=None, rests_on=why,
-                  **base)
+                  fits_from=fits, **base)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..catalog.hardware import get_gpu
 from ..catalog.models import SIXTEEN_BIT, at_precision, get_model
+from .work_validation import UNALIGNED_KERNEL
 
 VISION_RESULTS = "evidence/vision16/results.jsonl"  # the 16-bit rows of the vision models, per setup
 VISION_PROFILES = "evidence/vision16/profiles.jsonl"  # and their kernel profiles
@@ -196,19 +197,20 @@ def vision_point(row: pd.Series, published: float, root: str | os.PathLike | Non
 
 
 # Kernels that do a step's matrix products or convolutions below the tensor-core rate: cuDNN's depthwise kernels
-# (a channel multiplier of one, "c1_k1") run on CUDA cores, and CUTLASS's "align1" products load one element at a
-# time (eager attention over 197 tokens, no multiple of 8). The transfer model carries them, with every kernel of
-# their kind, by the ratio of the GPUs' tensor-core matrix-product rates.
-LOW_RATE = r"align1|_c1_k1"
+# (a channel multiplier of one, "c1_k1") run on CUDA cores, and the unaligned products (``UNALIGNED_KERNEL``: eager
+# attention over 197 tokens, no multiple of 8, picks "align1") load fewer elements at a time. The transfer model
+# carries them, with every kernel of their kind, by the ratio of the GPUs' tensor-core matrix-product rates.
+LOW_RATE = UNALIGNED_KERNEL.pattern + r"|_c1_k1"
 
 
 def low_rate_kernels(gpu: str = "rtx3090", root: str | os.PathLike | None = None) -> pd.DataFrame:
     """For each vision model whose published points on ``gpu`` are predicted: the profile of the 16-bit row that
     carries them (``sixteen_bit_source``); its seconds per profiled step (of ``images``) in the kinds the transfer
     model carries by the matrix-product rate (``kernels.FLOP_KINDS``); those of its top kernels that match
-    ``LOW_RATE``, and their share; and the ratios by which a part is carried to ``gpu`` (``gpu_ratios.part_ratios``:
-    ``flop_ratio`` the one they are carried by, ``cuda_ratio`` the CUDA cores' fp32 peaks, ``memory_ratio`` the
-    memory-bound kernels'). It explains a miss; nothing predicts from it."""
+    ``LOW_RATE``, and their share (a lower bound: a profile names only its kernels of at least
+    ``measure.profile.TOP_MIN_SHARE`` of the step); and the ratios by which a part is carried to ``gpu``
+    (``gpu_ratios.part_ratios``: ``flop_ratio`` the one they are carried by, ``cuda_ratio`` the CUDA cores' fp32
+    peaks, ``memory_ratio`` the memory-bound kernels'). It explains a miss; nothing predicts from it."""
     import re
 
     from ..analysis import latest_profiles, runs_root
