@@ -8,10 +8,11 @@
 #  2-3. as plan-small.sh states.
 #   ACADEMIC_BENCH_GIT_COMMIT=REV MACHINE_TXT=/tmp/machine.txt \
 #     bash scripts/offline-gpu/start_background.sh notebooks/runs/h200x1/evidence/moe/plan-2.sh
+# NAIVE_ONLY=1 runs the first part alone.
 set -u
 M=notebooks/runs/h100x1/evidence/moe
 H=notebooks/runs/h200x1/evidence/moe
 export BENCH="--model $M/olmoe-1b-7b/config.json --tokens 3e11 --seq-len 2048 --precision bf16 --methods naive --out $H/results.jsonl"
 PARTS=bench TIMEOUT_S=600 bash scripts/offline-gpu/job.sh h200x1 h200 1
 cp $MACHINE_TXT $H/machine-naive.txt
-bash $H/plan-small.sh
+[ -n "${NAIVE_ONLY:-}" ] || bash $H/plan-small.sh
