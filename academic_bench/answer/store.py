@@ -24,13 +24,14 @@ from ..catalog.json_cache import cache_file, read_json, write_json
 from ..estimate.facts import shipped_digest
 from .types import Answer
 
-GRID_VERSION = 8  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
+GRID_VERSION = 9  # 2: the work model's calibration and the host's optimizer rates kept beside the answers;
 # 3: each answer carries what the switches beyond the paper buy beside it; 4: a predicted answer's range is the
 # error observed for predictions of its kind, the held-out predictions' errors kept with the checks; 5: the work
 # model's evidence (the GEMM sweep's rate by size, attention's per-token offset, the measured optima) kept with
 # its calibration; 6: what the switches beyond the paper change in the work model's step, kept with its evidence;
 # 7: the answers on every GPU of data/gpus.csv outside the study's, and the cells refused there with the reason;
-# 8: a predicted answer weighs every memory-saving combination valid on its count (``compute.weighed_prediction``)
+# 8: a predicted answer weighs every memory-saving combination valid on its count (``compute.weighed_prediction``);
+# 9: a refusal for memory keeps the smallest setup that would fit (``Answer.fits_from``)
 SHIPPED_NAME = "answers.json"
 # The published check's vision points read the 16-bit rows (``predict.published_vision``), and the published ranges
 # widen the answers by what that check observed.
