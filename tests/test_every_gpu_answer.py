@@ -107,7 +107,7 @@ def test_a_refusal_keeps_the_setup_that_would_fit_through_json():
 
     from academic_bench.answer.types import Answer, Fitting
 
-    fits = Fitting("l4", 1, 2, "l4", "free-lunch+zero3", same_gpu=True)
+    fits = Fitting("l4", 1, 2, "l4", "free-lunch+zero3")
     a = Answer(model="pythia-6.9b", gpu="l4", n_gpus=1, kind="none", days=None, days_low=None, days_high=None,
                mfu=None, settings=None, rests_on=fits.words(), fits_from=fits)
     back = Answer.from_dict(json.loads(json.dumps(a.to_dict())))

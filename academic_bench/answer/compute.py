@@ -284,7 +284,7 @@ def smallest_fitting(model: str, gpu: str, n_gpus: int) -> Fitting:
     for n in (c for c in GPU_COUNTS if c > n_gpus):
         m = fitting(target, n)
         if m:
-            return Fitting(gpu, n_gpus, n, gpu, m, same_gpu=True)
+            return Fitting(gpu, n_gpus, n, gpu, m)
     precision = get_model(model).recipe.precision
     n = max(GPU_COUNTS[-1], n_gpus)
     for g in sorted(every_gpu().values(), key=lambda g: (g.memory_gb, g.key)):

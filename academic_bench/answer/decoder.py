@@ -169,8 +169,9 @@ def decoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         m = parse_methods(settings.methods) if settings else methods
         unfit = fit_problem(key, gpu, n_gpus, m)  # settings that cannot run are no answer
         if unfit:
+            why, fits = unfit
             return _none(f"the work model does not apply ({why_not_work}); the settings of {nearest.model}'s answer "
-                         f"on this setup: {unfit[0]}", base, unfit[1])
+                         f"on this setup: {why}", base, fits)
         rng = stated_range(observed(root), "catalog decoders by size", validation_class(m, n_gpus), m.offload, True)
         low, high, words = rng.bounds(days, bound / s.high, bound / s.low, s.mfu)
         return Answer(kind="predicted", days=days, days_low=low, days_high=high, mfu=s.mfu, settings=settings,

@@ -114,7 +114,8 @@ def encoder_answer(key: str, gpu: str, n_gpus: int, root: str | os.PathLike | No
         return _none(beyond, base)
     unfit = fit_problem(key, gpu, n_gpus, methods)
     if unfit:
-        return _none(unfit[0], base, unfit[1])
+        why, fits = unfit
+        return _none(why, base, fits)
     mbs = max_micro_batch(Config(key, gpu, n_gpus, methods=methods), get_gpu(gpu).memory_gb)
     carried = carried_encoder(gpu, n_gpus, flops_per_sample(spec), where, micro_batch=mbs)  # at its own micro-batch
     if isinstance(carried, str):

@@ -90,22 +90,21 @@ class BeyondPaper:
 @dataclass(frozen=True)
 class Fitting:
     """Where nothing fits ``asked_n`` x ``asked_gpu``: the smallest setup the memory model fits, ``n_gpus`` x
-    ``gpu`` with ``methods`` (``--methods`` text), found among more of the same GPU first (``same_gpu``), then
-    the other catalog GPUs at ``n_gpus`` (the largest count priced); ``gpu`` None where nothing fits that many
-    of any catalog GPU."""
+    ``gpu`` with ``methods`` (``--methods`` text), found among more of the same GPU first, then the other catalog
+    GPUs (each with more memory) at ``n_gpus``, the largest count priced; ``gpu`` None where nothing fits that
+    many of any catalog GPU."""
 
     asked_gpu: str
     asked_n: int
     n_gpus: int
     gpu: str | None = None
     methods: str | None = None
-    same_gpu: bool = False
 
     def words(self) -> str:
         """The refusal as the command line prints it, naming GPUs by the keys ``--gpu`` takes."""
         if self.gpu is None:
             return f"nothing fits by the memory model on up to {self.n_gpus} of any catalog GPU"
-        asked = (f"{self.asked_n} x {self.asked_gpu}" if self.same_gpu
+        asked = (f"{self.asked_n} x {self.asked_gpu}" if self.gpu == self.asked_gpu
                  else f"{self.asked_gpu} up to {self.n_gpus} GPUs")
         return (f"nothing fits {asked} by the memory model; the smallest that would: {self.n_gpus} x {self.gpu} "
                 f"({self.methods})")
