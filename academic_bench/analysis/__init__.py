@@ -46,8 +46,9 @@ from .counted import (  # noqa: F401
     within_tolerance,
 )
 from .launches import (CHECK_SEARCH_COLUMNS, ENGINE_CHANGE_COLUMNS, FORKED_AB_COLUMNS,  # noqa: F401
-                       LAUNCH_CHECK_COLUMNS, SEARCH_COST_COLUMNS, check_searches, engine_changes, forked_ab,
-                       launch_check, search_cost, wall_breakdown)
+                       LAUNCH_CHECK_COLUMNS, ONE_PROCESS_COLUMNS, ONE_PROCESS_SEARCH_COLUMNS, SEARCH_COST_COLUMNS,
+                       check_searches, engine_changes, forked_ab, launch_check, one_process, search_cost,
+                       wall_breakdown)
 from .honesty import (  # noqa: F401
     CONFIGURATION_COST_COLUMNS,
     ENGINE_COST_COLUMNS,

@@ -304,3 +304,68 @@ def wall_breakdown(rows: list[dict]) -> tuple[pd.DataFrame, int]:
                     "median_s": float(pd.Series([r["duration_s"] for r in mine]).median()),
                     **{p: sum(r["wall_breakdown"].get(p, 0.0) for r in mine) / total for p in PHASES}})
     return pd.DataFrame(out, columns=columns), len(counted) - len(kept)
+
+
+ONE_PROCESS_COLUMNS = ["setup", "model", "methods_label", "fresh_micro_batch", "one_micro_batch", "fresh_step_s",
+                       "one_step_s", "step_change", "inside_spread", "fresh_s", "one_s"]
+ONE_PROCESS_SEARCH_COLUMNS = ["setup", "model", "side", "configurations", "wall_s", "median_s", "outside_share"]
+
+
+def _probe_lines(root: str | Path | None) -> list[tuple[Path, dict, list[dict]]]:
+    """Each model's file of the one-process probe (``evidence/engine/one-process/MODEL.jsonl``, written by
+    ``scripts/offline-gpu/one_process_probe.py``): its path, its first line (the process's start) and one line per
+    configuration."""
+    import json
+
+    out = []
+    for path in sorted(runs_root(root).glob("*/evidence/engine/one-process/*.jsonl")):
+        lines = [json.loads(s) for s in path.read_text().splitlines() if s.strip()]
+        if lines:
+            out.append((path, lines[0], lines[1:]))
+    return out
+
+
+def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A model's exhaustive configurations measured in turn by one process (``_probe_lines``) against the engine's
+    process per configuration on the same machine kind, engine revision and configurations (the cost rows,
+    ``results-one-launch.cost-*.jsonl``, latest per configuration). Returns (per configuration: both micro-batches
+    and steps, the step's change, whether the one-process step lies inside the fresh row's spread of repetitions, and
+    each side's seconds; per search: each side's wall time, the median configuration and the share of the wall
+    outside measured GPU work, ``GPU_WORK_PHASES``). A search's wall is, for the engine, its rows' summed
+    ``duration_s``; for the probe, the process's whole life as its ``walls.txt`` line gives it."""
+    fresh = {}
+    for r in engine_evidence_rows("results-one-launch.cost-*.jsonl", root):
+        if r.get("outcome") == "ok":
+            fresh[(r["setup"], r["config_id"])] = r
+    per, searches = [], []
+    for path, _, lines in _probe_lines(root):
+        setup, model = path.parents[3].name, path.stem
+        walls = (path.parent / "walls.txt").read_text().split() if (path.parent / "walls.txt").exists() else []
+        wall = next((float(w.split("=")[1]) for i, w in enumerate(walls)
+                     if w.startswith("wall_s=") and i >= 4 and walls[i - 4] == model), math.nan)
+        ran = [ln for ln in lines if ln.get("outcome") == "ok" and ln.get("step_time_s")]
+        pairs = [(ln, fresh.get((setup, ln["config"]))) for ln in ran]
+        for ln, f in pairs:
+            if f is None:
+                continue
+            lo, hi = f.get("step_time_spread") or [f["step_time_s"]] * 2
+            per.append({"setup": setup, "model": model, "methods_label": ln["methods"],
+                        "fresh_micro_batch": f["micro_batch"], "one_micro_batch": ln["micro_batch"],
+                        "fresh_step_s": f["step_time_s"], "one_step_s": ln["step_time_s"],
+                        "step_change": ln["step_time_s"] / f["step_time_s"] - 1,
+                        "inside_spread": lo <= ln["step_time_s"] <= hi,
+                        "fresh_s": f["duration_s"], "one_s": ln["measured_s"] + ln["freed_s"]})
+        rows = [f for _, f in pairs if f is not None]
+        if rows:
+            total = sum(r["duration_s"] for r in rows)
+            searches.append({"setup": setup, "model": model, "side": "a process per configuration",
+                             "configurations": len(rows), "wall_s": total,
+                             "median_s": float(pd.Series([r["duration_s"] for r in rows]).median()),
+                             "outside_share": 1 - sum(_gpu_work_s(r) for r in rows) / total})
+        if ran:
+            work = sum(ln["phases"].get(p, 0.0) for ln in ran for p in GPU_WORK_PHASES)
+            searches.append({"setup": setup, "model": model, "side": "one process", "configurations": len(ran),
+                             "wall_s": wall,
+                             "median_s": float(pd.Series([ln["measured_s"] + ln["freed_s"] for ln in ran]).median()),
+                             "outside_share": 1 - work / wall if wall == wall else math.nan})
+    return pd.DataFrame(per, columns=ONE_PROCESS_COLUMNS), pd.DataFrame(searches, columns=ONE_PROCESS_SEARCH_COLUMNS)
