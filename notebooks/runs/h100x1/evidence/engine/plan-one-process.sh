@@ -16,12 +16,13 @@
 #    allocator's cache), which the lines' free host memory and reserved GPU memory after each show.
 #   ACADEMIC_BENCH_GIT_COMMIT=<the commit, as printed here by git rev-parse HEAD> MACHINE_TXT=/tmp/w/machine.txt \
 #     bash scripts/offline-gpu/start_background.sh notebooks/runs/h100x1/evidence/engine/plan-one-process.sh
+# Pythia-1B first: its search is the one the 12-minute aim is about. MODELS=pythia-1b runs it alone.
 set -u
 source scripts/offline-gpu/gpu_prelude.sh
 E=notebooks/runs/h100x1/evidence/engine/one-process
 mkdir -p $E
 cp $MACHINE_TXT $E/machine.txt
-for model in pythia-160m pythia-1b; do
+for model in ${MODELS:-pythia-1b pythia-160m}; do
   rm -rf /tmp/cc-cost /tmp/triton-cost
   s=$SECONDS
   ACADEMIC_BENCH_COMPILE_CACHE=/tmp/cc-cost TRITON_CACHE_DIR=/tmp/triton-cost \
