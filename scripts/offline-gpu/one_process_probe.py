@@ -10,8 +10,9 @@ GPU), freeing the GPU between them as the search frees it between trial sizes, a
 configuration: its step, spread, micro-batch and search, and its phases (``measure.wall``). It is evidence for a
 design decision, not an engine: no time limit, no recovery from a crash.
 
-usage: python3 scripts/offline-gpu/one_process_probe.py MODEL OUT.jsonl [cpu]
-(``cpu``: the tiny configurations on the CPU, to try the probe itself where there is no GPU)
+usage: python3 scripts/offline-gpu/one_process_probe.py MODEL OUT.jsonl [cuda|cpu] [METHODS,METHODS...]
+(``cpu``: the tiny configurations on the CPU, to try the probe itself where there is no GPU; METHODS: these
+combinations, as ``--methods`` spells them, instead of the exhaustive search's)
 """
 from __future__ import annotations
 
@@ -59,11 +60,14 @@ def track_steppers(made: list) -> None:
 def main(argv: list[str]) -> int:
     model, out = argv[0], argv[1]
     device = argv[2] if len(argv) > 2 else "cuda"
+    chosen = argv[3].split(",") if len(argv) > 3 else None
     worker_environment(model)
     import gc
 
     import torch
 
+    from academic_bench.catalog.config import Config
+    from academic_bench.catalog.methods import parse_methods
     from academic_bench.launch.local import build_request
     from academic_bench.measure import wall, worker
     from academic_bench.search.plans import plan
@@ -75,7 +79,10 @@ def main(argv: list[str]) -> int:
     print(f"process ready in {started:.1f} s", flush=True)
     with open(out, "w") as f:
         f.write(json.dumps({"model": model, "process_ready_s": started}) + "\n")
-        for cfg in plan(model, "h100-80gb", 1, "exhaustive", tiny=device == "cpu"):
+        tiny = device == "cpu"
+        configs = ([Config(model, "h100-80gb", 1, methods=parse_methods(m), tiny=tiny) for m in chosen] if chosen
+                   else plan(model, "h100-80gb", 1, "exhaustive", tiny=tiny))
+        for cfg in configs:
             if cfg.refusal():
                 continue
             wall.restart()
