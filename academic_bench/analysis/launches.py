@@ -311,18 +311,14 @@ ONE_PROCESS_COLUMNS = ["setup", "model", "methods_label", "fresh_micro_batch", "
 ONE_PROCESS_SEARCH_COLUMNS = ["setup", "model", "side", "configurations", "wall_s", "median_s", "outside_share"]
 
 
-def _probe_lines(root: str | Path | None) -> list[tuple[Path, dict, list[dict]]]:
+def _probe_lines(root: str | Path | None) -> list[tuple[Path, list[dict]]]:
     """Each model's file of the one-process probe (``evidence/engine/one-process/MODEL.jsonl``, written by
-    ``scripts/offline-gpu/one_process_probe.py``): its path, its first line (the process's start) and one line per
-    configuration."""
+    ``scripts/offline-gpu/one_process_probe.py``): its path and its lines after the first (which says when the
+    process was ready), one per configuration."""
     import json
 
-    out = []
-    for path in sorted(runs_root(root).glob("*/evidence/engine/one-process/*.jsonl")):
-        lines = [json.loads(s) for s in path.read_text().splitlines() if s.strip()]
-        if lines:
-            out.append((path, lines[0], lines[1:]))
-    return out
+    return [(path, [json.loads(s) for s in path.read_text().splitlines()[1:] if s.strip()])
+            for path in sorted(runs_root(root).glob("*/evidence/engine/one-process/*.jsonl"))]
 
 
 def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -333,12 +329,10 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
     each side's seconds; per search: each side's wall time, the median configuration and the share of the wall
     outside measured GPU work, ``GPU_WORK_PHASES``). A search's wall is, for the engine, its rows' summed
     ``duration_s``; for the probe, the process's whole life as its ``walls.txt`` line gives it."""
-    fresh = {}
-    for r in engine_evidence_rows("results-one-launch.cost-*.jsonl", root):
-        if r.get("outcome") == "ok":
-            fresh[(r["setup"], r["config_id"])] = r
+    fresh = {(r["setup"], r["config_id"]): r for r in engine_evidence_rows("results-one-launch.cost-*.jsonl", root)
+             if r.get("outcome") == "ok"}  # files in name order: the latest cost search's row of a configuration
     per, searches = [], []
-    for path, _, lines in _probe_lines(root):
+    for path, lines in _probe_lines(root):
         setup, model = path.parents[3].name, path.stem
         walls = (path.parent / "walls.txt").read_text().split() if (path.parent / "walls.txt").exists() else []
         wall = next((float(w.split("=")[1]) for i, w in enumerate(walls)
@@ -367,5 +361,5 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
             searches.append({"setup": setup, "model": model, "side": "one process", "configurations": len(ran),
                              "wall_s": wall,
                              "median_s": float(pd.Series([ln["measured_s"] + ln["freed_s"] for ln in ran]).median()),
-                             "outside_share": 1 - work / wall if wall == wall else math.nan})
+                             "outside_share": math.nan if math.isnan(wall) else 1 - work / wall})
     return pd.DataFrame(per, columns=ONE_PROCESS_COLUMNS), pd.DataFrame(searches, columns=ONE_PROCESS_SEARCH_COLUMNS)

@@ -3,8 +3,9 @@ if it kept its worker (imports, CUDA context, libraries' one-time work) across c
 steps it measures so stay those of a fresh process per configuration.
 
 The engine starts one worker per configuration (``launch.local``), and in Pythia-160M's and Pythia-1B's
-exhaustive searches on one H100 45% of the wall was outside trials and timed repetitions, most of it each
-configuration's first build paying the libraries' one-time work again (``engine/build-profile/``). This probe runs
+exhaustive searches on one H100 much of the wall was outside trials and timed repetitions, most of it each
+configuration's first build paying the libraries' one-time work again (the rows' ``wall_breakdown`` under
+``notebooks/runs/h100x1/evidence/engine/``, and ``engine/build-profile/``). This probe runs
 the same configurations through the worker's own ``measure`` (search and time in place, as the engine does on one
 GPU), freeing the GPU between them as the search frees it between trial sizes, and writes one line per
 configuration: its step, spread, micro-batch and search, and its phases (``measure.wall``). It is evidence for a
@@ -23,6 +24,7 @@ import time
 import weakref
 
 ENTERED = time.time()
+LIMIT_S = 420  # each configuration's time limit in the engine's cost searches (``--timeout 420`` in their plans)
 
 
 def worker_environment(model: str) -> None:
@@ -68,7 +70,7 @@ def main(argv: list[str]) -> int:
 
     from academic_bench.catalog.config import Config
     from academic_bench.catalog.methods import parse_methods
-    from academic_bench.launch.local import build_request
+    from academic_bench.launch.local import DEADLINE_RESERVE_S, build_request
     from academic_bench.measure import wall, worker
     from academic_bench.search.plans import plan
 
@@ -87,7 +89,9 @@ def main(argv: list[str]) -> int:
                 continue
             wall.restart()
             t0 = time.perf_counter()
-            req = {**build_request(cfg, device=device), "in_place": True, "deadline": time.time() + 420 - 15}
+            # The deadline the engine's timing keeps to under the plans' 420 s limit a configuration (``launch.local``).
+            req = {**build_request(cfg, device=device), "in_place": True,
+                   "deadline": time.time() + LIMIT_S - DEADLINE_RESERVE_S}
             try:
                 row = worker.measure(req, device, 0)
             except Exception as exc:  # noqa: BLE001  (kept as the line's outcome: the probe goes on)
