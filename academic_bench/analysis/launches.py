@@ -334,10 +334,12 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
     per, searches = [], []
     for path, lines in _probe_lines(root):
         setup, model = path.parents[3].name, path.stem
-        walls = (path.parent / "walls.txt").read_text().split() if (path.parent / "walls.txt").exists() else []
-        wall = next((float(w.split("=")[1]) for i, w in enumerate(walls)
-                     if w.startswith("wall_s=") and i >= 4 and walls[i - 4] == model), math.nan)
-        ran = [ln for ln in lines if ln.get("outcome") == "ok" and ln.get("step_time_s")]
+        walls = path.parent / "walls.txt"  # "MODEL one process rc=0 wall_s=612", a line per model
+        said = [ln.split() for ln in (walls.read_text().splitlines() if walls.exists() else [])]
+        wall = next((float(p[-1].split("=")[1]) for p in said if p and p[0] == model and p[-1].startswith("wall_s=")),
+                    math.nan)
+        ran = [{**ln, "one_s": ln["measured_s"] + ln["freed_s"]} for ln in lines
+               if ln.get("outcome") == "ok" and ln.get("step_time_s")]
         pairs = [(ln, fresh.get((setup, ln["config"]))) for ln in ran]
         for ln, f in pairs:
             if f is None:
@@ -348,7 +350,7 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
                         "fresh_step_s": f["step_time_s"], "one_step_s": ln["step_time_s"],
                         "step_change": ln["step_time_s"] / f["step_time_s"] - 1,
                         "inside_spread": lo <= ln["step_time_s"] <= hi,
-                        "fresh_s": f["duration_s"], "one_s": ln["measured_s"] + ln["freed_s"]})
+                        "fresh_s": f["duration_s"], "one_s": ln["one_s"]})
         rows = [f for _, f in pairs if f is not None]
         if rows:
             total = sum(r["duration_s"] for r in rows)
@@ -360,6 +362,6 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
             work = sum(ln["phases"].get(p, 0.0) for ln in ran for p in GPU_WORK_PHASES)
             searches.append({"setup": setup, "model": model, "side": "one process", "configurations": len(ran),
                              "wall_s": wall,
-                             "median_s": float(pd.Series([ln["measured_s"] + ln["freed_s"] for ln in ran]).median()),
+                             "median_s": float(pd.Series([ln["one_s"] for ln in ran]).median()),
                              "outside_share": math.nan if math.isnan(wall) else 1 - work / wall})
     return pd.DataFrame(per, columns=ONE_PROCESS_COLUMNS), pd.DataFrame(searches, columns=ONE_PROCESS_SEARCH_COLUMNS)

@@ -64,14 +64,13 @@ def main(argv: list[str]) -> int:
     device = argv[2] if len(argv) > 2 else "cuda"
     chosen = argv[3].split(",") if len(argv) > 3 else None
     worker_environment(model)
-    import gc
-
     import torch
 
     from academic_bench.catalog.config import Config
     from academic_bench.catalog.methods import parse_methods
     from academic_bench.launch.local import DEADLINE_RESERVE_S, build_request
     from academic_bench.measure import wall, worker
+    from academic_bench.measure.stepper import free_after_oom
     from academic_bench.search.plans import plan
 
     made: list = []
@@ -98,17 +97,15 @@ def main(argv: list[str]) -> int:
                 row = {"outcome": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
             measured_s = time.perf_counter() - t0
             # What the next configuration needs: the GPU as the search leaves it between trial sizes
-            # (``stepper.free_after_oom``), and no compiled code of this model (``Stepper.close`` resets it too).
+            # (``free_after_oom``: each stepper still open closed, then the collector, cache and peaks), and no
+            # compiled code of this model (``Stepper.close`` resets it where it compiled; here whatever closed).
             for ref in made:
                 stepper = ref()
                 if stepper is not None and stepper.model is not None:
                     stepper.close()
             made.clear()
             torch._dynamo.reset()
-            gc.collect()
-            if device == "cuda":
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats()
+            free_after_oom(None, device)
             line = {"config": cfg.id, "methods": cfg.methods.label(), "outcome": row.get("outcome"),
                     "reason": row.get("reason"), "micro_batch": row.get("micro_batch"),
                     "step_time_s": row.get("step_time_s"), "step_time_spread": row.get("step_time_spread"),
