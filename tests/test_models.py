@@ -71,3 +71,30 @@ def test_training_models_keep_no_kv_cache():
 def test_unknown_model_names_the_valid_ones():
     with pytest.raises(UnknownModelError, match="pythia-1b"):
         get_model("gpt-5")
+
+
+
+@pytest.mark.parametrize("key", NINE)
+def test_checkpointing_recomputes_every_block_in_the_backward_through_the_librarys_current_switch(key):
+    """Every block runs again in the backward, and the switch is the model library's current one (transformers'
+    old name warns that v6 removes it)."""
+    import warnings
+
+    from academic_bench.measure.apply import Ran, apply_checkpointing, blocks
+
+    spec = get_model(key)
+    model = spec.build(True).train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        apply_checkpointing(model, Ran())
+    ran_in_backward: set[int] = set()
+    backward = False
+    for i, block in enumerate(blocks(model, spec)):
+        # The layers inside a block: transformers checkpoints a block's forward, not its call, so the block's own
+        # hooks stay outside the recompute.
+        for layer in list(block.modules())[1:]:
+            layer.register_forward_pre_hook(lambda m, args, i=i: ran_in_backward.add(i) if backward else None)
+    loss = loss_of(model, spec.make_batch(2, tiny=True, generator=torch.Generator().manual_seed(0)))
+    backward = True
+    loss.backward()
+    assert ran_in_backward == set(range(len(blocks(model, spec))))
