@@ -2,10 +2,13 @@
 train on the CPU."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
 from academic_bench.catalog.models import CATALOG, UnknownModelError, get_model, loss_of
+from academic_bench.measure.apply import Ran, apply_checkpointing, blocks
 
 NINE = ["pythia-160m", "pythia-410m", "pythia-1b", "pythia-2.8b", "pythia-6.9b", "roberta-large", "mamba-2.8b",
         "convnext-xlarge", "vit-large"]
@@ -78,10 +81,6 @@ def test_unknown_model_names_the_valid_ones():
 def test_checkpointing_recomputes_every_block_in_the_backward_through_the_librarys_current_switch(key):
     """Every block runs again in the backward, and the switch is the model library's current one (transformers'
     old name warns that v6 removes it)."""
-    import warnings
-
-    from academic_bench.measure.apply import Ran, apply_checkpointing, blocks
-
     spec = get_model(key)
     model = spec.build(True).train()
     with warnings.catch_warnings():

@@ -128,9 +128,9 @@ def apply_tf32(enabled: bool, ran: Ran) -> None:
 def apply_checkpointing(model: nn.Module, ran: Ran) -> None:
     """Activation checkpointing through the model library's own switch (transformers or timm).
 
-    transformers 5.25 renamed its switch ``activation_checkpointing_enable``; the old name is an alias that warns
-    and is gone in v6, and both reach the same code with the same arguments. Releases before the rename, which the
-    package's lower bound allows, have the old name only."""
+    transformers' switch is ``activation_checkpointing_enable``; in the locked release (5.25) the old name is an
+    alias that warns that v6 removes it, and both reach the same code with the same arguments. Older releases,
+    which the package's lower bound allows, have the old name only."""
     if hasattr(model, "activation_checkpointing_enable"):
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     elif hasattr(model, "gradient_checkpointing_enable"):
