@@ -76,7 +76,6 @@ def test_unknown_model_names_the_valid_ones():
         get_model("gpt-5")
 
 
-
 @pytest.mark.parametrize("key", NINE)
 def test_checkpointing_recomputes_every_block_in_the_backward_through_the_librarys_current_switch(key):
     """Every block runs again in the backward, and the switch is the model library's current one (transformers'
@@ -88,7 +87,8 @@ def test_checkpointing_recomputes_every_block_in_the_backward_through_the_librar
         apply_checkpointing(model, Ran())
     ran_in_backward: set[int] = set()
     backward = False
-    for i, block in enumerate(blocks(model, spec)):
+    found = blocks(model, spec)
+    for i, block in enumerate(found):
         # The layers inside a block: transformers checkpoints a block's forward, not its call, so the block's own
         # hooks stay outside the recompute.
         for layer in list(block.modules())[1:]:
@@ -96,4 +96,4 @@ def test_checkpointing_recomputes_every_block_in_the_backward_through_the_librar
     loss = loss_of(model, spec.make_batch(2, tiny=True, generator=torch.Generator().manual_seed(0)))
     backward = True
     loss.backward()
-    assert ran_in_backward == set(range(len(blocks(model, spec))))
+    assert ran_in_backward == set(range(len(found)))

@@ -96,8 +96,8 @@ def main(argv: list[str]) -> int:
             except Exception as exc:  # noqa: BLE001  (kept as the line's outcome: the probe goes on)
                 row = {"outcome": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
             measured_s = time.perf_counter() - t0
-            # What the next configuration needs: the GPU as the search leaves it between trial sizes
-            # (``free_after_oom``: each stepper still open closed, then the collector, cache and peaks), and no
+            # What the next configuration needs: the GPU as the search leaves it between trial sizes (every
+            # stepper still open closed here, then ``free_after_oom``'s collector, cache and peaks), and no
             # compiled code of this model (``Stepper.close`` resets it where it compiled; here whatever closed).
             for ref in made:
                 stepper = ref()
