@@ -665,34 +665,42 @@ def test_the_forked_worker_ab_reads_each_sides_wall_and_configurations(tmp_path)
 
 def test_one_process_is_set_beside_the_engines_rows_of_the_same_configurations(tmp_path):
     """The one-process probe against the engine's cost rows: each configuration's two steps paired by its id,
-    whether the probe's lies inside the engine row's spread, and each side's wall and share outside the trials and
-    timed repetitions (the engine's: its rows' durations; the probe's: its process's whole life)."""
+    whether the probe's lies inside the engine row's spread and ran after DeepSpeed's ZeRO-3 in that process, and
+    each side's wall and share outside the trials and timed repetitions (the engine's: its rows' durations; the
+    probe's: its process's whole life, with its exit status), of the engine's whole search."""
     from academic_bench.catalog.config import Config
     from academic_bench.catalog.methods import parse_methods
     from academic_bench.results import make_row
 
     configs = [Config("pythia-160m", "h100-80gb", 1, methods=parse_methods(m))
-               for m in ("free-lunch", "free-lunch+zero1+offload")]
+               for m in ("free-lunch", "free-lunch+zero3+offload", "free-lunch+ckpt", "free-lunch+zero1+offload")]
     engine = tmp_path / "h100x1" / "evidence" / "engine"
     (engine / "one-process").mkdir(parents=True)
     rows = [{**make_row(c, setup="h100x1", outcome="ok", reason=None, step_time_s=step, micro_batch=32, gas=32),
              "step_time_spread": [step * 0.99, step * 1.01], "duration_s": 40.0,
              "wall_breakdown": {"start": 5.0, "build": 15.0, "trials": 10.0, "timed": 10.0}}
-            for c, step in zip(configs, (6.0, 12.0))]
+            for c, step in zip(configs, (6.0, 12.0, 8.0, 7.0))]
     (engine / "results-one-launch.cost-3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     lines = [{"model": "pythia-160m", "process_ready_s": 4.0}]
+    # The fourth configuration never ran: the process was killed before it (its exit status 137).
     lines += [{"config": c.id, "methods": c.methods.label(), "outcome": "ok", "micro_batch": 32, "step_time_s": step,
-               "phases": {"build": 3.0, "trials": 10.0, "timed": 10.0}, "measured_s": 24.0, "freed_s": 1.0}
-              for c, step in zip(configs, (6.03, 12.5))]
+               "phases": {"build": 3.0, "trials": 10.0, "timed": 10.0}, "measured_s": 24.0, "freed_s": 1.0,
+               "host_available_gb_after": host}
+              for c, step, host in zip(configs[:3], (6.03, 12.5, 7.0), (120.0, 100.0, 99.0))]
     (engine / "one-process" / "pythia-160m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    (engine / "one-process" / "walls.txt").write_text("pythia-160m one process rc=0 wall_s=60\n")
+    (engine / "one-process" / "walls.txt").write_text("pythia-1b one process rc=0 wall_s=500\n"
+                                                      "pythia-160m one process rc=137 wall_s=90\n")
     per, searches = analysis.one_process(tmp_path)
-    assert per["inside_spread"].tolist() == [True, False]
-    assert per["step_change"].round(4).tolist() == [0.005, round(12.5 / 12 - 1, 4)]
+    assert per["inside_spread"].tolist() == [True, False, False]
+    assert per["after_zero3"].tolist() == [False, False, True]
+    assert per["host_gb_after"].tolist() == [120.0, 100.0, 99.0]
+    assert per["step_change"].round(4).tolist() == [0.005, round(12.5 / 12 - 1, 4), -0.125]
     got = searches.set_index("side")
-    assert got.loc["a process per configuration", ["wall_s", "outside_share"]].tolist() == [80.0, 0.5]
-    assert got.loc["one process", ["wall_s", "median_s"]].tolist() == [60.0, 25.0]
-    assert got.loc["one process", "outside_share"] == pytest.approx(1 - 40 / 60)
+    assert got.loc["a process per configuration", ["configurations", "of", "wall_s", "outside_share"]].tolist() == [
+        3, 4, 120.0, 0.5]
+    assert got.loc["one process", ["configurations", "of", "wall_s", "median_s", "rc"]].tolist() == [
+        3, 4, 90.0, 25.0, 137.0]
+    assert got.loc["one process", "outside_share"] == pytest.approx(1 - 60 / 90)
     assert all(f.empty for f in analysis.one_process(tmp_path / "none"))
 
 

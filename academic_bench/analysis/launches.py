@@ -307,8 +307,9 @@ def wall_breakdown(rows: list[dict]) -> tuple[pd.DataFrame, int]:
 
 
 ONE_PROCESS_COLUMNS = ["setup", "model", "methods_label", "fresh_micro_batch", "one_micro_batch", "fresh_step_s",
-                       "one_step_s", "step_change", "inside_spread", "fresh_s", "one_s"]
-ONE_PROCESS_SEARCH_COLUMNS = ["setup", "model", "side", "configurations", "wall_s", "median_s", "outside_share"]
+                       "one_step_s", "step_change", "inside_spread", "after_zero3", "host_gb_after", "fresh_s", "one_s"]
+ONE_PROCESS_SEARCH_COLUMNS = ["setup", "model", "side", "configurations", "of", "wall_s", "median_s", "outside_share",
+                              "rc"]
 
 
 def _probe_lines(root: str | Path | None) -> list[tuple[Path, list[dict]]]:
@@ -326,19 +327,25 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
     process per configuration on the same machine kind, engine revision and configurations (the cost rows,
     ``results-one-launch.cost-*.jsonl``, latest per configuration). Returns (per configuration: both micro-batches
     and steps, the step's change, whether the one-process step lies inside the fresh row's spread of repetitions, and
-    each side's seconds; per search: each side's wall time, the median configuration and the share of the wall
-    outside measured GPU work, ``GPU_WORK_PHASES``). A search's wall is, for the engine, its rows' summed
-    ``duration_s``; for the probe, the process's whole life as its ``walls.txt`` line gives it."""
+    each side's seconds, whether DeepSpeed's ZeRO-3 had run in the process before it and the host memory left
+    available after it; per search: the configurations both sides ran, of the engine's whole search, each side's wall
+    time, the median configuration, the share of the wall outside measured GPU work, ``GPU_WORK_PHASES``, and the
+    probe's exit status). A search's wall is, for the engine, its paired rows' summed ``duration_s``; for the probe,
+    the process's whole life as its ``walls.txt`` line gives it."""
     fresh = {(r["setup"], r["config_id"]): r for r in engine_evidence_rows("results-one-launch.cost-*.jsonl", root)
              if r.get("outcome") == "ok"}  # files in name order: the latest cost search's row of a configuration
     per, searches = [], []
     for path, lines in _probe_lines(root):
         setup, model = path.parents[3].name, path.stem
         walls = path.parent / "walls.txt"  # "MODEL one process rc=0 wall_s=612", a line per model
-        said = [ln.split() for ln in (walls.read_text().splitlines() if walls.exists() else [])]
-        wall = next((float(p[-1].split("=")[1]) for p in said if p and p[0] == model and p[-1].startswith("wall_s=")),
-                    math.nan)
-        ran = [{**ln, "one_s": ln["measured_s"] + ln["freed_s"]} for ln in lines
+        said = dict(w.split("=", 1) for p in (walls.read_text().splitlines() if walls.exists() else [])
+                    if p.split()[:1] == [model] for w in p.split() if "=" in w)
+        wall, rc = float(said.get("wall_s", math.nan)), float(said.get("rc", math.nan))
+        # Whether DeepSpeed's ZeRO-3 had run in this process before the configuration: its engine replaces
+        # torch.nn.functional.linear for the whole process ("This will persist unless manually reset", DeepSpeed's
+        # partition_parameters.py), so every later configuration's linear layers run through DeepSpeed's.
+        zero3_before = [any("ZeRO-3" in str(p.get("methods")) for p in lines[:i]) for i in range(len(lines))]
+        ran = [{**ln, "one_s": ln["measured_s"] + ln["freed_s"], "after_zero3": z} for ln, z in zip(lines, zero3_before)
                if ln.get("outcome") == "ok" and ln.get("step_time_s")]
         pairs = [(ln, fresh.get((setup, ln["config"]))) for ln in ran]
         for ln, f in pairs:
@@ -349,19 +356,21 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
                         "fresh_micro_batch": f["micro_batch"], "one_micro_batch": ln["micro_batch"],
                         "fresh_step_s": f["step_time_s"], "one_step_s": ln["step_time_s"],
                         "step_change": ln["step_time_s"] / f["step_time_s"] - 1,
-                        "inside_spread": lo <= ln["step_time_s"] <= hi,
+                        "inside_spread": lo <= ln["step_time_s"] <= hi, "after_zero3": ln["after_zero3"],
+                        "host_gb_after": ln.get("host_available_gb_after", math.nan),
                         "fresh_s": f["duration_s"], "one_s": ln["one_s"]})
         rows = [f for _, f in pairs if f is not None]
+        whole = sum(1 for (s, _), f in fresh.items() if s == setup and f["config"]["model"] == model)
         if rows:
             total = sum(r["duration_s"] for r in rows)
             searches.append({"setup": setup, "model": model, "side": "a process per configuration",
-                             "configurations": len(rows), "wall_s": total,
+                             "configurations": len(rows), "of": whole, "wall_s": total,
                              "median_s": float(pd.Series([r["duration_s"] for r in rows]).median()),
-                             "outside_share": 1 - sum(_gpu_work_s(r) for r in rows) / total})
+                             "outside_share": 1 - sum(_gpu_work_s(r) for r in rows) / total, "rc": math.nan})
         if ran:
             work = sum(ln["phases"].get(p, 0.0) for ln in ran for p in GPU_WORK_PHASES)
             searches.append({"setup": setup, "model": model, "side": "one process", "configurations": len(ran),
-                             "wall_s": wall,
+                             "of": whole, "wall_s": wall,
                              "median_s": float(pd.Series([ln["one_s"] for ln in ran]).median()),
-                             "outside_share": math.nan if math.isnan(wall) else 1 - work / wall})
+                             "outside_share": math.nan if math.isnan(wall) else 1 - work / wall, "rc": rc})
     return pd.DataFrame(per, columns=ONE_PROCESS_COLUMNS), pd.DataFrame(searches, columns=ONE_PROCESS_SEARCH_COLUMNS)
