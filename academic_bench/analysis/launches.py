@@ -307,7 +307,8 @@ def wall_breakdown(rows: list[dict]) -> tuple[pd.DataFrame, int]:
 
 
 ONE_PROCESS_COLUMNS = ["setup", "model", "methods_label", "fresh_micro_batch", "one_micro_batch", "fresh_step_s",
-                       "one_step_s", "step_change", "inside_spread", "after_zero3", "host_gb_after", "fresh_s", "one_s"]
+                       "one_step_s", "step_change", "inside_spread", "engine_measured", "engine_spread", "after_zero3",
+                       "host_gb_after", "fresh_s", "one_s"]
 ONE_PROCESS_SEARCH_COLUMNS = ["setup", "model", "side", "configurations", "of", "wall_s", "median_s", "outside_share",
                               "rc"]
 
@@ -327,13 +328,21 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
     process per configuration on the same machine kind, engine revision and configurations (the cost rows,
     ``results-one-launch.cost-*.jsonl``, latest per configuration). Returns (per configuration: both micro-batches
     and steps, the step's change, whether the one-process step lies inside the fresh row's spread of repetitions, and
-    each side's seconds, whether DeepSpeed's ZeRO-3 had run in the process before it and the host memory left
+    each side's seconds, how many times the engine measured the configuration at that micro-batch (its searches in
+    ``results-one-launch*.jsonl``) and how far those steps spread (largest over smallest, less one), whether
+    DeepSpeed's ZeRO-3 had run in the process before it and the host memory left
     available after it; per search: the configurations both sides ran, of the engine's whole search, each side's wall
     time, the median configuration, the share of the wall outside measured GPU work, ``GPU_WORK_PHASES``, and the
     probe's exit status). A search's wall is, for the engine, its paired rows' summed ``duration_s``; for the probe,
     the process's whole life as its ``walls.txt`` line gives it."""
     fresh = {(r["setup"], r["config_id"]): r for r in engine_evidence_rows("results-one-launch.cost-*.jsonl", root)
              if r.get("outcome") == "ok"}  # files in name order: the latest cost search's row of a configuration
+    # Every step the engine measured of a configuration at a micro-batch, over all its searches and machines: how
+    # far its own measurements of one configuration spread.
+    every: dict[tuple, list[float]] = {}
+    for r in engine_evidence_rows("results-one-launch*.jsonl", root):
+        if r.get("outcome") == "ok" and r.get("step_time_s"):
+            every.setdefault((r["setup"], r["config_id"], r["micro_batch"]), []).append(r["step_time_s"])
     per, searches = [], []
     for path, lines in _probe_lines(root):
         setup, model = path.parents[3].name, path.stem
@@ -352,11 +361,13 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
             if f is None:
                 continue
             lo, hi = f.get("step_time_spread") or [f["step_time_s"]] * 2
+            steps = every.get((setup, ln["config"], f["micro_batch"]), [f["step_time_s"]])
             per.append({"setup": setup, "model": model, "methods_label": ln["methods"],
                         "fresh_micro_batch": f["micro_batch"], "one_micro_batch": ln["micro_batch"],
                         "fresh_step_s": f["step_time_s"], "one_step_s": ln["step_time_s"],
                         "step_change": ln["step_time_s"] / f["step_time_s"] - 1,
-                        "inside_spread": lo <= ln["step_time_s"] <= hi, "after_zero3": ln["after_zero3"],
+                        "inside_spread": lo <= ln["step_time_s"] <= hi, "engine_measured": len(steps),
+                        "engine_spread": max(steps) / min(steps) - 1, "after_zero3": ln["after_zero3"],
                         "host_gb_after": ln.get("host_available_gb_after", math.nan),
                         "fresh_s": f["duration_s"], "one_s": ln["one_s"]})
         rows = [f for _, f in pairs if f is not None]
