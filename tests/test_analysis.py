@@ -681,6 +681,8 @@ def test_one_process_is_set_beside_the_engines_rows_of_the_same_configurations(t
              "wall_breakdown": {"start": 5.0, "build": 15.0, "trials": 10.0, "timed": 10.0}}
             for c, step in zip(configs, (6.0, 12.0, 8.0, 7.0))]
     (engine / "results-one-launch.cost-3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # An earlier search measured the first configuration too: the engine's own spread of it.
+    (engine / "results-one-launch.cost-2.jsonl").write_text(json.dumps({**rows[0], "step_time_s": 5.7}) + "\n")
     lines = [{"model": "pythia-160m", "process_ready_s": 4.0}]
     # The fourth configuration never ran: the process was killed before it (its exit status 137).
     lines += [{"config": c.id, "methods": c.methods.label(), "outcome": "ok", "micro_batch": 32, "step_time_s": step,
@@ -693,6 +695,8 @@ def test_one_process_is_set_beside_the_engines_rows_of_the_same_configurations(t
     per, searches = analysis.one_process(tmp_path)
     assert per["inside_spread"].tolist() == [True, False, False]
     assert per["after_zero3"].tolist() == [False, False, True]
+    assert per["engine_measured"].tolist() == [2, 1, 1]
+    assert per["engine_spread"].round(4).tolist() == [round(6.0 / 5.7 - 1, 4), 0.0, 0.0]
     assert per["host_gb_after"].tolist() == [120.0, 100.0, 99.0]
     assert per["step_change"].round(4).tolist() == [0.005, round(12.5 / 12 - 1, 4), -0.125]
     got = searches.set_index("side")
