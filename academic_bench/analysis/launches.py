@@ -329,20 +329,20 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
     ``results-one-launch.cost-*.jsonl``, latest per configuration). Returns (per configuration: both micro-batches
     and steps, the step's change, whether the one-process step lies inside the fresh row's spread of repetitions, and
     each side's seconds, how many times the engine measured the configuration at that micro-batch (its searches in
-    ``results-one-launch*.jsonl``) and how far those steps spread (largest over smallest, less one), whether
-    DeepSpeed's ZeRO-3 had run in the process before it and the host memory left
+    ``results-one-launch*.jsonl``, ``results.repeated_measurements``) and how far those steps spread (largest over
+    smallest, less one), whether DeepSpeed's ZeRO-3 had run in the process before it and the host memory left
     available after it; per search: the configurations both sides ran, of the engine's whole search, each side's wall
     time, the median configuration, the share of the wall outside measured GPU work, ``GPU_WORK_PHASES``, and the
     probe's exit status). A search's wall is, for the engine, its paired rows' summed ``duration_s``; for the probe,
     the process's whole life as its ``walls.txt`` line gives it."""
     fresh = {(r["setup"], r["config_id"]): r for r in engine_evidence_rows("results-one-launch.cost-*.jsonl", root)
              if r.get("outcome") == "ok"}  # files in name order: the latest cost search's row of a configuration
-    # Every step the engine measured of a configuration at a micro-batch, over all its searches and machines: how
-    # far its own measurements of one configuration spread.
-    every: dict[tuple, list[float]] = {}
-    for r in engine_evidence_rows("results-one-launch*.jsonl", root):
-        if r.get("outcome") == "ok" and r.get("step_time_s"):
-            every.setdefault((r["setup"], r["config_id"], r["micro_batch"]), []).append(r["step_time_s"])
+    from ..results import engine_revision, repeated_measurements
+    from ..results.spread import work_id
+
+    # Every step the engine measured of a configuration at a micro-batch, over all its searches: how far its own
+    # measurements of one configuration spread.
+    repeats = repeated_measurements(engine_evidence_rows("results-one-launch*.jsonl", root))
     per, searches = [], []
     for path, lines in _probe_lines(root):
         setup, model = path.parents[3].name, path.stem
@@ -353,15 +353,17 @@ def one_process(root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFr
         # Whether DeepSpeed's ZeRO-3 had run in this process before the configuration: its engine replaces
         # torch.nn.functional.linear for the whole process ("This will persist unless manually reset", DeepSpeed's
         # partition_parameters.py), so every later configuration's linear layers run through DeepSpeed's.
-        zero3_before = [any("ZeRO-3" in str(p.get("methods")) for p in lines[:i]) for i in range(len(lines))]
-        ran = [{**ln, "one_s": ln["measured_s"] + ln["freed_s"], "after_zero3": z} for ln, z in zip(lines, zero3_before)
-               if ln.get("outcome") == "ok" and ln.get("step_time_s")]
+        ran, zero3_ran = [], False
+        for ln in lines:
+            if ln.get("outcome") == "ok" and ln.get("step_time_s"):
+                ran.append({**ln, "one_s": ln["measured_s"] + ln["freed_s"], "after_zero3": zero3_ran})
+            zero3_ran = zero3_ran or "ZeRO-3" in str(ln.get("methods"))
         pairs = [(ln, fresh.get((setup, ln["config"]))) for ln in ran]
         for ln, f in pairs:
             if f is None:
                 continue
             lo, hi = f.get("step_time_spread") or [f["step_time_s"]] * 2
-            steps = every.get((setup, ln["config"], f["micro_batch"]), [f["step_time_s"]])
+            steps = repeats.get((setup, work_id(f), f["micro_batch"], engine_revision(f)), [f["step_time_s"]])
             per.append({"setup": setup, "model": model, "methods_label": ln["methods"],
                         "fresh_micro_batch": f["micro_batch"], "one_micro_batch": ln["micro_batch"],
                         "fresh_step_s": f["step_time_s"], "one_step_s": ln["step_time_s"],
